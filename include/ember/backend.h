@@ -1,0 +1,86 @@
+/*
+ * ember/backend.h — the delegate (backend) ABI, for backend authors.
+ *
+ * A program names each delegate by backend id ("XnnpackBackend"). At method
+ * load the runtime finds the registered backend with that id, checks
+ * is_available(), and calls init() with the preprocessed payload and compile
+ * specs; the payload is released right after init returns, so a backend
+ * copies (or packs) whatever it keeps. execute() receives the delegate
+ * call's arguments (flattened inputs, then outputs); destroy() runs when the
+ * method is destroyed.
+ */
+#ifndef EMBER_BACKEND_H
+#define EMBER_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include "ember/ember.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** One compile spec: key and opaque value bytes (valid during init only). */
+typedef struct ember_compile_spec {
+    const char *key;
+    const uint8_t *value;
+    size_t value_size;
+} ember_compile_spec;
+
+/** What a backend gets at init besides its payload. */
+typedef struct ember_backend_init_ctx {
+    /** The method allocator: memory that lives as long as the method. */
+    ember_allocator *allocator;
+    /** Index of this delegate in the method's delegate table. */
+    size_t delegate_index;
+} ember_backend_init_ctx;
+
+/** A backend. Fill in struct_size = sizeof(ember_backend). */
+typedef struct ember_backend {
+    size_t struct_size;
+    const char *id;
+    /** Whether the backend can run here (hardware present, ...). */
+    bool (*is_available)(void);
+    /**
+     * Prepares a delegate. On failure, set a message with
+     * ember_backend_fail() and return its status.
+     */
+    ember_status (*init)(const ember_backend_init_ctx *ctx, const void *payload,
+                         size_t payload_size, const ember_compile_spec *specs,
+                         size_t num_specs, void **handle);
+    /** Runs a delegate on its arguments (inputs, then outputs). */
+    ember_status (*execute)(void *handle, ember_value **args, size_t nargs);
+    /** Releases what init acquired outside the method allocator. May be NULL. */
+    void (*destroy)(void *handle);
+} ember_backend;
+
+/**
+ * Registers a backend (not copied: it must outlive its use). A later
+ * registration with the same id replaces the earlier one.
+ * @return EMBER_OK, EMBER_ERR_TABLE_FULL, EMBER_ERR_INVALID_ARGUMENT.
+ */
+ember_status ember_backend_register(const ember_backend *backend);
+
+/** Removes every registered backend. */
+void ember_backends_clear(void);
+
+/** Finds a backend by id (len bytes); NULL if none. */
+const ember_backend *ember_backend_find(const char *id, size_t len);
+
+/**
+ * Records a delegate failure message (printf-style) and returns status.
+ * Name the failing node by its debug handle where there is one.
+ */
+ember_status ember_backend_fail(ember_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EMBER_BACKEND_H */

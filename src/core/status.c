@@ -1,0 +1,98 @@
+/*
+ * Status names and the per-thread last error message.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+static EMBER_THREAD_LOCAL char g_message[EMBER_ERROR_MESSAGE_SIZE];
+
+const char *ember_status_str(ember_status status) {
+    switch (status) {
+    case EMBER_OK: return "ok";
+    case EMBER_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case EMBER_ERR_INVALID_STATE: return "invalid state";
+    case EMBER_ERR_NOT_FOUND: return "not found";
+    case EMBER_ERR_INDEX_OUT_OF_RANGE: return "index out of range";
+    case EMBER_ERR_TYPE_MISMATCH: return "type mismatch";
+    case EMBER_ERR_SHAPE_MISMATCH: return "shape mismatch";
+    case EMBER_ERR_INVALID_PROGRAM: return "invalid program";
+    case EMBER_ERR_TRUNCATED: return "truncated program";
+    case EMBER_ERR_BAD_IDENTIFIER: return "not a program (bad identifier)";
+    case EMBER_ERR_NOT_SUPPORTED: return "not supported";
+    case EMBER_ERR_OPERATOR_MISSING: return "operator missing";
+    case EMBER_ERR_BACKEND_MISSING: return "backend missing";
+    case EMBER_ERR_OUT_OF_MEMORY: return "out of memory";
+    case EMBER_ERR_IO: return "i/o error";
+    case EMBER_ERR_TABLE_FULL: return "registry table full";
+    case EMBER_ERR_KERNEL_FAILED: return "kernel failed";
+    case EMBER_ERR_DELEGATE_FAILED: return "delegate failed";
+    case EMBER_ERR_DATA_OUT_OF_BOUNDS: return "data-dependent index out of bounds";
+    case EMBER_ERR_LOOP_LIMIT: return "loop limit exceeded";
+    }
+    return "unknown status";
+}
+
+const char *ember_last_error(void) { return g_message; }
+
+void ember_clear_error(void) { g_message[0] = '\0'; }
+
+ember_status ember_set_error_v(ember_status status, const char *fmt, va_list ap) {
+    vsnprintf(g_message, sizeof g_message, fmt, ap);
+    return status;
+}
+
+ember_status ember_set_error(ember_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    ember_set_error_v(status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+/* Writes "prefix: detail" into the message buffer, truncating as needed. */
+static void set_joined(const char *prefix, const char *detail) {
+    size_t cap = sizeof g_message - 1;
+    size_t np = strlen(prefix);
+    if (np > cap) np = cap;
+    size_t nd = strlen(detail);
+    if (nd > cap - np) nd = cap - np;
+    char out[EMBER_ERROR_MESSAGE_SIZE];
+    memcpy(out, prefix, np);
+    memcpy(out + np, detail, nd);
+    out[np + nd] = '\0';
+    memcpy(g_message, out, np + nd + 1);
+}
+
+void ember_error_prefix(const char *fmt, ...) {
+    char prefix[EMBER_ERROR_MESSAGE_SIZE];
+    char old[EMBER_ERROR_MESSAGE_SIZE];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(prefix, sizeof prefix - 2, fmt, ap);
+    va_end(ap);
+    if (n < 0) n = 0;
+    if ((size_t)n > sizeof prefix - 3) n = (int)(sizeof prefix - 3);
+    memcpy(prefix + n, ": ", 3);
+    memcpy(old, g_message, sizeof old);
+    set_joined(prefix, old);
+}
+
+ember_status ember_kernel_fail(ember_kernel_ctx *ctx, ember_status status, const char *fmt, ...) {
+    /* The method prefixes the instruction and operator when it reports. */
+    va_list ap;
+    (void)ctx;
+    va_start(ap, fmt);
+    ember_set_error_v(status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+ember_status ember_backend_fail(ember_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    ember_set_error_v(status, fmt, ap);
+    va_end(ap);
+    return status;
+}
