@@ -5,9 +5,14 @@
 
 bool ember_shape_bytes(const int32_t *sizes, size_t dim, size_t elem_size, int64_t *numel,
                        size_t *nbytes) {
-    size_t n = 1;
+    /* Strides multiply the sizes with zeros counted as one, so that product
+     * must fit in int64 too, even when numel is 0. */
+    size_t n = 1, span = 1;
     for (size_t i = 0; i < dim; i++) {
-        if (sizes[i] < 0 || ember_mul_overflow(n, (size_t)sizes[i], &n)) return false;
+        if (sizes[i] < 0 || ember_mul_overflow(n, (size_t)sizes[i], &n) ||
+            ember_mul_overflow(span, sizes[i] > 1 ? (size_t)sizes[i] : 1u, &span) ||
+            span > (size_t)INT64_MAX)
+            return false;
     }
     size_t bytes;
     if (n > (size_t)INT64_MAX || ember_mul_overflow(n, elem_size, &bytes)) return false;
@@ -24,7 +29,7 @@ bool ember_tensor_compute_strides(ember_tensor *t) {
         if (d >= t->dim) return false;
         t->strides[d] = stride;
         int64_t s = t->sizes[d] > 1 ? t->sizes[d] : 1;
-        /* Sizes were bounded at load (numel fits), so this cannot overflow. */
+        /* ember_shape_bytes() bounded this product when the shape was set. */
         stride *= s;
     }
     return true;
