@@ -25,7 +25,7 @@
 
 /** Bytes kept for the last error message (including the terminating NUL). */
 #ifndef EMBER_ERROR_MESSAGE_SIZE
-#define EMBER_ERROR_MESSAGE_SIZE 256
+#define EMBER_ERROR_MESSAGE_SIZE 512
 #endif
 
 /**

@@ -88,6 +88,16 @@ const char *ember_last_error(void);
 /** Clears the last error message of this thread. */
 void ember_clear_error(void);
 
+/**
+ * Records the last error message (printf-style) and returns status, for
+ * extensions and applications built on the library.
+ */
+ember_status ember_error_set(ember_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 /* ------------------------------------------------------------------------ */
 /* Scalar types                                                              */
 /* ------------------------------------------------------------------------ */
@@ -428,7 +438,11 @@ ember_status ember_program_operator_name(const ember_program *program, const cha
 
 /**
  * Exact bytes of method allocator that ember_method_load() will take for this
- * method (values, tensors, argument tables), excluding what delegates ask for.
+ * method (values, tensors, argument tables), excluding what delegates ask for
+ * at init, for an allocator whose memory is aligned to 16 bytes. It builds
+ * the tables once to count them, in memory from the platform heap: run it on
+ * a host to size static arenas for a target without a heap.
+ * @return EMBER_OK, EMBER_ERR_NOT_FOUND, EMBER_ERR_OUT_OF_MEMORY (no heap).
  */
 ember_status ember_program_method_arena_size(const ember_program *program,
                                              const char *method, size_t *bytes);
@@ -478,8 +492,10 @@ size_t ember_method_input_count(const ember_method *method);
 size_t ember_method_output_count(const ember_method *method);
 
 /**
- * Sets tensor input i. If the input is memory-planned the data is copied in;
- * otherwise the method keeps data (which must stay valid and unchanged until
+ * Sets tensor input i. If the input is memory-planned the data is copied in,
+ * and must be set again before every execute: the memory plan may reuse an
+ * input's bytes for intermediates once the input has been read.
+ * Otherwise the method keeps data (which must stay valid and unchanged until
  * the next execute returns). The dtype must match and every size must be
  * within the input's bounds (equal, for static inputs).
  * @return EMBER_OK, EMBER_ERR_INDEX_OUT_OF_RANGE, EMBER_ERR_TYPE_MISMATCH,

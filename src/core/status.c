@@ -89,6 +89,14 @@ ember_status ember_kernel_fail(ember_kernel_ctx *ctx, ember_status status, const
     return status;
 }
 
+ember_status ember_error_set(ember_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    ember_set_error_v(status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
 ember_status ember_backend_fail(ember_status status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

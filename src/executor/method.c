@@ -38,6 +38,7 @@ typedef struct delegate {
     const ember_backend *backend;
     void *handle;
     const char *id;
+    ember_compile_spec *specs;   /* filled at init; allocated in build() */
 } delegate;
 
 struct ember_method {
@@ -202,6 +203,7 @@ static bool is_io(const ember_method *m, uint32_t value) {
 static ember_status resolve_operators(ember_method *m, ember_allocator *a, bool measure) {
     const pte_plan *plan = m->plan;
     uint32_t n = plan->operators.len, missing = 0;
+    bool truncated = false;
     char list[EMBER_ERROR_MESSAGE_SIZE];
     size_t used = 0;
     list[0] = '\0';
@@ -223,17 +225,22 @@ static ember_status resolve_operators(ember_method *m, ember_allocator *a, bool 
         m->op_fns[i] = measure ? NULL : ember_kernel_find(key, len);
         if (!measure && m->op_fns[i] == NULL) {
             missing++;
-            if (used + len + 3 < sizeof list) {
+            /* Names that do not fit are counted and marked with "...". */
+            if (!truncated && used + len + 8 < sizeof list) {
                 memcpy(list + used, missing > 1 ? ", " : "", missing > 1 ? 2 : 0);
                 used += missing > 1 ? 2 : 0;
                 memcpy(list + used, key, len + 1);
                 used += len;
+            } else if (!truncated) {
+                memcpy(list + used, ", ...", 6);
+                used += 5;
+                truncated = true;
             }
         }
     }
     if (missing > 0)
-        return ember_set_error(EMBER_ERR_OPERATOR_MISSING, "%u operator%s without a kernel: %s",
-                               missing, missing > 1 ? "s" : "", list);
+        return ember_set_error(EMBER_ERR_OPERATOR_MISSING, "%u operator%s without a kernel: %.*s",
+                               missing, missing > 1 ? "s" : "", EMBER_ERROR_MESSAGE_SIZE - 48, list);
     return EMBER_OK;
 }
 
@@ -301,6 +308,14 @@ static ember_status build(ember_method *m, ember_allocator *a, const ember_memor
     TRY(resolve_operators(m, a, measure));
     TRY(build_chains(m, a));
     TRY(ALLOC(a, plan->delegates.len, delegate, "delegates", &m->delegates));
+    /* The compile-spec tables are the runtime's own memory, so they are
+     * taken here, where ember_program_method_arena_size() measures them;
+     * what backends allocate at init comes after. */
+    for (uint32_t i = 0; i < plan->delegates.len; i++) {
+        pte_delegate d;
+        TRY(pte_delegate_ref(m->program, plan, i, &d));
+        TRY(ALLOC(a, d.specs.len, ember_compile_spec, "compile specs", &m->delegates[i].specs));
+    }
     return EMBER_OK;
 }
 
@@ -374,7 +389,7 @@ static ember_status init_delegate(ember_method *m, ember_allocator *a, uint32_t 
     if (b->is_available != NULL && !b->is_available())
         return ember_set_error(EMBER_ERR_BACKEND_MISSING, "delegate %u: backend '%s' is not available",
                                i, d.id.data);
-    TRY(ALLOC(a, d.specs.len, ember_compile_spec, "compile specs", &specs));
+    specs = m->delegates[i].specs;
     for (uint32_t k = 0; k < d.specs.len; k++) {
         fb_table spec;
         fb_str key;
@@ -538,7 +553,7 @@ static ember_status input_value(ember_method *m, size_t i, uint32_t tag, ember_v
 ember_status ember_method_set_input_tensor(ember_method *method, size_t i, ember_dtype dtype,
                                            const int64_t *sizes, size_t dim, const void *data,
                                            size_t nbytes) {
-    ember_value *v;
+    ember_value *v = NULL;
     TRY(input_value(method, i, EMBER_TAG_TENSOR, &v));
     ember_tensor *t = v->u.t;
     if ((int)dtype != t->dtype)
@@ -580,21 +595,21 @@ ember_status ember_method_set_input_tensor(ember_method *method, size_t i, ember
 }
 
 ember_status ember_method_set_input_int(ember_method *method, size_t i, int64_t v) {
-    ember_value *val;
+    ember_value *val = NULL;
     TRY(input_value(method, i, EMBER_TAG_INT, &val));
     val->u.i = v;
     return EMBER_OK;
 }
 
 ember_status ember_method_set_input_double(ember_method *method, size_t i, double v) {
-    ember_value *val;
+    ember_value *val = NULL;
     TRY(input_value(method, i, EMBER_TAG_DOUBLE, &val));
     val->u.d = v;
     return EMBER_OK;
 }
 
 ember_status ember_method_set_input_bool(ember_method *method, size_t i, bool v) {
-    ember_value *val;
+    ember_value *val = NULL;
     TRY(input_value(method, i, EMBER_TAG_BOOL, &val));
     val->u.b = v;
     return EMBER_OK;
@@ -709,7 +724,7 @@ static ember_status run_chain(ember_method *m, const chain *c) {
             m->values[in->b] = m->values[in->a];
             break;
         case INSTR_JUMP_FALSE: {
-            bool cond;
+            bool cond = false;
             st = condition(&m->values[in->a], &cond);
             if (st != EMBER_OK) {
                 ember_error_prefix("instruction %u", pc);

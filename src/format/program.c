@@ -381,6 +381,18 @@ ember_status pte_buffer_size(const ember_program *p, const pte_plan *plan, uint3
     return EMBER_OK;
 }
 
+/* Loads through the program's data loader. A loader written by a user may
+ * fail without setting a message; the failure still gets one. */
+static ember_status loader_load(const ember_program *p, uint64_t offset, size_t size,
+                                ember_segment_kind kind, ember_buffer *out) {
+    ember_clear_error();
+    ember_status st = p->loader->load(p->loader->ctx, offset, size, kind, out);
+    if (st != EMBER_OK && ember_last_error()[0] == '\0')
+        ember_set_error(st, "data loader failed (%s) to load %zu bytes at offset %llu",
+                        ember_status_str(st), size, (unsigned long long)offset);
+    return st;
+}
+
 ember_status pte_load_segment(const ember_program *p, uint32_t index, ember_segment_kind kind,
                               ember_buffer *out) {
     fb_table seg;
@@ -390,7 +402,7 @@ ember_status pte_load_segment(const ember_program *p, uint32_t index, ember_segm
         !fb_u64(&p->r, &seg, SEGMENT_SIZE, 0, &size))
         return bad("segment %u is malformed", index);
     /* Checked against segment_data_size at load. */
-    return p->loader->load(p->loader->ctx, p->segment_base + offset, (size_t)size, kind, out);
+    return loader_load(p, p->segment_base + offset, (size_t)size, kind, out);
 }
 
 void pte_release(const ember_program *p, ember_buffer *buf) {
@@ -421,7 +433,7 @@ static ember_status read_header(ember_program *p, uint64_t *program_size) {
     if (p->file_size < 8)
         return ember_set_error(EMBER_ERR_TRUNCATED, "file has %llu bytes, a program needs at least 8",
                                (unsigned long long)p->file_size);
-    TRY(p->loader->load(p->loader->ctx, 0, n, EMBER_SEGMENT_PROGRAM, &head));
+    TRY(loader_load(p, 0, n, EMBER_SEGMENT_PROGRAM, &head));
     const uint8_t *h = head.data;
     ember_status st = EMBER_OK;
     *program_size = p->file_size;
@@ -468,8 +480,9 @@ static ember_status read_segments(ember_program *p) {
         !fb_table_field(r, &p->root, PROGRAM_CONSTANT_SEGMENT, &cs, &has_cs) ||
         !fb_vec_field(r, &p->root, PROGRAM_MUTABLE_SEGMENTS, 4, &muts, &present))
         return bad("program table is malformed");
-    if (p->segments.len > 0 && p->segment_base == 0)
-        return bad("program has %u segments but no extended header", p->segments.len);
+    /* Without an extended header segment_data_size is 0, so only empty
+     * segments pass the check below (the exporter writes one for a program
+     * without constants). */
     for (uint32_t i = 0; i < p->segments.len; i++) {
         fb_table seg;
         uint64_t offset, size;
@@ -592,7 +605,7 @@ ember_status ember_program_load(const ember_data_loader *loader,
     ember_heap_allocator heap;
     ember_allocator *alloc;
     ember_program *p;
-    uint64_t program_size;
+    uint64_t program_size = 0;
     ember_status st;
 
     if (out == NULL || loader == NULL || loader->load == NULL || loader->size == NULL ||
@@ -610,10 +623,13 @@ ember_status ember_program_load(const ember_data_loader *loader,
     if (alloc == &heap.base) alloc = &p->heap.base;
     p->loader = loader;
 
+    ember_clear_error();
     st = loader->size(loader->ctx, &p->file_size);
+    if (st != EMBER_OK && ember_last_error()[0] == '\0')
+        ember_set_error(st, "data loader failed (%s) to report the size", ember_status_str(st));
     if (st == EMBER_OK) st = read_header(p, &program_size);
     if (st == EMBER_OK)
-        st = loader->load(loader->ctx, 0, (size_t)program_size, EMBER_SEGMENT_PROGRAM, &p->flatbuffer);
+        st = loader_load(p, 0, (size_t)program_size, EMBER_SEGMENT_PROGRAM, &p->flatbuffer);
     if (st == EMBER_OK) {
         p->r.buf = p->flatbuffer.data;
         p->r.size = p->flatbuffer.size;

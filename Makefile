@@ -1,0 +1,64 @@
+# ember — the front door. `make help` lists every target.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 600
+PREFIX ?= /usr/local
+export JOBS FUZZ_SECONDS
+
+BUILD := build
+DEMO_MODEL := tests/fixtures/mlp.pte
+DEMO_INPUT := tests/fixtures/mlp/forward.run0.in0.npy
+
+.PHONY: help demo test bootstrap build test-c test-python test-asan bench size fuzz install clean
+
+help: ## List every target
+	@echo "ember — make targets:"
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
+	  awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
+	@echo "variables: JOBS=$(JOBS) FUZZ_SECONDS=$(FUZZ_SECONDS) PREFIX=$(PREFIX)"
+
+demo: ## Run ember-run on the MLP fixture (load, describe, run 100 times)
+	@scripts/bootstrap.sh --system-only >/dev/null
+	scripts/build.sh $(BUILD) -- ember-run
+	$(BUILD)/ember-run $(DEMO_MODEL) --input $(DEMO_INPUT) --iterations 100
+
+test: ## Everything: bootstrap, build, ctest, pytest, then ctest under ASan+UBSan
+	scripts/test.sh
+
+bootstrap: ## Install Debian packages and .venv (torch, executorch, pytest, numpy)
+	scripts/bootstrap.sh
+
+build: ## Build the library, ember-run and the C tests in build/
+	@scripts/bootstrap.sh --system-only >/dev/null
+	scripts/build.sh $(BUILD)
+
+test-c: build ## Run the C tests (ctest in build/)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-python: ## Run the Python tests (pytest tests/python)
+	@scripts/bootstrap.sh >/dev/null
+	.venv/bin/python -m pytest tests/python -q
+
+test-asan: ## Build with ASan+UBSan in build-asan/ and run the C tests there
+	@scripts/bootstrap.sh --system-only >/dev/null
+	scripts/build.sh build-asan -DEMBER_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-g -O1"
+	cd build-asan && ctest --output-on-failure -j $(JOBS)
+
+bench: ## Run the benchmarks
+	@echo "no benchmarks yet"
+
+size: ## Print the stripped size in bytes of the core runtime (MinSizeRel)
+	@scripts/bootstrap.sh --system-only >/dev/null
+	@scripts/size.sh
+
+fuzz: ## Fuzz program loading with libFuzzer for FUZZ_SECONDS (clang)
+	scripts/fuzz.sh
+
+install: build ## Install headers, libember.{a,so}, ember-run, CMake and pkg-config files to PREFIX
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean: ## Remove all build directories
+	rm -rf build build-asan build-size build-fuzz

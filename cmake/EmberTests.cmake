@@ -1,0 +1,108 @@
+# C tests.
+#
+# ember_add_c_tests(<dir>): every <dir>/**/test_*.c becomes one executable and
+# one ctest test, so adding a test needs no edit here. The test name is the
+# path below <dir> without ".c" ("kernels/test_kernels"). Tests link the core,
+# the portable kernels, the module helper and the .npy reader, may include
+# internal headers relative to src/, and run from the repository root so they
+# can open tests/fixtures/... by relative path.
+#
+# ember_add_package_test(): installs the build and links a consumer against
+# it with find_package(ember) and with pkg-config.
+#
+# ember_add_cli_tests(): checks ember-run's exit status and error line on
+# good and bad input (via cmake/ExpectRun.cmake).
+
+function(ember_add_c_tests dir)
+  file(GLOB_RECURSE test_sources CONFIGURE_DEPENDS "${dir}/test_*.c")
+  list(SORT test_sources)
+  foreach(src IN LISTS test_sources)
+    file(RELATIVE_PATH rel "${dir}" "${src}")
+    string(REGEX REPLACE "\\.c$" "" test_name "${rel}")
+    string(MAKE_C_IDENTIFIER "${test_name}" target)
+    set(target "ctest_${target}")
+    get_filename_component(sub "${rel}" DIRECTORY)
+    get_filename_component(exe "${rel}" NAME_WE)
+
+    add_executable(${target} "${src}")
+    set_target_properties(${target} PROPERTIES
+      OUTPUT_NAME "${exe}"
+      RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/tests/${sub}")
+    target_include_directories(${target} PRIVATE "${PROJECT_SOURCE_DIR}/src" "${dir}")
+    target_link_libraries(${target} PRIVATE
+      ember_module ember_kernels_portable ember_core ember_npy)
+    ember_set_warnings(${target})
+
+    add_test(NAME "${test_name}" COMMAND ${target})
+    set(labels "c")
+    if(sub)
+      list(APPEND labels "${sub}")
+    endif()
+    set_tests_properties("${test_name}" PROPERTIES
+      WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}"
+      LABELS "${labels}"
+      TIMEOUT 600
+      ENVIRONMENT "EMBER_SOURCE_DIR=${PROJECT_SOURCE_DIR};EMBER_BINARY_DIR=${PROJECT_BINARY_DIR}")
+  endforeach()
+endfunction()
+
+# ember_expect_run(<name> RC <code> [STDERR <regex>] [STDOUT <regex>] COMMAND <args...>)
+function(ember_expect_run name)
+  cmake_parse_arguments(E "" "RC;STDERR;STDOUT" "COMMAND" ${ARGN})
+  # ctest would split a list argument: pass the command joined by "<|>".
+  string(REPLACE ";" "<|>" cmd "${E_COMMAND}")
+  add_test(NAME "${name}"
+           COMMAND "${CMAKE_COMMAND}"
+             "-DCMD=${cmd}" "-DRC=${E_RC}"
+             "-DSTDERR=${E_STDERR}" "-DSTDOUT=${E_STDOUT}"
+             -P "${PROJECT_SOURCE_DIR}/cmake/ExpectRun.cmake")
+  set_tests_properties("${name}" PROPERTIES
+    WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}"
+    LABELS "cli"
+    TIMEOUT 300)
+endfunction()
+
+function(ember_add_cli_tests)
+  set(run "$<TARGET_FILE:ember-run>")
+  set(fx "${PROJECT_SOURCE_DIR}/tests/fixtures")
+  set(out "${PROJECT_BINARY_DIR}/cli-out")
+  set(err "^ember-run: error: ")
+
+  ember_expect_run(cli/usage_no_args RC 2 STDERR "${err}"
+                   COMMAND ${run})
+  ember_expect_run(cli/usage_unknown_option RC 2 STDERR "${err}.*--bogus"
+                   COMMAND ${run} "${fx}/mlp.pte" --bogus)
+  ember_expect_run(cli/usage_bad_iterations RC 2 STDERR "${err}.*iterations"
+                   COMMAND ${run} "${fx}/mlp.pte" --iterations 0)
+  ember_expect_run(cli/help RC 0 STDOUT "usage: ember-run"
+                   COMMAND ${run} --help)
+  ember_expect_run(cli/missing_file RC 1 STDERR "${err}.*does-not-exist.pte"
+                   COMMAND ${run} "${PROJECT_BINARY_DIR}/does-not-exist.pte")
+  # Not a program: the runtime must reject it with a status, not a signal.
+  ember_expect_run(cli/not_a_program RC 1 STDERR "${err}"
+                   COMMAND ${run} "${PROJECT_SOURCE_DIR}/CMakeLists.txt")
+  ember_expect_run(cli/missing_input_file RC 1 STDERR "${err}.*nope.npy"
+                   COMMAND ${run} "${fx}/mlp.pte" --input "${PROJECT_BINARY_DIR}/nope.npy")
+  ember_expect_run(cli/bad_npy RC 1 STDERR "${err}.*npy"
+                   COMMAND ${run} "${fx}/mlp.pte" --input "${PROJECT_SOURCE_DIR}/CMakeLists.txt")
+  ember_expect_run(cli/unknown_method RC 1 STDERR "${err}.*nosuchmethod"
+                   COMMAND ${run} "${fx}/mlp.pte" --method nosuchmethod)
+
+  # Runs on the fixtures (need the core and kernels to work).
+  ember_expect_run(cli/run_mlp RC 0 STDOUT "output 0"
+                   COMMAND ${run} "${fx}/mlp.pte" --iterations 3)
+  ember_expect_run(cli/run_mlp_input RC 0 STDOUT "output 0"
+                   COMMAND ${run} "${fx}/mlp.pte"
+                           --input "${fx}/mlp/forward.run0.in0.npy"
+                           --output-dir "${out}/mlp")
+endfunction()
+
+function(ember_add_package_test)
+  add_test(NAME package/install
+           COMMAND "${CMAKE_COMMAND}"
+             "-DBIN=${PROJECT_BINARY_DIR}" "-DSRC=${PROJECT_SOURCE_DIR}"
+             "-DWORK=${PROJECT_BINARY_DIR}/package-test" "-DCC=${CMAKE_C_COMPILER}"
+             "-DMODEL=${PROJECT_SOURCE_DIR}/tests/fixtures/mlp.pte"
+             -P "${PROJECT_SOURCE_DIR}/cmake/PackageTest.cmake")
+  set_tests_properties(package/install PROPERTIES LABELS "package" TIMEOUT 300)
+endfunction()

@@ -1,0 +1,18 @@
+# ember_read_version(<header> <out-var>)
+# Reads EMBER_VERSION_{MAJOR,MINOR,PATCH} from ember.h, so the version lives
+# in one place.
+function(ember_read_version header out)
+  file(STRINGS "${header}" lines REGEX "^#define EMBER_VERSION_(MAJOR|MINOR|PATCH) +[0-9]+")
+  foreach(part MAJOR MINOR PATCH)
+    set(v_${part} "")
+    foreach(line IN LISTS lines)
+      if(line MATCHES "^#define EMBER_VERSION_${part} +([0-9]+)")
+        set(v_${part} "${CMAKE_MATCH_1}")
+      endif()
+    endforeach()
+    if(v_${part} STREQUAL "")
+      message(FATAL_ERROR "ember: EMBER_VERSION_${part} not found in ${header}")
+    endif()
+  endforeach()
+  set(${out} "${v_MAJOR}.${v_MINOR}.${v_PATCH}" PARENT_SCOPE)
+endfunction()

@@ -1,0 +1,112 @@
+/*
+ * ember/module.h — the module helper: run a model file in a few lines.
+ *
+ * A module owns everything between a file name and a runnable method: the
+ * data loader (a memory map of the file, or a file loader where this build
+ * has no mmap), the verified program, and each method, loaded on first use
+ * with memory from the platform heap:
+ *
+ *     ember_module *mod;
+ *     ember_method *m;
+ *     const ember_value *out;
+ *     ember_module_load("model.pte", &mod);
+ *     ember_module_method(mod, "forward", &m);
+ *     ember_method_set_input_tensor(m, 0, EMBER_FLOAT32, sizes, 2, x, sizeof x);
+ *     ember_method_execute(m);
+ *     ember_method_output(m, 0, &out);
+ *     ember_module_destroy(mod);
+ *
+ * The first successful ember_module_load() in a process registers the
+ * portable kernel library (ember_portable_kernels_register()); later loads
+ * do not register it again. Kernel tables registered after that first load
+ * take precedence over the portable kernels, so register custom operators
+ * or overrides after it. After ember_kernels_clear(), register the kernels
+ * you need yourself.
+ *
+ * The module helper allocates (from the platform heap, see platform.h); use
+ * the core API in ember.h where every byte must come from the caller.
+ */
+#ifndef EMBER_MODULE_H
+#define EMBER_MODULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include "ember/ember.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A loaded program file and its methods (opaque). */
+typedef struct ember_module ember_module;
+
+/**
+ * Opens a `.pte` file, loads and verifies its program, and (the first time
+ * in the process) registers the portable kernels. Methods are not loaded
+ * yet: ember_module_method() loads each on first use.
+ *
+ * The file is memory-mapped (ember_mmap_loader_open()); where this build has
+ * no mmap it is read with the file loader instead.
+ *
+ * @param[in]  path  file name; not kept after the call
+ * @param[out] out   the module on success (owned by the caller, release it
+ *                   with ember_module_destroy()); untouched on failure
+ * @return EMBER_OK; EMBER_ERR_INVALID_ARGUMENT (path or out NULL);
+ *         EMBER_ERR_IO (cannot open, stat or map the file);
+ *         EMBER_ERR_OUT_OF_MEMORY (the platform heap is missing or full);
+ *         any status of ember_program_load() (EMBER_ERR_TRUNCATED,
+ *         EMBER_ERR_BAD_IDENTIFIER, EMBER_ERR_INVALID_PROGRAM, ...);
+ *         any status of ember_portable_kernels_register().
+ *         On failure ember_last_error() says what went wrong.
+ * Allocates from the platform heap. Not thread-safe the first time it is
+ * called (kernel registration); later calls may run on any thread.
+ */
+ember_status ember_module_load(const char *path, ember_module **out);
+
+/**
+ * Returns the named method, loading it on first use with platform-heap
+ * memory (ember_method_load() with NULL memory). Later calls with the same
+ * name return the same method, with its inputs and state as the last run
+ * left them.
+ *
+ * @param[in,out] module the module
+ * @param[in]     name   method name, e.g. "forward"
+ * @param[out]    out    the method; owned by the module, valid until
+ *                       ember_module_destroy(); use it from one thread at a
+ *                       time
+ * @return EMBER_OK; EMBER_ERR_INVALID_ARGUMENT (a NULL argument);
+ *         any status of ember_method_load(): EMBER_ERR_NOT_FOUND (no such
+ *         method), EMBER_ERR_OPERATOR_MISSING, EMBER_ERR_BACKEND_MISSING,
+ *         EMBER_ERR_DELEGATE_FAILED, EMBER_ERR_OUT_OF_MEMORY, EMBER_ERR_IO.
+ *         A method that failed to load is tried again on the next call.
+ * Allocates on first use of a name. Not thread-safe for one module.
+ */
+ember_status ember_module_method(ember_module *module, const char *name, ember_method **out);
+
+/**
+ * The module's program, for its method names and meta
+ * (ember_program_method_count(), ember_program_input_meta(), ...).
+ *
+ * @param[in] module the module
+ * @return the program, owned by the module and valid until
+ *         ember_module_destroy(); NULL if module is NULL.
+ * Never allocates.
+ */
+const ember_program *ember_module_program(const ember_module *module);
+
+/**
+ * Destroys every method the module loaded, then its program, then closes
+ * the file. Pointers from ember_module_method(), ember_module_program() and
+ * ember_method_output() become invalid. NULL is a no-op.
+ *
+ * @param[in] module the module, or NULL
+ */
+void ember_module_destroy(ember_module *module);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EMBER_MODULE_H */

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Sets up everything `make test` needs on a Debian machine, idempotently:
+#   Debian packages: gcc, make, cmake, ninja, binutils, clang and its fuzzer
+#     runtime, Python 3.11 with venv (apt-get update runs once, and only when
+#     something is missing);
+#   .venv (Python 3.11) with torch==2.13.0, executorch==1.5.1, pytest, numpy.
+# When everything is in place it checks and returns in about a second.
+#
+# usage: scripts/bootstrap.sh [--system-only]
+#   --system-only   only the Debian packages needed to build the C library
+#
+# Environment: EMBER_VENV (default .venv).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SYSTEM_ONLY=0
+for arg in "$@"; do
+  case "$arg" in
+    --system-only) SYSTEM_ONLY=1 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bootstrap: unknown argument '$arg'" >&2; exit 2 ;;
+  esac
+done
+
+VENV="${EMBER_VENV:-.venv}"
+PY_REQS=(torch==2.13.0 executorch==1.5.1 pytest numpy)
+
+say() { echo "bootstrap: $*"; }
+die() { echo "bootstrap: error: $*" >&2; exit 1; }
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# --- Debian packages -------------------------------------------------------
+
+SUDO=()
+if [[ $(id -u) -ne 0 ]]; then
+  if have sudo; then SUDO=(sudo); fi
+fi
+
+APT_UPDATED=0
+apt_install() {
+  (($# > 0)) || return 0
+  if ! have apt-get; then
+    die "missing: $* (no apt-get here; install them with your package manager)"
+  fi
+  if [[ $(id -u) -ne 0 && ${#SUDO[@]} -eq 0 ]]; then
+    die "missing: $* (run as root or install sudo)"
+  fi
+  if ((APT_UPDATED == 0)); then
+    say "apt-get update"
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    APT_UPDATED=1
+  fi
+  say "apt-get install $*"
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+python311_ok() {
+  have python3.11 && python3.11 -c 'import venv, ensurepip' >/dev/null 2>&1
+}
+
+clang_major() {
+  clang --version 2>/dev/null | sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' | head -n1
+}
+
+fuzzer_ok() {
+  local tmp rc
+  tmp=$(mktemp -d)
+  printf '%s\n' '#include <stddef.h>' '#include <stdint.h>' \
+    'int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }' \
+    > "$tmp/f.c"
+  clang -fsanitize=fuzzer,address,undefined "$tmp/f.c" -o "$tmp/f" >/dev/null 2>&1 && rc=0 || rc=1
+  rm -rf "$tmp"
+  return $rc
+}
+
+missing=()
+have cc || have gcc || missing+=(gcc)
+have gcc || missing+=(gcc)
+have make || missing+=(make)
+have cmake || missing+=(cmake)
+have ninja || missing+=(ninja-build)
+have strip && have size || missing+=(binutils)
+if ((SYSTEM_ONLY == 0)); then
+  have clang || missing+=(clang)
+  python311_ok || missing+=(python3.11 python3.11-venv)
+fi
+# De-duplicate.
+if ((${#missing[@]} > 0)); then
+  mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+  apt_install "${missing[@]}"
+fi
+
+if ((SYSTEM_ONLY == 0)); then
+  # clang's sanitizer and libFuzzer runtimes come in a separate package.
+  if ! fuzzer_ok; then
+    v=$(clang_major)
+    [[ -n "$v" ]] || die "cannot tell clang's version"
+    apt_install "libclang-rt-$v-dev"
+    fuzzer_ok || die "clang cannot link -fsanitize=fuzzer,address,undefined after installing libclang-rt-$v-dev"
+  fi
+fi
+
+for tool in gcc make cmake strip size; do
+  have "$tool" || die "$tool is still missing"
+done
+
+((SYSTEM_ONLY == 0)) || { say "system packages ready"; exit 0; }
+
+# --- Python virtual environment --------------------------------------------
+
+python311_ok || die "python3.11 with venv is still missing"
+
+venv_is_311() {
+  [[ -x "$VENV/bin/python" ]] &&
+    "$VENV/bin/python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' >/dev/null 2>&1
+}
+
+if ! venv_is_311; then
+  if [[ -e "$VENV" ]]; then
+    say "$VENV is not a Python 3.11 venv; recreating it"
+    rm -rf "$VENV"
+  fi
+  say "creating $VENV (python3.11 -m venv)"
+  python3.11 -m venv "$VENV"
+fi
+
+# Checks installed versions from package metadata (no imports: fast).
+reqs_ok() {
+  "$VENV/bin/python" - "$@" <<'PY'
+import sys
+from importlib import metadata
+for req in sys.argv[1:]:
+    name, _, want = req.partition("==")
+    try:
+        have = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        sys.exit(1)
+    # torch reports a local build tag: 2.13.0+cpu satisfies ==2.13.0.
+    if want and have.split("+")[0] != want:
+        sys.exit(1)
+PY
+}
+
+if ! reqs_ok "${PY_REQS[@]}"; then
+  say "pip install ${PY_REQS[*]}"
+  "$VENV/bin/python" -m pip install --quiet "${PY_REQS[@]}"
+  reqs_ok "${PY_REQS[@]}" || die "pip did not install ${PY_REQS[*]}"
+fi
+
+say "ready ($VENV: ${PY_REQS[*]})"

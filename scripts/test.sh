@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Everything `make test` does, from a fresh machine to green:
+#   1. scripts/bootstrap.sh (Debian packages, .venv with torch + executorch)
+#   2. build/ (gcc, RelWithDebInfo) and its ctest
+#   3. pytest tests/python (when it has tests)
+#   4. build-asan/ (ASan + UBSan; clang when installed) and its ctest
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV="${EMBER_VENV:-.venv}"
+JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+export JOBS
+
+step() { printf '\n=== %s ===\n' "$*"; }
+count_ctest() { (cd "$1" && ctest -N | sed -n 's/^Total Tests: *//p'); }
+passed=0
+
+step "bootstrap"
+scripts/bootstrap.sh
+
+step "build (build/)"
+scripts/build.sh build
+step "ctest (build/)"
+(cd build && ctest --output-on-failure --no-tests=error -j "$JOBS")
+passed=$((passed + $(count_ctest build)))
+
+step "pytest (tests/python)"
+mapfile -t pyfiles < <(find tests/python -name 'test_*.py' -o -name '*_test.py' 2>/dev/null | sort)
+if ((${#pyfiles[@]} == 0)); then
+  echo "tests/python has no test files; skipping pytest"
+else
+  log=$(mktemp)
+  EMBER_BUILD_DIR="$PWD/build" "$VENV/bin/python" -m pytest tests/python -q 2>&1 | tee "$log"
+  n=$(grep -Eo '[0-9]+ passed' "$log" | tail -n1 | grep -Eo '[0-9]+' || echo 0)
+  rm -f "$log"
+  passed=$((passed + n))
+fi
+
+step "build with ASan + UBSan (build-asan/)"
+asan_cc="${ASAN_CC:-}"
+if [[ -z "$asan_cc" && ! -f build-asan/CMakeCache.txt ]] && command -v clang >/dev/null 2>&1; then
+  asan_cc=clang
+fi
+CC="${asan_cc:-${CC:-cc}}" scripts/build.sh build-asan -DEMBER_SANITIZE=ON \
+  -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-g -O1"
+step "ctest (build-asan/)"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
+(cd build-asan && ctest --output-on-failure --no-tests=error -j "$JOBS")
+passed=$((passed + $(count_ctest build-asan)))
+
+step "make test: all steps passed (ctest build/, pytest, ctest build-asan/)"
+echo "summary: $passed passed, 0 failed"

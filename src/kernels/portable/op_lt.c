@@ -1,0 +1,16 @@
+/*
+ * aten::lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out)
+ * aten::lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out)
+ *
+ * Elementwise comparison in the promoted type; writes 1/0 in out's dtype.
+ */
+#include "kernel_util.h"
+#include "ops.h"
+
+ember_status ek_op_lt_tensor_out(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
+    return ek_compare_op(ctx, args, nargs, EK_CMP_LT, false);
+}
+
+ember_status ek_op_lt_scalar_out(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
+    return ek_compare_op(ctx, args, nargs, EK_CMP_LT, true);
+}

@@ -1,0 +1,84 @@
+/*
+ * aten::sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *,
+ *     ScalarType? dtype=None, Tensor(a!) out)
+ * aten::mean.out(Tensor self, int[1]? dim, bool keepdim=False, *,
+ *     ScalarType? dtype=None, Tensor(a!) out)
+ *
+ * Sum (or mean) over dims (None or [] means all). Floats accumulate in
+ * double, integers and bool in int64 (wrapping); the result is cast to out's
+ * dtype. mean needs a floating out; the mean of nothing is NaN.
+ */
+#include "kernel_util.h"
+#include "ops.h"
+
+static void fold_f64(void *state, const void *x, size_t n, int64_t pos) {
+    const double *v = (const double *)x;
+    double *acc = (double *)state;
+    (void)pos;
+    for (size_t i = 0; i < n; i++) *acc += v[i];
+}
+
+static void fold_i64(void *state, const void *x, size_t n, int64_t pos) {
+    const int64_t *v = (const int64_t *)x;
+    uint64_t *acc = (uint64_t *)state;
+    (void)pos;
+    for (size_t i = 0; i < n; i++) *acc += (uint64_t)v[i];
+}
+
+static ember_status sum_common(ember_kernel_ctx *ctx, ember_value **args, size_t nargs, bool mean) {
+    ember_tensor *in, *out;
+    const int64_t *dims;
+    size_t ndims;
+    bool has_dims, keepdim;
+    EK_TRY(ek_check_nargs(ctx, nargs, 6));
+    EK_TRY(ek_arg_tensor(ctx, args, 0, &in));
+    EK_TRY(ek_arg_opt_int_list(ctx, args, 1, &dims, &ndims, &has_dims));
+    EK_TRY(ek_arg_bool(ctx, args, 2, &keepdim));
+    EK_TRY(ek_arg_out(ctx, args, 4, &out));
+    EK_TRY(ek_arg_check_dtype(ctx, args, 3, out->dtype));
+    EK_TRY(ek_check_supported(ctx, in->dtype, "self"));
+    EK_TRY(ek_check_supported(ctx, out->dtype, "out"));
+    if (mean && !ek_is_float(out->dtype))
+        return ember_kernel_fail(ctx, EMBER_ERR_TYPE_MISMATCH, "mean: out must be floating, got %s",
+                                 ember_dtype_name(out->dtype));
+    if (ek_is_float(in->dtype) && !ek_is_float(out->dtype))
+        return ember_kernel_fail(ctx, EMBER_ERR_TYPE_MISMATCH, "sum: cannot write %s sums to %s",
+                                 ember_dtype_name(in->dtype), ember_dtype_name(out->dtype));
+
+    ek_reduce_plan p;
+    EK_TRY(ek_reduce_plan_init(ctx, &p, in, dims, ndims, has_dims, keepdim));
+    EK_TRY(ek_resize_out(ctx, out, p.out_sizes, p.out_dim));
+    if (out->numel == 0) return EMBER_OK;
+    ek_reduce_plan_bind_out(&p, out);
+
+    bool use_double = mean || ek_is_float(in->dtype) || ek_is_float(out->dtype);
+    ek_ctype ct = use_double ? EK_CT_F64 : EK_CT_I64;
+    ek_load_fn load = ek_loader(in->dtype, ct);
+    ek_store_fn store = ek_storer(out->dtype, ct);
+    char *obase = (char *)out->data;
+    int64_t osize = (int64_t)ember_dtype_size(out->dtype);
+    int64_t idx[EMBER_MAX_DIM] = {0}, off[2] = {0, 0};
+    do {
+        if (use_double) {
+            double acc = 0.0;
+            ek_reduce_fold(&p, in, off[1], load, fold_f64, &acc);
+            if (mean) acc /= (double)p.red_count; /* 0 / 0 is NaN, as in PyTorch */
+            store(obase + off[0] * osize, 1, &acc, 1);
+        } else {
+            uint64_t acc = 0;
+            ek_reduce_fold(&p, in, off[1], load, fold_i64, &acc);
+            int64_t v = (int64_t)acc;
+            store(obase + off[0] * osize, 1, &v, 1);
+        }
+    } while (ek_advance(idx, p.keep_sizes, p.nkeep, 2,
+                        (const int64_t(*)[EMBER_MAX_DIM])p.keep_strides, off));
+    return EMBER_OK;
+}
+
+ember_status ek_op_sum_intlist_out(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
+    return sum_common(ctx, args, nargs, false);
+}
+
+ember_status ek_op_mean_out(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
+    return sum_common(ctx, args, nargs, true);
+}
