@@ -474,7 +474,10 @@ typedef struct ember_memory {
  * binds planned memory and copies the initial contents of mutable tensors.
  * @param[in]  program the program; must outlive the method
  * @param[in]  name    method name, e.g. "forward"
- * @param[in]  memory  memory to use, or NULL for the platform heap
+ * @param[in]  memory  memory to use, or NULL for the platform heap (planned
+ *                     buffers are then allocated at the sizes the program
+ *                     declares: for an untrusted program, check them with
+ *                     ember_program_planned_buffer_size() first)
  * @param[out] out     the method
  * @return EMBER_OK, EMBER_ERR_NOT_FOUND, EMBER_ERR_OPERATOR_MISSING,
  *         EMBER_ERR_BACKEND_MISSING, EMBER_ERR_DELEGATE_FAILED,

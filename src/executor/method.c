@@ -499,12 +499,15 @@ ember_status ember_method_load(const ember_program *program, const char *name,
     if (st == EMBER_OK) {
         void *scratch = memory != NULL ? memory->scratch : NULL;
         size_t size = memory != NULL ? memory->scratch_size : 0;
-        if (scratch == NULL) {
+        if (scratch == NULL && ember_platform_get()->alloc != NULL) {
             size = EMBER_DEFAULT_SCRATCH_SIZE;
             scratch = ember_alloc(&m->heap.base, size, 64);
-            if (scratch == NULL) size = 0; /* no heap: kernels get no scratch */
+            if (scratch == NULL)
+                st = ember_set_error(EMBER_ERR_OUT_OF_MEMORY,
+                                     "cannot allocate %zu bytes of scratch", size);
         }
-        ember_arena_init(&m->scratch, scratch, size);
+        /* Without a heap and without caller scratch, kernels get none. */
+        ember_arena_init(&m->scratch, scratch, scratch != NULL ? size : 0);
         m->kctx.scratch = &m->scratch;
     }
     for (uint32_t i = 0; st == EMBER_OK && i < plan->delegates.len; i++) st = init_delegate(m, a, i);
