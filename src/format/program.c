@@ -307,8 +307,10 @@ ember_status pte_instruction(const ember_program *p, const pte_plan *plan, uint3
         TRY(pte_value_tag(p, plan, out->a, &tag));
         if (tag != EMBER_TAG_BOOL && tag != EMBER_TAG_TENSOR)
             return bad("instruction %u: jump condition value %d is not a bool", i, out->a);
-        if (out->b < 0 || (uint32_t)out->b >= list.len)
-            return bad("instruction %u: jump destination %d out of range (%u)", i, out->b, list.len);
+        /* Jumping to the chain's length ends the chain (skips the last branch). */
+        if (out->b < 0 || (uint32_t)out->b > list.len)
+            return bad("instruction %u: jump destination %d out of range (0..%u)", i, out->b,
+                       list.len);
         return EMBER_OK;
     }
     case INSTR_FREE: {
