@@ -28,7 +28,7 @@ demo: ## Run ember-run on the MLP fixture (load, describe, run 100 times)
 test: ## Everything: bootstrap, build, ctest, pytest, then ctest under ASan+UBSan
 	scripts/test.sh
 
-bootstrap: ## Install Debian packages and .venv (torch, executorch, pytest, numpy)
+bootstrap: ## Install Debian packages, .venv (torch, executorch, pytest) and ember itself (pip install -e .)
 	scripts/bootstrap.sh
 
 build: ## Build the library, ember-run and the C tests in build/
@@ -61,4 +61,4 @@ install: build ## Install headers, libember.{a,so}, ember-run, CMake and pkg-con
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean: ## Remove all build directories
-	rm -rf build build-asan build-size build-fuzz
+	rm -rf build build-asan build-size build-fuzz build-python

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Sets up everything `make test` needs on a Debian machine, idempotently:
 #   Debian packages: gcc, make, cmake, ninja, binutils, clang and its fuzzer
-#     runtime, Python 3.11 with venv (apt-get update runs once, and only when
-#     something is missing);
-#   .venv (Python 3.11) with torch==2.13.0, executorch==1.5.1, pytest, numpy.
+#     runtime, Python 3.11 with venv and headers (apt-get update runs once, and
+#     only when something is missing);
+#   .venv (Python 3.11) with torch==2.13.0, executorch==1.5.1, pytest, numpy
+#     and scikit-build-core;
+#   the ember package itself, editable (pip install -e .: the C extension
+#     ember._runtime, ember-run in .venv/bin), rebuilt only when a C source,
+#     CMake file or pyproject.toml is newer than the last install.
 # When everything is in place it checks and returns in about a second.
 #
 # usage: scripts/bootstrap.sh [--system-only]
@@ -23,7 +27,9 @@ for arg in "$@"; do
 done
 
 VENV="${EMBER_VENV:-.venv}"
-PY_REQS=(torch==2.13.0 executorch==1.5.1 pytest numpy)
+PY_REQS=(torch==2.13.0 executorch==1.5.1 pytest numpy scikit-build-core)
+# What `pip install -e .` builds from: a newer file here means a rebuild.
+PKG_INPUTS=(pyproject.toml CMakeLists.txt cmake include src extension tools python/ember/_runtime.c)
 
 say() { echo "bootstrap: $*"; }
 die() { echo "bootstrap: error: $*" >&2; exit 1; }
@@ -59,6 +65,13 @@ python311_ok() {
   have python3.11 && python3.11 -c 'import venv, ensurepip' >/dev/null 2>&1
 }
 
+# Python.h, for the C extension.
+python311_dev_ok() {
+  have python3.11 && python3.11 -c '
+import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' >/dev/null 2>&1
+}
+
 clang_major() {
   clang --version 2>/dev/null | sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' | head -n1
 }
@@ -84,6 +97,7 @@ have strip && have size || missing+=(binutils)
 if ((SYSTEM_ONLY == 0)); then
   have clang || missing+=(clang)
   python311_ok || missing+=(python3.11 python3.11-venv)
+  python311_dev_ok || missing+=(python3.11-dev)
 fi
 # De-duplicate.
 if ((${#missing[@]} > 0)); then
@@ -148,4 +162,37 @@ if ! reqs_ok "${PY_REQS[@]}"; then
   reqs_ok "${PY_REQS[@]}" || die "pip did not install ${PY_REQS[*]}"
 fi
 
-say "ready ($VENV: ${PY_REQS[*]})"
+# --- the ember package (editable) ------------------------------------------
+
+# Installed editable from this checkout, with ember-run, and not older than
+# any of PKG_INPUTS. Reads package metadata only (importing ember would
+# import torch: seconds).
+STAMP="$VENV/.ember-install-stamp"
+ember_installed() {
+  [[ -x "$VENV/bin/ember-run" && -f "$STAMP" ]] || return 1
+  [[ -z $(find "${PKG_INPUTS[@]}" -newer "$STAMP" -print -quit 2>/dev/null) ]] || return 1
+  "$VENV/bin/python" - "$PWD" <<'PY'
+import json, os, sys
+from importlib import metadata
+from urllib.parse import unquote, urlparse
+try:
+    dist = metadata.distribution("ember")
+    info = json.loads(dist.read_text("direct_url.json") or "{}")
+except (metadata.PackageNotFoundError, ValueError):
+    sys.exit(1)
+path = unquote(urlparse(info.get("url", "")).path)
+ok = info.get("dir_info", {}).get("editable") and os.path.realpath(path) == os.path.realpath(sys.argv[1])
+sys.exit(0 if ok else 1)
+PY
+}
+
+if ! ember_installed; then
+  say "pip install -e . (builds ember._runtime and ember-run)"
+  touch "$STAMP.new"   # edits made during the build are newer: rebuilt next time
+  "$VENV/bin/python" -m pip install --quiet --no-build-isolation -e . ||
+    die "pip install -e . failed"
+  mv "$STAMP.new" "$STAMP"
+  ember_installed || die "ember is still not installed in $VENV after pip install -e ."
+fi
+
+say "ready ($VENV: ${PY_REQS[*]}, ember editable)"

@@ -1,0 +1,31 @@
+"""ember: export PyTorch models to ExecuTorch-compatible `.pte` programs.
+
+    import torch
+    from ember import to_edge, ExecutorchBackendConfig
+
+    ep = torch.export.export(model, example_inputs)
+    prog = to_edge(ep).to_executorch(ExecutorchBackendConfig())
+    with open("model.pte", "wb") as f:
+        prog.write_to_file(f)
+"""
+
+from .config import EdgeCompileConfig, ExecutorchBackendConfig
+from .edge import to_edge, to_edge_transform_and_lower
+from .errors import ExportError, IRValidityError
+from .memory_planning import MemoryPlan, MemoryPlanningPass
+from .program import EdgeProgramManager, ExecutorchProgramManager
+
+__all__ = [
+    "to_edge",
+    "to_edge_transform_and_lower",
+    "EdgeCompileConfig",
+    "ExecutorchBackendConfig",
+    "EdgeProgramManager",
+    "ExecutorchProgramManager",
+    "MemoryPlanningPass",
+    "MemoryPlan",
+    "ExportError",
+    "IRValidityError",
+]
+
+__version__ = "0.1.0"

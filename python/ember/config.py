@@ -1,0 +1,66 @@
+"""Configuration of to_edge and to_executorch (names follow ExecuTorch's)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Collection, Dict, List, Optional, Union
+
+import torch
+
+from .memory_planning import MemoryPlanningPass
+
+
+@dataclass
+class EdgeCompileConfig:
+    # Reject ops outside core ATen (with the op name and its source line).
+    _check_ir_validity: bool = True
+    # Keep _to_copy / clone / empty instead of the dim-order ops.
+    _skip_dim_order: bool = False
+    # ATen ops allowed in the edge program although they are not core ATen.
+    _core_aten_ops_exception_list: List[torch._ops.OpOverload] = field(default_factory=list)
+    # Ops that the core-ATen decomposition leaves whole.
+    preserve_ops: List[torch._ops.OpOverload] = field(default_factory=list)
+
+
+@dataclass
+class ExecutorchBackendConfig:
+    # Extra torch.fx passes run on each method's graph before the lowering passes.
+    passes: List[Callable] = field(default_factory=list)
+    # One planner for all methods, or {method name: planner}.
+    memory_planning_pass: Union[MemoryPlanningPass, Dict[str, MemoryPlanningPass]] = field(
+        default_factory=MemoryPlanningPass)
+    # One FrameList per instruction in Chain.stacktrace, from node.meta["stack_trace"].
+    emit_stacktrace: bool = False
+    # Delegate payloads go to segments (True) or inline in the flatbuffer (False).
+    extract_delegate_segments: bool = True
+    # Alignment of each segment in the file (a power of two).
+    segment_alignment: int = 128
+    # Alignment of each tensor inside the constant segment (default 16).
+    constant_tensor_alignment: Optional[int] = None
+    # Accepted for compatibility: delegate payloads start at segment_alignment.
+    delegate_alignment: Optional[int] = None
+    # Reshapes of planned memory become views (elided when static,
+    # executorch_prim::et_view when dynamic) instead of view_copy kernels.
+    remove_view_copy: bool = True
+    # Write mutable buffers' fully qualified names into the program.
+    emit_mutable_buffer_names: bool = False
+    # Store the starting contents of mutated buffers in the program's mutable-data
+    # segment: True for all, False for none, or a collection of buffer names.
+    # (The reference exporter stores none unless a pass asks for it.)
+    init_mutable_buffers: Union[bool, Collection[str]] = True
+    # Compute ops whose inputs are all constants at export time (e.g. the
+    # transpose of a Linear weight) and store their results as constants.
+    fold_constants: bool = False
+    # When set, every kernel the program calls must be in this collection
+    # (names like "aten::add.out"); export fails naming missing ones and their source.
+    available_kernels: Optional[Collection[str]] = None
+    # Accepted for API compatibility; ember always plans dynamic tensors at their upper bound.
+    sym_shape_eval_pass: Any = None
+    dynamic_memory_planning_mode: Any = None
+    do_quant_fusion_and_const_prop: bool = False
+
+    def planner_for(self, method: str) -> MemoryPlanningPass:
+        p = self.memory_planning_pass
+        if isinstance(p, dict):
+            return p.get(method) or MemoryPlanningPass()
+        return p

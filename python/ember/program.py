@@ -1,0 +1,256 @@
+"""EdgeProgramManager and ExecutorchProgramManager: the two stages users hold.
+
+    edge = to_edge(ep)                       # EdgeProgramManager
+    edge = edge.transform([my_pass])         # still edge
+    edge = edge.to_backend(partitioner)      # some subgraphs delegated
+    prog = edge.to_executorch()              # ExecutorchProgramManager
+    prog.buffer / prog.write_to_file(f)      # the .pte bytes
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, BinaryIO, Callable, Dict, List, Optional, Sequence, Set, Union
+
+import torch
+from torch.export import ExportedProgram
+from torch.fx import GraphModule
+
+from . import schema as S
+from .config import EdgeCompileConfig, ExecutorchBackendConfig
+from .emit import MethodEmitter, ProgramState, emit_constant_method
+from .errors import ExportError, source_location
+from .graph_utils import (
+    copy_graph_module,
+    rebuild_program,
+    resync_signature,
+    run_graph_pass,
+    subgraphs,
+)
+from .memory_planning import MemoryPlan, format_report
+from .passes.out_variants import to_out_variants
+from .passes.spec_prop import propagate_specs
+from .passes.views import replace_view_copy_with_view
+from .passes.write_back import insert_write_back
+from .serialize import ProgramData, serialize_pte
+
+
+class EdgeProgramManager:
+    """One or more methods in the edge dialect (see `to_edge`)."""
+
+    def __init__(self, edge_programs: Union[ExportedProgram, Dict[str, ExportedProgram]],
+                 constant_methods: Optional[Dict[str, Any]] = None,
+                 compile_config: Optional[EdgeCompileConfig] = None) -> None:
+        if isinstance(edge_programs, ExportedProgram):
+            edge_programs = {"forward": edge_programs}
+        self._edge_programs: Dict[str, ExportedProgram] = dict(edge_programs)
+        self._config_methods = dict(constant_methods) if constant_methods else None
+        self.compile_config = compile_config or EdgeCompileConfig()
+
+    @property
+    def methods(self) -> Set[str]:
+        return set(self._edge_programs)
+
+    @property
+    def config_methods(self) -> Set[str]:
+        return set(self._config_methods or {})
+
+    def exported_program(self, method_name: str = "forward", *,
+                         name: Optional[str] = None) -> ExportedProgram:
+        key = name or method_name
+        if key not in self._edge_programs:
+            raise KeyError(f"no method {key!r}; methods are {sorted(self._edge_programs)}")
+        return self._edge_programs[key]
+
+    def transform(self, passes: Union[Sequence[Callable], Dict[str, Sequence[Callable]]],
+                  compile_config: Optional[EdgeCompileConfig] = None) -> "EdgeProgramManager":
+        """Runs torch.fx passes (GraphModule -> PassResult/GraphModule/None) on each method."""
+        from .edge import check_ir_validity
+
+        config = compile_config or self.compile_config
+        out: Dict[str, ExportedProgram] = {}
+        for name, ep in self._edge_programs.items():
+            plist = passes.get(name) if isinstance(passes, dict) else passes
+            if not plist:
+                out[name] = ep
+                continue
+            gm = copy_graph_module(ep.graph_module)
+            for p in plist:
+                gm = run_graph_pass(gm, p)
+            gm.graph.eliminate_dead_code()
+            if config._check_ir_validity:
+                check_ir_validity(gm, list(config._core_aten_ops_exception_list)
+                                  + list(config.preserve_ops))
+            sig = resync_signature(gm, ep.graph_signature, {})
+            out[name] = rebuild_program(ep, gm, sig)
+        return EdgeProgramManager(out, self._config_methods, config)
+
+    def to_backend(self, partitioner: Any) -> "EdgeProgramManager":
+        """Delegates the subgraphs the partitioner tags to their backends."""
+        from .backend.lowering import to_backend
+
+        if isinstance(partitioner, dict):
+            per_method = partitioner
+        else:
+            per_method = {name: partitioner for name in self._edge_programs}
+        out = {name: (to_backend(ep, per_method[name]) if name in per_method else ep)
+               for name, ep in self._edge_programs.items()}
+        return EdgeProgramManager(out, self._config_methods, self.compile_config)
+
+    def to_executorch(self, config: Optional[ExecutorchBackendConfig] = None
+                      ) -> "ExecutorchProgramManager":
+        return ExecutorchProgramManager(self._edge_programs, self._config_methods,
+                                        config or ExecutorchBackendConfig())
+
+
+class _LoweredMethod:
+    def __init__(self, name: str, ep: ExportedProgram, gm: GraphModule, plan: MemoryPlan,
+                 returned: List[bool]) -> None:
+        self.name = name
+        self.ep = ep
+        self.gm = gm
+        self.plan = plan
+        self.returned = returned
+
+
+def _lower_method(name: str, ep: ExportedProgram, config: ExecutorchBackendConfig
+                  ) -> _LoweredMethod:
+    """Edge program -> execution graph with out variants, specs and a memory plan."""
+    gm = copy_graph_module(ep.graph_module)
+    for p in config.passes:
+        gm = run_graph_pass(gm, p)
+    sig = ep.graph_signature
+    returned = insert_write_back(gm, sig)
+    gm.graph.eliminate_dead_code()
+    propagate_specs(gm, ep, sig, returned, config.init_mutable_buffers)
+    if config.fold_constants:
+        from .passes.constant_folding import fold_constants
+
+        fold_constants(gm)
+    graphs = [gm] + subgraphs(gm)
+    for g in graphs:
+        if config.remove_view_copy:
+            replace_view_copy_with_view(g)
+        to_out_variants(g)
+    if config.available_kernels is not None:
+        check_kernels(name, gm, config.available_kernels)
+    plan = config.planner_for(name).run(gm, name)
+    for g in graphs:
+        g.recompile()
+    return _LoweredMethod(name, ep, gm, plan, returned)
+
+
+def kernels_called(gm: GraphModule) -> Dict[str, List[torch.fx.Node]]:
+    """Kernel name -> nodes calling it, for an execution graph."""
+    from . import dialect
+
+    out: Dict[str, List[torch.fx.Node]] = {}
+    nodes = [n for g in [gm] + subgraphs(gm) for n in g.graph.nodes]
+    for n in nodes:
+        if n.op != "call_function":
+            continue
+        if isinstance(n.target, torch._ops.OpOverload):
+            name, overload = dialect.kernel_name(n.target)
+            key = f"{name}.{overload}" if overload else name
+        elif n.target in dialect.PYTHON_SYM_OPS:
+            key = dialect.PYTHON_SYM_OPS[n.target]
+        elif n.target is dialect.et_view:
+            key = "executorch_prim::et_view.default"
+        else:
+            continue
+        out.setdefault(key, []).append(n)
+    return out
+
+
+def check_kernels(method: str, gm: GraphModule, available: Any) -> None:
+    from .passes.views import is_elided_view
+
+    missing = {}
+    for key, nodes in kernels_called(gm).items():
+        if key == "executorch_prim::et_view.default" and all(
+                is_elided_view(n.meta["spec"]) for n in nodes):
+            continue
+        if key not in available:
+            missing[key] = nodes
+    if missing:
+        lines = [f"  {k}: from {source_location(v[0])}" for k, v in sorted(missing.items())]
+        raise ExportError(
+            f"method {method!r} calls kernels the runtime does not have:\n" + "\n".join(lines)
+            + "\nRegister a kernel for each, delegate those ops to a backend, or rewrite them.")
+
+
+class ExecutorchProgramManager:
+    """The program in execution form: emitted, planned and serialized."""
+
+    def __init__(self, edge_programs: Dict[str, ExportedProgram],
+                 constant_methods: Optional[Dict[str, Any]],
+                 config: ExecutorchBackendConfig) -> None:
+        self.config = config
+        self._methods: Dict[str, _LoweredMethod] = {}
+        state = ProgramState()
+        plans: List[S.ExecutionPlan] = []
+        for name in sorted(edge_programs):
+            lowered = _lower_method(name, edge_programs[name], config)
+            self._methods[name] = lowered
+            plans.append(MethodEmitter(
+                name, lowered.ep, lowered.gm, lowered.plan, state,
+                returned=lowered.returned, emit_stacktrace=config.emit_stacktrace,
+                emit_mutable_buffer_names=config.emit_mutable_buffer_names).run())
+        for name, value in sorted((constant_methods or {}).items()):
+            if name in self._methods:
+                raise ValueError(f"constant method {name!r} clashes with a method of that name")
+            plans.append(emit_constant_method(name, value, state))
+        self._program = S.Program(version=S.SCHEMA_VERSION, execution_plan=plans)
+        self._data = ProgramData(self._program, state.constants, state.mutable_data,
+                                 state.delegate_data)
+        self._buffer: Optional[bytes] = None
+
+    @property
+    def methods(self) -> Set[str]:
+        return set(self._methods)
+
+    @property
+    def program(self) -> S.Program:
+        """The emitted program (constant data lives in `program_data`)."""
+        return self._program
+
+    @property
+    def program_data(self) -> ProgramData:
+        return self._data
+
+    def exported_program(self, method_name: str = "forward") -> ExportedProgram:
+        """The method's execution graph (out variants, planned specs) as an ExportedProgram."""
+        m = self._methods[method_name]
+        view = copy.copy(m.ep)
+        view._graph_module = m.gm  # for inspection: the execution graph does not run eagerly
+        return view
+
+    def execution_graph(self, method_name: str = "forward") -> GraphModule:
+        return self._methods[method_name].gm
+
+    @property
+    def buffer(self) -> bytes:
+        if self._buffer is None:
+            c = self.config
+            self._buffer = serialize_pte(
+                self._data,
+                segment_alignment=c.segment_alignment,
+                constant_tensor_alignment=c.constant_tensor_alignment or 16,
+                extract_delegate_segments=c.extract_delegate_segments,
+            )
+        return self._buffer
+
+    def write_to_file(self, open_file: BinaryIO) -> None:
+        open_file.write(self.buffer)
+
+    def save(self, path: str) -> None:
+        with open(path, "wb") as f:
+            self.write_to_file(f)
+
+    @property
+    def memory_plans(self) -> Dict[str, MemoryPlan]:
+        return {name: m.plan for name, m in self._methods.items()}
+
+    def memory_planning_report(self) -> str:
+        """Planned bytes per method and buffer against the naive sum of tensor sizes."""
+        return format_report(list(self.memory_plans.values()))

@@ -1,0 +1,381 @@
+"""Run `.pte` programs in libember from Python, the way `executorch.runtime` does.
+
+    import torch
+    from ember.runtime import Runtime
+
+    program = Runtime.get().load_program("model.pte")   # or bytes / bytearray / memoryview
+    program.method_names                                  # {"forward"}
+    meta = program.metadata("forward")                    # inputs, outputs, planned memory, operators
+    method = program.load_method("forward")
+    outputs = method.execute([torch.randn(4, 16)])        # list of torch.Tensor (copies)
+
+Every program is verified when it loads; a failure in libember raises `EmberError`
+with the runtime's status and message. `kernel_names()` and `has_kernel()` tell
+which operators the runtime's portable kernel library implements.
+"""
+
+from __future__ import annotations
+
+import enum
+import errno
+import io
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import torch
+
+try:
+    from . import _runtime
+except ImportError as e:  # pragma: no cover - depends on the installation
+    raise ImportError(
+        "ember.runtime needs the compiled extension ember._runtime, which is built by "
+        "`pip install -e .` (or scripts/bootstrap.sh) from the repository root"
+    ) from e
+
+__all__ = [
+    "Runtime",
+    "Program",
+    "Method",
+    "MethodMeta",
+    "ValueMeta",
+    "EmberError",
+    "Status",
+    "OperatorRegistry",
+    "kernel_names",
+    "has_kernel",
+    "dtype_to_ember",
+    "dtype_from_ember",
+]
+
+#: A libember call failed. ``status`` (int) is the ember_status code,
+#: ``status_name`` its symbolic name ("NOT_FOUND", "TRUNCATED", ...), and
+#: ``message`` the runtime's last error message (``ember_last_error()``).
+#: A subclass of RuntimeError.
+EmberError = _runtime.EmberError
+
+#: ember_status codes by name (``Status.NOT_FOUND == 0x0102``).
+Status = enum.IntEnum("Status", _runtime.status_codes())  # type: ignore[misc]
+Status.__module__ = __name__
+
+# ---------------------------------------------------------------------------
+# dtypes: torch <-> ember (the file format's ScalarType codes)
+# ---------------------------------------------------------------------------
+
+_TORCH_TO_EMBER: Dict[torch.dtype, int] = {
+    torch.uint8: 0,
+    torch.int8: 1,
+    torch.int16: 2,
+    torch.int32: 3,
+    torch.int64: 4,
+    torch.float16: 5,
+    torch.float32: 6,
+    torch.float64: 7,
+    torch.bool: 11,
+    torch.qint8: 12,
+    torch.quint8: 13,
+    torch.qint32: 14,
+    torch.bfloat16: 15,
+    torch.quint4x2: 16,
+    torch.quint2x4: 17,
+    torch.uint16: 27,
+    torch.uint32: 28,
+    torch.uint64: 29,
+}
+for _name, _code in (("bits16", 22), ("float8_e5m2", 23), ("float8_e4m3fn", 24),
+                     ("float8_e5m2fnuz", 25), ("float8_e4m3fnuz", 26)):
+    if hasattr(torch, _name):
+        _TORCH_TO_EMBER[getattr(torch, _name)] = _code
+_EMBER_TO_TORCH: Dict[int, torch.dtype] = {code: dt for dt, code in _TORCH_TO_EMBER.items()}
+
+# dtypes whose tensors numpy can view directly; the rest travel as raw bytes.
+_NUMPY_OK = {torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+             torch.float32, torch.float64, torch.bool, torch.uint16, torch.uint32, torch.uint64}
+
+
+def dtype_to_ember(dtype: torch.dtype) -> int:
+    """The ember dtype code of a torch dtype (``torch.float32`` -> 6)."""
+    try:
+        return _TORCH_TO_EMBER[dtype]
+    except KeyError:
+        raise TypeError(f"ember has no dtype for {dtype}") from None
+
+
+def dtype_from_ember(code: int) -> torch.dtype:
+    """The torch dtype of an ember dtype code (6 -> ``torch.float32``)."""
+    try:
+        return _EMBER_TO_TORCH[code]
+    except KeyError:
+        raise TypeError(f"torch has no dtype for ember dtype code {code} "
+                        f"({_runtime.dtype_name(code)})") from None
+
+
+# ---------------------------------------------------------------------------
+# Kernels
+# ---------------------------------------------------------------------------
+
+def kernel_names() -> List[str]:
+    """Every kernel key in the runtime's portable kernel library, sorted
+    (``["aten::_softmax.out", ..., "aten::add.out", ...]``). Keys are
+    ``namespace::name.overload``, as in a program's operator table."""
+    return sorted(set(_runtime.kernel_names()))
+
+
+def has_kernel(name: str) -> bool:
+    """True if the runtime has a kernel for this key (``"aten::add.out"``)."""
+    return bool(_runtime.has_kernel(str(name)))
+
+
+class OperatorRegistry:
+    """The kernels the runtime can run (as ``executorch.runtime`` names it)."""
+
+    @property
+    def operator_names(self) -> FrozenSet[str]:
+        return frozenset(kernel_names())
+
+    def has(self, name: str) -> bool:
+        return has_kernel(name)
+
+
+# ---------------------------------------------------------------------------
+# Metadata
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ValueMeta:
+    """One input or output of a method.
+
+    kind: "tensor", "int", "double", "bool", "none", ...; for tensors, dtype
+    (a torch dtype), sizes (upper bounds when dynamic), dim_order, dynamism
+    ("static", "dynamic_bound", "dynamic_unbound"), planned (the storage is
+    memory-planned) and nbytes (at the upper-bound shape).
+    """
+
+    kind: str
+    dtype: Optional[torch.dtype]
+    sizes: Tuple[int, ...]
+    dim_order: Tuple[int, ...]
+    dynamism: str
+    planned: bool
+    nbytes: int
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind == "tensor"
+
+    @staticmethod
+    def _from_dict(d: Dict[str, Any]) -> "ValueMeta":
+        code = d["dtype"]
+        dtype = None if code is None else _EMBER_TO_TORCH.get(code)
+        return ValueMeta(kind=d["kind"], dtype=dtype, sizes=tuple(d["sizes"]),
+                         dim_order=tuple(d["dim_order"]), dynamism=d["dynamism"],
+                         planned=bool(d["planned"]), nbytes=int(d["nbytes"]))
+
+
+@dataclass(frozen=True)
+class MethodMeta:
+    """What a method takes, returns and needs, read without loading it."""
+
+    name: str
+    inputs: Tuple[ValueMeta, ...]
+    outputs: Tuple[ValueMeta, ...]
+    planned_buffer_sizes: Tuple[int, ...]  # bytes of the buffer for memory id i + 1
+    operators: Tuple[str, ...]             # kernel keys, in the program's operator table order
+    num_instructions: int
+    num_delegates: int
+    num_values: int
+
+    # The executorch.runtime MethodMeta spellings.
+    def num_inputs(self) -> int:
+        return len(self.inputs)
+
+    def num_outputs(self) -> int:
+        return len(self.outputs)
+
+    def input_tensor_meta(self, i: int) -> ValueMeta:
+        return self.inputs[i]
+
+    def output_tensor_meta(self, i: int) -> ValueMeta:
+        return self.outputs[i]
+
+    def num_memory_planned_buffers(self) -> int:
+        return len(self.planned_buffer_sizes)
+
+    def memory_planned_buffer_size(self, i: int) -> int:
+        return self.planned_buffer_sizes[i]
+
+    @staticmethod
+    def _from_dict(d: Dict[str, Any]) -> "MethodMeta":
+        return MethodMeta(
+            name=d["name"],
+            inputs=tuple(ValueMeta._from_dict(v) for v in d["inputs"]),
+            outputs=tuple(ValueMeta._from_dict(v) for v in d["outputs"]),
+            planned_buffer_sizes=tuple(d["planned_buffer_sizes"]),
+            operators=tuple(d["operators"]),
+            num_instructions=d["num_instructions"],
+            num_delegates=d["num_delegates"],
+            num_values=d["num_values"],
+        )
+
+
+# ---------------------------------------------------------------------------
+# Inputs and outputs
+# ---------------------------------------------------------------------------
+
+def _tensor_input(t: torch.Tensor) -> Tuple[int, Tuple[int, ...], Any]:
+    """(dtype code, shape, C-contiguous buffer) of a tensor, sharing its memory when it can."""
+    code = dtype_to_ember(t.dtype)
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    t = t.resolve_conj().resolve_neg().contiguous()
+    shape = tuple(t.shape)
+    if t.dtype in _NUMPY_OK:
+        data = t.numpy()
+    else:  # bfloat16, float8, quantized: the raw bytes
+        data = t.reshape(-1).view(torch.uint8).numpy() if t.numel() else b""
+    return code, shape, data
+
+
+def _array_input(a: np.ndarray) -> Tuple[int, Tuple[int, ...], Any]:
+    a = np.ascontiguousarray(a)
+    try:
+        dtype = torch.from_numpy(np.empty(0, dtype=a.dtype)).dtype
+    except TypeError:
+        raise TypeError(f"ember cannot take a numpy array of dtype {a.dtype}") from None
+    return dtype_to_ember(dtype), tuple(a.shape), a
+
+
+def _convert_input(x: Any, meta: Optional[ValueMeta], i: int) -> Any:
+    if isinstance(x, torch.Tensor):
+        if meta is not None and meta.kind in ("int", "double", "bool") and x.numel() == 1:
+            return x.item()  # a scalar input given as a one-element tensor
+        return _tensor_input(x)
+    if isinstance(x, np.ndarray):
+        return _array_input(x)
+    if isinstance(x, np.generic):
+        return x.item()
+    if x is None or isinstance(x, (bool, int, float)):
+        return x
+    raise TypeError(f"input {i}: ember cannot take a {type(x).__name__} "
+                    f"(give a torch.Tensor, a numpy array, an int, float or bool, or None)")
+
+
+def _tensor_output(code: int, shape: Sequence[int], data: bytearray) -> torch.Tensor:
+    dtype = dtype_from_ember(code)
+    if len(data) == 0:
+        return torch.empty(tuple(shape), dtype=dtype)
+    # `data` is a fresh copy that only this tensor refers to.
+    return torch.frombuffer(data, dtype=dtype).reshape(tuple(shape))
+
+
+def _convert_output(x: Any) -> Any:
+    if isinstance(x, tuple):
+        return _tensor_output(*x)
+    if isinstance(x, list):
+        return [_convert_output(v) for v in x]
+    return x
+
+
+# ---------------------------------------------------------------------------
+# Runtime, Program, Method
+# ---------------------------------------------------------------------------
+
+class Method:
+    """A loaded method, ready to execute. Use it from one thread at a time;
+    state in mutable buffers persists from one execute to the next."""
+
+    def __init__(self, impl: Any, meta: MethodMeta) -> None:
+        self._impl = impl
+        self._meta = meta
+
+    @property
+    def name(self) -> str:
+        return self._meta.name
+
+    @property
+    def metadata(self) -> MethodMeta:
+        return self._meta
+
+    def execute(self, inputs: Sequence[Any]) -> List[Any]:
+        """Runs the method on inputs (torch tensors, numpy arrays, or int /
+        float / bool for scalar inputs) and returns its outputs: torch
+        tensors (copies, safe to keep) and Python scalars."""
+        if isinstance(inputs, (torch.Tensor, np.ndarray)):
+            inputs = [inputs]
+        inputs = list(inputs)
+        metas = self._meta.inputs
+        # A count mismatch passes through unconverted: the extension raises
+        # EmberError (INVALID_ARGUMENT) naming both counts.
+        converted = [_convert_input(x, metas[i] if i < len(metas) else None, i)
+                     for i, x in enumerate(inputs)]
+        return [_convert_output(x) for x in self._impl.execute(converted)]
+
+    def __repr__(self) -> str:
+        return f"<ember.runtime.Method {self.name!r}>"
+
+
+class Program:
+    """A loaded and verified program. Immutable; methods loaded from it keep it alive."""
+
+    def __init__(self, impl: Any) -> None:
+        self._impl = impl
+        self._names = tuple(impl.method_names())
+
+    @property
+    def method_names(self) -> FrozenSet[str]:
+        """Names of the program's methods (a set, as in executorch.runtime)."""
+        return frozenset(self._names)
+
+    @property
+    def nbytes(self) -> int:
+        """Size of the program file in bytes."""
+        return int(self._impl.nbytes)
+
+    def metadata(self, method_name: str) -> MethodMeta:
+        """Inputs, outputs, planned buffer sizes and operators of a method."""
+        return MethodMeta._from_dict(self._impl.method_meta(method_name))
+
+    def load_method(self, name: str) -> Method:
+        """Loads a method (platform-heap memory). Raises EmberError if the name is
+        unknown or the runtime lacks one of its kernels or backends."""
+        impl = self._impl.load_method(name)
+        return Method(impl, self.metadata(name))
+
+    def __repr__(self) -> str:
+        return f"<ember.runtime.Program methods={list(self._names)} nbytes={self.nbytes}>"
+
+
+PathOrData = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]", io.BufferedIOBase]
+
+
+class Runtime:
+    """The process's ember runtime (``Runtime.get()``), as in executorch.runtime."""
+
+    _instance: Optional["Runtime"] = None
+
+    def __init__(self) -> None:
+        self.operator_registry = OperatorRegistry()
+
+    @staticmethod
+    def get() -> "Runtime":
+        if Runtime._instance is None:
+            Runtime._instance = Runtime()
+        return Runtime._instance
+
+    def load_program(self, data: PathOrData, *, verification: Any = None) -> Program:
+        """Loads and fully verifies a program from a path (str or PathLike),
+        from bytes-like data (copied: the caller may reuse its buffer), or from
+        a binary file object. ``verification`` is accepted for compatibility;
+        ember always verifies everything."""
+        del verification
+        if isinstance(data, (str, os.PathLike)):
+            path = os.fspath(data)
+            if os.path.isdir(path):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+            return Program(_runtime.load_program_file(path))
+        if hasattr(data, "read") and not isinstance(data, (bytes, bytearray, memoryview)):
+            data = data.read()
+        return Program(_runtime.load_program_bytes(data))
+

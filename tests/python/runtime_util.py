@@ -1,0 +1,42 @@
+"""Shared helpers for the ember.runtime tests: the fixture manifest and tolerances."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List
+
+import numpy as np
+import torch
+
+from conftest import ROOT
+
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+RTOL = {torch.float32: 1e-5, torch.float64: 1e-5, torch.float16: 1e-2, torch.bfloat16: 1e-2}
+ATOL = {torch.float32: 1e-6, torch.float64: 1e-6, torch.float16: 1e-2, torch.bfloat16: 1e-2}
+
+
+def fixture(*parts: str) -> str:
+    return os.path.join(FIXTURES, *parts)
+
+
+def manifest_cases() -> List[Dict[str, Any]]:
+    """The cases of tests/fixtures/manifest.json that need no extra backend."""
+    with open(fixture("manifest.json")) as f:
+        cases = json.load(f)["cases"]
+    return [c for c in cases if "backend" not in c]
+
+
+def load_npy(rel: str) -> torch.Tensor:
+    return torch.from_numpy(np.load(fixture(rel)))
+
+
+def assert_output(got: Any, expected: torch.Tensor, what: str) -> None:
+    assert isinstance(got, torch.Tensor), f"{what}: {type(got).__name__}, not a tensor"
+    assert got.dtype == expected.dtype, f"{what}: dtype {got.dtype} != {expected.dtype}"
+    assert tuple(got.shape) == tuple(expected.shape), f"{what}: shape {tuple(got.shape)} != {tuple(expected.shape)}"
+    if expected.dtype.is_floating_point:
+        torch.testing.assert_close(got, expected, rtol=RTOL[expected.dtype],
+                                   atol=ATOL[expected.dtype], msg=lambda m: f"{what}: {m}")
+    else:
+        assert torch.equal(got, expected), f"{what}: values differ"
