@@ -54,6 +54,12 @@ class ExecutorchBackendConfig:
     # When set, every kernel the program calls must be in this collection
     # (names like "aten::add.out"); export fails naming missing ones and their source.
     available_kernels: Optional[Collection[str]] = None
+    # Check at export that every operator left outside delegates has a kernel in
+    # libember's registry (ember.runtime.has_kernel); export fails listing each
+    # missing one with its source line. Turn off when targeting a runtime built
+    # with extra (custom) kernels. Skipped, with a warning, when ember.runtime's
+    # extension is not built. `available_kernels`, when set, replaces the registry.
+    check_kernels: bool = True
     # Accepted for API compatibility; ember always plans dynamic tensors at their upper bound.
     sym_shape_eval_pass: Any = None
     dynamic_memory_planning_mode: Any = None

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import copy
+import warnings
 from typing import Any, BinaryIO, Callable, Dict, List, Optional, Sequence, Set, Union
 
 import torch
@@ -134,6 +135,10 @@ def _lower_method(name: str, ep: ExportedProgram, config: ExecutorchBackendConfi
         to_out_variants(g)
     if config.available_kernels is not None:
         check_kernels(name, gm, config.available_kernels)
+    elif config.check_kernels:
+        registry = _runtime_kernels()
+        if registry is not None:
+            check_kernels(name, gm, registry)
     plan = config.planner_for(name).run(gm, name)
     for g in graphs:
         g.recompile()
@@ -162,6 +167,36 @@ def kernels_called(gm: GraphModule) -> Dict[str, List[torch.fx.Node]]:
     return out
 
 
+class _RuntimeKernels:
+    """`key in registry` asks libember's kernel registry (ember.runtime.has_kernel)."""
+
+    def __init__(self, has_kernel: Callable[[str], bool]) -> None:
+        self._has = has_kernel
+
+    def __contains__(self, key: object) -> bool:
+        return bool(self._has(str(key)))
+
+
+_warned_no_runtime = False
+
+
+def _runtime_kernels() -> Optional[_RuntimeKernels]:
+    """libember's registry, or None (with a warning, once) when the bindings are not built."""
+    global _warned_no_runtime
+    try:
+        from .runtime import has_kernel
+    except ImportError as e:
+        if not _warned_no_runtime:
+            _warned_no_runtime = True
+            warnings.warn(
+                f"ember.runtime is not importable ({e}); skipping the export-time check that "
+                "every operator has a kernel in libember. Build the extension "
+                "(`pip install -e .`) or pass ExecutorchBackendConfig(check_kernels=False) "
+                "to silence this.", RuntimeWarning, stacklevel=4)
+        return None
+    return _RuntimeKernels(has_kernel)
+
+
 def check_kernels(method: str, gm: GraphModule, available: Any) -> None:
     from .passes.views import is_elided_view
 
@@ -173,10 +208,18 @@ def check_kernels(method: str, gm: GraphModule, available: Any) -> None:
         if key not in available:
             missing[key] = nodes
     if missing:
-        lines = [f"  {k}: from {source_location(v[0])}" for k, v in sorted(missing.items())]
+        lines = []
+        for k, v in sorted(missing.items()):
+            lines.append(f"  {k}: from {source_location(v[0])}")
+            more = sorted({source_location(n) for n in v[1:]} - {source_location(v[0])})
+            lines += [f"      and from {loc}" for loc in more]
         raise ExportError(
-            f"method {method!r} calls kernels the runtime does not have:\n" + "\n".join(lines)
-            + "\nRegister a kernel for each, delegate those ops to a backend, or rewrite them.")
+            f"method {method!r} calls operators that have no kernel in the runtime:\n"
+            + "\n".join(lines)
+            + "\nTo fix: register a custom kernel for each op in the runtime, or delegate it "
+            "to a backend (to_backend with a partitioner), or rewrite the model to avoid it. "
+            "If the target runtime has these kernels, pass "
+            "ExecutorchBackendConfig(check_kernels=False).")
 
 
 class ExecutorchProgramManager:

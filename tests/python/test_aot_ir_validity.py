@@ -87,3 +87,52 @@ def test_skip_dim_order_keeps_memory_format_ops() -> None:
     ops = {f"{o.name}.{o.overload}" for o in read_program(prog.buffer).execution_plan[0].operators}
     assert {"aten::_to_copy.out", "aten::clone.out"} <= ops
     run_and_compare(m, [(torch.randn(3),)], prog.buffer)
+
+
+def _cumprod_edge():
+    return to_edge(_export_cumprod(), compile_config=EdgeCompileConfig(_check_ir_validity=False))
+
+
+def test_kernel_check_is_on_by_default_and_backed_by_the_runtime() -> None:
+    runtime = pytest.importorskip("ember.runtime")
+    assert not runtime.has_kernel("aten::cumprod.out")
+    with pytest.raises(ExportError) as info:
+        _cumprod_edge().to_executorch()
+    msg = str(info.value)
+    assert "aten::cumprod.out" in msg, msg
+    assert re.search(r"aot_models\.py:\d+ in forward: `return torch\.cumprod\(y, dim=1\)`", msg), msg
+    assert "register a custom kernel" in msg and "delegate it" in msg, msg
+    assert "check_kernels=False" in msg
+    # ops that do have kernels are not listed
+    assert "aten::add" not in msg
+
+
+def test_kernel_check_can_be_switched_off() -> None:
+    from aot_util import read_program
+
+    prog = _cumprod_edge().to_executorch(ExecutorchBackendConfig(check_kernels=False))
+    ops = {f"{o.name}.{o.overload}" for o in read_program(prog.buffer).execution_plan[0].operators}
+    assert "aten::cumprod.out" in ops
+
+
+def test_every_operator_of_a_checked_program_has_a_runtime_kernel() -> None:
+    from aot_util import read_program
+    from aot_models import CNN
+
+    runtime = pytest.importorskip("ember.runtime")
+    prog = to_edge(torch.export.export(CNN().eval(), (torch.randn(1, 3, 8, 8),))).to_executorch()
+    for o in read_program(prog.buffer).execution_plan[0].operators:
+        key = f"{o.name}.{o.overload}" if o.overload else o.name
+        assert runtime.has_kernel(key), key
+
+
+def test_kernel_check_is_skipped_with_a_warning_without_bindings(monkeypatch) -> None:
+    import sys
+
+    import ember.program as program
+
+    monkeypatch.setitem(sys.modules, "ember.runtime", None)  # import fails
+    monkeypatch.setattr(program, "_warned_no_runtime", False)
+    with pytest.warns(RuntimeWarning, match="ember.runtime is not importable"):
+        prog = _cumprod_edge().to_executorch()
+    assert prog.buffer
