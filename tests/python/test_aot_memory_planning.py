@@ -126,11 +126,9 @@ def test_kv_cache_in_buffer_2_keeps_state() -> None:
     m = TinyKVDecoder().eval()
     T = Dim("T", min=1, max=8)
     planner = MemoryPlanningPass(buffer_memory_ids={"k_cache": 2, "v_cache": 2})
-    # Runs in the reference runtime, which has aten::index_put.out (libember does not).
     prog = export(m, (torch.tensor([[1, 2, 3]]), torch.arange(3)),
                   dynamic_shapes={"tokens": {1: T}, "pos": {0: T}},
-                  config=ExecutorchBackendConfig(memory_planning_pass=planner,
-                                                 check_kernels=False))
+                  config=ExecutorchBackendConfig(memory_planning_pass=planner))
     sizes = prog.memory_plans["forward"].buffer_sizes
     assert sizes[2] == 2 * 32 * 16 * 4  # both caches, nothing else
     method = load_reference(prog.buffer)

@@ -113,8 +113,7 @@ def test_int_and_bool_ops() -> None:
     a = torch.tensor([1, 2, 3, -4], dtype=torch.int32)
     b = torch.tensor([4, 5, 6, 7], dtype=torch.int32)
     mask = torch.tensor([True, False, True, True])
-    # Runs in the reference runtime, which has aten::max.unary_out (libember does not).
-    prog = export(m, (a, b, mask), config=ExecutorchBackendConfig(check_kernels=False))
+    prog = export(m, (a, b, mask))
     run_and_compare(m, [(a, b, mask), (b, a, ~mask)], prog.buffer)
 
 
@@ -122,8 +121,7 @@ def test_tuple_list_dict_outputs() -> None:
     x, y = torch.randn(3, 4), torch.randn(3, 4)
     for m, args in ((TupleOut(), (x,)), (ListOut(), (x,)), (DictOut(), (x, y)),
                     (SplitOut(), (torch.randn(2, 6),))):
-        # Runs in the reference runtime, which has aten::mean.dtype_out (libember does not).
-        prog = export(m, args, config=ExecutorchBackendConfig(check_kernels=False))
+        prog = export(m, args)
         run_and_compare(m, [args], prog.buffer)
     plan = read_program(export(DictOut(), (x, y)).buffer).execution_plan[0]
     assert '"sum", "nested"' in plan.container_meta_type.encoded_out_str.replace('\\"', '"')

@@ -338,16 +338,13 @@ CASES: Dict[str, Tuple[Callable[[], Case], Dict[str, str]]] = {
     "dynamic_batch": (_dynamic_batch, {}),
     "mutable_buffer": (_mutable_buffer, {}),
     "two_methods": (_two_methods, {}),
-    "int_bool_ops": (_int_bool, _ember_xfail(
-        "libember has no kernel aten::max.unary_out (from `(b - a).abs().max()`)")),
+    "int_bool_ops": (_int_bool, {}),
     "tuple_out": (_tuple_out, {}),
-    "list_out": (_list_out, _ember_xfail(
-        "libember has no kernel aten::mean.dtype_out (from `x.mean()`)")),
+    "list_out": (_list_out, {}),
     "dict_out": (_dict_out, {}),
     "split_out": (_split_out, {}),
     "interpolate_nearest": (_nearest, {}),
-    "interpolate_bilinear": (_bilinear, _ember_xfail(
-        "libember has no kernel aten::upsample_bilinear2d.vec_out")),
+    "interpolate_bilinear": (_bilinear, {}),
     "conv_transpose2d": (_conv_transpose, {}),
 }
 

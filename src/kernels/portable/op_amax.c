@@ -1,9 +1,11 @@
 /*
  * aten::amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out)
  * aten::amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out)
+ * aten::max.unary_out(Tensor self, *, Tensor(a!) out)
  *
  * Max (min) over dims ([] means all); NaN propagates. out has self's dtype.
- * Reducing an empty dim fails, as in PyTorch.
+ * Reducing an empty dim fails, as in PyTorch. max.unary_out is amax over
+ * every dim into a 0-dim out (an empty self fails).
  */
 #include <math.h>
 
@@ -37,16 +39,8 @@ static void fold_i64(void *state, const void *x, size_t n, int64_t pos) {
     }
 }
 
-static ember_status extreme(ember_kernel_ctx *ctx, ember_value **args, size_t nargs, bool is_max) {
-    ember_tensor *in, *out;
-    const int64_t *dims;
-    size_t ndims;
-    bool keepdim;
-    EK_TRY(ek_check_nargs(ctx, nargs, 5));
-    EK_TRY(ek_arg_tensor(ctx, args, 0, &in));
-    EK_TRY(ek_arg_int_list(ctx, args, 1, &dims, &ndims));
-    EK_TRY(ek_arg_bool(ctx, args, 2, &keepdim));
-    EK_TRY(ek_arg_out(ctx, args, 3, &out));
+static ember_status extreme(ember_kernel_ctx *ctx, ember_tensor *in, const int64_t *dims,
+                            size_t ndims, bool keepdim, ember_tensor *out, bool is_max) {
     EK_TRY(ek_check_supported(ctx, in->dtype, "self"));
     EK_TRY(ek_check_same_dtype(ctx, in, out, "self and out"));
     ek_reduce_plan p;
@@ -79,10 +73,35 @@ static ember_status extreme(ember_kernel_ctx *ctx, ember_value **args, size_t na
     return EMBER_OK;
 }
 
+static ember_status extreme_op(ember_kernel_ctx *ctx, ember_value **args, size_t nargs,
+                               bool is_max) {
+    ember_tensor *in, *out;
+    const int64_t *dims;
+    size_t ndims;
+    bool keepdim;
+    EK_TRY(ek_check_nargs(ctx, nargs, 5));
+    EK_TRY(ek_arg_tensor(ctx, args, 0, &in));
+    EK_TRY(ek_arg_int_list(ctx, args, 1, &dims, &ndims));
+    EK_TRY(ek_arg_bool(ctx, args, 2, &keepdim));
+    EK_TRY(ek_arg_out(ctx, args, 3, &out));
+    return extreme(ctx, in, dims, ndims, keepdim, out, is_max);
+}
+
 ember_status ek_op_amax_out(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
-    return extreme(ctx, args, nargs, true);
+    return extreme_op(ctx, args, nargs, true);
 }
 
 ember_status ek_op_amin_out(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
-    return extreme(ctx, args, nargs, false);
+    return extreme_op(ctx, args, nargs, false);
+}
+
+ember_status ek_op_max_unary_out(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
+    ember_tensor *in, *out;
+    EK_TRY(ek_check_nargs(ctx, nargs, 3));
+    EK_TRY(ek_arg_tensor(ctx, args, 0, &in));
+    EK_TRY(ek_arg_out(ctx, args, 1, &out));
+    if (in->numel == 0)
+        return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT,
+                                 "max: expected a non-empty tensor (no identity for max)");
+    return extreme(ctx, in, NULL, 0, false, out, true);
 }

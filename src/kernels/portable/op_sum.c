@@ -3,10 +3,12 @@
  *     ScalarType? dtype=None, Tensor(a!) out)
  * aten::mean.out(Tensor self, int[1]? dim, bool keepdim=False, *,
  *     ScalarType? dtype=None, Tensor(a!) out)
+ * aten::mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out)
  *
  * Sum (or mean) over dims (None or [] means all). Floats accumulate in
  * double, integers and bool in int64 (wrapping); the result is cast to out's
  * dtype. mean needs a floating out; the mean of nothing is NaN.
+ * mean.dtype_out is the mean over every dim into a 0-dim out.
  */
 #include "kernel_util.h"
 #include "ops.h"
@@ -25,17 +27,10 @@ static void fold_i64(void *state, const void *x, size_t n, int64_t pos) {
     for (size_t i = 0; i < n; i++) *acc += (uint64_t)v[i];
 }
 
-static ember_status sum_common(ember_kernel_ctx *ctx, ember_value **args, size_t nargs, bool mean) {
-    ember_tensor *in, *out;
-    const int64_t *dims;
-    size_t ndims;
-    bool has_dims, keepdim;
-    EK_TRY(ek_check_nargs(ctx, nargs, 6));
-    EK_TRY(ek_arg_tensor(ctx, args, 0, &in));
-    EK_TRY(ek_arg_opt_int_list(ctx, args, 1, &dims, &ndims, &has_dims));
-    EK_TRY(ek_arg_bool(ctx, args, 2, &keepdim));
-    EK_TRY(ek_arg_out(ctx, args, 4, &out));
-    EK_TRY(ek_arg_check_dtype(ctx, args, 3, out->dtype));
+/* The reduction itself; the dtype argument has been checked against out. */
+static ember_status sum_core(ember_kernel_ctx *ctx, ember_tensor *in, const int64_t *dims,
+                             size_t ndims, bool has_dims, bool keepdim, ember_tensor *out,
+                             bool mean) {
     EK_TRY(ek_check_supported(ctx, in->dtype, "self"));
     EK_TRY(ek_check_supported(ctx, out->dtype, "out"));
     if (mean && !ek_is_float(out->dtype))
@@ -75,10 +70,33 @@ static ember_status sum_common(ember_kernel_ctx *ctx, ember_value **args, size_t
     return EMBER_OK;
 }
 
+static ember_status sum_common(ember_kernel_ctx *ctx, ember_value **args, size_t nargs, bool mean) {
+    ember_tensor *in, *out;
+    const int64_t *dims;
+    size_t ndims;
+    bool has_dims, keepdim;
+    EK_TRY(ek_check_nargs(ctx, nargs, 6));
+    EK_TRY(ek_arg_tensor(ctx, args, 0, &in));
+    EK_TRY(ek_arg_opt_int_list(ctx, args, 1, &dims, &ndims, &has_dims));
+    EK_TRY(ek_arg_bool(ctx, args, 2, &keepdim));
+    EK_TRY(ek_arg_out(ctx, args, 4, &out));
+    EK_TRY(ek_arg_check_dtype(ctx, args, 3, out->dtype));
+    return sum_core(ctx, in, dims, ndims, has_dims, keepdim, out, mean);
+}
+
 ember_status ek_op_sum_intlist_out(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
     return sum_common(ctx, args, nargs, false);
 }
 
 ember_status ek_op_mean_out(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
     return sum_common(ctx, args, nargs, true);
+}
+
+ember_status ek_op_mean_dtype_out(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
+    ember_tensor *in, *out;
+    EK_TRY(ek_check_nargs(ctx, nargs, 4));
+    EK_TRY(ek_arg_tensor(ctx, args, 0, &in));
+    EK_TRY(ek_arg_out(ctx, args, 2, &out));
+    EK_TRY(ek_arg_check_dtype(ctx, args, 1, out->dtype));
+    return sum_core(ctx, in, NULL, 0, false, false, out, true);
 }

@@ -1150,6 +1150,27 @@ static void test_reduce(void) {
     IN0(tam, EMBER_INT64, flat);
     CHECK_OK(CALL("aten::argmax.out", &tx.v, VP(v_none()), VP(v_bool(false)), &tam.v, &tam.v));
     CHECK(flat == 13); /* the NaN */
+
+    /* max.unary_out / mean.dtype_out: full reductions into 0-dim outs */
+    float fm = 0;
+    tt tfm;
+    IN0(tfm, EMBER_FLOAT32, fm);
+    CHECK_OK(CALL("aten::max.unary_out", &tx.v, &tfm.v, &tfm.v));
+    CHECK(isnan(fm)); /* x[13] is NaN */
+    x[13] = 13;
+    CHECK_OK(CALL("aten::max.unary_out", &tx.v, &tfm.v, &tfm.v));
+    CHECK(fm == 100);
+    CHECK_OK(CALL("aten::mean.dtype_out", &tx.v, VP(v_none()), &tfm.v, &tfm.v));
+    CHECK(fabsf(fm - (276.0f - 5 + 100) / 24) < 1e-5f);
+    CHECK_STATUS(CALL("aten::mean.dtype_out", &tx.v, VP(v_int(EMBER_FLOAT64)), &tfm.v, &tfm.v),
+                 EMBER_ERR_TYPE_MISMATCH);
+    int32_t im[4] = {-7, 3, 9, -2}, imax = 0;
+    tt tim, timax;
+    IN(tim, EMBER_INT32, im, 4);
+    IN0(timax, EMBER_INT32, imax);
+    CHECK_OK(CALL("aten::max.unary_out", &tim.v, &timax.v, &timax.v));
+    CHECK(imax == 9);
+    CHECK_STATUS(CALL("aten::max.unary_out", &te.v, &tfm.v, &tfm.v), EMBER_ERR_INVALID_ARGUMENT);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1545,6 +1566,32 @@ static void test_indexing(void) {
     OUT(to, EMBER_FLOAT32, o, 2, 3, 1);
     CHECK_OK(CALL("aten::gather.out", &tx.v, VP(v_int(2)), &tg.v, VP(v_bool(false)), &to.v, &to.v));
     CHECK(o[0] == 3 && o[1] == 6 && o[2] == 9 && o[3] == 12 && o[5] == 20);
+
+    /* index_put: x (2, 3, 4)[:, [2, -3]] = v (broadcast (4,) -> (2, 2, 4)), then += */
+    for (int i = 0; i < 24; i++) x[i] = (float)i;
+    int64_t pv[2] = {2, -3};
+    float vals[4] = {100, 200, 300, 400};
+    tt tpv, tvals;
+    IN(tpv, EMBER_INT64, pv, 2);
+    IN(tvals, EMBER_FLOAT32, vals, 4);
+    tt *lp[2] = {NULL, &tpv};
+    OUT(to, EMBER_FLOAT32, o, 2, 3, 4);
+    CHECK_OK(CALL("aten::index_put.out", &tx.v, tl_make(&idx, lp, 2, true), &tvals.v,
+                  VP(v_bool(false)), &to.v, &to.v));
+    CHECK(SHAPE_IS(&to.t, 2, 3, 4) && o[0] == 100 && o[3] == 400 && o[4] == 4 && o[8] == 100 &&
+          o[12] == 100 && o[16] == 16 && o[23] == 400);
+    pv[1] = 2; /* a repeated index accumulates twice */
+    CHECK_OK(CALL("aten::index_put.out", &tx.v, tl_make(&idx, lp, 2, true), &tvals.v,
+                  VP(v_bool(true)), &to.v, &to.v));
+    CHECK(o[0] == 0 && o[8] == 208 && o[11] == 811 && o[20] == 220 && x[8] == 8);
+    pv[0] = 3;
+    CHECK_STATUS(CALL("aten::index_put.out", &tx.v, tl_make(&idx, lp, 2, true), &tvals.v,
+                      VP(v_bool(false)), &to.v, &to.v),
+                 EMBER_ERR_DATA_OUT_OF_BOUNDS);
+    tt *lpm[1] = {&tmask};
+    CHECK_STATUS(CALL("aten::index_put.out", &tx.v, tl_make(&idx, lpm, 1, true), &tvals.v,
+                      VP(v_bool(false)), &to.v, &to.v),
+                 EMBER_ERR_NOT_SUPPORTED);
 }
 
 static void test_more_ops(void) {
@@ -1695,6 +1742,29 @@ static void test_more_ops(void) {
                   &tuo.v, &tuo.v));
     float want[20] = {1, 1, 2, 2, 3, 1, 1, 2, 2, 3, 4, 4, 5, 5, 6, 4, 4, 5, 5, 6};
     CHECK(close_f(uo, want, 20, 0));
+
+    /* bilinear 2x3 -> 4x5: align_corners true (src = dst * (in - 1) / (out - 1)) */
+    il lu;
+    OUT(tuo, EMBER_FLOAT32, uo, 1, 1, 4, 5);
+    CHECK_OK(CALL("aten::upsample_bilinear2d.vec_out", &tu.v, IL(lu, 4, 5), VP(v_bool(true)),
+                  VP(v_none()), &tuo.v, &tuo.v));
+    CHECK(SHAPE_IS(&tuo.t, 1, 1, 4, 5) && uo[0] == 1 && uo[2] == 2 && uo[4] == 3 &&
+          fabsf(uo[5] - 2) < 1e-6f && uo[19] == 6);
+    /* align_corners false, scale 2: src = (dst + 0.5) / 2 - 0.5, clamped at 0 */
+    ember_value sf;
+    double sfv[2] = {2.0, 2.0};
+    sf.tag = EMBER_TAG_DOUBLE_LIST;
+    sf.u.double_list.items = sfv;
+    sf.u.double_list.len = 2;
+    float uo2[24];
+    OUT(tuo, EMBER_FLOAT32, uo2, 1, 1, 4, 6);
+    CHECK_OK(CALL("aten::upsample_bilinear2d.vec_out", &tu.v, VP(v_none()), VP(v_bool(false)), &sf,
+                  &tuo.v, &tuo.v));
+    CHECK(SHAPE_IS(&tuo.t, 1, 1, 4, 6) && uo2[0] == 1 && uo2[1] == 1.25f && uo2[2] == 1.75f &&
+          uo2[5] == 3 && uo2[6] == 1.75f && uo2[23] == 6);
+    CHECK_STATUS(CALL("aten::upsample_bilinear2d.vec_out", &tu.v, IL(lu, 0, 5), VP(v_bool(true)),
+                      VP(v_none()), &tuo.v, &tuo.v),
+                 EMBER_ERR_INVALID_ARGUMENT);
 
     /* elu, sign, isnan */
     OUT(to, EMBER_FLOAT32, o, 2, 3);

@@ -1,0 +1,176 @@
+/*
+ * aten::index_put.out(Tensor self, Tensor?[] indices, Tensor values,
+ *     bool accumulate=False, *, Tensor(a!) out)
+ *
+ * out = self.clone(); out[indices] = values (or += values when accumulate).
+ * indices follow index.Tensor: entry j indexes dim j (None keeps the whole
+ * dim; missing trailing entries are None); the int64 / int32 index tensors
+ * broadcast together to a shape B, which replaces the indexed dims in place
+ * when they are adjacent, else comes first (NumPy's rule). values (of self's
+ * dtype) broadcast to that indexed shape. Negative indices wrap.
+ *
+ * Bool masks are not supported (EMBER_ERR_NOT_SUPPORTED). With repeated
+ * indices and accumulate false the last write wins. Every index is checked at
+ * execute: EMBER_ERR_DATA_OUT_OF_BOUNDS.
+ */
+#include <string.h>
+
+#include "kernel_util.h"
+#include "ops.h"
+
+ember_status ek_op_index_put_out(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
+    ember_tensor *in, *vals, *out;
+    bool acc;
+    EK_TRY(ek_check_nargs(ctx, nargs, 6));
+    EK_TRY(ek_arg_tensor(ctx, args, 0, &in));
+    EK_TRY(ek_arg_tensor(ctx, args, 2, &vals));
+    EK_TRY(ek_arg_bool(ctx, args, 3, &acc));
+    EK_TRY(ek_arg_out(ctx, args, 4, &out));
+    if (args[1]->tag != EMBER_TAG_OPTIONAL_TENSOR_LIST && args[1]->tag != EMBER_TAG_TENSOR_LIST)
+        return ember_kernel_fail(ctx, EMBER_ERR_INVALID_PROGRAM,
+                                 "argument 1: expected a list of Tensor?");
+    ember_value **items = args[1]->u.tensor_list.items;
+    size_t k = args[1]->u.tensor_list.len;
+    if (k > 0 && items == NULL)
+        return ember_kernel_fail(ctx, EMBER_ERR_INVALID_PROGRAM, "argument 1: malformed list");
+    if (k > in->dim)
+        return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
+                                 "index_put: %zu indices for a tensor of rank %u", k,
+                                 (unsigned)in->dim);
+    EK_TRY(ek_check_supported(ctx, in->dtype, "self"));
+    EK_TRY(ek_check_same_dtype(ctx, in, out, "self and out"));
+    EK_TRY(ek_check_same_dtype(ctx, in, vals, "self and values"));
+    EK_TRY(ek_check_no_alias(ctx, out, vals));
+
+    /* the index tensors, by self dim */
+    const ember_tensor *ix[EMBER_MAX_DIM] = {NULL};
+    size_t adv[EMBER_MAX_DIM], nadv = 0;
+    for (size_t j = 0; j < k; j++) {
+        ember_value *v = items[j];
+        if (v == NULL || v->tag == EMBER_TAG_NONE) continue;
+        if (v->tag != EMBER_TAG_TENSOR || v->u.t == NULL || v->u.t->dim > EMBER_MAX_DIM)
+            return ember_kernel_fail(ctx, EMBER_ERR_INVALID_PROGRAM,
+                                     "index_put: entry %zu is not a tensor", j);
+        const ember_tensor *t = v->u.t;
+        EK_TRY(ek_check_no_alias(ctx, out, t));
+        if (t->numel > 0 && t->data == NULL)
+            return ember_kernel_fail(ctx, EMBER_ERR_INVALID_STATE,
+                                     "index_put: entry %zu has no storage", j);
+        if (t->dtype == EMBER_BOOL || t->dtype == EMBER_UINT8)
+            return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED,
+                                     "index_put: bool mask indices are not supported");
+        if (t->dtype != EMBER_INT64 && t->dtype != EMBER_INT32)
+            return ember_kernel_fail(ctx, EMBER_ERR_TYPE_MISMATCH,
+                                     "index_put: entry %zu must be int64 or int32, got %s", j,
+                                     ember_dtype_name(t->dtype));
+        ix[j] = t;
+        adv[nadv++] = j;
+    }
+    if (nadv == 0)
+        return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED,
+                                 "index_put: needs at least one index tensor");
+
+    /* B: the broadcast shape of the index tensors */
+    const ember_tensor *idx_t[EMBER_MAX_DIM];
+    for (size_t a = 0; a < nadv; a++) idx_t[a] = ix[adv[a]];
+    int64_t bshape[EMBER_MAX_DIM];
+    size_t nb;
+    EK_TRY(ek_broadcast_shape(ctx, idx_t, nadv, bshape, &nb));
+    bool adjacent = adv[nadv - 1] - adv[0] + 1 == nadv;
+    size_t rank = in->dim - nadv + nb;
+    if (rank > EMBER_MAX_DIM)
+        return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
+                                 "index_put: indexed rank too large");
+
+    /* out = self */
+    EK_TRY(ek_resize_like(ctx, out, in));
+    if (out != in) ek_copy_tensor(out, in);
+    if (out->numel == 0) return EMBER_OK;
+
+    /* The indexed shape, and per indexed dim the stride of each operand:
+     * [0] out (0 on B dims), [1] values (broadcast), [2 + a] index tensor a. */
+    int64_t shape[EMBER_MAX_DIM];
+    int64_t st[2 + EMBER_MAX_DIM][EMBER_MAX_DIM];
+    memset(st, 0, sizeof st);
+    size_t b0 = adjacent ? adv[0] : 0; /* first indexed dim of B */
+    for (size_t bd = 0; bd < nb; bd++) {
+        shape[b0 + bd] = bshape[bd];
+        for (size_t a = 0; a < nadv; a++) {
+            const ember_tensor *t = idx_t[a];
+            size_t lead = nb - t->dim;
+            st[2 + a][b0 + bd] =
+                (bd < lead || t->sizes[bd - lead] == 1) ? 0 : t->strides[bd - lead];
+        }
+    }
+    size_t next = nb; /* non-adjacent: the other dims follow B in order */
+    for (size_t j = 0; j < in->dim; j++) {
+        if (ix[j] != NULL) continue;
+        size_t od = !adjacent ? next++ : j < adv[0] ? j : j - nadv + nb;
+        shape[od] = in->sizes[j];
+        st[0][od] = out->strides[j];
+    }
+    int64_t count;
+    if (!ek_numel(shape, rank, &count))
+        return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH, "index_put: shape overflows");
+    if (!ek_broadcastable_to(vals, shape, rank)) {
+        char a[64], b[64];
+        int32_t s32[EMBER_MAX_DIM];
+        for (size_t d = 0; d < rank; d++) s32[d] = (int32_t)shape[d];
+        return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
+                                 "index_put: values of shape %s cannot be broadcast to the "
+                                 "indexed shape %s",
+                                 ek_shape_str(a, sizeof a, vals->sizes, vals->dim),
+                                 ek_shape_str(b, sizeof b, s32, rank));
+    }
+    if (count == 0) return EMBER_OK;
+    if (vals->data == NULL)
+        return ember_kernel_fail(ctx, EMBER_ERR_INVALID_STATE, "index_put: values has no storage");
+    size_t vlead = rank - vals->dim;
+    for (size_t d = 0; d < vals->dim; d++)
+        st[1][vlead + d] = vals->sizes[d] == 1 ? 0 : vals->strides[d];
+
+    size_t es = ember_dtype_size(in->dtype);
+    ek_ctype ct = ek_ctype_of(in->dtype);
+    ek_load_fn load = ek_loader(in->dtype, ct);
+    ek_store_fn store = ek_storer(in->dtype, ct);
+    char *ob = (char *)out->data;
+    const char *vb = (const char *)vals->data;
+    int64_t idx[EMBER_MAX_DIM] = {0}, off[2 + EMBER_MAX_DIM] = {0};
+    do {
+        int64_t dst = off[0];
+        for (size_t a = 0; a < nadv; a++) {
+            const ember_tensor *t = idx_t[a];
+            int64_t i = t->dtype == EMBER_INT64 ? ((const int64_t *)t->data)[off[2 + a]]
+                                                : ((const int32_t *)t->data)[off[2 + a]];
+            int64_t size = in->sizes[adv[a]];
+            if (i < -size || i >= size)
+                return ember_kernel_fail(ctx, EMBER_ERR_DATA_OUT_OF_BOUNDS,
+                                         "index %lld out of range for dim %zu of size %lld",
+                                         (long long)i, adv[a], (long long)size);
+            dst += (i < 0 ? i + size : i) * out->strides[adv[a]];
+        }
+        char *d = ob + dst * (int64_t)es;
+        const char *s = vb + off[1] * (int64_t)es;
+        if (!acc) {
+            memcpy(d, s, es);
+        } else if (in->dtype == EMBER_BOOL) {
+            *(uint8_t *)d = (uint8_t)(*(uint8_t *)d | *(const uint8_t *)s);
+        } else {
+            union {
+                float f;
+                double d;
+                int64_t i;
+            } x, y;
+            load(&x, d, 1, 1);
+            load(&y, s, 1, 1);
+            if (ct == EK_CT_F32)
+                x.f += y.f;
+            else if (ct == EK_CT_F64)
+                x.d += y.d;
+            else
+                x.i = (int64_t)((uint64_t)x.i + (uint64_t)y.i);
+            store(d, 1, &x, 1);
+        }
+    } while (ek_advance(idx, shape, rank, 2 + nadv, (const int64_t(*)[EMBER_MAX_DIM])st, off));
+    return EMBER_OK;
+}
