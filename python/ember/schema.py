@@ -1,7 +1,7 @@
 """The `.pte` program, as plain Python data.
 
 These classes mirror `schema/program.fbs` table for table and field for field
-(see /work/shared/PTE_FORMAT.md). The emitter builds them, `serialize.py`
+(field order is field id). The emitter builds them, `serialize.py`
 writes them. They hold no behaviour beyond small conveniences.
 """
 

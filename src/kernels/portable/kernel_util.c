@@ -1291,3 +1291,60 @@ void ek_matmul(int dtype, void *out, const void *a, const void *w, int64_t batch
     default: break;
     }
 }
+
+ember_status ek_index_geometry(ember_kernel_ctx *ctx, const char *op, const ember_tensor *self,
+                               const ember_tensor *const *ix, ek_index_geom *g) {
+    g->nadv = 0;
+    for (size_t j = 0; j < self->dim; j++) {
+        if (ix[j] == NULL) continue;
+        g->idx[g->nadv] = ix[j];
+        g->adv[g->nadv++] = j;
+    }
+    if (g->nadv == 0)
+        return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED, "%s: no index tensor", op);
+    int64_t bshape[EMBER_MAX_DIM];
+    size_t nb;
+    EK_TRY(ek_broadcast_shape(ctx, g->idx, g->nadv, bshape, &nb));
+    bool adjacent = g->adv[g->nadv - 1] - g->adv[0] + 1 == g->nadv;
+    g->rank = self->dim - g->nadv + nb;
+    if (g->rank > EMBER_MAX_DIM)
+        return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH, "%s: indexed rank too large", op);
+    memset(g->idx_st, 0, sizeof g->idx_st);
+    size_t b0 = adjacent ? g->adv[0] : 0; /* first dim of B */
+    for (size_t bd = 0; bd < nb; bd++) {
+        g->shape[b0 + bd] = bshape[bd];
+        for (size_t a = 0; a < g->nadv; a++) {
+            const ember_tensor *t = g->idx[a];
+            size_t lead = nb - t->dim;
+            g->idx_st[a][b0 + bd] =
+                (bd < lead || t->sizes[bd - lead] == 1) ? 0 : t->strides[bd - lead];
+        }
+    }
+    size_t next = nb; /* non-adjacent: the other dims follow B in order */
+    for (size_t j = 0; j < self->dim; j++) {
+        if (ix[j] != NULL) continue;
+        size_t od = !adjacent ? next++ : j < g->adv[0] ? j : j - g->nadv + nb;
+        g->shape[od] = self->sizes[j];
+        g->dim_of[j] = od;
+    }
+    return EMBER_OK;
+}
+
+ember_status ek_index_offset(ember_kernel_ctx *ctx, const ek_index_geom *g,
+                             const ember_tensor *self, const int64_t *strides,
+                             const int64_t *pos, int64_t *out) {
+    int64_t o = 0;
+    for (size_t a = 0; a < g->nadv; a++) {
+        const ember_tensor *t = g->idx[a];
+        int64_t i = t->dtype == EMBER_INT64 ? ((const int64_t *)t->data)[pos[a]]
+                                            : ((const int32_t *)t->data)[pos[a]];
+        int64_t size = self->sizes[g->adv[a]];
+        if (i < -size || i >= size)
+            return ember_kernel_fail(ctx, EMBER_ERR_DATA_OUT_OF_BOUNDS,
+                                     "index %lld out of range for dim %zu of size %lld",
+                                     (long long)i, g->adv[a], (long long)size);
+        o += (i < 0 ? i + size : i) * strides[g->adv[a]];
+    }
+    *out = o;
+    return EMBER_OK;
+}

@@ -544,4 +544,33 @@ typedef struct ek_mm_bias {
 void ek_matmul(int dtype, void *out, const void *a, const void *w, int64_t batch, int64_t n,
                int64_t k, int64_t m, double alpha, const ek_mm_bias *bias);
 
+/**
+ * Advanced indexing geometry, shared by index and index_put. The self dims
+ * indexed by tensors (ix[j] != NULL) are replaced by B, the broadcast shape
+ * of the index tensors: in place of the first indexed dim when the indexed
+ * dims are adjacent, else in front (NumPy's rule).
+ */
+typedef struct ek_index_geom {
+    size_t nadv;                             /* number of index tensors */
+    size_t adv[EMBER_MAX_DIM];               /* self dim of index tensor a */
+    const ember_tensor *idx[EMBER_MAX_DIM];  /* index tensor a */
+    size_t rank;                             /* rank of the indexed shape */
+    int64_t shape[EMBER_MAX_DIM];            /* the indexed shape */
+    int64_t idx_st[EMBER_MAX_DIM][EMBER_MAX_DIM]; /* [a][d]: stride of idx a (0 off B) */
+    size_t dim_of[EMBER_MAX_DIM];            /* non-indexed self dim j: its indexed dim */
+} ek_index_geom;
+
+/** Fills *g for self indexed by ix[0..self->dim) (at least one non-NULL). */
+ember_status ek_index_geometry(ember_kernel_ctx *ctx, const char *op, const ember_tensor *self,
+                               const ember_tensor *const *ix, ek_index_geom *g);
+
+/**
+ * Offset, in elements of a tensor with self's sizes and the given strides,
+ * that the index tensors select at their element offsets pos[0..nadv);
+ * negative indices wrap, out-of-range ones fail (DATA_OUT_OF_BOUNDS).
+ */
+ember_status ek_index_offset(ember_kernel_ctx *ctx, const ek_index_geom *g,
+                             const ember_tensor *self, const int64_t *strides,
+                             const int64_t *pos, int64_t *out);
+
 #endif /* EMBER_KERNELS_PORTABLE_KERNEL_UTIL_H */

@@ -137,60 +137,27 @@ ember_status ek_op_index_tensor_out(ember_kernel_ctx *ctx, ember_value **args, s
         return EMBER_OK;
     }
 
-    /* B: the broadcast shape of the index tensors */
-    const ember_tensor *idx_t[EMBER_MAX_DIM];
-    for (size_t a = 0; a < nadv; a++) idx_t[a] = ix[adv[a]];
-    int64_t bshape[EMBER_MAX_DIM];
-    size_t nb;
-    EK_TRY(ek_broadcast_shape(ctx, idx_t, nadv, bshape, &nb));
-    bool adjacent = adv[nadv - 1] - adv[0] + 1 == nadv;
-    size_t rank = in->dim - nadv + nb;
-    if (rank > EMBER_MAX_DIM)
-        return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH, "index: result rank too large");
-
     /* Out dims, and per out dim the stride of each operand:
      * [0] out, [1] self (0 on B dims), [2 + a] index tensor a (B dims only). */
-    int64_t shape[EMBER_MAX_DIM];
+    ek_index_geom g;
+    EK_TRY(ek_index_geometry(ctx, "index", in, ix, &g));
     int64_t st[2 + EMBER_MAX_DIM][EMBER_MAX_DIM];
     memset(st, 0, sizeof st);
-    size_t b0 = adjacent ? adv[0] : 0; /* first out dim of B */
-    for (size_t bd = 0; bd < nb; bd++) {
-        shape[b0 + bd] = bshape[bd];
-        for (size_t a = 0; a < nadv; a++) {
-            const ember_tensor *t = idx_t[a];
-            size_t lead = nb - t->dim;
-            st[2 + a][b0 + bd] =
-                (bd < lead || t->sizes[bd - lead] == 1) ? 0 : t->strides[bd - lead];
-        }
-    }
-    size_t next = nb; /* non-adjacent: the other dims follow B in order */
-    for (size_t j = 0; j < in->dim; j++) {
-        if (ix[j] != NULL) continue;
-        size_t od = !adjacent ? next++ : j < adv[0] ? j : j - nadv + nb;
-        shape[od] = in->sizes[j];
-        st[1][od] = in->strides[j];
-    }
-    EK_TRY(ek_resize_out(ctx, out, shape, rank));
+    for (size_t a = 0; a < g.nadv; a++) memcpy(st[2 + a], g.idx_st[a], sizeof st[2 + a]);
+    for (size_t j = 0; j < in->dim; j++)
+        if (ix[j] == NULL) st[1][g.dim_of[j]] = in->strides[j];
+    EK_TRY(ek_resize_out(ctx, out, g.shape, g.rank));
     if (out->numel == 0) return EMBER_OK;
-    for (size_t dd = 0; dd < rank; dd++) st[0][dd] = out->strides[dd];
+    for (size_t dd = 0; dd < g.rank; dd++) st[0][dd] = out->strides[dd];
 
     size_t es = ember_dtype_size(in->dtype);
     int64_t idx[EMBER_MAX_DIM] = {0}, off[2 + EMBER_MAX_DIM] = {0};
     do {
-        int64_t src = off[1];
-        for (size_t a = 0; a < nadv; a++) {
-            const ember_tensor *t = idx_t[a];
-            int64_t i = t->dtype == EMBER_INT64 ? ((const int64_t *)t->data)[off[2 + a]]
-                                                : ((const int32_t *)t->data)[off[2 + a]];
-            int64_t size = in->sizes[adv[a]];
-            if (i < -size || i >= size)
-                return ember_kernel_fail(ctx, EMBER_ERR_DATA_OUT_OF_BOUNDS,
-                                         "index %lld out of range for dim %zu of size %lld",
-                                         (long long)i, adv[a], (long long)size);
-            src += (i < 0 ? i + size : i) * in->strides[adv[a]];
-        }
+        int64_t src;
+        EK_TRY(ek_index_offset(ctx, &g, in, in->strides, off + 2, &src));
+        src += off[1];
         memcpy((char *)out->data + off[0] * (int64_t)es, (const char *)in->data + src * (int64_t)es,
                es);
-    } while (ek_advance(idx, shape, rank, 2 + nadv, (const int64_t(*)[EMBER_MAX_DIM])st, off));
+    } while (ek_advance(idx, g.shape, g.rank, 2 + g.nadv, (const int64_t(*)[EMBER_MAX_DIM])st, off));
     return EMBER_OK;
 }

@@ -44,7 +44,6 @@ ember_status ek_op_index_put_out(ember_kernel_ctx *ctx, ember_value **args, size
 
     /* the index tensors, by self dim */
     const ember_tensor *ix[EMBER_MAX_DIM] = {NULL};
-    size_t adv[EMBER_MAX_DIM], nadv = 0;
     for (size_t j = 0; j < k; j++) {
         ember_value *v = items[j];
         if (v == NULL || v->tag == EMBER_TAG_NONE) continue;
@@ -64,51 +63,26 @@ ember_status ek_op_index_put_out(ember_kernel_ctx *ctx, ember_value **args, size
                                      "index_put: entry %zu must be int64 or int32, got %s", j,
                                      ember_dtype_name(t->dtype));
         ix[j] = t;
-        adv[nadv++] = j;
     }
-    if (nadv == 0)
-        return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED,
-                                 "index_put: needs at least one index tensor");
 
-    /* B: the broadcast shape of the index tensors */
-    const ember_tensor *idx_t[EMBER_MAX_DIM];
-    for (size_t a = 0; a < nadv; a++) idx_t[a] = ix[adv[a]];
-    int64_t bshape[EMBER_MAX_DIM];
-    size_t nb;
-    EK_TRY(ek_broadcast_shape(ctx, idx_t, nadv, bshape, &nb));
-    bool adjacent = adv[nadv - 1] - adv[0] + 1 == nadv;
-    size_t rank = in->dim - nadv + nb;
-    if (rank > EMBER_MAX_DIM)
-        return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
-                                 "index_put: indexed rank too large");
+    /* Fails (NOT_SUPPORTED) when there is no index tensor at all. */
+    ek_index_geom g;
+    EK_TRY(ek_index_geometry(ctx, "index_put", in, ix, &g));
 
     /* out = self */
     EK_TRY(ek_resize_like(ctx, out, in));
     if (out != in) ek_copy_tensor(out, in);
     if (out->numel == 0) return EMBER_OK;
 
-    /* The indexed shape, and per indexed dim the stride of each operand:
+    /* Per indexed dim the stride of each operand:
      * [0] out (0 on B dims), [1] values (broadcast), [2 + a] index tensor a. */
-    int64_t shape[EMBER_MAX_DIM];
+    const int64_t *shape = g.shape;
+    size_t rank = g.rank;
     int64_t st[2 + EMBER_MAX_DIM][EMBER_MAX_DIM];
     memset(st, 0, sizeof st);
-    size_t b0 = adjacent ? adv[0] : 0; /* first indexed dim of B */
-    for (size_t bd = 0; bd < nb; bd++) {
-        shape[b0 + bd] = bshape[bd];
-        for (size_t a = 0; a < nadv; a++) {
-            const ember_tensor *t = idx_t[a];
-            size_t lead = nb - t->dim;
-            st[2 + a][b0 + bd] =
-                (bd < lead || t->sizes[bd - lead] == 1) ? 0 : t->strides[bd - lead];
-        }
-    }
-    size_t next = nb; /* non-adjacent: the other dims follow B in order */
-    for (size_t j = 0; j < in->dim; j++) {
-        if (ix[j] != NULL) continue;
-        size_t od = !adjacent ? next++ : j < adv[0] ? j : j - nadv + nb;
-        shape[od] = in->sizes[j];
-        st[0][od] = out->strides[j];
-    }
+    for (size_t a = 0; a < g.nadv; a++) memcpy(st[2 + a], g.idx_st[a], sizeof st[2 + a]);
+    for (size_t j = 0; j < in->dim; j++)
+        if (ix[j] == NULL) st[0][g.dim_of[j]] = out->strides[j];
     int64_t count;
     if (!ek_numel(shape, rank, &count))
         return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH, "index_put: shape overflows");
@@ -137,18 +111,9 @@ ember_status ek_op_index_put_out(ember_kernel_ctx *ctx, ember_value **args, size
     const char *vb = (const char *)vals->data;
     int64_t idx[EMBER_MAX_DIM] = {0}, off[2 + EMBER_MAX_DIM] = {0};
     do {
-        int64_t dst = off[0];
-        for (size_t a = 0; a < nadv; a++) {
-            const ember_tensor *t = idx_t[a];
-            int64_t i = t->dtype == EMBER_INT64 ? ((const int64_t *)t->data)[off[2 + a]]
-                                                : ((const int32_t *)t->data)[off[2 + a]];
-            int64_t size = in->sizes[adv[a]];
-            if (i < -size || i >= size)
-                return ember_kernel_fail(ctx, EMBER_ERR_DATA_OUT_OF_BOUNDS,
-                                         "index %lld out of range for dim %zu of size %lld",
-                                         (long long)i, adv[a], (long long)size);
-            dst += (i < 0 ? i + size : i) * out->strides[adv[a]];
-        }
+        int64_t dst;
+        EK_TRY(ek_index_offset(ctx, &g, in, out->strides, off + 2, &dst));
+        dst += off[0];
         char *d = ob + dst * (int64_t)es;
         const char *s = vb + off[1] * (int64_t)es;
         if (!acc) {
@@ -171,6 +136,6 @@ ember_status ek_op_index_put_out(ember_kernel_ctx *ctx, ember_value **args, size
                 x.i = (int64_t)((uint64_t)x.i + (uint64_t)y.i);
             store(d, 1, &x, 1);
         }
-    } while (ek_advance(idx, shape, rank, 2 + nadv, (const int64_t(*)[EMBER_MAX_DIM])st, off));
+    } while (ek_advance(idx, shape, rank, 2 + g.nadv, (const int64_t(*)[EMBER_MAX_DIM])st, off));
     return EMBER_OK;
 }
