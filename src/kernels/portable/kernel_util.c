@@ -1348,3 +1348,28 @@ ember_status ek_index_offset(ember_kernel_ctx *ctx, const ek_index_geom *g,
     *out = o;
     return EMBER_OK;
 }
+
+void ek_extreme_fold_f64(void *state, const void *x, size_t n, int64_t pos) {
+    ek_extreme_state *s = (ek_extreme_state *)state;
+    const double *v = (const double *)x;
+    for (size_t k = 0; k < n && !s->nan; k++) {
+        if (!s->seen || v[k] != v[k] || (s->is_max ? v[k] > s->d : v[k] < s->d)) {
+            s->d = v[k];
+            s->best = pos + (int64_t)k;
+            s->nan = v[k] != v[k];
+        }
+        s->seen = true;
+    }
+}
+
+void ek_extreme_fold_i64(void *state, const void *x, size_t n, int64_t pos) {
+    ek_extreme_state *s = (ek_extreme_state *)state;
+    const int64_t *v = (const int64_t *)x;
+    for (size_t k = 0; k < n; k++) {
+        if (!s->seen || (s->is_max ? v[k] > s->i : v[k] < s->i)) {
+            s->i = v[k];
+            s->best = pos + (int64_t)k;
+        }
+        s->seen = true;
+    }
+}

@@ -545,6 +545,20 @@ void ek_matmul(int dtype, void *out, const void *a, const void *w, int64_t batch
                int64_t k, int64_t m, double alpha, const ek_mm_bias *bias);
 
 /**
+ * Running max (min) and the position of its first occurrence, for
+ * ek_reduce_fold: NaN wins and stays, as in PyTorch. Values are read as
+ * double (float dtypes) or int64 (integers and bool).
+ */
+typedef struct ek_extreme_state {
+    bool is_max, seen, nan;
+    double d;
+    int64_t i, best;
+} ek_extreme_state;
+
+void ek_extreme_fold_f64(void *state, const void *x, size_t n, int64_t pos);
+void ek_extreme_fold_i64(void *state, const void *x, size_t n, int64_t pos);
+
+/**
  * Advanced indexing geometry, shared by index and index_put. The self dims
  * indexed by tensors (ix[j] != NULL) are replaced by B, the broadcast shape
  * of the index tensors: in place of the first indexed dim when the indexed

@@ -8,39 +8,6 @@
 #include "kernel_util.h"
 #include "ops.h"
 
-typedef struct arg_state {
-    bool is_max, seen, nan;
-    double d;
-    int64_t i;
-    int64_t best;
-} arg_state;
-
-static void fold_f64(void *state, const void *x, size_t n, int64_t pos) {
-    arg_state *s = (arg_state *)state;
-    const double *v = (const double *)x;
-    for (size_t k = 0; k < n && !s->nan; k++) {
-        bool take = !s->seen || v[k] != v[k] || (s->is_max ? v[k] > s->d : v[k] < s->d);
-        if (take) {
-            s->d = v[k];
-            s->best = pos + (int64_t)k;
-            s->nan = v[k] != v[k];
-        }
-        s->seen = true;
-    }
-}
-
-static void fold_i64(void *state, const void *x, size_t n, int64_t pos) {
-    arg_state *s = (arg_state *)state;
-    const int64_t *v = (const int64_t *)x;
-    for (size_t k = 0; k < n; k++) {
-        if (!s->seen || (s->is_max ? v[k] > s->i : v[k] < s->i)) {
-            s->i = v[k];
-            s->best = pos + (int64_t)k;
-        }
-        s->seen = true;
-    }
-}
-
 static ember_status arg_extreme(ember_kernel_ctx *ctx, ember_value **args, size_t nargs,
                                 bool is_max) {
     ember_tensor *in, *out;
@@ -70,8 +37,8 @@ static ember_status arg_extreme(ember_kernel_ctx *ctx, ember_value **args, size_
     int64_t *obase = (int64_t *)out->data;
     int64_t idx[EMBER_MAX_DIM] = {0}, off[2] = {0, 0};
     do {
-        arg_state s = {is_max, false, false, 0.0, 0, 0};
-        ek_reduce_fold(&p, in, off[1], load, ct == EK_CT_F64 ? fold_f64 : fold_i64, &s);
+        ek_extreme_state s = {is_max, false, false, 0.0, 0, 0};
+        ek_reduce_fold(&p, in, off[1], load, ct == EK_CT_F64 ? ek_extreme_fold_f64 : ek_extreme_fold_i64, &s);
         obase[off[0]] = s.best;
     } while (ek_advance(idx, p.keep_sizes, p.nkeep, 2,
                         (const int64_t(*)[EMBER_MAX_DIM])p.keep_strides, off));

@@ -10,37 +10,6 @@
 #include "kernel_util.h"
 #include "ops.h"
 
-typedef struct ext_state {
-    bool is_max, seen, nan;
-    double d;
-    int64_t i, best;
-} ext_state;
-
-static void fold_f64(void *state, const void *x, size_t n, int64_t pos) {
-    ext_state *s = (ext_state *)state;
-    const double *v = (const double *)x;
-    for (size_t k = 0; k < n && !s->nan; k++) {
-        if (!s->seen || v[k] != v[k] || (s->is_max ? v[k] > s->d : v[k] < s->d)) {
-            s->d = v[k];
-            s->best = pos + (int64_t)k;
-            s->nan = v[k] != v[k];
-        }
-        s->seen = true;
-    }
-}
-
-static void fold_i64(void *state, const void *x, size_t n, int64_t pos) {
-    ext_state *s = (ext_state *)state;
-    const int64_t *v = (const int64_t *)x;
-    for (size_t k = 0; k < n; k++) {
-        if (!s->seen || (s->is_max ? v[k] > s->i : v[k] < s->i)) {
-            s->i = v[k];
-            s->best = pos + (int64_t)k;
-        }
-        s->seen = true;
-    }
-}
-
 static ember_status dim_extreme(ember_kernel_ctx *ctx, ember_value **args, size_t nargs,
                                 bool is_max) {
     ember_tensor *in, *values, *indices;
@@ -79,8 +48,8 @@ static ember_status dim_extreme(ember_kernel_ctx *ctx, ember_value **args, size_
     int64_t vsize = (int64_t)ember_dtype_size(values->dtype);
     int64_t idx[EMBER_MAX_DIM] = {0}, off[2] = {0, 0};
     do {
-        ext_state s = {is_max, false, false, 0.0, 0, 0};
-        ek_reduce_fold(&p, in, off[1], load, ct == EK_CT_F64 ? fold_f64 : fold_i64, &s);
+        ek_extreme_state s = {is_max, false, false, 0.0, 0, 0};
+        ek_reduce_fold(&p, in, off[1], load, ct == EK_CT_F64 ? ek_extreme_fold_f64 : ek_extreme_fold_i64, &s);
         store(vbase + off[0] * vsize, 1, ct == EK_CT_F64 ? (const void *)&s.d : (const void *)&s.i,
               1);
         ibase[off[0]] = s.best;
