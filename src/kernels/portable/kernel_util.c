@@ -331,6 +331,19 @@ ember_status ek_arg_string(ember_kernel_ctx *ctx, ember_value **args, size_t i, 
     return EMBER_OK;
 }
 
+ember_status ek_arg_bool_list(ember_kernel_ctx *ctx, ember_value **args, size_t i,
+                              const bool **items, size_t *len) {
+    *items = NULL;
+    *len = 0;
+    if (args[i]->tag != EMBER_TAG_BOOL_LIST) return bad_tag(ctx, i, "BoolList", args[i]->tag);
+    if (args[i]->u.bool_list.items == NULL && args[i]->u.bool_list.len != 0)
+        return ember_kernel_fail(ctx, EMBER_ERR_INVALID_PROGRAM,
+                                 "argument %zu: malformed bool list", i);
+    *items = args[i]->u.bool_list.items;
+    *len = args[i]->u.bool_list.len;
+    return EMBER_OK;
+}
+
 ember_status ek_arg_tensor_list(ember_kernel_ctx *ctx, ember_value **args, size_t i,
                                 ember_value ***items, size_t *len) {
     *items = NULL;

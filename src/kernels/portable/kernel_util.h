@@ -165,6 +165,9 @@ ember_status ek_arg_string(ember_kernel_ctx *ctx, ember_value **args, size_t i, 
 /** Tensor[] argument: the list's items (each checked to be a tensor). */
 ember_status ek_arg_tensor_list(ember_kernel_ctx *ctx, ember_value **args, size_t i,
                                 ember_value ***items, size_t *len);
+/** bool[] argument (literal items, as in the file). */
+ember_status ek_arg_bool_list(ember_kernel_ctx *ctx, ember_value **args, size_t i,
+                              const bool **items, size_t *len);
 /**
  * ScalarType? argument (an Int dtype code or None). If present it must equal
  * want (the out tensor's dtype), else EMBER_ERR_TYPE_MISMATCH.

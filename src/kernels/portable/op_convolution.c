@@ -5,6 +5,7 @@
  *
  * Direct (no im2col, no scratch) 1-d and 2-d convolution, grouped, strided,
  * padded and dilated, plus its transpose. 1-d is run as 2-d with height 1.
+ * Geometry and loop live in conv_util.c (shared with convolution_backward).
  *
  *   input  (N, C_in, H, W)
  *   weight (C_out, C_in / groups, KH, KW)        or, transposed,
@@ -14,87 +15,8 @@
  * Float dtypes, contiguous; every element of out is one dot product
  * accumulated in the compute type.
  */
-#include "kernel_util.h"
+#include "conv_util.h"
 #include "ops.h"
-
-typedef struct conv_geom {
-    int64_t n, cin, h, w; /* input */
-    int64_t cout, kh, kw; /* weight (out channels, kernel) */
-    int64_t oh, ow;       /* output */
-    int64_t sh, sw, ph, pw, dh, dw;
-    int64_t groups;
-    bool transposed;
-} conv_geom;
-
-#define DEF_CONV(SFX, T, CT, LOAD, STORE)                                                          \
-    static void conv_##SFX(T *out, const T *x, const T *wt, const T *bias, const conv_geom *g) {   \
-        const int64_t icg = g->cin / g->groups, ocg = g->cout / g->groups;                         \
-        for (int64_t n = 0; n < g->n; n++) {                                                       \
-            for (int64_t oc = 0; oc < g->cout; oc++) {                                             \
-                const int64_t grp = oc / ocg;                                                      \
-                T *op = out + (n * g->cout + oc) * g->oh * g->ow; /* (OH, OW) */                   \
-                for (int64_t oy = 0; oy < g->oh; oy++) {                                           \
-                    for (int64_t ox = 0; ox < g->ow; ox++) {                                       \
-                        CT acc = bias != NULL ? LOAD(bias[oc]) : (CT)0;                            \
-                        for (int64_t ic = 0; ic < icg; ic++) {                                     \
-                            const int64_t c = grp * icg + ic;                                      \
-                            const T *xp = x + (n * g->cin + c) * g->h * g->w; /* (H, W) */         \
-                            /* (KH, KW) filter connecting input channel c and oc */                \
-                            const T *wp = g->transposed                                            \
-                                              ? wt + (c * ocg + (oc - grp * ocg)) * g->kh * g->kw  \
-                                              : wt + (oc * icg + ic) * g->kh * g->kw;              \
-                            for (int64_t ky = 0; ky < g->kh; ky++) {                               \
-                                int64_t iy;                                                        \
-                                if (!g->transposed) {                                              \
-                                    iy = oy * g->sh - g->ph + ky * g->dh;                          \
-                                } else { /* oy = iy * sh - ph + ky * dh */                         \
-                                    int64_t t = oy + g->ph - ky * g->dh;                           \
-                                    if (t < 0 || t % g->sh != 0) continue;                         \
-                                    iy = t / g->sh;                                                \
-                                }                                                                  \
-                                if (iy < 0 || iy >= g->h) continue;                                \
-                                for (int64_t kx = 0; kx < g->kw; kx++) {                           \
-                                    int64_t ix;                                                    \
-                                    if (!g->transposed) {                                          \
-                                        ix = ox * g->sw - g->pw + kx * g->dw;                      \
-                                    } else {                                                       \
-                                        int64_t t = ox + g->pw - kx * g->dw;                       \
-                                        if (t < 0 || t % g->sw != 0) continue;                     \
-                                        ix = t / g->sw;                                            \
-                                    }                                                              \
-                                    if (ix < 0 || ix >= g->w) continue;                            \
-                                    acc += LOAD(xp[iy * g->w + ix]) * LOAD(wp[ky * g->kw + kx]);   \
-                                }                                                                  \
-                            }                                                                      \
-                        }                                                                          \
-                        op[oy * g->ow + ox] = STORE(acc);                                          \
-                    }                                                                              \
-                }                                                                                  \
-            }                                                                                      \
-        }                                                                                          \
-    }
-
-EK_FOR_EACH_FLOAT(DEF_CONV)
-
-/* Bounds parameters so that every index computation fits in int64. */
-#define CONV_PARAM_MAX ((int64_t)1 << 30)
-
-/* Reads a per-spatial-dim list: one value for all dims, or one per dim. */
-static ember_status spatial_param(ember_kernel_ctx *ctx, const int64_t *items, size_t len,
-                                  size_t nsp, int64_t lo, const char *what, int64_t *out) {
-    if (len != 1 && len != nsp)
-        return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT,
-                                 "convolution: %s has %zu values for %zu spatial dims", what, len,
-                                 nsp);
-    for (size_t i = 0; i < nsp; i++) {
-        int64_t v = items[len == 1 ? 0 : i];
-        if (v < lo || v > CONV_PARAM_MAX)
-            return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT,
-                                     "convolution: %s value %lld out of range", what, (long long)v);
-        out[i] = v;
-    }
-    return EMBER_OK;
-}
 
 ember_status ek_op_convolution_out(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
     ember_tensor *in, *wt, *bias, *out;
@@ -114,75 +36,9 @@ ember_status ek_op_convolution_out(ember_kernel_ctx *ctx, ember_value **args, si
     EK_TRY(ek_arg_int(ctx, args, 8, &groups));
     EK_TRY(ek_arg_out(ctx, args, 9, &out));
 
-    if ((in->dim != 3 && in->dim != 4) || wt->dim != in->dim)
-        return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED,
-                                 "convolution: only batched 1-d and 2-d inputs are supported "
-                                 "(input rank %u, weight rank %u)",
-                                 (unsigned)in->dim, (unsigned)wt->dim);
-    size_t nsp = in->dim - 2;
-    int64_t stride[2], pad[2], dil[2], opad[2] = {0, 0};
-    EK_TRY(spatial_param(ctx, l_stride, n_stride, nsp, 1, "stride", stride));
-    EK_TRY(spatial_param(ctx, l_pad, n_pad, nsp, 0, "padding", pad));
-    EK_TRY(spatial_param(ctx, l_dil, n_dil, nsp, 1, "dilation", dil));
-    if (transposed) EK_TRY(spatial_param(ctx, l_opad, n_opad, nsp, 0, "output_padding", opad));
-    if (groups < 1 || groups > CONV_PARAM_MAX)
-        return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT,
-                                 "convolution: groups %lld invalid", (long long)groups);
-
-    /* 1-d runs as 2-d with a height of 1 */
-    conv_geom g;
-    g.n = in->sizes[0];
-    g.cin = in->sizes[1];
-    g.h = nsp == 2 ? in->sizes[2] : 1;
-    g.w = in->sizes[in->dim - 1];
-    g.kh = nsp == 2 ? wt->sizes[2] : 1;
-    g.kw = wt->sizes[wt->dim - 1];
-    g.sh = nsp == 2 ? stride[0] : 1;
-    g.sw = stride[nsp - 1];
-    g.ph = nsp == 2 ? pad[0] : 0;
-    g.pw = pad[nsp - 1];
-    g.dh = nsp == 2 ? dil[0] : 1;
-    g.dw = dil[nsp - 1];
-    g.groups = groups;
-    g.transposed = transposed;
-    int64_t oph = nsp == 2 ? opad[0] : 0, opw = opad[nsp - 1];
-
-    if (g.cin % groups != 0)
-        return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
-                                 "convolution: %lld input channels not divisible by %lld groups",
-                                 (long long)g.cin, (long long)groups);
-    if (!transposed) {
-        g.cout = wt->sizes[0];
-        if (wt->sizes[1] * groups != g.cin || g.cout % groups != 0)
-            return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
-                                     "convolution: weight (%d, %d, ...) does not fit %lld input "
-                                     "channels in %lld groups",
-                                     (int)wt->sizes[0], (int)wt->sizes[1], (long long)g.cin,
-                                     (long long)groups);
-        int64_t eh = g.h + 2 * g.ph - g.dh * (g.kh - 1) - 1;
-        int64_t ew = g.w + 2 * g.pw - g.dw * (g.kw - 1) - 1;
-        if (g.kh < 1 || g.kw < 1 || eh < 0 || ew < 0)
-            return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
-                                     "convolution: kernel larger than padded input");
-        g.oh = eh / g.sh + 1;
-        g.ow = ew / g.sw + 1;
-    } else {
-        if (wt->sizes[0] != g.cin)
-            return ember_kernel_fail(
-                ctx, EMBER_ERR_SHAPE_MISMATCH,
-                "convolution: transposed weight has %d input channels, input %lld",
-                (int)wt->sizes[0], (long long)g.cin);
-        g.cout = (int64_t)wt->sizes[1] * groups;
-        if ((oph >= g.sh && oph >= g.dh) || (opw >= g.sw && opw >= g.dw))
-            return ember_kernel_fail(
-                ctx, EMBER_ERR_INVALID_ARGUMENT,
-                "convolution: output_padding must be smaller than stride or dilation");
-        g.oh = (g.h - 1) * g.sh - 2 * g.ph + g.dh * (g.kh - 1) + oph + 1;
-        g.ow = (g.w - 1) * g.sw - 2 * g.pw + g.dw * (g.kw - 1) + opw + 1;
-        if (g.kh < 1 || g.kw < 1 || g.oh < 0 || g.ow < 0)
-            return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
-                                     "convolution: transposed output size is negative");
-    }
+    ek_conv_geom g;
+    EK_TRY(ek_conv_geom_init(ctx, &g, in, wt, l_stride, n_stride, l_pad, n_pad, l_dil, n_dil,
+                             transposed, l_opad, n_opad, groups));
     if (bias != NULL && (bias->dim != 1 || bias->sizes[0] != g.cout))
         return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
                                  "convolution: bias must have shape (%lld)", (long long)g.cout);
@@ -194,8 +50,7 @@ ember_status ek_op_convolution_out(ember_kernel_ctx *ctx, ember_value **args, si
     EK_TRY(ek_check_contiguous(ctx, in, "convolution input"));
     EK_TRY(ek_check_contiguous(ctx, wt, "convolution weight"));
 
-    int64_t shape[4] = {g.n, g.cout, g.oh, g.ow};
-    if (nsp == 1) shape[2] = g.ow;
+    const int64_t *shape = g.out_shape;
     EK_TRY(ek_resize_out(ctx, out, shape, in->dim));
     EK_TRY(ek_check_contiguous(ctx, out, "convolution out"));
     if (out->numel == 0) return EMBER_OK;
@@ -223,7 +78,6 @@ ember_status ek_op_convolution_out(ember_kernel_ctx *ctx, ember_value **args, si
         return ek_map_tensors_to(ctx, out, shape, in->dim, ins, 1, ek_ctype_of(out->dtype),
                                  &ek_map_identity, NULL);
     }
-    EK_FLOAT_SWITCH(ctx, in->dtype, conv, out->data, in->data, wt->data,
-                    bias != NULL ? bias->data : NULL, &g);
-    return EMBER_OK;
+    return ek_conv_run(ctx, in->dtype, out->data, in->data, wt->data,
+                       bias != NULL ? bias->data : NULL, &g);
 }

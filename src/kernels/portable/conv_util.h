@@ -1,0 +1,54 @@
+/*
+ * conv_util.h — shared geometry and loop of the convolution kernels (internal).
+ *
+ * convolution.out and convolution_backward.out read the same parameters and
+ * agree on one output size; the backward input gradient is itself a direct
+ * convolution (the transpose of the forward one), so both run ek_conv_run.
+ */
+#ifndef EMBER_KERNELS_PORTABLE_CONV_UTIL_H
+#define EMBER_KERNELS_PORTABLE_CONV_UTIL_H
+
+#include "kernel_util.h"
+
+/**
+ * A batched 1-d or 2-d convolution; 1-d is 2-d with height 1.
+ *
+ *   input  (N, C_in, H, W)
+ *   weight (C_out, C_in / groups, KH, KW)        or, transposed,
+ *          (C_in, C_out / groups, KH, KW)
+ *   out    (N, C_out, OH, OW)
+ */
+typedef struct ek_conv_geom {
+    int64_t n, cin, h, w; /* input */
+    int64_t cout, kh, kw; /* weight (out channels, kernel) */
+    int64_t oh, ow;       /* output */
+    int64_t sh, sw, ph, pw, dh, dw;
+    int64_t groups;
+    bool transposed;
+    size_t nsp;              /* spatial dims of the tensors: 1 or 2 */
+    int64_t out_shape[4];    /* (N, C_out, [OH,] OW) */
+} ek_conv_geom;
+
+/**
+ * Checks input and weight ranks and the parameter lists as convolution.out
+ * does (stride, padding, dilation, output_padding with one value or one per
+ * spatial dim; groups dividing the channels) and fills *g, including the
+ * output shape. Fails NOT_SUPPORTED (rank), INVALID_ARGUMENT (a parameter),
+ * SHAPE_MISMATCH (channels, kernel larger than the padded input).
+ */
+ember_status ek_conv_geom_init(ember_kernel_ctx *ctx, ek_conv_geom *g, const ember_tensor *in,
+                               const ember_tensor *wt, const int64_t *stride, size_t nstride,
+                               const int64_t *pad, size_t npad, const int64_t *dil, size_t ndil,
+                               bool transposed, const int64_t *opad, size_t nopad,
+                               int64_t groups);
+
+/**
+ * out = conv(x, wt) + bias (bias may be NULL) for the geometry g, all of
+ * one float dtype, contiguous, with the shapes g describes. Every element of
+ * out is one dot product accumulated in the compute type. Fails
+ * NOT_SUPPORTED for a non-float dtype.
+ */
+ember_status ek_conv_run(ember_kernel_ctx *ctx, int dtype, void *out, const void *x,
+                         const void *wt, const void *bias, const ek_conv_geom *g);
+
+#endif /* EMBER_KERNELS_PORTABLE_CONV_UTIL_H */
