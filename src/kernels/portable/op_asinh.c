@@ -1,0 +1,17 @@
+/*
+ * aten::asinh.out(Tensor self, *, Tensor(a!) out)
+ *
+ * out = asinh(self).
+ * Integer and bool inputs give float32 results; float16 and bfloat16
+ * compute in float.
+ */
+#include <math.h>
+
+#include "kernel_util.h"
+#include "ops.h"
+
+EK_DEFINE_UNARY_FLOAT(asinh, asinhf(x), asinh(x))
+
+ember_status ek_op_asinh_out(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
+    return ek_unary_op(ctx, args, nargs, &asinh_map, NULL, true);
+}
