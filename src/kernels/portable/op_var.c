@@ -1,9 +1,12 @@
 /*
  * aten::var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None,
  *     bool keepdim=False, Tensor(a!) out)
+ * aten::var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *,
+ *     Tensor(a!) out)
  *
  * sum((x - mean)^2) / (N - correction) over dims (None: all), correction
- * defaulting to 1; two passes in double. Float dtypes.
+ * defaulting to 1; two passes in double. Float dtypes. var.out is the same
+ * with correction 1 (unbiased) or 0.
  */
 #include <math.h>
 
@@ -66,4 +69,16 @@ ember_status ek_op_var_correction_out(ember_kernel_ctx *ctx, ember_value **args,
     } while (ek_advance(idx, p.keep_sizes, p.nkeep, 2,
                         (const int64_t(*)[EMBER_MAX_DIM])p.keep_strides, off));
     return EMBER_OK;
+}
+
+ember_status ek_op_var_out(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
+    bool unbiased;
+    EK_TRY(ek_check_nargs(ctx, nargs, 6));
+    EK_TRY(ek_arg_bool(ctx, args, 2, &unbiased));
+    /* var.correction_out(self, dim, correction, keepdim, out, out) */
+    ember_value corr;
+    corr.tag = EMBER_TAG_INT;
+    corr.u.i = unbiased ? 1 : 0;
+    ember_value *var_args[6] = {args[0], args[1], &corr, args[3], args[4], args[5]};
+    return ek_op_var_correction_out(ctx, var_args, 6);
 }
