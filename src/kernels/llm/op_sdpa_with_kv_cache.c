@@ -1,0 +1,205 @@
+/*
+ * ember::sdpa_with_kv_cache.out(Tensor q, Tensor k, Tensor v, Tensor(a!) k_cache,
+ *     Tensor(b!) v_cache, Tensor start_pos, float? scale=None, *, Tensor(c!) out)
+ *
+ * One attention step of a decoder with a KV cache, fused. With B batch, T new
+ * tokens, H heads, D head size and L cache length:
+ *
+ *   q, k, v, out       (B, T, H, D)   as the fused qkv projection lays them out
+ *   k_cache, v_cache   (B, H, L, D)   one contiguous (L, D) block per head
+ *   start_pos          int64 (or int32) tensor with one element
+ *
+ * k and v are written into the caches at positions [start_pos, start_pos + T);
+ * query t, at absolute position p = start_pos + t, attends causally over cache
+ * positions [0, p]: out = softmax(scale * q . k_j) weighted sum of v_j, with
+ * scale = 1 / sqrt(D) by default. start_pos is data, so it is checked here at
+ * execute: 0 <= start_pos and start_pos + T <= L (EMBER_ERR_DATA_OUT_OF_BOUNDS).
+ *
+ * Float dtypes, contiguous; float16 / bfloat16 compute in float, float64 in
+ * double. The softmax subtracts the row maximum. Scratch holds one row of
+ * scores (L) and one accumulator (D); nothing else is allocated.
+ *
+ * Loop order: per (batch, head) and per query, one pass over the visible keys
+ * (scores) and one over the visible values (weighted sum), both reading the
+ * head's cache rows in order. A one-token decode step thus streams through
+ * each cache once, which is what bounds its speed.
+ */
+#include <math.h>
+#include <tgmath.h> /* exp in the compute type (float or double) */
+
+#include "../portable/kernel_util.h"
+#include "../portable/ops.h"
+
+/* Lanes of the unrolled dot product and row update (independent sums, so the
+ * compiler can keep them in one vector register). */
+#define SDPA_LANES 8
+
+#define DEF_SDPA(SFX, T, CT, LOAD, STORE)                                                          \
+    static CT sdpa_dot_##SFX(const T *a, const T *b, int64_t n) {                                  \
+        CT part[SDPA_LANES] = {0};                                                                 \
+        int64_t i = 0;                                                                             \
+        for (; i + SDPA_LANES <= n; i += SDPA_LANES)                                               \
+            for (int l = 0; l < SDPA_LANES; l++)                                                   \
+                part[l] += (CT)LOAD(a[i + l]) * (CT)LOAD(b[i + l]);                                \
+        CT sum = 0;                                                                                \
+        for (; i < n; i++) sum += (CT)LOAD(a[i]) * (CT)LOAD(b[i]);                                 \
+        for (int l = 0; l < SDPA_LANES; l++) sum += part[l];                                       \
+        return sum;                                                                                \
+    }                                                                                              \
+                                                                                                   \
+    /* acc[0..n) += w * row[0..n) */                                                               \
+    static void sdpa_axpy_##SFX(CT *acc, CT w, const T *row, int64_t n) {                          \
+        for (int64_t i = 0; i < n; i++) acc[i] += w * (CT)LOAD(row[i]);                            \
+    }                                                                                              \
+                                                                                                   \
+    static void sdpa_##SFX(T *out, const T *q, const T *k, const T *v, T *kc, T *vc, int64_t nb,   \
+                           int64_t nt, int64_t nh, int64_t d, int64_t len, int64_t pos,            \
+                           double scale_d, void *scratch) {                                        \
+        CT scale = (CT)scale_d;                                                                    \
+        CT *score = scratch;        /* (pos + nt) */                                               \
+        CT *acc = score + pos + nt; /* (d) */                                                      \
+        for (int64_t b = 0; b < nb; b++) {                                                         \
+            for (int64_t h = 0; h < nh; h++) {                                                     \
+                T *kch = kc + (b * nh + h) * len * d; /* (len, d) */                               \
+                T *vch = vc + (b * nh + h) * len * d;                                              \
+                for (int64_t t = 0; t < nt; t++) {                                                 \
+                    int64_t src = ((b * nt + t) * nh + h) * d; /* row (b, t, h) */                 \
+                    for (int64_t i = 0; i < d; i++) {                                              \
+                        kch[(pos + t) * d + i] = k[src + i];                                       \
+                        vch[(pos + t) * d + i] = v[src + i];                                       \
+                    }                                                                              \
+                }                                                                                  \
+                for (int64_t t = 0; t < nt; t++) {                                                 \
+                    int64_t row = ((b * nt + t) * nh + h) * d;                                     \
+                    int64_t n = pos + t + 1; /* visible cache positions */                         \
+                    CT max = -INFINITY;                                                            \
+                    for (int64_t j = 0; j < n; j++) {                                              \
+                        CT s = scale * sdpa_dot_##SFX(q + row, kch + j * d, d);                    \
+                        score[j] = s;                                                              \
+                        if (s > max) max = s;                                                      \
+                    }                                                                              \
+                    CT sum = 0;                                                                    \
+                    for (int64_t j = 0; j < n; j++) {                                              \
+                        score[j] = exp(score[j] - max);                                            \
+                        sum += score[j];                                                           \
+                    }                                                                              \
+                    for (int64_t i = 0; i < d; i++) acc[i] = 0;                                    \
+                    for (int64_t j = 0; j < n; j++)                                                \
+                        sdpa_axpy_##SFX(acc, score[j], vch + j * d, d);                            \
+                    CT inv = (CT)1 / sum;                                                          \
+                    for (int64_t i = 0; i < d; i++) out[row + i] = STORE(acc[i] * inv);            \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+EK_FOR_EACH_FLOAT(DEF_SDPA)
+
+/* The shape of q, k, v and out: (B, T, H, D). */
+static ember_status check_qkv(ember_kernel_ctx *ctx, const ember_tensor *t, const ember_tensor *q,
+                              const char *what) {
+    if (t->dim != 4)
+        return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
+                                 "sdpa_with_kv_cache: %s must be 4-d (B, T, H, D), got %u-d", what,
+                                 (unsigned)t->dim);
+    for (size_t i = 0; i < 4; i++)
+        if (t->sizes[i] != q->sizes[i]) {
+            char a[64], b[64];
+            return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
+                                     "sdpa_with_kv_cache: %s has shape %s but q has %s", what,
+                                     ek_shape_str(a, sizeof a, t->sizes, t->dim),
+                                     ek_shape_str(b, sizeof b, q->sizes, q->dim));
+        }
+    EK_TRY(ek_check_same_dtype(ctx, q, t, what));
+    return ek_check_contiguous(ctx, t, what);
+}
+
+/* The shape of a cache: (B, H, L, D) with B, H, D those of q. */
+static ember_status check_cache(ember_kernel_ctx *ctx, const ember_tensor *c, const ember_tensor *q,
+                                const char *what) {
+    if (c->dim != 4 || c->sizes[0] != q->sizes[0] || c->sizes[1] != q->sizes[2] ||
+        c->sizes[3] != q->sizes[3]) {
+        char a[64];
+        return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
+                                 "sdpa_with_kv_cache: %s must be (B, H, L, D) = (%d, %d, L, %d), "
+                                 "got %s",
+                                 what, (int)q->sizes[0], (int)q->sizes[2], (int)q->sizes[3],
+                                 ek_shape_str(a, sizeof a, c->sizes, c->dim));
+    }
+    EK_TRY(ek_check_same_dtype(ctx, q, c, what));
+    return ek_check_contiguous(ctx, c, what);
+}
+
+ember_status ek_op_sdpa_with_kv_cache_out(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
+    ember_tensor *q, *k, *v, *kc, *vc, *sp, *out;
+    EK_TRY(ek_check_nargs(ctx, nargs, 9));
+    EK_TRY(ek_arg_tensor(ctx, args, 0, &q));
+    EK_TRY(ek_arg_tensor(ctx, args, 1, &k));
+    EK_TRY(ek_arg_tensor(ctx, args, 2, &v));
+    EK_TRY(ek_arg_inout(ctx, args, 3, &kc));
+    EK_TRY(ek_arg_inout(ctx, args, 4, &vc));
+    EK_TRY(ek_arg_tensor(ctx, args, 5, &sp));
+    double scale = 0.0;
+    bool has_scale = args[6]->tag != EMBER_TAG_NONE;
+    if (has_scale) EK_TRY(ek_arg_double(ctx, args, 6, &scale));
+    EK_TRY(ek_arg_out(ctx, args, 7, &out));
+
+    EK_TRY(ek_check_float(ctx, q->dtype, "sdpa_with_kv_cache q"));
+    EK_TRY(check_qkv(ctx, q, q, "q"));
+    EK_TRY(check_qkv(ctx, k, q, "k"));
+    EK_TRY(check_qkv(ctx, v, q, "v"));
+    EK_TRY(check_cache(ctx, kc, q, "k_cache"));
+    EK_TRY(check_cache(ctx, vc, q, "v_cache"));
+    if (vc->sizes[2] != kc->sizes[2])
+        return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
+                                 "sdpa_with_kv_cache: k_cache holds %d positions, v_cache %d",
+                                 (int)kc->sizes[2], (int)vc->sizes[2]);
+    /* The caches are written while q, k, v and out are read or written: no two
+     * of them may be the same tensor. */
+    const ember_tensor *all[] = {q, k, v, kc, vc, out};
+    for (size_t i = 3; i < 6; i++)
+        for (size_t j = 0; j < i; j++)
+            if (all[i] == all[j])
+                return ember_kernel_fail(ctx, EMBER_ERR_INVALID_PROGRAM,
+                                         "sdpa_with_kv_cache: %s is also argument %zu",
+                                         i == 5   ? "out"
+                                         : i == 4 ? "v_cache"
+                                                  : "k_cache",
+                                         j);
+    if ((sp->dtype != EMBER_INT64 && sp->dtype != EMBER_INT32) || sp->numel != 1)
+        return ember_kernel_fail(ctx, EMBER_ERR_TYPE_MISMATCH,
+                                 "sdpa_with_kv_cache: start_pos must be an int64 or int32 tensor "
+                                 "with one element, got %s with %lld elements",
+                                 ember_dtype_name(sp->dtype), (long long)sp->numel);
+
+    int64_t nb = q->sizes[0], nt = q->sizes[1], nh = q->sizes[2], d = q->sizes[3];
+    int64_t len = kc->sizes[2];
+    int64_t pos =
+        sp->dtype == EMBER_INT64 ? *(const int64_t *)sp->data : *(const int32_t *)sp->data;
+    if (pos < 0 || pos > len - nt)
+        return ember_kernel_fail(ctx, EMBER_ERR_DATA_OUT_OF_BOUNDS,
+                                 "sdpa_with_kv_cache: start_pos %lld with %lld new tokens does "
+                                 "not fit in the cache of %lld positions",
+                                 (long long)pos, (long long)nt, (long long)len);
+
+    EK_TRY(ek_resize_like(ctx, out, q));
+    EK_TRY(ek_check_contiguous(ctx, out, "sdpa_with_kv_cache out"));
+    if (out->numel == 0) return EMBER_OK;
+    if (!has_scale) scale = 1.0 / sqrt((double)d);
+
+    /* scratch: score (pos + nt) and acc (d), in the compute type */
+    size_t csize = q->dtype == EMBER_FLOAT64 ? sizeof(double) : sizeof(float);
+    size_t count, bytes;
+    if (ember_add_overflow((size_t)(pos + nt), (size_t)d, &count) ||
+        ember_mul_overflow(count, csize, &bytes))
+        return ember_kernel_fail(ctx, EMBER_ERR_OUT_OF_MEMORY,
+                                 "sdpa_with_kv_cache: scratch size overflows");
+    void *scratch = ember_kernel_scratch(ctx, bytes, csize);
+    if (scratch == NULL)
+        return ember_kernel_fail(ctx, EMBER_ERR_OUT_OF_MEMORY,
+                                 "sdpa_with_kv_cache: needs %zu bytes of scratch", bytes);
+
+    EK_FLOAT_SWITCH(ctx, q->dtype, sdpa, out->data, q->data, k->data, v->data, kc->data, vc->data,
+                    nb, nt, nh, d, len, pos, scale, scratch);
+    return EMBER_OK;
+}

@@ -1,0 +1,524 @@
+/*
+ * test_sdpa_with_kv_cache.c — the fused attention-with-KV-cache kernel
+ * (ember::sdpa_with_kv_cache.out).
+ *
+ * Numerics are compared with a plain reference computed here in double:
+ * append k and v to copies of the caches, then for every query a full
+ * softmax over the visible positions. Covered: prefill (T > 1) at offset 0
+ * and later, one-token decode steps that together must equal one prefill of
+ * the whole sequence, head sizes below and above the unrolled width, an
+ * explicit scale, int32 start_pos, float64 / float16 / bfloat16. Bad input
+ * gives a clean status: start_pos out of range (the data-dependent check),
+ * wrong dtypes and shapes, aliased arguments, a read-only cache, an output
+ * too small, exhausted scratch.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/internal.h"
+#include "ember/kernel.h"
+
+#define KEY "ember::sdpa_with_kv_cache.out"
+
+/* A 4-d (or 1-d) tensor over caller data. */
+typedef struct tt {
+    ember_tensor t;
+    int32_t sizes[4];
+    int32_t bounds[4];
+    uint8_t order[4];
+    int64_t strides[4];
+    ember_value v;
+} tt;
+
+static ember_value *tt_make(tt *x, int dtype, const int32_t *sizes, size_t dim, void *data,
+                            size_t capacity, bool dynamic) {
+    memset(x, 0, sizeof *x);
+    int64_t n = 1;
+    for (size_t i = 0; i < dim; i++) {
+        x->sizes[i] = x->bounds[i] = sizes[i];
+        x->order[i] = (uint8_t)i;
+        n *= sizes[i];
+    }
+    x->t.data = data;
+    x->t.sizes = x->sizes;
+    x->t.bounds = x->bounds;
+    x->t.dim_order = x->order;
+    x->t.strides = x->strides;
+    x->t.dim = (uint32_t)dim;
+    x->t.dtype = (uint8_t)dtype;
+    x->t.dynamism = dynamic ? EMBER_SHAPE_DYNAMIC_BOUND : EMBER_SHAPE_STATIC;
+    x->t.storage = EMBER_STORAGE_PLANNED;
+    x->t.capacity = capacity;
+    x->t.numel = n;
+    x->t.nbytes = (size_t)n * ember_dtype_size(dtype);
+    ember_tensor_compute_strides(&x->t);
+    x->v.tag = EMBER_TAG_TENSOR;
+    x->v.u.t = &x->t;
+    return &x->v;
+}
+
+static ember_value *t4(tt *x, int dtype, int32_t a, int32_t b, int32_t c, int32_t d, void *data,
+                       bool dynamic) {
+    const int32_t s[4] = {a, b, c, d};
+    size_t bytes = (size_t)a * (size_t)b * (size_t)c * (size_t)d * ember_dtype_size(dtype);
+    return tt_make(x, dtype, s, 4, data, bytes, dynamic);
+}
+
+static ember_value v_none(void) {
+    ember_value v;
+    memset(&v, 0, sizeof v);
+    v.tag = EMBER_TAG_NONE;
+    return v;
+}
+
+static ember_value v_dbl(double d) {
+    ember_value v;
+    v.tag = EMBER_TAG_DOUBLE;
+    v.u.d = d;
+    return v;
+}
+
+/* Kernel context with a scratch arena (its size set per test). */
+static uint8_t g_scratch[1 << 16];
+static ember_arena g_arena;
+static struct ember_kernel_ctx g_ctx;
+
+static ember_kernel_fn kernel(void) {
+    for (size_t i = 0; i < ember_portable_kernel_count(); i++)
+        if (strcmp(ember_portable_kernel_at(i)->name, KEY) == 0)
+            return ember_portable_kernel_at(i)->fn;
+    return NULL;
+}
+
+static ember_status call(ember_value **args, size_t n) {
+    ember_kernel_fn fn = kernel();
+    if (fn == NULL) return EMBER_ERR_OPERATOR_MISSING;
+    ember_arena_reset(&g_arena);
+    g_ctx.op_name = KEY;
+    ember_clear_error();
+    return fn(&g_ctx, args, n);
+}
+
+static uint32_t g_seed = 2024;
+static float frand(void) {
+    g_seed = g_seed * 1664525u + 1013904223u;
+    return (float)((g_seed >> 8) & 0xffffff) / (float)0x800000 - 1.0f;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reference                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * In double: kc/vc (nb, nh, len, d) get k/v (nb, nt, nh, d) at [pos, pos+nt);
+ * out (nb, nt, nh, d) = causal softmax attention over [0, pos + t].
+ */
+static void reference(double *out, const double *q, const double *k, const double *v, double *kc,
+                      double *vc, int nb, int nt, int nh, int d, int len, int pos, double scale) {
+    for (int b = 0; b < nb; b++)
+        for (int t = 0; t < nt; t++)
+            for (int h = 0; h < nh; h++)
+                for (int i = 0; i < d; i++) {
+                    size_t src = (((size_t)b * nt + t) * nh + h) * d + i;
+                    size_t dst = (((size_t)b * nh + h) * len + pos + t) * d + i;
+                    kc[dst] = k[src];
+                    vc[dst] = v[src];
+                }
+    double w[256];
+    for (int b = 0; b < nb; b++)
+        for (int t = 0; t < nt; t++)
+            for (int h = 0; h < nh; h++) {
+                const double *qr = q + (((size_t)b * nt + t) * nh + h) * d;
+                const double *kh = kc + ((size_t)b * nh + h) * len * d;
+                const double *vh = vc + ((size_t)b * nh + h) * len * d;
+                int n = pos + t + 1;
+                double mx = -INFINITY, sum = 0;
+                for (int j = 0; j < n; j++) {
+                    double s = 0;
+                    for (int i = 0; i < d; i++) s += qr[i] * kh[j * d + i];
+                    w[j] = s * scale;
+                    if (w[j] > mx) mx = w[j];
+                }
+                for (int j = 0; j < n; j++) sum += (w[j] = exp(w[j] - mx));
+                double *o = out + (((size_t)b * nt + t) * nh + h) * d;
+                for (int i = 0; i < d; i++) {
+                    double acc = 0;
+                    for (int j = 0; j < n; j++) acc += w[j] * vh[j * d + i];
+                    o[i] = acc / sum;
+                }
+            }
+}
+
+/* ------------------------------------------------------------------------ */
+/* float32 numerics                                                          */
+/* ------------------------------------------------------------------------ */
+
+#define MAXN 4096
+
+static float fq[MAXN], fk[MAXN], fv[MAXN], fkc[MAXN], fvc[MAXN], fout[MAXN];
+static double dq[MAXN], dk[MAXN], dv[MAXN], dkc[MAXN], dvc[MAXN], dout[MAXN];
+
+static bool close_to(const float *a, const double *b, size_t n, double tol) {
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs((double)a[i] - b[i]) <= tol * (1.0 + fabs(b[i])))) {
+            printf("  element %zu: %.9g vs %.9g\n", i, (double)a[i], b[i]);
+            return false;
+        }
+    return true;
+}
+
+/*
+ * One call with random q/k/v and caches already holding random rows; checks
+ * out and both caches against the reference. A sentinel marks cache rows the
+ * kernel must not touch.
+ */
+static void run_f32(const char *name, int nb, int nt, int nh, int d, int len, int pos,
+                    const double *scale) {
+    check_section(name);
+    size_t nq = (size_t)nb * nt * nh * d, nc = (size_t)nb * nh * len * d;
+    for (size_t i = 0; i < nq; i++) {
+        dq[i] = fq[i] = frand();
+        dk[i] = fk[i] = frand();
+        dv[i] = fv[i] = frand();
+    }
+    for (size_t i = 0; i < nc; i++) {
+        size_t row = (i / (size_t)d) % (size_t)len;
+        bool filled = row < (size_t)pos;
+        dkc[i] = fkc[i] = filled ? frand() : 7.0f;
+        dvc[i] = fvc[i] = filled ? frand() : -7.0f;
+    }
+    double s = scale != NULL ? *scale : 1.0 / sqrt((double)d);
+    reference(dout, dq, dk, dv, dkc, dvc, nb, nt, nh, d, len, pos, s);
+
+    int64_t sp = pos;
+    tt q, k, v, kc, vc, spt, out;
+    ember_value sc = scale != NULL ? v_dbl(*scale) : v_none();
+    const int32_t one = 1;
+    ember_value *args[9] = {
+        t4(&q, EMBER_FLOAT32, nb, nt, nh, d, fq, false),
+        t4(&k, EMBER_FLOAT32, nb, nt, nh, d, fk, false),
+        t4(&v, EMBER_FLOAT32, nb, nt, nh, d, fv, false),
+        t4(&kc, EMBER_FLOAT32, nb, nh, len, d, fkc, false),
+        t4(&vc, EMBER_FLOAT32, nb, nh, len, d, fvc, false),
+        tt_make(&spt, EMBER_INT64, &one, 1, &sp, sizeof sp, false),
+        &sc,
+        t4(&out, EMBER_FLOAT32, nb, nt, nh, d, fout, true),
+        &out.v,
+    };
+    if (!CHECK_OK(call(args, 9))) return;
+    CHECK(close_to(fout, dout, nq, 1e-5));
+    CHECK(close_to(fkc, dkc, nc, 0.0));
+    CHECK(close_to(fvc, dvc, nc, 0.0));
+}
+
+/*
+ * Prefill of p tokens then one-token decode steps up to n tokens: the outputs
+ * of all steps must equal one prefill of all n tokens.
+ */
+static void test_decode_matches_prefill(void) {
+    check_section("decode steps = one prefill");
+    enum { NH = 3, D = 16, LEN = 12, N = 10, P = 4 };
+    static float q[N * NH * D], k[N * NH * D], v[N * NH * D];
+    static float kc1[NH * LEN * D], vc1[NH * LEN * D], kc2[NH * LEN * D], vc2[NH * LEN * D];
+    static float full[N * NH * D], steps[N * NH * D];
+    for (size_t i = 0; i < (size_t)N * NH * D; i++) {
+        q[i] = frand();
+        k[i] = frand();
+        v[i] = frand();
+    }
+    memset(kc1, 0, sizeof kc1);
+    memset(vc1, 0, sizeof vc1);
+    memset(kc2, 0, sizeof kc2);
+    memset(vc2, 0, sizeof vc2);
+    const int32_t one = 1;
+    ember_value none = v_none();
+    {
+        int64_t sp = 0;
+        tt tq, tk, tv, tkc, tvc, tsp, to;
+        ember_value *args[9] = {t4(&tq, EMBER_FLOAT32, 1, N, NH, D, q, false),
+                                t4(&tk, EMBER_FLOAT32, 1, N, NH, D, k, false),
+                                t4(&tv, EMBER_FLOAT32, 1, N, NH, D, v, false),
+                                t4(&tkc, EMBER_FLOAT32, 1, NH, LEN, D, kc1, false),
+                                t4(&tvc, EMBER_FLOAT32, 1, NH, LEN, D, vc1, false),
+                                tt_make(&tsp, EMBER_INT64, &one, 1, &sp, sizeof sp, false),
+                                &none,
+                                t4(&to, EMBER_FLOAT32, 1, N, NH, D, full, true),
+                                &to.v};
+        CHECK_OK(call(args, 9));
+    }
+    for (int start = 0; start < N;) {
+        int nt = start == 0 ? P : 1;
+        size_t off = (size_t)start * NH * D;
+        int64_t sp = start;
+        tt tq, tk, tv, tkc, tvc, tsp, to;
+        /* the output's bound is the longest step; the kernel resizes it */
+        ember_value *args[9] = {t4(&tq, EMBER_FLOAT32, 1, nt, NH, D, q + off, false),
+                                t4(&tk, EMBER_FLOAT32, 1, nt, NH, D, k + off, false),
+                                t4(&tv, EMBER_FLOAT32, 1, nt, NH, D, v + off, false),
+                                t4(&tkc, EMBER_FLOAT32, 1, NH, LEN, D, kc2, false),
+                                t4(&tvc, EMBER_FLOAT32, 1, NH, LEN, D, vc2, false),
+                                tt_make(&tsp, EMBER_INT64, &one, 1, &sp, sizeof sp, false),
+                                &none,
+                                t4(&to, EMBER_FLOAT32, 1, P, NH, D, steps + off, true),
+                                &to.v};
+        if (!CHECK_OK(call(args, 9))) return;
+        CHECK(to.t.sizes[1] == nt);
+        start += nt;
+    }
+    bool same = true;
+    for (size_t i = 0; i < (size_t)N * NH * D; i++)
+        if (fabsf(full[i] - steps[i]) > 1e-6f * (1.0f + fabsf(full[i]))) same = false;
+    CHECK(same);
+    CHECK(memcmp(kc1, kc2, sizeof kc1) == 0);
+    CHECK(memcmp(vc1, vc2, sizeof vc1) == 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Other dtypes                                                              */
+/* ------------------------------------------------------------------------ */
+
+static void test_dtypes(void) {
+    enum { NT = 3, NH = 2, D = 9, LEN = 6, POS = 2 };
+    enum { NQ = NT * NH * D, NC = NH * LEN * D };
+    const int32_t one = 1;
+    ember_value none = v_none();
+    for (size_t i = 0; i < NQ; i++) {
+        dq[i] = frand();
+        dk[i] = frand();
+        dv[i] = frand();
+    }
+    for (size_t i = 0; i < NC; i++) {
+        dkc[i] = frand();
+        dvc[i] = frand();
+    }
+    static double kc0[NC], vc0[NC];
+    memcpy(kc0, dkc, sizeof kc0);
+    memcpy(vc0, dvc, sizeof vc0);
+
+    /* float64 against the reference directly */
+    check_section("float64");
+    {
+        static double q[NQ], k[NQ], v[NQ], kc[NC], vc[NC], out[NQ];
+        memcpy(q, dq, sizeof q);
+        memcpy(k, dk, sizeof k);
+        memcpy(v, dv, sizeof v);
+        memcpy(kc, kc0, sizeof kc);
+        memcpy(vc, vc0, sizeof vc);
+        int32_t sp = POS; /* int32 start_pos works too */
+        tt tq, tk, tv, tkc, tvc, tsp, to;
+        ember_value *args[9] = {t4(&tq, EMBER_FLOAT64, 1, NT, NH, D, q, false),
+                                t4(&tk, EMBER_FLOAT64, 1, NT, NH, D, k, false),
+                                t4(&tv, EMBER_FLOAT64, 1, NT, NH, D, v, false),
+                                t4(&tkc, EMBER_FLOAT64, 1, NH, LEN, D, kc, false),
+                                t4(&tvc, EMBER_FLOAT64, 1, NH, LEN, D, vc, false),
+                                tt_make(&tsp, EMBER_INT32, &one, 1, &sp, sizeof sp, false),
+                                &none,
+                                t4(&to, EMBER_FLOAT64, 1, NT, NH, D, out, true),
+                                &to.v};
+        memcpy(dkc, kc0, sizeof kc0);
+        memcpy(dvc, vc0, sizeof vc0);
+        reference(dout, dq, dk, dv, dkc, dvc, 1, NT, NH, D, LEN, POS, 1.0 / sqrt((double)D));
+        if (CHECK_OK(call(args, 9))) {
+            bool ok = true;
+            for (size_t i = 0; i < NQ; i++)
+                if (fabs(out[i] - dout[i]) > 1e-12) ok = false;
+            CHECK(ok);
+            CHECK(memcmp(kc, dkc, sizeof kc) == 0);
+        }
+    }
+
+    /* float16 and bfloat16: inputs rounded, compared with 1e-2 tolerance */
+    for (int pass = 0; pass < 2; pass++) {
+        int dt = pass == 0 ? EMBER_FLOAT16 : EMBER_BFLOAT16;
+        check_section(pass == 0 ? "float16" : "bfloat16");
+        static uint16_t q[NQ], k[NQ], v[NQ], kc[NC], vc[NC], out[NQ];
+        static double rq[NQ], rk[NQ], rv[NQ];
+#define TO16(x) (pass == 0 ? ember_float_to_half((float)(x)) : ember_float_to_bf16((float)(x)))
+#define FROM16(x) (pass == 0 ? ember_half_to_float(x) : ember_bf16_to_float(x))
+        for (size_t i = 0; i < NQ; i++) {
+            q[i] = TO16(dq[i]);
+            k[i] = TO16(dk[i]);
+            v[i] = TO16(dv[i]);
+            rq[i] = FROM16(q[i]);
+            rk[i] = FROM16(k[i]);
+            rv[i] = FROM16(v[i]);
+        }
+        for (size_t i = 0; i < NC; i++) {
+            kc[i] = TO16(kc0[i]);
+            vc[i] = TO16(vc0[i]);
+            dkc[i] = FROM16(kc[i]);
+            dvc[i] = FROM16(vc[i]);
+        }
+        reference(dout, rq, rk, rv, dkc, dvc, 1, NT, NH, D, LEN, POS, 1.0 / sqrt((double)D));
+        int64_t sp = POS;
+        tt tq, tk, tv, tkc, tvc, tsp, to;
+        ember_value *args[9] = {t4(&tq, dt, 1, NT, NH, D, q, false),
+                                t4(&tk, dt, 1, NT, NH, D, k, false),
+                                t4(&tv, dt, 1, NT, NH, D, v, false),
+                                t4(&tkc, dt, 1, NH, LEN, D, kc, false),
+                                t4(&tvc, dt, 1, NH, LEN, D, vc, false),
+                                tt_make(&tsp, EMBER_INT64, &one, 1, &sp, sizeof sp, false),
+                                &none,
+                                t4(&to, dt, 1, NT, NH, D, out, true),
+                                &to.v};
+        if (CHECK_OK(call(args, 9))) {
+            bool ok = true, cache_ok = true;
+            for (size_t i = 0; i < NQ; i++)
+                if (fabs(FROM16(out[i]) - dout[i]) > 1e-2 * (1 + fabs(dout[i]))) ok = false;
+            for (size_t i = 0; i < NC; i++)
+                if (FROM16(kc[i]) != dkc[i] || FROM16(vc[i]) != dvc[i]) cache_ok = false;
+            CHECK(ok);
+            CHECK(cache_ok);
+        }
+#undef TO16
+#undef FROM16
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Bad input                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* A valid call (1, 2, 2, 4) over caches of 5 positions, for the error cases to break. */
+typedef struct errcase {
+    float q[16], k[16], v[16], kc[40], vc[40], out[16];
+    double dcache[40];
+    int64_t sp;
+    tt tq, tk, tv, tkc, tvc, tsp, to;
+    ember_value scale;
+    ember_value *args[9];
+} errcase;
+
+static void err_setup(errcase *e, int64_t sp) {
+    memset(e, 0, sizeof *e);
+    const int32_t one = 1;
+    e->sp = sp;
+    e->scale = v_none();
+    e->args[0] = t4(&e->tq, EMBER_FLOAT32, 1, 2, 2, 4, e->q, false);
+    e->args[1] = t4(&e->tk, EMBER_FLOAT32, 1, 2, 2, 4, e->k, false);
+    e->args[2] = t4(&e->tv, EMBER_FLOAT32, 1, 2, 2, 4, e->v, false);
+    e->args[3] = t4(&e->tkc, EMBER_FLOAT32, 1, 2, 5, 4, e->kc, false);
+    e->args[4] = t4(&e->tvc, EMBER_FLOAT32, 1, 2, 5, 4, e->vc, false);
+    e->args[5] = tt_make(&e->tsp, EMBER_INT64, &one, 1, &e->sp, sizeof e->sp, false);
+    e->args[6] = &e->scale;
+    e->args[7] = t4(&e->to, EMBER_FLOAT32, 1, 2, 2, 4, e->out, true);
+    e->args[8] = &e->to.v;
+}
+
+static void test_errors(void) {
+    check_section("errors");
+    errcase e;
+
+    err_setup(&e, 3); /* 3 + 2 = 5 fits exactly */
+    CHECK_OK(call(e.args, 9));
+
+    err_setup(&e, 4); /* 4 + 2 > 5 */
+    CHECK_ERR(call(e.args, 9), EMBER_ERR_DATA_OUT_OF_BOUNDS, "start_pos 4");
+    err_setup(&e, -1);
+    CHECK_ERR(call(e.args, 9), EMBER_ERR_DATA_OUT_OF_BOUNDS, "start_pos -1");
+    err_setup(&e, INT64_MAX);
+    CHECK_ERR(call(e.args, 9), EMBER_ERR_DATA_OUT_OF_BOUNDS, "does not fit");
+    /* the failed calls wrote nothing into the caches */
+    bool untouched = true;
+    for (size_t i = 0; i < 40; i++)
+        if (e.kc[i] != 0.0f || e.vc[i] != 0.0f) untouched = false;
+    CHECK(untouched);
+
+    err_setup(&e, 0);
+    CHECK_ERR(call(e.args, 8), EMBER_ERR_INVALID_PROGRAM, "");
+
+    err_setup(&e, 0); /* start_pos of a float dtype */
+    e.tsp.t.dtype = EMBER_FLOAT64;
+    CHECK_ERR(call(e.args, 9), EMBER_ERR_TYPE_MISMATCH, "start_pos");
+
+    err_setup(&e, 0); /* start_pos with two elements */
+    {
+        int64_t two[2] = {0, 0};
+        const int32_t n2 = 2;
+        tt_make(&e.tsp, EMBER_INT64, &n2, 1, two, sizeof two, false);
+        CHECK_ERR(call(e.args, 9), EMBER_ERR_TYPE_MISMATCH, "one element");
+    }
+
+    err_setup(&e, 0); /* k of another shape */
+    t4(&e.tk, EMBER_FLOAT32, 1, 2, 1, 4, e.k, false);
+    CHECK_ERR(call(e.args, 9), EMBER_ERR_SHAPE_MISMATCH, "k has shape");
+
+    err_setup(&e, 0); /* q not 4-d */
+    {
+        const int32_t s3[3] = {2, 2, 4};
+        tt_make(&e.tq, EMBER_FLOAT32, s3, 3, e.q, sizeof e.q, false);
+        CHECK_ERR(call(e.args, 9), EMBER_ERR_SHAPE_MISMATCH, "q must be 4-d");
+    }
+
+    err_setup(&e, 0); /* cache with another head count */
+    t4(&e.tvc, EMBER_FLOAT32, 1, 1, 5, 8, e.vc, false);
+    CHECK_ERR(call(e.args, 9), EMBER_ERR_SHAPE_MISMATCH, "v_cache must be");
+
+    err_setup(&e, 0); /* caches of different lengths */
+    t4(&e.tvc, EMBER_FLOAT32, 1, 2, 4, 4, e.vc, false);
+    CHECK_ERR(call(e.args, 9), EMBER_ERR_SHAPE_MISMATCH, "positions");
+
+    err_setup(&e, 0); /* cache of another dtype */
+    t4(&e.tkc, EMBER_FLOAT64, 1, 2, 5, 4, e.dcache, false);
+    CHECK_ERR(call(e.args, 9), EMBER_ERR_TYPE_MISMATCH, "k_cache");
+
+    err_setup(&e, 0); /* integer q */
+    e.tq.t.dtype = EMBER_INT32;
+    CHECK_ERR(call(e.args, 9), EMBER_ERR_NOT_SUPPORTED, "float types only");
+
+    err_setup(&e, 0); /* a cache in read-only program data */
+    e.tkc.t.storage = EMBER_STORAGE_CONSTANT;
+    CHECK_ERR(call(e.args, 9), EMBER_ERR_INVALID_PROGRAM, "");
+
+    err_setup(&e, 0); /* one tensor as both caches */
+    e.args[4] = &e.tkc.v;
+    CHECK_ERR(call(e.args, 9), EMBER_ERR_INVALID_PROGRAM, "v_cache is also argument 3");
+
+    err_setup(&e, 0); /* out aliasing q */
+    e.args[7] = e.args[8] = &e.tq.v;
+    CHECK_ERR(call(e.args, 9), EMBER_ERR_INVALID_PROGRAM, "out is also argument 0");
+
+    err_setup(&e, 0); /* an output bound smaller than q */
+    t4(&e.to, EMBER_FLOAT32, 1, 1, 2, 4, e.out, true);
+    CHECK_ERR(call(e.args, 9), EMBER_ERR_SHAPE_MISMATCH, "");
+
+    err_setup(&e, 0); /* scale of the wrong kind */
+    e.scale.tag = EMBER_TAG_STRING;
+    e.scale.u.str.data = "x";
+    e.scale.u.str.len = 1;
+    CHECK_ERR(call(e.args, 9), EMBER_ERR_INVALID_PROGRAM, "");
+
+    err_setup(&e, 3); /* no scratch left */
+    ember_arena_init(&g_arena, g_scratch, 8);
+    CHECK_ERR(call(e.args, 9), EMBER_ERR_OUT_OF_MEMORY, "scratch");
+    ember_arena_init(&g_arena, g_scratch, sizeof g_scratch);
+
+    err_setup(&e, 5); /* no new tokens at the very end: nothing to do */
+    t4(&e.tq, EMBER_FLOAT32, 1, 0, 2, 4, e.q, false);
+    t4(&e.tk, EMBER_FLOAT32, 1, 0, 2, 4, e.k, false);
+    t4(&e.tv, EMBER_FLOAT32, 1, 0, 2, 4, e.v, false);
+    CHECK_OK(call(e.args, 9));
+    CHECK(e.to.t.numel == 0);
+}
+
+int main(void) {
+    ember_arena_init(&g_arena, g_scratch, sizeof g_scratch);
+    g_ctx.scratch = &g_arena;
+    g_ctx.op_name = KEY;
+    g_ctx.instruction = 0;
+
+    if (!CHECK(kernel() != NULL)) return check_finish();
+    run_f32("prefill at 0, head size 5", 1, 4, 2, 5, 8, 0, NULL);
+    run_f32("prefill after cached rows, batch 2", 2, 3, 2, 5, 8, 2, NULL);
+    run_f32("decode step, head size 16", 1, 1, 3, 16, 10, 6, NULL);
+    run_f32("decode into the last position, head size 64", 1, 1, 2, 64, 12, 11, NULL);
+    run_f32("prefill filling the cache, head size 19", 1, 7, 2, 19, 7, 0, NULL);
+    double s = 0.3;
+    run_f32("explicit scale", 1, 2, 2, 8, 6, 3, &s);
+    test_decode_matches_prefill();
+    test_dtypes();
+    test_errors();
+    return check_finish();
+}
