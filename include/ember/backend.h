@@ -79,6 +79,19 @@ ember_status ember_backend_fail(ember_status status, const char *fmt, ...)
 #endif
     ;
 
+/**
+ * Like ember_backend_fail, and also records the debug handle of the node
+ * that failed (the handle the compiler gave the node; backends receive it in
+ * their payload), readable with ember_last_error_debug_handle() after the
+ * method's error returns. A negative handle records none.
+ */
+ember_status ember_backend_fail_at(ember_status status, int64_t debug_handle, const char *fmt,
+                                   ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 #ifdef __cplusplus
 }
 #endif

@@ -85,7 +85,14 @@ const char *ember_status_str(ember_status status);
  */
 const char *ember_last_error(void);
 
-/** Clears the last error message of this thread. */
+/**
+ * Debug handle of the node that failed, when the last error on this thread
+ * came from a delegate that named one (ember_backend_fail_at); -1 otherwise.
+ * The ahead-of-time side maps handles to operators and source lines.
+ */
+int64_t ember_last_error_debug_handle(void);
+
+/** Clears the last error message (and debug handle) of this thread. */
 void ember_clear_error(void);
 
 /**

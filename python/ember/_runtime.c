@@ -21,9 +21,11 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "ember/backend.h"
 #include "ember/ember.h"
 #include "ember/kernel.h"
 
@@ -97,9 +99,11 @@ static const ember_status k_all_statuses[] = {
 
 /*
  * Raises EmberError("<what>: <status text>: <detail>") with attributes
- * status (int), status_name ("NOT_FOUND") and message (detail). Returns NULL.
+ * status (int), status_name ("NOT_FOUND"), message (detail) and debug_handle
+ * (the failing delegate node's handle, or None). Returns NULL.
  */
-static PyObject *raise_ember(ember_status st, const char *what, const char *detail) {
+static PyObject *raise_ember(ember_status st, const char *what, const char *detail,
+                             int64_t debug_handle) {
     if (detail == NULL) detail = "";
     PyObject *text = detail[0] != '\0'
                          ? PyUnicode_FromFormat("%s: %s: %s", what, ember_status_str(st), detail)
@@ -111,13 +115,17 @@ static PyObject *raise_ember(ember_status st, const char *what, const char *deta
     PyObject *code = PyLong_FromLong((long)st);
     PyObject *name = PyUnicode_FromString(status_symbol(st));
     PyObject *msg = PyUnicode_DecodeUTF8(detail, (Py_ssize_t)strlen(detail), "replace");
-    int bad = code == NULL || name == NULL || msg == NULL ||
+    PyObject *handle = debug_handle >= 0 ? PyLong_FromLongLong((long long)debug_handle)
+                                         : Py_NewRef(Py_None);
+    int bad = code == NULL || name == NULL || msg == NULL || handle == NULL ||
               PyObject_SetAttrString(exc, "status", code) < 0 ||
               PyObject_SetAttrString(exc, "status_name", name) < 0 ||
-              PyObject_SetAttrString(exc, "message", msg) < 0;
+              PyObject_SetAttrString(exc, "message", msg) < 0 ||
+              PyObject_SetAttrString(exc, "debug_handle", handle) < 0;
     Py_XDECREF(code);
     Py_XDECREF(name);
     Py_XDECREF(msg);
+    Py_XDECREF(handle);
     if (!bad) PyErr_SetObject(g_error_type, exc);
     Py_DECREF(exc);
     return NULL;
@@ -125,7 +133,7 @@ static PyObject *raise_ember(ember_status st, const char *what, const char *deta
 
 /* Raises EmberError for a failed libember call, with ember_last_error(). */
 static PyObject *raise_status(ember_status st, const char *what) {
-    return raise_ember(st, what, ember_last_error());
+    return raise_ember(st, what, ember_last_error(), ember_last_error_debug_handle());
 }
 
 /* Raises EmberError for a failure found here, with a formatted detail. */
@@ -141,7 +149,7 @@ static PyObject *raise_fmt(ember_status st, const char *what, const char *fmt, .
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
-    return raise_ember(st, what, detail);
+    return raise_ember(st, what, detail, -1);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -884,6 +892,14 @@ static PyObject *rt_has_kernel(PyObject *mod, PyObject *arg) {
     return PyBool_FromLong(ember_kernel_find(name, (size_t)len) != NULL);
 }
 
+static PyObject *rt_has_backend(PyObject *mod, PyObject *arg) {
+    (void)mod;
+    Py_ssize_t len;
+    const char *id = PyUnicode_AsUTF8AndSize(arg, &len);
+    if (id == NULL) return NULL;
+    return PyBool_FromLong(ember_backend_find(id, (size_t)len) != NULL);
+}
+
 static PyObject *rt_status_codes(PyObject *mod, PyObject *unused) {
     (void)mod;
     (void)unused;
@@ -915,7 +931,51 @@ static PyObject *rt_dtype_name(PyObject *mod, PyObject *arg) {
     return PyUnicode_FromString(ember_dtype_name((int)code));
 }
 
+/*
+ * load_library(path): dlopen a shared library built against libember.so and
+ * call its registration entry point, ember_library_register(), which adds
+ * its kernels and backends to the process-wide tables. The library stays
+ * loaded for the life of the process (the tables point into it).
+ */
+static PyObject *rt_load_library(PyObject *mod, PyObject *arg) {
+    (void)mod;
+    PyObject *bytes = NULL;
+    if (!PyUnicode_FSConverter(arg, &bytes)) return NULL;
+    const char *path = PyBytes_AS_STRING(bytes);
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL) {
+        const char *why = dlerror();
+        raise_fmt(EMBER_ERR_NOT_FOUND, "loading library", "%s: %s", path,
+                  why ? why : "dlopen failed");
+        Py_DECREF(bytes);
+        return NULL;
+    }
+    typedef ember_status (*register_fn)(void);
+    register_fn fn;
+    /* dlsym returns an object pointer; POSIX allows this conversion. */
+    *(void **)&fn = dlsym(lib, "ember_library_register");
+    if (fn == NULL) {
+        raise_fmt(EMBER_ERR_NOT_FOUND, "loading library",
+                  "%s has no ember_library_register() entry point", path);
+        Py_DECREF(bytes);
+        return NULL;
+    }
+    ember_clear_error();
+    ember_status st = fn();
+    if (st != EMBER_OK) {
+        char what[512];
+        snprintf(what, sizeof what, "registering library %s", path);
+        Py_DECREF(bytes);
+        return raise_status(st, what);
+    }
+    Py_DECREF(bytes);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef rt_functions[] = {
+    {"load_library", rt_load_library, METH_O,
+     "load_library(path): load a shared library of kernels/backends and call its "
+     "ember_library_register()."},
     {"load_program_bytes", rt_load_program_bytes, METH_O,
      "load_program_bytes(buffer) -> Program: copy the bytes (16-byte aligned), load and verify."},
     {"load_program_file", rt_load_program_file, METH_O,
@@ -924,6 +984,8 @@ static PyMethodDef rt_functions[] = {
      "kernel_names() -> list of str: every kernel key of the portable library, in table order."},
     {"has_kernel", rt_has_kernel, METH_O,
      "has_kernel(name) -> bool: a kernel is registered for this key (\"aten::add.out\")."},
+    {"has_backend", rt_has_backend, METH_O,
+     "has_backend(id) -> bool: a backend is registered under this id."},
     {"status_codes", rt_status_codes, METH_NOARGS,
      "status_codes() -> dict: symbolic name (\"NOT_FOUND\") -> ember_status code."},
     {"status_str", rt_status_str, METH_O, "status_str(code) -> str: libember's short text."},

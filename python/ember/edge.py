@@ -39,7 +39,9 @@ from .graph_utils import (
     resync_signature,
     subgraphs,
 )
+from .passes.debug_handles import assign_debug_handles
 from .passes.noop import remove_noops
+from .passes.reinplace import is_auto_functionalized
 
 aten = torch.ops.aten
 
@@ -82,6 +84,8 @@ def check_ir_validity(gm: GraphModule, allowed: Sequence[OpOverload] = ()) -> No
             continue
         if isinstance(n.target, OpOverload) and n.target in allowed:
             continue
+        if is_auto_functionalized(n) and dialect.is_allowed_edge_op(n.args[0], allowed):
+            continue  # a mutating op traced functionally; to_executorch runs it in place
         if not dialect.is_allowed_edge_op(n.target, allowed):
             bad.setdefault(dialect.op_display_name(n.target), []).append(n)
     if not bad:
@@ -328,6 +332,7 @@ def convert_to_edge(ep: ExportedProgram, config: EdgeCompileConfig,
         g.graph.eliminate_dead_code()
         g.recompile()
     repropagate_vals(gm)
+    assign_debug_handles(gm)
     sig = resync_signature(gm, ep.graph_signature, lifter.specs)
     constants = dict(ep.constants)
     constants.update(lifter.constants)

@@ -115,6 +115,9 @@ class MethodEmitter:
         self.delegates: List[S.BackendDelegate] = []
         self.instructions: List[S.Instruction] = []
         self.stacktrace: List[S.FrameList] = []
+        # Per instruction: the debug handles of the node(s) it runs.
+        self.debug_handles: List[List[int]] = []
+        self.lowered_modules: List[Any] = []  # per delegate index
         self.inputs: List[int] = []
         self.outputs: List[int] = []
         self.env: Dict[Node, Any] = {}
@@ -252,8 +255,13 @@ class MethodEmitter:
             self.operators.append(S.Operator(name, overload))
         return self._op_index[key]
 
-    def _instruction(self, args: S.InstructionArguments) -> None:
+    def _instruction(self, args: S.InstructionArguments,
+                     handles: Optional[List[int]] = None) -> None:
         self.instructions.append(S.Instruction(args))
+        if handles is None:
+            h = self.node.meta.get("debug_handle") if self.node else None
+            handles = [h] if isinstance(h, int) else []
+        self.debug_handles.append(handles)
         frames = stack_frames(self.node.meta.get("stack_trace")) if self.node else []
         self.stacktrace.append(S.FrameList([S.Frame(f, n, fn, c) for f, n, fn, c in frames]))
 
@@ -458,6 +466,7 @@ class MethodEmitter:
 
     def _delegate_call(self, node: Node) -> Any:
         lowered = self.env[node.args[0]]
+        self.lowered_modules.append(lowered)
         data_index = self.state.delegate(lowered.processed_bytes)
         self.delegates.append(S.BackendDelegate(
             id=lowered.backend_id,
@@ -473,7 +482,8 @@ class MethodEmitter:
         else:
             ret = self.tensor(spec)
             outs = [ret]
-        self._instruction(S.DelegateCall(len(self.delegates) - 1, args + outs))
+        self._instruction(S.DelegateCall(len(self.delegates) - 1, args + outs),
+                          handles=lowered.debug_handles())
         return ret
 
 

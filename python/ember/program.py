@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import warnings
 from typing import Any, BinaryIO, Callable, Dict, List, Optional, Sequence, Set, Union
 
@@ -29,7 +30,9 @@ from .graph_utils import (
     subgraphs,
 )
 from .memory_planning import MemoryPlan, format_report
+from .passes.debug_handles import assign_debug_handles, handle_nodes
 from .passes.out_variants import to_out_variants
+from .passes.reinplace import reinplace_functionalized
 from .passes.spec_prop import propagate_specs
 from .passes.views import replace_view_copy_with_view
 from .passes.write_back import insert_write_back
@@ -79,6 +82,7 @@ class EdgeProgramManager:
             for p in plist:
                 gm = run_graph_pass(gm, p)
             gm.graph.eliminate_dead_code()
+            assign_debug_handles(gm)
             if config._check_ir_validity:
                 check_ir_validity(gm, list(config._core_aten_ops_exception_list)
                                   + list(config.preserve_ops))
@@ -121,6 +125,7 @@ def _lower_method(name: str, ep: ExportedProgram, config: ExecutorchBackendConfi
     for p in config.passes:
         gm = run_graph_pass(gm, p)
     sig = ep.graph_signature
+    reinplace_functionalized(gm, sig)  # mutating custom ops in place on their buffers
     returned = insert_write_back(gm, sig)
     gm.graph.eliminate_dead_code()
     propagate_specs(gm, ep, sig, returned, config.init_mutable_buffers)
@@ -222,6 +227,27 @@ def check_kernels(method: str, gm: GraphModule, available: Any) -> None:
             "ExecutorchBackendConfig(check_kernels=False).")
 
 
+@dataclasses.dataclass(frozen=True)
+class DebugHandleInfo:
+    """What a debug handle stands for: the node, its operator and its source line."""
+
+    handle: int
+    node_name: str
+    operator: str
+    source: str
+    stack_trace: Optional[str]
+
+    @staticmethod
+    def of(handle: int, node: torch.fx.Node) -> "DebugHandleInfo":
+        target = node.target
+        op = target.name() if hasattr(target, "name") else getattr(target, "__name__", str(target))
+        return DebugHandleInfo(handle, node.name, op, source_location(node),
+                               node.meta.get("stack_trace"))
+
+    def __str__(self) -> str:
+        return f"debug handle {self.handle}: {self.operator} (node {self.node_name}), from {self.source}"
+
+
 class ExecutorchProgramManager:
     """The program in execution form: emitted, planned and serialized."""
 
@@ -232,13 +258,21 @@ class ExecutorchProgramManager:
         self._methods: Dict[str, _LoweredMethod] = {}
         state = ProgramState()
         plans: List[S.ExecutionPlan] = []
+        self._debug_handle_map: Dict[str, Dict[int, List[int]]] = {}
+        self._delegate_map: Dict[str, Dict[int, Dict[str, Any]]] = {}
         for name in sorted(edge_programs):
             lowered = _lower_method(name, edge_programs[name], config)
             self._methods[name] = lowered
-            plans.append(MethodEmitter(
+            emitter = MethodEmitter(
                 name, lowered.ep, lowered.gm, lowered.plan, state,
                 returned=lowered.returned, emit_stacktrace=config.emit_stacktrace,
-                emit_mutable_buffer_names=config.emit_mutable_buffer_names).run())
+                emit_mutable_buffer_names=config.emit_mutable_buffer_names)
+            plans.append(emitter.run())
+            self._debug_handle_map[name] = {
+                i: hs for i, hs in enumerate(emitter.debug_handles) if hs}
+            self._delegate_map[name] = {
+                i: {"name": lm.backend_id, "delegate_map": lm.delegate_map()}
+                for i, lm in enumerate(emitter.lowered_modules)}
         for name, value in sorted((constant_methods or {}).items()):
             if name in self._methods:
                 raise ValueError(f"constant method {name!r} clashes with a method of that name")
@@ -289,6 +323,35 @@ class ExecutorchProgramManager:
     def save(self, path: str) -> None:
         with open(path, "wb") as f:
             self.write_to_file(f)
+
+    @property
+    def debug_handle_map(self) -> Dict[str, Dict[int, List[int]]]:
+        """Method -> {instruction index in its chain: debug handles of the nodes it runs}.
+
+        A kernel call runs one node; a delegate call runs every node its
+        backend took. Instructions the compiler added (write-backs of mutated
+        buffers and inputs) have no handle and are left out.
+        """
+        return self._debug_handle_map
+
+    @property
+    def delegate_map(self) -> Dict[str, Dict[int, Dict[str, Any]]]:
+        """Method -> {delegate index: {"name": backend id, "delegate_map": the
+        backend's identifiers -> debug handles}}."""
+        return self._delegate_map
+
+    def debug_handle_info(self, handle: int, method_name: str = "forward") -> "DebugHandleInfo":
+        """The operator node behind a debug handle, with the source line it came from.
+
+        The runtime reports the handle of a failing delegate node
+        (`EmberError.debug_handle`); this leads from it to the model code.
+        """
+        if method_name not in self._methods:
+            raise KeyError(f"no method {method_name!r}; methods are {sorted(self._methods)}")
+        nodes = handle_nodes(self._methods[method_name].ep.graph_module)
+        if handle not in nodes:
+            raise KeyError(f"method {method_name!r} has no node with debug handle {handle}")
+        return DebugHandleInfo.of(handle, nodes[handle])
 
     @property
     def memory_plans(self) -> Dict[str, MemoryPlan]:

@@ -45,14 +45,18 @@ __all__ = [
     "OperatorRegistry",
     "kernel_names",
     "has_kernel",
+    "has_backend",
+    "load_library",
     "dtype_to_ember",
     "dtype_from_ember",
 ]
 
 #: A libember call failed. ``status`` (int) is the ember_status code,
-#: ``status_name`` its symbolic name ("NOT_FOUND", "TRUNCATED", ...), and
-#: ``message`` the runtime's last error message (``ember_last_error()``).
-#: A subclass of RuntimeError.
+#: ``status_name`` its symbolic name ("NOT_FOUND", "TRUNCATED", ...),
+#: ``message`` the runtime's last error message (``ember_last_error()``), and
+#: ``debug_handle`` the handle of the node a failing delegate named (else
+#: None): ``ExecutorchProgramManager.debug_handle_info(handle)`` leads from it
+#: to the operator and its source line. A subclass of RuntimeError.
 EmberError = _runtime.EmberError
 
 #: ember_status codes by name (``Status.NOT_FOUND == 0x0102``).
@@ -125,6 +129,30 @@ def kernel_names() -> List[str]:
 def has_kernel(name: str) -> bool:
     """True if the runtime has a kernel for this key (``"aten::add.out"``)."""
     return bool(_runtime.has_kernel(str(name)))
+
+
+def has_backend(backend_id: str) -> bool:
+    """True if a backend is registered under this id (the id a program names)."""
+    return bool(_runtime.has_backend(str(backend_id)))
+
+
+def load_library(path: Union[str, "os.PathLike[str]"]) -> None:
+    """Loads a shared library of custom kernels and/or backends into the runtime.
+
+    The library links libember.so (the one beside ``ember._runtime``; link
+    with ``-L<ember package dir> -l:libember.so.0``) and exports
+    ``ember_status ember_library_register(void)``, which registers its
+    kernels (``ember_kernels_register``) and backends
+    (``ember_backend_register``). Programs loaded afterwards can use them.
+    The library stays loaded for the life of the process. Raises EmberError
+    if it cannot be opened, has no entry point, or its registration fails.
+    """
+    _runtime.load_library(os.fspath(path))
+
+
+def library_dir() -> str:
+    """The directory holding libember.so for libraries passed to load_library()."""
+    return os.path.dirname(os.path.abspath(_runtime.__file__))
 
 
 class OperatorRegistry:

@@ -7,6 +7,8 @@
 #include "core/internal.h"
 
 static EMBER_THREAD_LOCAL char g_message[EMBER_ERROR_MESSAGE_SIZE];
+/* Debug handle of the node a delegate named when it failed; -1: none. */
+static EMBER_THREAD_LOCAL int64_t g_debug_handle = -1;
 
 const char *ember_status_str(ember_status status) {
     switch (status) {
@@ -36,10 +38,16 @@ const char *ember_status_str(ember_status status) {
 
 const char *ember_last_error(void) { return g_message; }
 
-void ember_clear_error(void) { g_message[0] = '\0'; }
+int64_t ember_last_error_debug_handle(void) { return g_debug_handle; }
+
+void ember_clear_error(void) {
+    g_message[0] = '\0';
+    g_debug_handle = -1;
+}
 
 ember_status ember_set_error_v(ember_status status, const char *fmt, va_list ap) {
     vsnprintf(g_message, sizeof g_message, fmt, ap);
+    g_debug_handle = -1;
     return status;
 }
 
@@ -102,5 +110,15 @@ ember_status ember_backend_fail(ember_status status, const char *fmt, ...) {
     va_start(ap, fmt);
     ember_set_error_v(status, fmt, ap);
     va_end(ap);
+    return status;
+}
+
+ember_status ember_backend_fail_at(ember_status status, int64_t debug_handle, const char *fmt,
+                                   ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    ember_set_error_v(status, fmt, ap);
+    va_end(ap);
+    g_debug_handle = debug_handle >= 0 ? debug_handle : -1;
     return status;
 }

@@ -11,6 +11,7 @@
 from .backend_details import BackendDetails, CompileSpec, PreprocessResult
 from .lowered import LoweredBackendModule, call_delegate
 from .lowering import get_lowered_modules, to_backend
+from .utils import format_delegated_graph
 from .partitioner import (
     DelegationSpec,
     OpSetPartitioner,
@@ -32,4 +33,5 @@ __all__ = [
     "DelegationSpec",
     "OpSetPartitioner",
     "tag_constant_data",
+    "format_delegated_graph",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 import torch
 from torch.export import ExportedProgram
@@ -28,6 +28,30 @@ class LoweredBackendModule(torch.nn.Module):
         self.compile_specs = list(compile_specs)
         self.original_module = original_module
         self.debug_handle_map = debug_handle_map
+
+    @property
+    def original_module_nodes(self) -> List[Node]:
+        """The operator nodes the backend took, in order."""
+        return [n for n in self.original_module.graph.nodes if n.op == "call_function"]
+
+    def debug_handles(self) -> List[int]:
+        """Debug handles of the nodes this delegate runs (the edge program's numbering)."""
+        from ..passes.debug_handles import node_handles
+
+        return node_handles(self.original_module_nodes)
+
+    def delegate_map(self) -> Dict[Any, List[int]]:
+        """The backend's own identifiers -> debug handles.
+
+        A backend that reports one in its PreprocessResult (for example its
+        instruction index -> the handles it fused) gives that map; otherwise
+        each handle maps to itself, since the backend numbers failures by the
+        handles it was given.
+        """
+        if self.debug_handle_map:
+            return {k: sorted(v) if isinstance(v, (list, tuple, set)) else [v]
+                    for k, v in self.debug_handle_map.items()}
+        return {h: [h] for h in self.debug_handles()}
 
     def forward(self, *args: Any) -> Any:
         # Eager fallback: run the subgraph the backend was given.

@@ -127,6 +127,7 @@ def to_backend(ep: ExportedProgram, partitioner: Partitioner) -> ExportedProgram
             dc = gm.graph.call_function(call_delegate, (attr,) + args)
         dc.meta["val"] = call.meta.get("val")
         inherit_meta(dc, nodes[-1])
+        dc.meta.pop("debug_handle", None)  # it runs the handles of the nodes it took
         call.replace_all_uses_with(dc)
         gm.graph.erase_node(call)
         gm.delete_submodule(call.target)

@@ -1,0 +1,5 @@
+"""Developer tools: delegation summaries (more to come: traces, inspector)."""
+
+from .backend_debug import DelegationBreakdown, DelegationInfo, get_delegation_info
+
+__all__ = ["DelegationBreakdown", "DelegationInfo", "get_delegation_info"]
