@@ -31,6 +31,10 @@ function(ember_add_c_tests dir)
     target_include_directories(${target} PRIVATE "${PROJECT_SOURCE_DIR}/src" "${dir}")
     target_link_libraries(${target} PRIVATE
       ember_module ember_kernels_portable ember_core ember_npy)
+    # Tests of the LLM extension (tests/c/llm) link it too.
+    if(sub MATCHES "^llm" AND TARGET ember_llm)
+      target_link_libraries(${target} PRIVATE ember_llm)
+    endif()
     ember_set_warnings(${target})
 
     add_test(NAME "${test_name}" COMMAND ${target})

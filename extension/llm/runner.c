@@ -1,0 +1,316 @@
+/*
+ * extension/llm/runner.c — the generation loop over a GPT program (see runner.h).
+ */
+#include "runner.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ember/module.h"
+
+#define METHOD "forward"
+#define END_TOKEN "<|endoftext|>"
+
+struct ember_llm_runner {
+    ember_module *module;
+    ember_method *method;
+    ember_bpe_tokenizer *tok;
+    ember_llm_kind kind;
+    bool pos_is_int;       /* kv: the start position is an Int value, not a tensor */
+    size_t max_seq_len;    /* T bound of input 0 */
+    size_t vocab;          /* last dim of output 0 */
+    int32_t end_id;        /* "<|endoftext|>", or -1 */
+    void *out_buffer;      /* storage for an unplanned output 0, or NULL */
+    int64_t *window;       /* (max_seq_len) tokens fed to the model */
+    float *logits;         /* (vocab) the last position's logits, for the sampler */
+    double load_ms;
+};
+
+static double ms_since(uint64_t t0) {
+    return (double)(ember_ticks_ns() - t0) / 1e6;
+}
+
+ember_llm_options ember_llm_options_default(void) {
+    ember_llm_options o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.max_new_tokens = 128;
+    o.sampler = ember_sampler_config_default();
+    return o;
+}
+
+/* Prefixes the last error message with the model's path. */
+static ember_status with_path(ember_status st, const char *path) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", ember_last_error());
+    return ember_error_set(st, "%s: %s", path, msg);
+}
+
+static ember_status bad_model(const char *path, const char *what) {
+    return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "%s: method \"" METHOD "\" %s", path, what);
+}
+
+/* Reads the method's form, window and vocabulary from the program meta. */
+static ember_status check_program(ember_llm_runner *r, const char *path) {
+    const ember_program *prog = ember_module_program(r->module);
+    ember_method_meta mm;
+    ember_status st = ember_program_method_meta(prog, METHOD, &mm);
+    if (st != EMBER_OK)
+        return ember_error_set(st, "%s: the program has no method \"" METHOD "\"", path);
+    if (mm.num_inputs != 1 && mm.num_inputs != 2)
+        return bad_model(path, "must take 1 input (tokens) or 2 (tokens, start position)");
+    if (mm.num_outputs < 1) return bad_model(path, "has no output");
+
+    ember_value_meta in, out;
+    if ((st = ember_program_input_meta(prog, METHOD, 0, &in)) != EMBER_OK) return st;
+    if (in.tag != EMBER_TAG_TENSOR || in.dtype != EMBER_INT64 || in.dim != 2 || in.sizes[0] != 1 ||
+        in.sizes[1] < 1)
+        return bad_model(path, "input 0 must be tokens, an int64 tensor [1, T]");
+    r->max_seq_len = (size_t)in.sizes[1];
+
+    if (mm.num_inputs == 2) {
+        ember_value_meta pos;
+        if ((st = ember_program_input_meta(prog, METHOD, 1, &pos)) != EMBER_OK) return st;
+        if (pos.tag == EMBER_TAG_INT) {
+            r->pos_is_int = true;
+        } else if (pos.tag != EMBER_TAG_TENSOR || pos.dtype != EMBER_INT64 || pos.dim != 1 ||
+                   pos.sizes[0] != 1) {
+            return bad_model(path, "input 1 must be the start position, an int64 tensor [1]");
+        }
+        r->kind = EMBER_LLM_KV;
+    } else {
+        r->kind = EMBER_LLM_SEQ;
+    }
+
+    if ((st = ember_program_output_meta(prog, METHOD, 0, &out)) != EMBER_OK) return st;
+    if (out.tag != EMBER_TAG_TENSOR || out.dtype != EMBER_FLOAT32 || out.dim < 1 ||
+        out.sizes[out.dim - 1] < 1)
+        return bad_model(path, "output 0 must be logits, a float32 tensor [1, 1, vocab]");
+    r->vocab = (size_t)out.sizes[out.dim - 1];
+    if (!out.planned) {
+        r->out_buffer = malloc(out.nbytes == 0 ? 1 : out.nbytes);
+        if (r->out_buffer == NULL)
+            return ember_error_set(EMBER_ERR_OUT_OF_MEMORY, "out of memory for the logits");
+        if ((st = ember_method_set_output_buffer(r->method, 0, r->out_buffer, out.nbytes)) != EMBER_OK)
+            return st;
+    }
+    return EMBER_OK;
+}
+
+ember_status ember_llm_runner_load(const char *model_path, const char *tokenizer_dir,
+                                   ember_llm_runner **out) {
+    if (model_path == NULL || tokenizer_dir == NULL || out == NULL)
+        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "ember_llm_runner_load: NULL argument");
+    uint64_t t0 = ember_ticks_ns();
+    ember_llm_runner *r = calloc(1, sizeof *r);
+    if (r == NULL) return ember_error_set(EMBER_ERR_OUT_OF_MEMORY, "out of memory for the runner");
+    r->end_id = -1;
+
+    ember_status st = ember_bpe_tokenizer_load_dir(tokenizer_dir, &r->tok);
+    if (st != EMBER_OK) st = with_path(st, "tokenizer");
+    if (st == EMBER_OK) {
+        st = ember_module_load(model_path, &r->module);
+        if (st != EMBER_OK) st = with_path(st, model_path);
+    }
+    if (st == EMBER_OK) {
+        st = ember_module_method(r->module, METHOD, &r->method);
+        if (st != EMBER_OK) st = with_path(st, model_path);
+    }
+    if (st == EMBER_OK) st = check_program(r, model_path);
+    if (st == EMBER_OK) {
+        size_t n_tok = ember_bpe_tokenizer_vocab_size(r->tok);
+        if (n_tok > r->vocab)
+            st = ember_error_set(EMBER_ERR_INVALID_ARGUMENT,
+                                 "the tokenizer has %zu tokens but %s has only %zu logits: they "
+                                 "do not belong together",
+                                 n_tok, model_path, r->vocab);
+    }
+    if (st == EMBER_OK) {
+        /* max_seq_len and vocab come from int32 sizes: the products fit. */
+        r->window = malloc(r->max_seq_len * sizeof *r->window);
+        r->logits = malloc(r->vocab * sizeof *r->logits);
+        if (r->window == NULL || r->logits == NULL)
+            st = ember_error_set(EMBER_ERR_OUT_OF_MEMORY, "out of memory for the runner");
+    }
+    if (st != EMBER_OK) {
+        ember_llm_runner_destroy(r);
+        return st;
+    }
+    if (ember_bpe_tokenizer_token_id(r->tok, END_TOKEN, sizeof END_TOKEN - 1, &r->end_id) != EMBER_OK)
+        r->end_id = -1;
+    ember_clear_error();
+    r->load_ms = ms_since(t0);
+    *out = r;
+    return EMBER_OK;
+}
+
+void ember_llm_runner_destroy(ember_llm_runner *runner) {
+    if (runner == NULL) return;
+    ember_module_destroy(runner->module);
+    ember_bpe_tokenizer_destroy(runner->tok);
+    free(runner->out_buffer);
+    free(runner->window);
+    free(runner->logits);
+    free(runner);
+}
+
+ember_llm_kind ember_llm_runner_kind(const ember_llm_runner *runner) { return runner->kind; }
+
+size_t ember_llm_runner_max_seq_len(const ember_llm_runner *runner) { return runner->max_seq_len; }
+
+size_t ember_llm_runner_vocab_size(const ember_llm_runner *runner) { return runner->vocab; }
+
+const ember_bpe_tokenizer *ember_llm_runner_tokenizer(const ember_llm_runner *runner) {
+    return runner->tok;
+}
+
+double ember_llm_runner_load_ms(const ember_llm_runner *runner) { return runner->load_ms; }
+
+/* Runs the model on tokens[0..n) starting at position pos (kv; ignored for
+ * seq) and copies the last position's logits into r->logits. */
+static ember_status run_model(ember_llm_runner *r, const int32_t *tokens, size_t n, size_t pos) {
+    for (size_t i = 0; i < n; i++) r->window[i] = tokens[i];
+    int64_t sizes[2] = {1, (int64_t)n};
+    ember_status st = ember_method_set_input_tensor(r->method, 0, EMBER_INT64, sizes, 2, r->window,
+                                                    n * sizeof *r->window);
+    if (st != EMBER_OK) return st;
+    if (r->kind == EMBER_LLM_KV) {
+        int64_t p = (int64_t)pos;
+        int64_t psize[1] = {1};
+        st = r->pos_is_int ? ember_method_set_input_int(r->method, 1, p)
+                           : ember_method_set_input_tensor(r->method, 1, EMBER_INT64, psize, 1, &p,
+                                                           sizeof p);
+        if (st != EMBER_OK) return st;
+    }
+    if ((st = ember_method_execute(r->method)) != EMBER_OK) return st;
+    const ember_value *v;
+    if ((st = ember_method_output(r->method, 0, &v)) != EMBER_OK) return st;
+    const ember_tensor *t = v->u.t;
+    if (v->tag != EMBER_TAG_TENSOR || t->dtype != EMBER_FLOAT32 || t->numel < (int64_t)r->vocab ||
+        (size_t)t->numel % r->vocab != 0 || t->data == NULL)
+        return ember_error_set(EMBER_ERR_SHAPE_MISMATCH,
+                               "the model returned %lld logits, not a multiple of its vocabulary "
+                               "(%zu)",
+                               (long long)t->numel, r->vocab);
+    const float *last = (const float *)t->data + ((size_t)t->numel - r->vocab);
+    memcpy(r->logits, last, r->vocab * sizeof *r->logits);
+    return EMBER_OK;
+}
+
+ember_status ember_llm_runner_generate_ids(ember_llm_runner *r, const int32_t *prompt,
+                                           size_t n_prompt, const ember_llm_options *options,
+                                           ember_llm_stats *stats) {
+    if (r == NULL || (prompt == NULL && n_prompt != 0))
+        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "ember_llm_runner_generate: NULL argument");
+    ember_llm_options o = ember_llm_options_default();
+    if (options != NULL) {
+        if (options->struct_size < sizeof o)
+            return ember_error_set(EMBER_ERR_INVALID_ARGUMENT,
+                                   "ember_llm_options.struct_size is %zu, expected %zu",
+                                   options->struct_size, sizeof o);
+        o = *options;
+    }
+    if (n_prompt == 0)
+        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "the prompt is empty (no tokens)");
+    if (n_prompt > r->max_seq_len)
+        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT,
+                               "the prompt is %zu tokens; this model takes at most %zu", n_prompt,
+                               r->max_seq_len);
+    for (size_t i = 0; i < n_prompt; i++)
+        if (prompt[i] < 0 || (size_t)prompt[i] >= r->vocab)
+            return ember_error_set(EMBER_ERR_INVALID_ARGUMENT,
+                                   "prompt token %zu is id %d, outside the model's %zu", i,
+                                   (int)prompt[i], r->vocab);
+
+    size_t cap, bytes;
+    if (o.max_new_tokens > SIZE_MAX - n_prompt ||
+        (cap = n_prompt + o.max_new_tokens) > SIZE_MAX / sizeof(int32_t))
+        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "max_new_tokens %zu is too large",
+                               o.max_new_tokens);
+    bytes = cap * sizeof(int32_t);
+    ember_sampler *sampler = NULL;
+    ember_status st = ember_sampler_create(r->vocab, &o.sampler, &sampler);
+    if (st != EMBER_OK) return st;
+    int32_t *history = malloc(bytes); /* (n_prompt + max_new_tokens) */
+    if (history == NULL) {
+        ember_sampler_destroy(sampler);
+        return ember_error_set(EMBER_ERR_OUT_OF_MEMORY, "out of memory for %zu tokens", cap);
+    }
+    memcpy(history, prompt, n_prompt * sizeof *history);
+    size_t len = n_prompt;
+
+    ember_llm_stats s;
+    memset(&s, 0, sizeof s);
+    s.prompt_tokens = n_prompt;
+    uint64_t t_start = ember_ticks_ns(), t_first = t_start;
+
+    /* Prefill: the whole prompt (at position 0 for kv). */
+    size_t pos = n_prompt; /* kv: cache positions filled */
+    if (o.max_new_tokens > 0) st = run_model(r, history, n_prompt, 0);
+    s.prefill_ms = ms_since(t_start);
+
+    for (size_t step = 0; st == EMBER_OK && step < o.max_new_tokens; step++) {
+        if (step > 0) {
+            /* The next step's logits from the token just chosen. */
+            if (r->kind == EMBER_LLM_SEQ) {
+                size_t w = len < r->max_seq_len ? len : r->max_seq_len;
+                st = run_model(r, history + (len - w), w, 0);
+            } else if (pos < r->max_seq_len) {
+                st = run_model(r, history + len - 1, 1, pos);
+                pos++;
+            } else {
+                /* The cache is full: start it over from the recent half. */
+                size_t keep = r->max_seq_len / 2 > 0 ? r->max_seq_len / 2 : 1;
+                st = run_model(r, history + (len - keep), keep, 0);
+                pos = keep;
+                s.window_restarts++;
+            }
+            s.decode_steps++;
+            if (st != EMBER_OK) break;
+        }
+        int32_t token;
+        st = ember_sampler_sample(sampler, r->logits, history, len, &token);
+        if (st != EMBER_OK) break;
+        if (step == 0) {
+            t_first = ember_ticks_ns();
+            s.ttft_ms = (double)(t_first - t_start) / 1e6;
+        }
+        if (token == r->end_id) break;
+        history[len++] = token;
+        s.generated_tokens++;
+        if (o.on_token != NULL) {
+            const char *piece = "";
+            size_t plen = 0;
+            if (ember_bpe_tokenizer_decode(r->tok, token, &piece, &plen) != EMBER_OK) {
+                piece = "";
+                plen = 0;
+            }
+            o.on_token(o.user, token, piece, plen);
+        }
+    }
+    if (s.generated_tokens > 0 || s.decode_steps > 0) s.decode_ms = ms_since(t_first);
+    free(history);
+    ember_sampler_destroy(sampler);
+    if (st != EMBER_OK) return st;
+    ember_clear_error();
+    if (stats != NULL) *stats = s;
+    return EMBER_OK;
+}
+
+ember_status ember_llm_runner_generate(ember_llm_runner *r, const char *prompt, size_t prompt_len,
+                                       const ember_llm_options *options, ember_llm_stats *stats) {
+    if (r == NULL || (prompt == NULL && prompt_len != 0))
+        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "ember_llm_runner_generate: NULL argument");
+    /* n bytes never make more than n tokens. */
+    int32_t *ids = NULL;
+    if (prompt_len <= SIZE_MAX / sizeof *ids)
+        ids = malloc((prompt_len == 0 ? 1 : prompt_len) * sizeof *ids);
+    if (ids == NULL)
+        return ember_error_set(EMBER_ERR_OUT_OF_MEMORY, "out of memory for the prompt's tokens");
+    size_t n = 0;
+    ember_status st = ember_bpe_tokenizer_encode(r->tok, prompt, prompt_len, ids, prompt_len, &n);
+    if (st == EMBER_OK) st = ember_llm_runner_generate_ids(r, ids, n, options, stats);
+    free(ids);
+    return st;
+}

@@ -1,0 +1,160 @@
+/*
+ * extension/llm/runner.h — text generation with a GPT program and a BPE tokenizer.
+ *
+ * The runner loads a `.pte` (through the module helper) and a byte-level BPE
+ * tokenizer, encodes a prompt, and generates tokens one at a time, handing
+ * each to a callback as soon as it is chosen. It stops at "<|endoftext|>"
+ * (which it does not hand out) or after max_new_tokens.
+ *
+ * The program's method "forward" takes one of two forms, told apart by its
+ * input count:
+ *
+ *   1 input  "seq": tokens int64 [1, T], T in 1..max_seq_len
+ *            -> logits float32 [1, 1, vocab] (or [1, T, vocab]: the last row
+ *            is used). Every step re-runs the last max_seq_len tokens (the
+ *            window slides once the text is longer than that).
+ *   2 inputs "kv":  tokens int64 [1, T] and start position int64 [1] (or an
+ *            int) -> logits of the last of the T positions. The key/value
+ *            cache lives in the program's mutable buffers and holds
+ *            max_seq_len positions. The prompt is run once (prefill, start
+ *            position 0), then one token per step at the next position. When
+ *            the cache is full, the runner starts it over: it prefills the
+ *            last max_seq_len / 2 tokens at position 0 and goes on decoding.
+ *
+ * max_seq_len is the upper bound of input 0's dimension 1 in the program;
+ * vocab is the last dimension of output 0.
+ *
+ * This is an extension: it allocates with malloc.
+ */
+#ifndef EMBER_LLM_RUNNER_H
+#define EMBER_LLM_RUNNER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include "ember/ember.h"
+#include "bpe_tokenizer.h"
+#include "sampler.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Which form of "forward" the program has. */
+typedef enum ember_llm_kind {
+    EMBER_LLM_SEQ = 1, /**< tokens only: sliding window, full re-run each step */
+    EMBER_LLM_KV = 2   /**< tokens and start position: KV cache, prefill then decode */
+} ember_llm_kind;
+
+/** A program, its tokenizer and the generation state (opaque). */
+typedef struct ember_llm_runner ember_llm_runner;
+
+/**
+ * Called with each generated token as soon as it is chosen.
+ * @param user   ember_llm_options.user
+ * @param token  the token id
+ * @param piece  its bytes (see ember_bpe_tokenizer_decode()); empty when the
+ *               model chose an id the tokenizer does not have
+ * @param len    their count
+ */
+typedef void (*ember_llm_token_fn)(void *user, int32_t token, const char *piece, size_t len);
+
+/** Generation settings; start from ember_llm_options_default(). */
+typedef struct ember_llm_options {
+    size_t struct_size;           /**< sizeof(ember_llm_options) */
+    size_t max_new_tokens;        /**< at most this many tokens (default 128) */
+    ember_sampler_config sampler; /**< how to pick each token */
+    ember_llm_token_fn on_token;  /**< may be NULL */
+    void *user;                   /**< passed to on_token */
+} ember_llm_options;
+
+/** Defaults: 128 new tokens, ember_sampler_config_default(), no callback. */
+ember_llm_options ember_llm_options_default(void);
+
+/** What one generation took. Times in milliseconds. */
+typedef struct ember_llm_stats {
+    size_t prompt_tokens;    /**< tokens in the prompt */
+    size_t generated_tokens; /**< tokens handed out (the end token not counted) */
+    double prefill_ms;       /**< running the model on the prompt */
+    double ttft_ms;          /**< start of generation to the first token chosen */
+    double decode_ms;        /**< first token chosen to the last one chosen */
+    size_t decode_steps;     /**< model runs in decode_ms */
+    size_t window_restarts;  /**< kv: times the cache was started over */
+} ember_llm_stats;
+
+/**
+ * Loads the program and the tokenizer and checks that they fit together.
+ *
+ * @param[in]  model_path     the `.pte` file
+ * @param[in]  tokenizer_dir  directory with vocab.json and merges.txt
+ * @param[out] out            the runner (release with ember_llm_runner_destroy())
+ * @return EMBER_OK; EMBER_ERR_INVALID_ARGUMENT (a NULL argument, a corrupt
+ *         tokenizer file, or a program whose "forward" does not have one of
+ *         the two forms above, or whose vocabulary is smaller than the
+ *         tokenizer's: the message says which); any status of
+ *         ember_module_load() and ember_module_method() (EMBER_ERR_IO,
+ *         EMBER_ERR_INVALID_PROGRAM, EMBER_ERR_OPERATOR_MISSING, ...);
+ *         EMBER_ERR_OUT_OF_MEMORY. ember_last_error() says which file failed.
+ * Allocates.
+ */
+ember_status ember_llm_runner_load(const char *model_path, const char *tokenizer_dir,
+                                   ember_llm_runner **out);
+
+/** Releases the runner, its program and its tokenizer. NULL is a no-op. */
+void ember_llm_runner_destroy(ember_llm_runner *runner);
+
+/** The program's form: EMBER_LLM_SEQ or EMBER_LLM_KV. */
+ember_llm_kind ember_llm_runner_kind(const ember_llm_runner *runner);
+
+/** Most tokens the program takes at once (the window, or the cache length). */
+size_t ember_llm_runner_max_seq_len(const ember_llm_runner *runner);
+
+/** Logits per step (the model's vocabulary size). */
+size_t ember_llm_runner_vocab_size(const ember_llm_runner *runner);
+
+/** The tokenizer, owned by the runner. */
+const ember_bpe_tokenizer *ember_llm_runner_tokenizer(const ember_llm_runner *runner);
+
+/** Milliseconds ember_llm_runner_load() took (program, method and tokenizer). */
+double ember_llm_runner_load_ms(const ember_llm_runner *runner);
+
+/**
+ * Encodes prompt and generates from it (see ember_llm_runner_generate_ids()).
+ *
+ * @param[in,out] runner      the runner
+ * @param[in]     prompt      UTF-8 text, prompt_len bytes
+ * @param[in]     prompt_len  its length
+ * @param[in]     options     settings, or NULL for the defaults
+ * @param[out]    stats       filled in on success; may be NULL
+ * @return as ember_llm_runner_generate_ids().
+ */
+ember_status ember_llm_runner_generate(ember_llm_runner *runner, const char *prompt,
+                                       size_t prompt_len, const ember_llm_options *options,
+                                       ember_llm_stats *stats);
+
+/**
+ * Generates from prompt token ids. Each new token goes to options->on_token
+ * as soon as it is chosen. The program's cache (kv) is started over at the
+ * beginning of every call.
+ *
+ * @param[in,out] runner     the runner
+ * @param[in]     prompt     token ids, each below the model's vocabulary size
+ * @param[in]     n_prompt   their count, 1 .. max_seq_len
+ * @param[in]     options    settings, or NULL for the defaults
+ * @param[out]    stats      filled in on success; may be NULL
+ * @return EMBER_OK; EMBER_ERR_INVALID_ARGUMENT (empty prompt, a prompt longer
+ *         than max_seq_len tokens, an id out of range, bad sampler settings:
+ *         the message says which); EMBER_ERR_OUT_OF_MEMORY; any status of
+ *         ember_method_execute() (the message names the instruction).
+ * Allocates the token history for the call.
+ */
+ember_status ember_llm_runner_generate_ids(ember_llm_runner *runner, const int32_t *prompt,
+                                           size_t n_prompt, const ember_llm_options *options,
+                                           ember_llm_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EMBER_LLM_RUNNER_H */

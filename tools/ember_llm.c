@@ -1,0 +1,379 @@
+/*
+ * ember-llm — generate text with a GPT program and GPT-2's BPE tokenizer.
+ *
+ *   ember-llm --model MODEL.pte --tokenizer DIR [--prompt TEXT] [options]
+ *   ember-llm --tokenizer DIR --encode TEXT | --decode IDS
+ *
+ * Generated text is streamed to stdout as each token is chosen. Any failure
+ * prints exactly one line, "ember-llm: error: ...", to stderr and exits with
+ * status 1 (2 for usage errors).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "ember/ember.h"
+#include "runner.h"
+
+#define EXIT_RUNTIME 1
+#define EXIT_USAGE 2
+#define MAX_PROMPT_BYTES ((size_t)1 << 20)
+#define MAX_NEW_TOKENS 1000000L
+
+static const char k_usage[] =
+    "usage: ember-llm --model MODEL.pte --tokenizer DIR [--prompt TEXT] [options]\n"
+    "       ember-llm --tokenizer DIR --encode TEXT\n"
+    "       ember-llm --tokenizer DIR --decode IDS\n"
+    "\n"
+    "Generates text with a GPT program and a byte-level BPE tokenizer (GPT-2's\n"
+    "vocab.json and merges.txt in DIR), printing each token as it is chosen.\n"
+    "Generation stops at <|endoftext|> or after --max-new-tokens. Without\n"
+    "--prompt, the prompt is read from one line of standard input.\n"
+    "\n"
+    "  --model FILE               the .pte program (method \"forward\")\n"
+    "  --tokenizer DIR            directory with vocab.json and merges.txt\n"
+    "  --prompt TEXT              the prompt (printed before the generated text)\n"
+    "  --max-new-tokens N         generate at most N tokens (default 128)\n"
+    "  --temperature F            0 is greedy (default 0.8)\n"
+    "  --top-k N                  keep the N most likely tokens; 0 keeps all (default 0)\n"
+    "  --top-p F                  keep the most likely tokens up to probability F (default 1)\n"
+    "  --repetition-penalty F     penalize tokens already seen; 1 is off (default 1)\n"
+    "  --seed N                   random seed (default: from the clock)\n"
+    "  --stats                    print load time, time to first token, prefill and\n"
+    "                             decode speed and peak memory to stderr\n"
+    "  --ids                      print the generated token ids instead of text\n"
+    "  --encode TEXT              print TEXT's token ids and exit (TEXT - reads stdin)\n"
+    "  --decode IDS               print the text of IDS (\"1 2 3\") and exit\n"
+    "  -h, --help                 show this help\n";
+
+/* Everything the run owns, released by cleanup() on every exit path. */
+typedef struct app {
+    const char *model;
+    const char *tokenizer;
+    const char *prompt_arg;
+    const char *encode;
+    const char *decode;
+    bool stats;
+    bool ids;
+    ember_llm_options opts;
+    bool seed_given;
+
+    ember_bpe_tokenizer *tok;
+    ember_llm_runner *runner;
+    char *text;       /* prompt or --encode text read from stdin */
+    int32_t *tokens;  /* encode / decode ids */
+    size_t printed;   /* --ids: ids printed so far */
+} app;
+
+static app *g_app;
+
+static void cleanup(app *a) {
+    if (a == NULL) return;
+    ember_llm_runner_destroy(a->runner);
+    a->runner = NULL;
+    ember_bpe_tokenizer_destroy(a->tok);
+    a->tok = NULL;
+    free(a->text);
+    a->text = NULL;
+    free(a->tokens);
+    a->tokens = NULL;
+}
+
+static _Noreturn void die(int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Prints one error line (newlines in messages become "; "), cleans up, exits. */
+static _Noreturn void die(int code, const char *fmt, ...) {
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+    fputs("ember-llm: error: ", stderr);
+    for (const char *p = msg; *p; p++) {
+        if (*p == '\n') {
+            if (p[1] != '\0') fputs("; ", stderr);
+        } else if (*p != '\r') {
+            fputc(*p, stderr);
+        }
+    }
+    fputc('\n', stderr);
+    cleanup(g_app);
+    exit(code);
+}
+
+/* die() for a failed library call: "[<what>: ]<the library's message>". */
+static _Noreturn void die_status(ember_status st, const char *what) {
+    const char *detail = ember_last_error();
+    if (detail == NULL || detail[0] == '\0') detail = ember_status_str(st);
+    if (what == NULL) die(EXIT_RUNTIME, "%s", detail);
+    die(EXIT_RUNTIME, "%s: %s", what, detail);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Arguments                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Value of option `name` at argv[*i]: "--name VALUE" or "--name=VALUE". */
+static const char *option_value(int argc, char **argv, int *i, const char *name) {
+    const char *arg = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(arg, name, n) != 0) return NULL;
+    if (arg[n] == '=') return arg + n + 1;
+    if (arg[n] != '\0') return NULL;
+    if (*i + 1 >= argc) die(EXIT_USAGE, "%s needs a value (try --help)", name);
+    return argv[++*i];
+}
+
+static long parse_long(const char *name, const char *v, long lo, long hi) {
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || n < lo || n > hi)
+        die(EXIT_USAGE, "%s must be an integer from %ld to %ld, not '%s'", name, lo, hi, v);
+    return n;
+}
+
+static float parse_float(const char *name, const char *v, double lo, double hi) {
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno != 0 || end == v || *end != '\0' || !(x >= lo && x <= hi))
+        die(EXIT_USAGE, "%s must be a number from %g to %g, not '%s'", name, lo, hi, v);
+    return (float)x;
+}
+
+static void parse_args(app *a, int argc, char **argv) {
+    a->opts = ember_llm_options_default();
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *v;
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            fputs(k_usage, stdout);
+            exit(0);
+        } else if (strcmp(arg, "--stats") == 0) {
+            a->stats = true;
+        } else if (strcmp(arg, "--ids") == 0) {
+            a->ids = true;
+        } else if ((v = option_value(argc, argv, &i, "--model")) != NULL) {
+            a->model = v;
+        } else if ((v = option_value(argc, argv, &i, "--tokenizer")) != NULL) {
+            a->tokenizer = v;
+        } else if ((v = option_value(argc, argv, &i, "--prompt")) != NULL) {
+            a->prompt_arg = v;
+        } else if ((v = option_value(argc, argv, &i, "--encode")) != NULL) {
+            a->encode = v;
+        } else if ((v = option_value(argc, argv, &i, "--decode")) != NULL) {
+            a->decode = v;
+        } else if ((v = option_value(argc, argv, &i, "--max-new-tokens")) != NULL) {
+            a->opts.max_new_tokens = (size_t)parse_long("--max-new-tokens", v, 0, MAX_NEW_TOKENS);
+        } else if ((v = option_value(argc, argv, &i, "--temperature")) != NULL) {
+            a->opts.sampler.temperature = parse_float("--temperature", v, 0.0, 1e6);
+        } else if ((v = option_value(argc, argv, &i, "--top-k")) != NULL) {
+            a->opts.sampler.top_k = (int32_t)parse_long("--top-k", v, 0, INT32_MAX);
+        } else if ((v = option_value(argc, argv, &i, "--top-p")) != NULL) {
+            a->opts.sampler.top_p = parse_float("--top-p", v, FLT_MIN, 1.0);
+        } else if ((v = option_value(argc, argv, &i, "--repetition-penalty")) != NULL) {
+            a->opts.sampler.repetition_penalty = parse_float("--repetition-penalty", v, FLT_MIN, 1e6);
+        } else if ((v = option_value(argc, argv, &i, "--seed")) != NULL) {
+            char *end;
+            errno = 0;
+            unsigned long long s = strtoull(v, &end, 10);
+            if (errno != 0 || end == v || *end != '\0' || v[0] == '-')
+                die(EXIT_USAGE, "--seed must be a non-negative integer, not '%s'", v);
+            a->opts.sampler.seed = (uint64_t)s;
+            a->seed_given = true;
+        } else {
+            die(EXIT_USAGE, "unknown argument '%s' (try --help)", arg);
+        }
+    }
+    if (a->tokenizer == NULL) die(EXIT_USAGE, "--tokenizer DIR is required (try --help)");
+    if (a->encode != NULL && a->decode != NULL) die(EXIT_USAGE, "give --encode or --decode, not both");
+    if (a->encode == NULL && a->decode == NULL && a->model == NULL)
+        die(EXIT_USAGE, "--model FILE is required (try --help)");
+    if (!a->seed_given) a->opts.sampler.seed = (uint64_t)time(NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Input                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Reads stdin up to the end (all = true) or the end of the first line into
+ * a->text; returns its length, or -1 if stdin had nothing at all. */
+static long read_stdin(app *a, bool all) {
+    size_t cap = 4096, n = 0;
+    a->text = malloc(cap);
+    if (a->text == NULL) die(EXIT_RUNTIME, "out of memory");
+    bool any = false;
+    int c;
+    while ((c = getchar()) != EOF) {
+        any = true;
+        if (!all && c == '\n') break;
+        if (n + 1 >= cap) {
+            if (cap >= MAX_PROMPT_BYTES)
+                die(EXIT_RUNTIME, "the prompt is longer than %zu bytes", MAX_PROMPT_BYTES);
+            cap *= 2;
+            char *p = realloc(a->text, cap);
+            if (p == NULL) die(EXIT_RUNTIME, "out of memory");
+            a->text = p;
+        }
+        a->text[n++] = (char)c;
+    }
+    if (ferror(stdin)) die(EXIT_RUNTIME, "cannot read the prompt from standard input");
+    if (!all && n > 0 && a->text[n - 1] == '\r') n--;
+    a->text[n] = '\0';
+    return any ? (long)n : -1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Modes                                                                     */
+/* ------------------------------------------------------------------------ */
+
+static void load_tokenizer(app *a) {
+    ember_status st = ember_bpe_tokenizer_load_dir(a->tokenizer, &a->tok);
+    if (st != EMBER_OK) die_status(st, "tokenizer");
+}
+
+static void run_encode(app *a) {
+    const char *text = a->encode;
+    size_t len = strlen(text);
+    if (strcmp(text, "-") == 0) {
+        len = (size_t)(read_stdin(a, true) < 0 ? 0 : strlen(a->text));
+        text = a->text;
+    }
+    load_tokenizer(a);
+    a->tokens = malloc((len == 0 ? 1 : len) * sizeof *a->tokens);
+    if (a->tokens == NULL) die(EXIT_RUNTIME, "out of memory");
+    size_t n;
+    ember_status st = ember_bpe_tokenizer_encode(a->tok, text, len, a->tokens, len, &n);
+    if (st != EMBER_OK) die_status(st, "cannot encode the text");
+    for (size_t i = 0; i < n; i++) printf(i ? " %d" : "%d", (int)a->tokens[i]);
+    printf("\n");
+}
+
+static void run_decode(app *a) {
+    load_tokenizer(a);
+    size_t cap = strlen(a->decode) / 2 + 1; /* ids need a separator each */
+    a->tokens = malloc(cap * sizeof *a->tokens);
+    if (a->tokens == NULL) die(EXIT_RUNTIME, "out of memory");
+    size_t n = 0;
+    const char *p = a->decode;
+    for (;;) {
+        while (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n') p++;
+        if (*p == '\0') break;
+        char *end;
+        errno = 0;
+        long id = strtol(p, &end, 10);
+        if (errno != 0 || end == p || id < 0 || id > INT32_MAX || n >= cap)
+            die(EXIT_USAGE, "--decode wants token ids separated by spaces, not '%s'", a->decode);
+        a->tokens[n++] = (int32_t)id;
+        p = end;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *bytes;
+        size_t len;
+        ember_status st = ember_bpe_tokenizer_decode(a->tok, a->tokens[i], &bytes, &len);
+        if (st != EMBER_OK) die_status(st, "cannot decode");
+        fwrite(bytes, 1, len, stdout);
+    }
+}
+
+static void on_token(void *user, int32_t token, const char *piece, size_t len) {
+    app *a = user;
+    if (a->ids) {
+        printf(a->printed++ ? " %d" : "%d", (int)token);
+    } else {
+        fwrite(piece, 1, len, stdout);
+    }
+    fflush(stdout);
+}
+
+static void print_stats(const app *a, const ember_llm_stats *s) {
+    struct rusage ru;
+    double rss_mib = 0.0;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) rss_mib = (double)ru.ru_maxrss / 1024.0; /* KiB on Linux */
+    double prefill_tps = s->prefill_ms > 0 ? (double)s->prompt_tokens * 1e3 / s->prefill_ms : 0.0;
+    double decode_tps = s->decode_ms > 0 ? (double)s->decode_steps * 1e3 / s->decode_ms : 0.0;
+    fprintf(stderr, "load:                %.2f ms\n", ember_llm_runner_load_ms(a->runner));
+    fprintf(stderr, "prompt tokens:       %zu\n", s->prompt_tokens);
+    fprintf(stderr, "prefill:             %.2f ms (%.1f tok/s)\n", s->prefill_ms, prefill_tps);
+    fprintf(stderr, "time to first token: %.2f ms\n", s->ttft_ms);
+    fprintf(stderr, "generated tokens:    %zu\n", s->generated_tokens);
+    fprintf(stderr, "decode:              %.2f ms for %zu steps (%.1f tok/s)\n", s->decode_ms,
+            s->decode_steps, decode_tps);
+    if (s->window_restarts > 0)
+        fprintf(stderr, "cache restarts:      %zu\n", s->window_restarts);
+    fprintf(stderr, "peak RSS:            %.1f MiB\n", rss_mib);
+}
+
+static void run_generate(app *a) {
+    ember_status st = ember_llm_runner_load(a->model, a->tokenizer, &a->runner);
+    if (st != EMBER_OK) die_status(st, NULL);
+
+    const char *prompt = a->prompt_arg;
+    size_t len;
+    if (prompt == NULL) {
+        printf("Enter model prompt: ");
+        fflush(stdout);
+        long n = read_stdin(a, false);
+        if (n < 0) die(EXIT_RUNTIME, "no prompt: standard input is empty (give --prompt TEXT)");
+        prompt = a->text;
+        len = (size_t)n;
+    } else {
+        len = strlen(prompt);
+    }
+    if (len == 0) die(EXIT_RUNTIME, "the prompt is empty");
+    if (len > MAX_PROMPT_BYTES) die(EXIT_RUNTIME, "the prompt is longer than %zu bytes", MAX_PROMPT_BYTES);
+
+    /* Encode first, so that a prompt the model cannot take fails before any output. */
+    a->tokens = malloc(len * sizeof *a->tokens);
+    if (a->tokens == NULL) die(EXIT_RUNTIME, "out of memory");
+    size_t n_tokens;
+    st = ember_bpe_tokenizer_encode(ember_llm_runner_tokenizer(a->runner), prompt, len, a->tokens,
+                                    len, &n_tokens);
+    if (st != EMBER_OK) die_status(st, "cannot encode the prompt");
+    size_t max_len = ember_llm_runner_max_seq_len(a->runner);
+    if (n_tokens > max_len)
+        die(EXIT_RUNTIME, "the prompt is %zu tokens; this model takes at most %zu", n_tokens, max_len);
+
+    if (!a->ids) {
+        fwrite(prompt, 1, len, stdout);
+        fflush(stdout);
+    }
+    a->opts.on_token = on_token;
+    a->opts.user = a;
+    ember_llm_stats s;
+    st = ember_llm_runner_generate_ids(a->runner, a->tokens, n_tokens, &a->opts, &s);
+    if (st != EMBER_OK) {
+        printf("\n");
+        die_status(st, "generation failed");
+    }
+    printf("\n");
+    fflush(stdout);
+    if (a->stats) print_stats(a, &s);
+}
+
+int main(int argc, char **argv) {
+    static app a;
+    g_app = &a;
+    parse_args(&a, argc, argv);
+    if (a.encode != NULL) run_encode(&a);
+    else if (a.decode != NULL) run_decode(&a);
+    else run_generate(&a);
+    fflush(stdout);
+    cleanup(&a);
+    return 0;
+}
