@@ -21,6 +21,7 @@ from torch.fx import GraphModule
 
 from .. import dialect
 from ..errors import ExportError, source_location
+from ..tensor_spec import TensorSpec
 
 _cache: Dict[OpOverload, Optional[Tuple[OpOverload, Tuple[str, ...]]]] = {}
 
@@ -62,6 +63,12 @@ def out_variant(op: OpOverload) -> Optional[Tuple[OpOverload, Tuple[str, ...]]]:
     return result
 
 
+def _empty_placeholder(specs: List) -> TensorSpec:
+    """A (0,)-shaped out tensor for an output a multi-output op leaves undefined."""
+    dtype = next((s.dtype for s in specs if isinstance(s, TensorSpec)), torch.float32)
+    return TensorSpec(dtype, [0], [0])
+
+
 # Ops that run as they are: in-place write-back and symbolic-size prim ops.
 _KEEP = {torch.ops.aten.copy_.default}
 
@@ -92,6 +99,10 @@ def to_out_variants(gm: GraphModule) -> None:
         allowed = {a.name for a in out_op._schema.arguments}
         kwargs = {k: v for k, v in node.kwargs.items() if k in allowed}
         for name, s, v in zip(out_names, specs, vals):
+            if s is None and len(out_names) > 1:
+                # An output the op does not produce (convolution_backward's
+                # output_mask): an empty placeholder, as the reference emits.
+                s = _empty_placeholder(specs)
             with gm.graph.inserting_before(node):
                 alloc = gm.graph.call_function(dialect.alloc, (None,))
             alloc.meta["spec"] = s
