@@ -220,7 +220,10 @@ def is_core_aten(op: OpOverload) -> bool:
 
 def is_allowed_edge_op(target: Any, extra: Sequence[OpOverload] = ()) -> bool:
     """Whether `target` may appear in an edge program outside a delegate."""
-    if target is operator.getitem or is_sym_op(target) or target in ASSERT_OPS:
+    from .backend.lowered import call_delegate
+
+    if target is operator.getitem or is_sym_op(target) or target in ASSERT_OPS or \
+            target is call_delegate:
         return True
     if isinstance(target, torch._ops.HigherOrderOperator):
         return target in (torch.ops.higher_order.cond,)

@@ -39,6 +39,7 @@ from .graph_utils import (
     resync_signature,
     subgraphs,
 )
+from .backend.delegate_op import delegate_ops_to_calls
 from .passes.debug_handles import assign_debug_handles
 from .passes.noop import remove_noops
 from .passes.reinplace import is_auto_functionalized
@@ -317,6 +318,7 @@ def convert_to_edge(ep: ExportedProgram, config: EdgeCompileConfig,
     graphs = [gm] + subgraphs(gm)  # the method and its control-flow branches
     for g in graphs:
         remove_asserts(g)
+        delegate_ops_to_calls(g)  # lowered modules composed into this model
     if config._check_ir_validity:
         for g in graphs:
             check_ir_validity(g, list(config._core_aten_ops_exception_list) + preserve)

@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional
 import torch
 from torch.export import ExportedProgram
 from torch.fx import Node
+from torch.utils import _pytree as pytree
 
 from .backend_details import CompileSpec
 
@@ -53,9 +54,83 @@ class LoweredBackendModule(torch.nn.Module):
                     for k, v in self.debug_handle_map.items()}
         return {h: [h] for h in self.debug_handles()}
 
+    def program(self, config: Optional[Any] = None) -> Any:
+        """This module alone as a program: one delegate call on the subgraph's
+        inputs (the whole-program lowering flow). An ExecutorchProgramManager."""
+        from ..config import ExecutorchBackendConfig
+        from ..program import ExecutorchProgramManager
+
+        return ExecutorchProgramManager({"forward": _standalone_program(self)}, None,
+                                        config or ExecutorchBackendConfig())
+
+    def buffer(self, config: Optional[Any] = None) -> bytes:
+        """The .pte bytes of program()."""
+        return self.program(config).buffer
+
     def forward(self, *args: Any) -> Any:
-        # Eager fallback: run the subgraph the backend was given.
-        return self.original_module.module()(*args)
+        # Traced by torch.export as one delegate call (composition); in eager
+        # PyTorch it runs the subgraph the backend was given.
+        from .delegate_op import ember_call_delegate
+
+        out = ember_call_delegate(self, *args)
+        spec = self.original_module.call_spec.out_spec
+        return pytree.tree_unflatten(list(out), spec) if spec is not None else out
+
+
+def _standalone_program(lowered: "LoweredBackendModule") -> ExportedProgram:
+    """An edge program that only calls `lowered` on the user inputs of its subgraph."""
+    import operator
+
+    from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
+    from torch.export.graph_signature import (
+        ExportGraphSignature,
+        InputKind,
+        InputSpec,
+        OutputKind,
+        OutputSpec,
+        TensorArgument,
+    )
+
+    from ..graph_utils import EdgeVerifier
+
+    sub = lowered.original_module
+    kinds = {s.arg.name: s.kind for s in sub.graph_signature.input_specs}
+    user_outputs = [s.arg.name for s in sub.graph_signature.output_specs
+                    if s.kind == OutputKind.USER_OUTPUT]
+    if len(user_outputs) != len(sub.graph_signature.output_specs):
+        raise ValueError("a program whose backend mutates buffers or inputs cannot be lowered "
+                         "whole; delegate its subgraphs with a partitioner instead")
+    gm = torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph())
+    g = gm.graph
+    inputs = []
+    for n in sub.graph.nodes:
+        if n.op == "placeholder" and kinds.get(n.name) == InputKind.USER_INPUT:
+            p = g.placeholder(n.name)
+            p.meta["val"] = n.meta.get("val")
+            inputs.append(p)
+    gm.add_submodule("lowered_module_0", lowered)
+    attr = g.get_attr("lowered_module_0")
+    call = g.call_function(call_delegate, (attr, *inputs))
+    by_name = {n.name: n for n in sub.graph.nodes}
+    vals = [by_name[name].meta.get("val") for name in user_outputs]
+    call.meta["val"] = tuple(vals)
+    items = []
+    for i, v in enumerate(vals):
+        item = g.call_function(operator.getitem, (call, i))
+        item.meta["val"] = v
+        items.append(item)
+    g.output(tuple(items))
+    gm.recompile()
+    sig = ExportGraphSignature(
+        input_specs=[InputSpec(InputKind.USER_INPUT, TensorArgument(p.name), None)
+                     for p in inputs],
+        output_specs=[OutputSpec(OutputKind.USER_OUTPUT, TensorArgument(i.name), None)
+                      for i in items])
+    calls = [ModuleCallEntry("", ModuleCallSignature(
+        inputs=[], outputs=[], in_spec=sub.call_spec.in_spec, out_spec=sub.call_spec.out_spec))]
+    return ExportedProgram(root=gm, graph=gm.graph, graph_signature=sig, state_dict={},
+                           range_constraints=sub.range_constraints, module_call_graph=calls,
+                           example_inputs=None, constants={}, verifiers=[EdgeVerifier])
 
 
 def call_delegate(lowered: LoweredBackendModule, *args: Any) -> Any:

@@ -13,7 +13,7 @@ For every tag the partitioner returns:
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from torch.export import ExportedProgram
 from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
@@ -35,7 +35,7 @@ from ..graph_utils import (
     rebuild_program,
     resync_signature,
 )
-from .backend_details import find_backend
+from .backend_details import CompileSpec, find_backend
 from .lowered import LoweredBackendModule, call_delegate
 from .partitioner import TAG, Partitioner
 
@@ -90,7 +90,36 @@ def _subprogram(parent: ExportedProgram, sub: GraphModule, call: Node,
                            constants=constants, verifiers=[EdgeVerifier])
 
 
-def to_backend(ep: ExportedProgram, partitioner: Partitioner) -> ExportedProgram:
+def to_backend(*args: Any, **kwargs: Any) -> Any:
+    """Delegation, in the two forms ExecuTorch users know.
+
+    `to_backend(backend_id, edge_program, compile_specs)` lowers the whole
+    edge program to one backend and returns its LoweredBackendModule; that
+    module serializes alone (`.buffer()`), or composes into a bigger model
+    that is exported again (it traces as one delegate call).
+
+    `to_backend(edge_program, partitioner)` delegates the subgraphs the
+    partitioner tags and returns the edge program with delegate calls.
+    """
+    if args and isinstance(args[0], str):
+        return lower_whole_program(*args, **kwargs)
+    return partition_and_lower(*args, **kwargs)
+
+
+def lower_whole_program(backend_id: str, edge_program: ExportedProgram,
+                        compile_specs: Optional[List[CompileSpec]] = None
+                        ) -> LoweredBackendModule:
+    """The whole edge program, preprocessed by one backend."""
+    specs = list(compile_specs or [])
+    backend = find_backend(backend_id)
+    sub_ep = rebuild_program(edge_program, copy_graph_module(edge_program.graph_module),
+                             edge_program.graph_signature)
+    res = backend.preprocess(sub_ep, specs)
+    return LoweredBackendModule(backend_id, res.processed_bytes, specs, sub_ep,
+                                res.debug_handle_map)
+
+
+def partition_and_lower(ep: ExportedProgram, partitioner: Partitioner) -> ExportedProgram:
     """Returns ep with the partitioner's subgraphs delegated."""
     work = rebuild_program(ep, copy_graph_module(ep.graph_module), ep.graph_signature)
     result = partitioner.partition(work)
