@@ -60,6 +60,18 @@ size_t ember_portable_kernel_count(void);
 const ember_kernel *ember_portable_kernel_at(size_t i);
 
 /**
+ * Seeds the random generator of the portable kernels (rand, randn,
+ * randperm, native_dropout in training mode) and restarts its stream
+ * counter. At start-up the seed is 0, so a process that never calls this
+ * still gets the same values on every run. Each kernel call draws from its
+ * own stream, taken atomically, so methods may run on several threads; to
+ * reproduce a run, seed while no method is executing and run the same calls
+ * in the same order. Not a cryptographic generator.
+ * @param[in] seed any value
+ */
+void ember_portable_kernels_seed(uint64_t seed);
+
+/**
  * Scratch memory for this call, size bytes aligned to align; NULL if the
  * method's scratch is exhausted (report EMBER_ERR_OUT_OF_MEMORY then).
  */

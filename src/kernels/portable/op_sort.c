@@ -1,0 +1,281 @@
+/*
+ * aten::sort.values(Tensor self, int dim=-1, bool descending=False, *,
+ *     Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)
+ * aten::sort.values_stable(Tensor self, *, bool? stable, int dim=-1,
+ *     bool descending=False, Tensor(a!) values, Tensor(b!) indices)
+ *     -> (Tensor(a!) values, Tensor(b!) indices)
+ * aten::topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True,
+ *     bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices)
+ *     -> (Tensor(a!) values, Tensor(b!) indices)
+ *
+ * sort orders every row along dim; topk keeps the k largest (smallest) of
+ * each row, best first. Both order as PyTorch does: NaN above every number
+ * (last when ascending, first when descending), -0.0 equal to 0.0, and equal
+ * values by their original index, so every sort is stable (PyTorch's CPU
+ * sort is too) and topk's ties come in index order. topk always returns
+ * its values sorted, which sorted=False allows. indices are int64.
+ * Arguments: inputs, 2 outs, TensorList (6, 7 and 8 of them).
+ *
+ * The rows are heap-sorted in place in the outputs, so no scratch memory is
+ * needed: each element carries its original index, which breaks every tie
+ * and makes the unstable heap sort give the stable order.
+ */
+#include <string.h>
+
+#include "kernel_util.h"
+#include "ops.h"
+
+/* One row of the outputs: slot s is values[s * vs] and indices[s * is]. */
+typedef struct sort_row {
+    char *v;
+    int64_t *ix;
+    int64_t vs, is;
+    size_t es;       /* element size of values */
+    ek_load_fn load; /* one element to double (float dtypes) or int64 */
+    bool is_float;
+    bool desc; /* largest first */
+} sort_row;
+
+typedef union sort_key {
+    double d;
+    int64_t i;
+} sort_key;
+
+static sort_key load_key(const sort_row *r, const void *elem) {
+    sort_key k;
+    r->load(&k, elem, 1, 1);
+    return k;
+}
+
+static sort_key slot_key(const sort_row *r, int64_t s) {
+    return load_key(r, r->v + s * r->vs * (int64_t)r->es);
+}
+
+/* -1, 0, 1 as a is below, equal to, above b; NaN is above every number. */
+static int key_cmp(const sort_row *r, sort_key a, sort_key b) {
+    if (!r->is_float) return a.i < b.i ? -1 : a.i > b.i ? 1 : 0;
+    bool an = a.d != a.d, bn = b.d != b.d;
+    if (an || bn) return an == bn ? 0 : an ? 1 : -1;
+    return a.d < b.d ? -1 : a.d > b.d ? 1 : 0;
+}
+
+/* True if (ka, ia) comes before (kb, ib) in the output order. */
+static bool before(const sort_row *r, sort_key ka, int64_t ia, sort_key kb, int64_t ib) {
+    int c = key_cmp(r, ka, kb);
+    if (r->desc) c = -c;
+    return c < 0 || (c == 0 && ia < ib);
+}
+
+static bool slot_before(const sort_row *r, int64_t a, int64_t b) {
+    return before(r, slot_key(r, a), r->ix[a * r->is], slot_key(r, b), r->ix[b * r->is]);
+}
+
+static void slot_swap(const sort_row *r, int64_t a, int64_t b) {
+    uint8_t tmp[8];
+    char *pa = r->v + a * r->vs * (int64_t)r->es, *pb = r->v + b * r->vs * (int64_t)r->es;
+    memcpy(tmp, pa, r->es);
+    memcpy(pa, pb, r->es);
+    memcpy(pb, tmp, r->es);
+    int64_t t = r->ix[a * r->is];
+    r->ix[a * r->is] = r->ix[b * r->is];
+    r->ix[b * r->is] = t;
+}
+
+/*
+ * The heap over slots [0, end) keeps the slot that comes last in the output
+ * order at the root (a max-heap under `before`).
+ */
+static void sift_down(const sort_row *r, int64_t root, int64_t end) {
+    for (;;) {
+        int64_t child = 2 * root + 1;
+        if (child >= end) return;
+        if (child + 1 < end && slot_before(r, child, child + 1)) child++;
+        if (!slot_before(r, root, child)) return;
+        slot_swap(r, root, child);
+        root = child;
+    }
+}
+
+static void sift_up(const sort_row *r, int64_t s) {
+    while (s > 0) {
+        int64_t parent = (s - 1) / 2;
+        if (!slot_before(r, parent, s)) return;
+        slot_swap(r, parent, s);
+        s = parent;
+    }
+}
+
+/* Sorts slots [0, n) into output order. */
+static void heap_sort(const sort_row *r, int64_t n) {
+    for (int64_t s = n / 2 - 1; s >= 0; s--) sift_down(r, s, n);
+    for (int64_t end = n - 1; end > 0; end--) {
+        slot_swap(r, 0, end);
+        sift_down(r, 0, end);
+    }
+}
+
+/* Shared checks and geometry of sort and topk. */
+typedef struct sort_geom {
+    size_t d;
+    int64_t len; /* self's size along d */
+    int64_t sizes[EMBER_MAX_DIM];
+    int64_t st[3][EMBER_MAX_DIM]; /* other dims: values, indices, self */
+    size_t n;
+} sort_geom;
+
+static ember_status sort_check(ember_kernel_ctx *ctx, ember_tensor *self, int64_t dim,
+                               ember_tensor *values, ember_tensor *indices, sort_geom *g) {
+    EK_TRY(ek_check_supported(ctx, self->dtype, "self"));
+    EK_TRY(ek_check_same_dtype(ctx, self, values, "self and values"));
+    if (indices->dtype != EMBER_INT64)
+        return ember_kernel_fail(ctx, EMBER_ERR_TYPE_MISMATCH, "indices must be int64, got %s",
+                                 ember_dtype_name(indices->dtype));
+    EK_TRY(ek_check_no_alias(ctx, values, self));
+    EK_TRY(ek_check_no_alias(ctx, indices, self));
+    EK_TRY(ek_check_no_alias(ctx, indices, values));
+    EK_TRY(ek_norm_dim(ctx, dim, self->dim, &g->d));
+    g->len = self->dim == 0 ? 1 : self->sizes[g->d];
+    return EMBER_OK;
+}
+
+/* Strides of the non-sorted dims, after the outputs have been resized. */
+static void sort_bind(sort_geom *g, const ember_tensor *self, const ember_tensor *values,
+                      const ember_tensor *indices) {
+    g->n = 0;
+    for (size_t k = 0; k < self->dim; k++) {
+        if (k == g->d) continue;
+        g->sizes[g->n] = self->sizes[k];
+        g->st[0][g->n] = values->strides[k];
+        g->st[1][g->n] = indices->strides[k];
+        g->st[2][g->n] = self->strides[k];
+        g->n++;
+    }
+}
+
+static sort_row row_init(const ember_tensor *values, const ember_tensor *indices, size_t d,
+                         bool desc) {
+    sort_row r;
+    bool f = ek_is_float(values->dtype);
+    r.v = (char *)values->data;
+    r.ix = (int64_t *)indices->data;
+    r.vs = values->dim == 0 ? 0 : values->strides[d];
+    r.is = indices->dim == 0 ? 0 : indices->strides[d];
+    r.es = ember_dtype_size(values->dtype);
+    r.load = ek_loader(values->dtype, f ? EK_CT_F64 : EK_CT_I64);
+    r.is_float = f;
+    r.desc = desc;
+    return r;
+}
+
+static ember_status sort_run(ember_kernel_ctx *ctx, ember_tensor *self, int64_t dim, bool desc,
+                             ember_tensor *values, ember_tensor *indices) {
+    sort_geom g;
+    EK_TRY(sort_check(ctx, self, dim, values, indices, &g));
+    EK_TRY(ek_resize_like(ctx, values, self));
+    EK_TRY(ek_resize_like(ctx, indices, self));
+    if (self->numel == 0) return EMBER_OK;
+    sort_bind(&g, self, values, indices);
+    int64_t sizes[EMBER_MAX_DIM];
+    ek_sizes64(self, sizes);
+    ek_copy_block(values->data, 0, values->strides, self->data, 0, self->strides, sizes, self->dim,
+                  ember_dtype_size(self->dtype));
+    sort_row r = row_init(values, indices, g.d, desc);
+    char *vbase = r.v;
+    int64_t *ibase = r.ix;
+    int64_t idx[EMBER_MAX_DIM] = {0}, off[3] = {0, 0, 0};
+    do {
+        r.v = vbase + off[0] * (int64_t)r.es;
+        r.ix = ibase + off[1];
+        for (int64_t j = 0; j < g.len; j++) r.ix[j * r.is] = j;
+        heap_sort(&r, g.len);
+    } while (ek_advance(idx, g.sizes, g.n, 3, (const int64_t(*)[EMBER_MAX_DIM])g.st, off));
+    return EMBER_OK;
+}
+
+ember_status ek_op_sort_values(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
+    ember_tensor *self, *values, *indices;
+    int64_t dim;
+    bool desc;
+    EK_TRY(ek_check_nargs(ctx, nargs, 6));
+    EK_TRY(ek_arg_tensor(ctx, args, 0, &self));
+    EK_TRY(ek_arg_int(ctx, args, 1, &dim));
+    EK_TRY(ek_arg_bool(ctx, args, 2, &desc));
+    EK_TRY(ek_arg_out(ctx, args, 3, &values));
+    EK_TRY(ek_arg_out(ctx, args, 4, &indices));
+    return sort_run(ctx, self, dim, desc, values, indices);
+}
+
+ember_status ek_op_sort_values_stable(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
+    ember_tensor *self, *values, *indices;
+    int64_t dim;
+    bool desc;
+    EK_TRY(ek_check_nargs(ctx, nargs, 7));
+    EK_TRY(ek_arg_tensor(ctx, args, 0, &self));
+    if (args[1]->tag != EMBER_TAG_NONE && args[1]->tag != EMBER_TAG_BOOL)
+        return ember_kernel_fail(ctx, EMBER_ERR_INVALID_PROGRAM,
+                                 "argument 1: expected Bool or None");
+    EK_TRY(ek_arg_int(ctx, args, 2, &dim));
+    EK_TRY(ek_arg_bool(ctx, args, 3, &desc));
+    EK_TRY(ek_arg_out(ctx, args, 4, &values));
+    EK_TRY(ek_arg_out(ctx, args, 5, &indices));
+    return sort_run(ctx, self, dim, desc, values, indices); /* always stable */
+}
+
+ember_status ek_op_topk_values(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
+    ember_tensor *self, *values, *indices;
+    int64_t k, dim;
+    bool largest, sorted;
+    sort_geom g;
+    EK_TRY(ek_check_nargs(ctx, nargs, 8));
+    EK_TRY(ek_arg_tensor(ctx, args, 0, &self));
+    EK_TRY(ek_arg_int(ctx, args, 1, &k));
+    EK_TRY(ek_arg_int(ctx, args, 2, &dim));
+    EK_TRY(ek_arg_bool(ctx, args, 3, &largest));
+    EK_TRY(ek_arg_bool(ctx, args, 4, &sorted));
+    EK_TRY(ek_arg_out(ctx, args, 5, &values));
+    EK_TRY(ek_arg_out(ctx, args, 6, &indices));
+    if (self->dtype == EMBER_BOOL)
+        return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED, "topk is not defined for bool");
+    EK_TRY(sort_check(ctx, self, dim, values, indices, &g));
+    if (k < 0 || k > g.len)
+        return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT,
+                                 "topk: k = %lld is out of range for a dim of size %lld",
+                                 (long long)k, (long long)g.len);
+    int64_t shape[EMBER_MAX_DIM];
+    ek_sizes64(self, shape);
+    if (self->dim > 0) shape[g.d] = k;
+    EK_TRY(ek_resize_out(ctx, values, shape, self->dim));
+    EK_TRY(ek_resize_out(ctx, indices, shape, self->dim));
+    if (values->numel == 0) return EMBER_OK;
+    sort_bind(&g, self, values, indices);
+    sort_row r = row_init(values, indices, g.d, largest);
+    char *vbase = r.v;
+    int64_t *ibase = r.ix;
+    const char *sbase = (const char *)self->data;
+    int64_t ss = self->dim == 0 ? 0 : self->strides[g.d];
+    int64_t idx[EMBER_MAX_DIM] = {0}, off[3] = {0, 0, 0};
+    do {
+        r.v = vbase + off[0] * (int64_t)r.es;
+        r.ix = ibase + off[1];
+        /* keep the best k seen so far in a heap whose root is the worst of them */
+        for (int64_t j = 0; j < g.len; j++) {
+            const char *elem = sbase + (off[2] + j * ss) * (int64_t)r.es;
+            int64_t slot;
+            if (j < k) {
+                slot = j;
+            } else if (before(&r, load_key(&r, elem), j, slot_key(&r, 0), r.ix[0])) {
+                slot = 0;
+            } else {
+                continue;
+            }
+            memcpy(r.v + slot * r.vs * (int64_t)r.es, elem, r.es);
+            r.ix[slot * r.is] = j;
+            if (j < k)
+                sift_up(&r, slot);
+            else
+                sift_down(&r, 0, k);
+        }
+        heap_sort(&r, k);
+    } while (ek_advance(idx, g.sizes, g.n, 3, (const int64_t(*)[EMBER_MAX_DIM])g.st, off));
+    return EMBER_OK;
+}
