@@ -48,6 +48,9 @@ static const char k_usage[] =
     "  --top-p F                  keep the most likely tokens up to probability F (default 1)\n"
     "  --repetition-penalty F     penalize tokens already seen; 1 is off (default 1)\n"
     "  --seed N                   random seed (default: from the clock)\n"
+    "  --kv-keep N                for a program with a KV cache: tokens to keep when\n"
+    "                             the cache is full (default: all it holds, which\n"
+    "                             gives the same tokens as re-running the window)\n"
     "  --stats                    print load time, time to first token, prefill and\n"
     "                             decode speed and peak memory to stderr\n"
     "  --ids                      print the generated token ids instead of text\n"
@@ -188,6 +191,8 @@ static void parse_args(app *a, int argc, char **argv) {
             a->opts.sampler.top_p = parse_float("--top-p", v, FLT_MIN, 1.0);
         } else if ((v = option_value(argc, argv, &i, "--repetition-penalty")) != NULL) {
             a->opts.sampler.repetition_penalty = parse_float("--repetition-penalty", v, FLT_MIN, 1e6);
+        } else if ((v = option_value(argc, argv, &i, "--kv-keep")) != NULL) {
+            a->opts.kv_keep = (size_t)parse_long("--kv-keep", v, 1, INT32_MAX);
         } else if ((v = option_value(argc, argv, &i, "--seed")) != NULL) {
             char *end;
             errno = 0;
@@ -301,10 +306,31 @@ static void on_token(void *user, int32_t token, const char *piece, size_t len) {
     fflush(stdout);
 }
 
-static void print_stats(const app *a, const ember_llm_stats *s) {
+/* Peak resident memory in MiB. Linux keeps getrusage()'s ru_maxrss across
+ * exec, so a runner started by a large process would report that process's
+ * peak: read this process image's own high-water mark (VmHWM) where there is
+ * one, and fall back to getrusage() elsewhere. */
+static double peak_rss_mib(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f != NULL) {
+        char line[256];
+        long kib = -1;
+        while (fgets(line, sizeof line, f) != NULL)
+            if (sscanf(line, "VmHWM: %ld kB", &kib) == 1) break;
+        fclose(f);
+        if (kib >= 0) return (double)kib / 1024.0;
+    }
     struct rusage ru;
-    double rss_mib = 0.0;
-    if (getrusage(RUSAGE_SELF, &ru) == 0) rss_mib = (double)ru.ru_maxrss / 1024.0; /* KiB on Linux */
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0.0;
+#if defined(__APPLE__)
+    return (double)ru.ru_maxrss / (1024.0 * 1024.0); /* bytes */
+#else
+    return (double)ru.ru_maxrss / 1024.0; /* KiB */
+#endif
+}
+
+static void print_stats(const app *a, const ember_llm_stats *s) {
+    double rss_mib = peak_rss_mib();
     double prefill_tps = s->prefill_ms > 0 ? (double)s->prompt_tokens * 1e3 / s->prefill_ms : 0.0;
     double decode_tps = s->decode_ms > 0 ? (double)s->decode_steps * 1e3 / s->decode_ms : 0.0;
     fprintf(stderr, "load:                %.2f ms\n", ember_llm_runner_load_ms(a->runner));
@@ -314,8 +340,8 @@ static void print_stats(const app *a, const ember_llm_stats *s) {
     fprintf(stderr, "generated tokens:    %zu\n", s->generated_tokens);
     fprintf(stderr, "decode:              %.2f ms for %zu steps (%.1f tok/s)\n", s->decode_ms,
             s->decode_steps, decode_tps);
-    if (s->window_restarts > 0)
-        fprintf(stderr, "cache restarts:      %zu\n", s->window_restarts);
+    if (s->cache_restarts > 0)
+        fprintf(stderr, "cache restarts:      %zu\n", s->cache_restarts);
     fprintf(stderr, "peak RSS:            %.1f MiB\n", rss_mib);
 }
 
@@ -348,6 +374,10 @@ static void run_generate(app *a) {
     size_t max_len = ember_llm_runner_max_seq_len(a->runner);
     if (n_tokens > max_len)
         die(EXIT_RUNTIME, "the prompt is %zu tokens; this model takes at most %zu", n_tokens, max_len);
+
+    if (a->opts.kv_keep > max_len)
+        die(EXIT_USAGE, "--kv-keep is %zu; this model takes at most %zu tokens", a->opts.kv_keep,
+            max_len);
 
     if (!a->ids) {
         fwrite(prompt, 1, len, stdout);

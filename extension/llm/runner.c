@@ -223,6 +223,11 @@ ember_status ember_llm_runner_generate_ids(ember_llm_runner *r, const int32_t *p
                                    "prompt token %zu is id %d, outside the model's %zu", i,
                                    (int)prompt[i], r->vocab);
 
+    if (o.kv_keep > r->max_seq_len)
+        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT,
+                               "kv_keep is %zu; this model's cache holds %zu tokens", o.kv_keep,
+                               r->max_seq_len);
+
     size_t cap, bytes;
     if (o.max_new_tokens > SIZE_MAX - n_prompt ||
         (cap = n_prompt + o.max_new_tokens) > SIZE_MAX / sizeof(int32_t))
@@ -260,11 +265,12 @@ ember_status ember_llm_runner_generate_ids(ember_llm_runner *r, const int32_t *p
                 st = run_model(r, history + len - 1, 1, pos);
                 pos++;
             } else {
-                /* The cache is full: start it over from the recent half. */
-                size_t keep = r->max_seq_len / 2 > 0 ? r->max_seq_len / 2 : 1;
+                /* The cache is full: start it over from the last tokens
+                 * (len > max_seq_len >= keep here). */
+                size_t keep = o.kv_keep == 0 ? r->max_seq_len : o.kv_keep;
                 st = run_model(r, history + (len - keep), keep, 0);
                 pos = keep;
-                s.window_restarts++;
+                s.cache_restarts++;
             }
             s.decode_steps++;
             if (st != EMBER_OK) break;

@@ -19,7 +19,12 @@
  *            max_seq_len positions. The prompt is run once (prefill, start
  *            position 0), then one token per step at the next position. When
  *            the cache is full, the runner starts it over: it prefills the
- *            last max_seq_len / 2 tokens at position 0 and goes on decoding.
+ *            last kv_keep tokens at position 0 and goes on decoding. With
+ *            kv_keep = max_seq_len (the default) every token is predicted
+ *            from the same window as with "seq" (and as nanoGPT's generate),
+ *            at the price of a full prefill per token once the cache is full;
+ *            a smaller kv_keep makes room for max_seq_len - kv_keep decode
+ *            steps per prefill, with less context right after it.
  *
  * max_seq_len is the upper bound of input 0's dimension 1 in the program;
  * vocab is the last dimension of output 0.
@@ -65,11 +70,14 @@ typedef struct ember_llm_options {
     size_t struct_size;           /**< sizeof(ember_llm_options) */
     size_t max_new_tokens;        /**< at most this many tokens (default 128) */
     ember_sampler_config sampler; /**< how to pick each token */
+    size_t kv_keep;               /**< kv: tokens kept when the cache is full,
+                                       1 .. max_seq_len; 0 means max_seq_len
+                                       (the default) */
     ember_llm_token_fn on_token;  /**< may be NULL */
     void *user;                   /**< passed to on_token */
 } ember_llm_options;
 
-/** Defaults: 128 new tokens, ember_sampler_config_default(), no callback. */
+/** Defaults: 128 new tokens, ember_sampler_config_default(), kv_keep 0, no callback. */
 ember_llm_options ember_llm_options_default(void);
 
 /** What one generation took. Times in milliseconds. */
@@ -80,7 +88,7 @@ typedef struct ember_llm_stats {
     double ttft_ms;          /**< start of generation to the first token chosen */
     double decode_ms;        /**< first token chosen to the last one chosen */
     size_t decode_steps;     /**< model runs in decode_ms */
-    size_t window_restarts;  /**< kv: times the cache was started over */
+    size_t cache_restarts;  /**< kv: times the cache was started over */
 } ember_llm_stats;
 
 /**
@@ -144,7 +152,8 @@ ember_status ember_llm_runner_generate(ember_llm_runner *runner, const char *pro
  * @param[in]     options    settings, or NULL for the defaults
  * @param[out]    stats      filled in on success; may be NULL
  * @return EMBER_OK; EMBER_ERR_INVALID_ARGUMENT (empty prompt, a prompt longer
- *         than max_seq_len tokens, an id out of range, bad sampler settings:
+ *         than max_seq_len tokens, an id out of range, kv_keep above
+ *         max_seq_len, bad sampler settings:
  *         the message says which); EMBER_ERR_OUT_OF_MEMORY; any status of
  *         ember_method_execute() (the message names the instruction).
  * Allocates the token history for the call.
