@@ -10,24 +10,29 @@
 #     CMake file or pyproject.toml is newer than the last install.
 # When everything is in place it checks and returns in about a second.
 #
-# usage: scripts/bootstrap.sh [--system-only]
+# usage: scripts/bootstrap.sh [--system-only] [--train]
 #   --system-only   only the Debian packages needed to build the C library
+#   --train         also fetch the nanoGPT example's training corpus (Jane
+#                   Austen's novels from Debian's r-cran-janeaustenr, unpacked
+#                   into examples/nanogpt/data/ without installing R)
 #
 # Environment: EMBER_VENV (default .venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SYSTEM_ONLY=0
+TRAIN=0
 for arg in "$@"; do
   case "$arg" in
     --system-only) SYSTEM_ONLY=1 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --train) TRAIN=1 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bootstrap: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
 
 VENV="${EMBER_VENV:-.venv}"
-PY_REQS=(torch==2.13.0 executorch==1.5.1 pytest numpy scikit-build-core)
+PY_REQS=(torch==2.13.0 executorch==1.5.1 pytest numpy scikit-build-core tokenizers tqdm)
 # What `pip install -e .` builds from: a newer file here means a rebuild.
 PKG_INPUTS=(pyproject.toml CMakeLists.txt cmake include src extension tools python/ember/_runtime.c)
 
@@ -193,6 +198,26 @@ if ! ember_installed; then
     die "pip install -e . failed"
   mv "$STAMP.new" "$STAMP"
   ember_installed || die "ember is still not installed in $VENV after pip install -e ."
+fi
+
+# --- nanoGPT training corpus (--train only) ---------------------------------
+
+# The .deb is only unpacked: prepare.py reads R's data files itself, so R is
+# not needed.
+if ((TRAIN == 1)); then
+  CORPUS_DIR=examples/nanogpt/data/janeaustenr
+  if [[ ! -f "$CORPUS_DIR/usr/lib/R/site-library/janeaustenr/data/Rdata.rdb" ]]; then
+    have apt-get && have dpkg-deb || die "--train needs apt-get and dpkg-deb (Debian)"
+    mkdir -p "$CORPUS_DIR"
+    if ! (cd "$CORPUS_DIR" && apt-get download r-cran-janeaustenr >/dev/null 2>&1); then
+      say "apt-get update"
+      "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+      (cd "$CORPUS_DIR" && apt-get download r-cran-janeaustenr >/dev/null) ||
+        die "apt-get download r-cran-janeaustenr failed"
+    fi
+    dpkg-deb -x "$CORPUS_DIR"/r-cran-janeaustenr_*.deb "$CORPUS_DIR"
+    say "corpus unpacked in $CORPUS_DIR"
+  fi
 fi
 
 say "ready ($VENV: ${PY_REQS[*]}, ember editable)"
