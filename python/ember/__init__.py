@@ -9,6 +9,8 @@
         prog.write_to_file(f)
 """
 
+# Out variants of the quantized_decomposed ops (pt2e-quantized models).
+from . import quantized_ops as _quantized_ops  # noqa: F401
 from .config import EdgeCompileConfig, ExecutorchBackendConfig
 from .edge import to_edge, to_edge_transform_and_lower
 from .errors import ExportError, IRValidityError
