@@ -4,8 +4,12 @@
  *
  * out takes self's shape, every element set to value. As in PyTorch, the
  * value is first converted to self's dtype (fill_ of a copy of self), then
- * to out's. The Tensor overload needs a 0-dim value.
+ * to out's. A Scalar value that overflows self's dtype fails, as in PyTorch
+ * (an integer may wrap into an unsigned dtype: -1 fills uint8 with 255); a
+ * Tensor value converts without checks. The Tensor overload needs a 0-dim
+ * value.
  */
+#include <math.h>
 #include <string.h>
 
 #include "kernel_util.h"
@@ -23,6 +27,32 @@ static ember_status fill_with(ember_kernel_ctx *ctx, ember_tensor *self, ember_t
     return EMBER_OK;
 }
 
+/* PyTorch's overflow check of a Scalar converted to dtype (c10's checked_convert). */
+static bool scalar_fits(int dtype, const ek_scalar *s) {
+    double lo, hi;
+    switch (dtype) {
+    case EMBER_UINT8: lo = 0, hi = 255; break;
+    case EMBER_INT8: lo = -128, hi = 127; break;
+    case EMBER_INT16: lo = -32768, hi = 32767; break;
+    case EMBER_INT32: lo = -2147483648.0, hi = 2147483647.0; break;
+    case EMBER_INT64:
+        /* every int64 fits; a double if it lies in [-2^63, 2^63] (NaN fails) */
+        return s->kind != EK_SCALAR_FLOAT ||
+               (s->d >= -9223372036854775808.0 && s->d <= 9223372036854775808.0);
+    case EMBER_FLOAT16: return isinf(s->d) || isnan(s->d) || fabs(s->d) <= 65504.0;
+    case EMBER_BFLOAT16:
+        return isinf(s->d) || isnan(s->d) || fabs(s->d) <= 3.3895313892515355e38;
+    case EMBER_FLOAT32:
+        return isinf(s->d) || isnan(s->d) || fabs(s->d) <= 3.4028234663852886e38;
+    default: return true; /* float64, bool */
+    }
+    if (s->kind != EK_SCALAR_FLOAT) {
+        if (dtype == EMBER_UINT8) lo = -hi; /* integers wrap into unsigned */
+        return (double)s->i >= lo && (double)s->i <= hi;
+    }
+    return s->d >= lo && s->d <= hi; /* NaN fails */
+}
+
 ember_status ek_op_fill_scalar_out(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
     ember_tensor *self, *out;
     ek_scalar value;
@@ -32,6 +62,11 @@ ember_status ek_op_fill_scalar_out(ember_kernel_ctx *ctx, ember_value **args, si
     EK_TRY(ek_arg_out(ctx, args, 2, &out));
     EK_TRY(ek_check_supported(ctx, self->dtype, "self"));
     EK_TRY(ek_check_supported(ctx, out->dtype, "out"));
+    if (!scalar_fits(self->dtype, &value))
+        return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT,
+                                 "fill: value %g cannot be converted to %s without overflow",
+                                 value.kind == EK_SCALAR_FLOAT ? value.d : (double)value.i,
+                                 ember_dtype_name(self->dtype));
     uint8_t elem[8];
     ek_scalar_store(self->dtype, &value, elem);
     return fill_with(ctx, self, out, elem);

@@ -530,6 +530,33 @@ static void test_fill(void) {
     OUT(bo, EMBER_BOOL, bod, 2);
     CHECK_OK(CALL("aten::fill.Scalar_out", &bs.v, v_int(5), &bo.v, &bo.v));
     CHECK(bod[0] == 1 && bod[1] == 1);
+    /* a Scalar that overflows self's dtype fails; integers may wrap into unsigned */
+    tt u8, u8o;
+    uint8_t u8d[2] = {0}, u8od[2];
+    IN(u8, EMBER_UINT8, u8d, 2);
+    OUT(u8o, EMBER_UINT8, u8od, 2);
+    CHECK_OK(CALL("aten::fill.Scalar_out", &u8.v, v_int(-1), &u8o.v, &u8o.v));
+    CHECK(u8od[0] == 255 && u8od[1] == 255);
+    CHECK_ERR(CALL("aten::fill.Scalar_out", &u8.v, v_int(256), &u8o.v, &u8o.v),
+              EMBER_ERR_INVALID_ARGUMENT, "overflow");
+    CHECK_STATUS(CALL("aten::fill.Scalar_out", &u8.v, v_int(-256), &u8o.v, &u8o.v),
+                 EMBER_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(CALL("aten::fill.Scalar_out", &u8.v, v_dbl(-1.5), &u8o.v, &u8o.v),
+                 EMBER_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(CALL("aten::fill.Scalar_out", &is.v, v_dbl(NAN), &fo.v, &fo.v),
+                 EMBER_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(CALL("aten::fill.Scalar_out", &is.v, v_int(2147483648LL), &fo.v, &fo.v),
+                 EMBER_ERR_INVALID_ARGUMENT);
+    tt hs, hso;
+    uint16_t hsd[2] = {0}, hsod[2];
+    IN(hs, EMBER_FLOAT16, hsd, 2);
+    OUT(hso, EMBER_FLOAT16, hsod, 2);
+    CHECK_STATUS(CALL("aten::fill.Scalar_out", &hs.v, v_dbl(70000.0), &hso.v, &hso.v),
+                 EMBER_ERR_INVALID_ARGUMENT);
+    CHECK_OK(CALL("aten::fill.Scalar_out", &hs.v, v_dbl(-INFINITY), &hso.v, &hso.v));
+    CHECK(isinf(ember_half_to_float(hsod[0])) && ember_half_to_float(hsod[0]) < 0);
+    CHECK_OK(CALL("aten::fill.Scalar_out", &bs.v, v_dbl(-7.5), &bo.v, &bo.v));
+    CHECK(bod[0] == 1);
     /* Tensor value: 0-dim, any dtype; converted like the scalar */
     tt v, hv, ho;
     double vd = -3.75;
