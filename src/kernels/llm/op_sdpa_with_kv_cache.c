@@ -30,12 +30,12 @@
 #include "../portable/kernel_util.h"
 #include "../portable/ops.h"
 
-/* Lanes of the unrolled dot product and row update (independent sums, so the
- * compiler can keep them in one vector register). */
+/* Lanes of the unrolled dot product and row update: independent sums and
+ * stores, in blocks the compiler can keep in vector registers. */
 #define SDPA_LANES 8
 
 #define DEF_SDPA(SFX, T, CT, LOAD, STORE)                                                          \
-    static CT sdpa_dot_##SFX(const T *a, const T *b, int64_t n) {                                  \
+    static CT sdpa_dot_##SFX(const T *restrict a, const T *restrict b, int64_t n) {                \
         CT part[SDPA_LANES] = {0};                                                                 \
         int64_t i = 0;                                                                             \
         for (; i + SDPA_LANES <= n; i += SDPA_LANES)                                               \
@@ -48,8 +48,11 @@
     }                                                                                              \
                                                                                                    \
     /* acc[0..n) += w * row[0..n) */                                                               \
-    static void sdpa_axpy_##SFX(CT *acc, CT w, const T *row, int64_t n) {                          \
-        for (int64_t i = 0; i < n; i++) acc[i] += w * (CT)LOAD(row[i]);                            \
+    static void sdpa_axpy_##SFX(CT *restrict acc, CT w, const T *restrict row, int64_t n) {        \
+        int64_t i = 0;                                                                             \
+        for (; i + SDPA_LANES <= n; i += SDPA_LANES)                                               \
+            for (int l = 0; l < SDPA_LANES; l++) acc[i + l] += w * (CT)LOAD(row[i + l]);           \
+        for (; i < n; i++) acc[i] += w * (CT)LOAD(row[i]);                                         \
     }                                                                                              \
                                                                                                    \
     static void sdpa_##SFX(T *out, const T *q, const T *k, const T *v, T *kc, T *vc, int64_t nb,   \
