@@ -326,5 +326,5 @@ def test_reference_runtime_lacks_the_operator(kv_prog) -> None:
     rt = pytest.importorskip("executorch.runtime")
     program = rt.Runtime.get().load_program(kv_prog.buffer)
     assert "forward" in program.method_names
-    with pytest.raises(Exception):
+    with pytest.raises(RuntimeError, match="load method forward"):  # OperatorMissing
         program.load_method("forward")

@@ -17,7 +17,8 @@
  *
  * Float dtypes, contiguous; float16 / bfloat16 compute in float, float64 in
  * double. The softmax subtracts the row maximum. Scratch holds one row of
- * scores (L) and one accumulator (D); nothing else is allocated.
+ * scores (start_pos + T <= L) and one accumulator (D); nothing else is
+ * allocated.
  *
  * Loop order: per (batch, head) and per query, one pass over the visible keys
  * (scores) and one over the visible values (weighted sum), both reading the
