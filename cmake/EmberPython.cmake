@@ -8,8 +8,8 @@
 # written against the CPython C API alone, so it needs Python's headers and
 # nothing else. Under scikit-build-core it installs, with ember-run, in the
 # `python` component: the extension and libember into the package (ember/),
-# ember-run into the environment's scripts directory (SKBUILD_SCRIPTS_DIR,
-# on PATH).
+# ember-run and ember-llm into the environment's scripts directory
+# (SKBUILD_SCRIPTS_DIR, on PATH).
 find_package(Python 3.10 REQUIRED COMPONENTS Interpreter Development.Module)
 
 Python_add_library(ember_python MODULE WITH_SOABI "${PROJECT_SOURCE_DIR}/python/ember/_runtime.c")
@@ -29,5 +29,6 @@ if(DEFINED SKBUILD)
           RENAME "libember.so.${PROJECT_VERSION_MAJOR}")
   if(EMBER_BUILD_TOOLS)
     install(TARGETS ember-run RUNTIME DESTINATION "${SKBUILD_SCRIPTS_DIR}" COMPONENT python)
+    install(TARGETS ember-llm RUNTIME DESTINATION "${SKBUILD_SCRIPTS_DIR}" COMPONENT python)
   endif()
 endif()
