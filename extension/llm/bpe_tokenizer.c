@@ -686,7 +686,7 @@ static ember_status parse_merges(ember_bpe_tokenizer *tok, const char *s, size_t
         const char *l = s + i;
         i = next;
         if (len == 0) continue;
-        if (line == 1 && len >= 8 && memcmp(l, "#version", 8) == 0) continue;
+        if (len >= 8 && memcmp(l, "#version", 8) == 0) continue; /* as `tokenizers` does */
         const char *sp = memchr(l, ' ', len);
         if (sp == NULL || sp == l || sp == l + len - 1 ||
             memchr(sp + 1, ' ', (size_t)(l + len - sp - 1)) != NULL) {

@@ -7,7 +7,7 @@
  *                which each byte is one printable code point (GPT-2's
  *                bytes-to-unicode map: "Ġ" is the space byte, ...)
  *   merges.txt   one merge "left right" per line, best (lowest rank) first;
- *                an optional first line "#version: ..." is skipped
+ *                lines starting "#version" and empty lines are skipped
  *
  * and encodes text exactly as GPT-2's tokenizer does (the `tokenizers`
  * library's ByteLevel pre-tokenizer without prefix space plus its BPE model):

@@ -499,3 +499,12 @@ def test_usage(seq_pte, tok_dir) -> None:
     one_error_line(run(*base, "--max-new-tokens"), 2, "--max-new-tokens")
     one_error_line(run("--model", seq_pte, "--prompt", "hi"), 2, "--tokenizer")
     one_error_line(run("--tokenizer", tok_dir, "--prompt", "hi"), 2, "--model")
+
+
+def test_ember_llm_is_on_the_venv_path() -> None:
+    bindir = os.path.dirname(sys.executable)
+    exe = shutil.which("ember-llm", path=bindir)
+    if exe is None:
+        pytest.skip(f"ember-llm is not installed in {bindir} (pip install -e . puts it there)")
+    res = subprocess.run([exe, "--help"], capture_output=True, timeout=60)
+    assert res.returncode == 0 and b"usage: ember-llm" in res.stdout

@@ -345,13 +345,13 @@ static void test_corrupt_merges(void) {
     merges_fail("h \n", "expected two tokens");
     merges_fail("#version: 0.2\nh e\nq zz\n", "merges.txt:3: \"q zz\" names a token that is not");
     merges_fail("x y\n", "makes a token that is not in vocab.json");
-    /* The version line is only skipped as the first line. */
-    merges_fail("h e\n#version: 0.2\n", "merges.txt:2");
+    merges_fail("h e\n#comment\n", "merges.txt:2");
 
-    /* Empty merges, CRLF line ends and a repeated merge are fine. */
+    /* Empty merges, CRLF line ends, version lines anywhere and a repeated
+     * merge are fine. */
     text v = make_vocab(true);
     ember_bpe_tokenizer *tok = NULL;
-    const char crlf[] = "#version: 0.2\r\nh e\r\n\r\nh e\r\n";
+    const char crlf[] = "#version: 0.2\r\nh e\r\n\r\n#version: 0.2\r\nh e\r\n";
     if (CHECK_OK(ember_bpe_tokenizer_load_memory(v.s, v.n, crlf, sizeof crlf - 1, &tok))) {
         CHECK_EQ_INT(ember_bpe_tokenizer_merge_count(tok), 1);
         ENCODES(tok, "the", 't', ID_HE);
