@@ -260,7 +260,8 @@ static void run_encode(app *a) {
         text = a->text;
     }
     load_tokenizer(a);
-    a->tokens = malloc((len == 0 ? 1 : len) * sizeof *a->tokens);
+    /* n bytes never make more than n tokens. */
+    if (len <= SIZE_MAX / sizeof *a->tokens) a->tokens = malloc((len == 0 ? 1 : len) * sizeof *a->tokens);
     if (a->tokens == NULL) die(EXIT_RUNTIME, "out of memory");
     size_t n;
     ember_status st = ember_bpe_tokenizer_encode(a->tok, text, len, a->tokens, len, &n);
@@ -272,7 +273,7 @@ static void run_encode(app *a) {
 static void run_decode(app *a) {
     load_tokenizer(a);
     size_t cap = strlen(a->decode) / 2 + 1; /* ids need a separator each */
-    a->tokens = malloc(cap * sizeof *a->tokens);
+    if (cap <= SIZE_MAX / sizeof *a->tokens) a->tokens = malloc(cap * sizeof *a->tokens);
     if (a->tokens == NULL) die(EXIT_RUNTIME, "out of memory");
     size_t n = 0;
     const char *p = a->decode;
@@ -365,7 +366,7 @@ static void run_generate(app *a) {
     if (len > MAX_PROMPT_BYTES) die(EXIT_RUNTIME, "the prompt is longer than %zu bytes", MAX_PROMPT_BYTES);
 
     /* Encode first, so that a prompt the model cannot take fails before any output. */
-    a->tokens = malloc(len * sizeof *a->tokens);
+    a->tokens = malloc(len * sizeof *a->tokens); /* len <= MAX_PROMPT_BYTES: no overflow */
     if (a->tokens == NULL) die(EXIT_RUNTIME, "out of memory");
     size_t n_tokens;
     st = ember_bpe_tokenizer_encode(ember_llm_runner_tokenizer(a->runner), prompt, len, a->tokens,

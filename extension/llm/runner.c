@@ -127,9 +127,10 @@ ember_status ember_llm_runner_load(const char *model_path, const char *tokenizer
                                  n_tok, model_path, r->vocab);
     }
     if (st == EMBER_OK) {
-        /* max_seq_len and vocab come from int32 sizes: the products fit. */
-        r->window = malloc(r->max_seq_len * sizeof *r->window);
-        r->logits = malloc(r->vocab * sizeof *r->logits);
+        if (r->max_seq_len <= SIZE_MAX / sizeof *r->window)
+            r->window = malloc(r->max_seq_len * sizeof *r->window);
+        if (r->vocab <= SIZE_MAX / sizeof *r->logits)
+            r->logits = malloc(r->vocab * sizeof *r->logits);
         if (r->window == NULL || r->logits == NULL)
             st = ember_error_set(EMBER_ERR_OUT_OF_MEMORY, "out of memory for the runner");
     }

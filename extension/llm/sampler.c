@@ -85,8 +85,7 @@ ember_status ember_sampler_create(size_t vocab_size, const ember_sampler_config 
     if (s == NULL) return ember_error_set(EMBER_ERR_OUT_OF_MEMORY, "out of memory for the sampler");
     s->cfg = c;
     s->vocab = vocab_size;
-    /* vocab_size <= INT32_MAX, so these products fit in size_t. */
-    s->cand = malloc(vocab_size * sizeof *s->cand);
+    if (vocab_size <= SIZE_MAX / sizeof *s->cand) s->cand = malloc(vocab_size * sizeof *s->cand);
     s->seen = calloc(vocab_size, 1);
     if (s->cand == NULL || s->seen == NULL) {
         ember_sampler_destroy(s);
