@@ -94,7 +94,7 @@ ember_status ek_op_avg_pool2d_backward_grad_input(ember_kernel_ctx *ctx, ember_v
     if (!same) {
         char got[96];
         return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
-                                 "avg_pool2d_backward: grad_output has shape %s, expected %lldx%lld "
+                                 "avg_pool2d_backward: grad_output has shape %s, not the %lldx%lld "
                                  "pooled planes",
                                  ek_shape_str(got, sizeof got, gout->sizes, gout->dim),
                                  (long long)p.oh, (long long)p.ow);

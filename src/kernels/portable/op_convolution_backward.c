@@ -115,7 +115,7 @@ ember_status ek_op_convolution_backward_out(ember_kernel_ctx *ctx, ember_value *
     EK_TRY(ek_arg_bool_list(ctx, args, 10, &mask, &n_mask));
     if (n_mask != 3)
         return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT,
-                                 "convolution_backward: output_mask has %zu values, expected 3",
+                                 "convolution_backward: output_mask has %zu values, not 3",
                                  n_mask);
     for (size_t k = 0; k < 3; k++)
         if (mask[k]) EK_TRY(ek_arg_out(ctx, args, 11 + k, &outs[k]));

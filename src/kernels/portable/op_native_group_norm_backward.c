@@ -87,7 +87,7 @@ static ember_status check_stat(ember_kernel_ctx *ctx, const ember_tensor *t, con
     EK_TRY(ek_check_contiguous(ctx, t, what));
     if (t->numel != n)
         return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
-                                 "group_norm_backward: %s has %lld elements, expected %lld", what,
+                                 "group_norm_backward: %s has %lld elements, not %lld", what,
                                  (long long)t->numel, (long long)n);
     return EMBER_OK;
 }
@@ -111,7 +111,7 @@ ember_status ek_op_native_group_norm_backward_out(ember_kernel_ctx *ctx, ember_v
     EK_TRY(ek_arg_bool_list(ctx, args, 9, &mask, &nmask));
     if (nmask != 3)
         return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT,
-                                 "group_norm_backward: output_mask has %zu values, expected 3",
+                                 "group_norm_backward: output_mask has %zu values, not 3",
                                  nmask);
     for (size_t k = 0; k < 3; k++)
         if (mask[k]) EK_TRY(ek_arg_out(ctx, args, 10 + k, &outs[k]));

@@ -63,7 +63,7 @@ static ember_status check_vec(ember_kernel_ctx *ctx, const ember_tensor *t, cons
     EK_TRY(ek_check_contiguous(ctx, t, what));
     if (t->numel != n)
         return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
-                                 "layer_norm_backward: %s has %lld elements, expected %lld", what,
+                                 "layer_norm_backward: %s has %lld elements, not %lld", what,
                                  (long long)t->numel, (long long)n);
     return EMBER_OK;
 }
@@ -85,7 +85,7 @@ ember_status ek_op_native_layer_norm_backward_out(ember_kernel_ctx *ctx, ember_v
     EK_TRY(ek_arg_bool_list(ctx, args, 7, &mask, &nmask));
     if (nmask != 3)
         return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT,
-                                 "layer_norm_backward: output_mask has %zu values, expected 3",
+                                 "layer_norm_backward: output_mask has %zu values, not 3",
                                  nmask);
     for (size_t k = 0; k < 3; k++)
         if (mask[k]) EK_TRY(ek_arg_out(ctx, args, 8 + k, &outs[k]));

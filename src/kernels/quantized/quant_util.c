@@ -64,7 +64,7 @@ ember_status eq_check_params(ember_kernel_ctx *ctx, const char *op, const ember_
     EK_TRY(ek_check_contiguous(ctx, scales, "scales"));
     if (scales->numel != count)
         return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
-                                 "%s: scales has %lld elements, expected %lld", op,
+                                 "%s: scales has %lld elements, not one per parameter (%lld)", op,
                                  (long long)scales->numel, (long long)count);
     if (zero_points == NULL) return EMBER_OK;
     if (!is_qint(zero_points->dtype))
@@ -74,7 +74,7 @@ ember_status eq_check_params(ember_kernel_ctx *ctx, const char *op, const ember_
     EK_TRY(ek_check_contiguous(ctx, zero_points, "zero_points"));
     if (zero_points->numel != count)
         return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
-                                 "%s: zero_points has %lld elements, expected %lld", op,
+                                 "%s: zero_points has %lld elements, not one per parameter (%lld)", op,
                                  (long long)zero_points->numel, (long long)count);
     return EMBER_OK;
 }
