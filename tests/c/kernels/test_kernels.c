@@ -1994,11 +1994,11 @@ static void learn(learned *l, const char *msg) {
     unsigned a, b;
     const char *p;
     if ((p = strstr(msg, "expected ")) != NULL &&
-        sscanf(p, "expected %u or %u arguments", &a, &b) == 2) {
+        sscanf(p, "expected %u or %u arguments", &a, &b) == 2 && a <= 16 && b <= 16) {
         l->nargs = (jrand() % 2) ? a : b;
         return;
     }
-    if (p != NULL && sscanf(p, "expected %u arguments", &a) == 1) {
+    if (p != NULL && sscanf(p, "expected %u arguments", &a) == 1 && a <= 16) {
         l->nargs = a;
         return;
     }
