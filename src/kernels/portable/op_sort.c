@@ -20,97 +20,127 @@
  * needed: each element carries its original index, which breaks every tie
  * and makes the unstable heap sort give the stable order.
  */
-#include <string.h>
-
 #include "kernel_util.h"
 #include "ops.h"
 
 /* One row of the outputs: slot s is values[s * vs] and indices[s * is]. */
 typedef struct sort_row {
-    char *v;
+    void *v;
     int64_t *ix;
     int64_t vs, is;
-    size_t es;       /* element size of values */
-    ek_load_fn load; /* one element to double (float dtypes) or int64 */
-    bool is_float;
     bool desc; /* largest first */
 } sort_row;
 
-typedef union sort_key {
-    double d;
-    int64_t i;
-} sort_key;
-
-static sort_key load_key(const sort_row *r, const void *elem) {
-    sort_key k;
-    r->load(&k, elem, 1, 1);
-    return k;
-}
-
-static sort_key slot_key(const sort_row *r, int64_t s) {
-    return load_key(r, r->v + s * r->vs * (int64_t)r->es);
-}
-
-/* -1, 0, 1 as a is below, equal to, above b; NaN is above every number. */
-static int key_cmp(const sort_row *r, sort_key a, sort_key b) {
-    if (!r->is_float) return a.i < b.i ? -1 : a.i > b.i ? 1 : 0;
-    bool an = a.d != a.d, bn = b.d != b.d;
-    if (an || bn) return an == bn ? 0 : an ? 1 : -1;
-    return a.d < b.d ? -1 : a.d > b.d ? 1 : 0;
-}
-
-/* True if (ka, ia) comes before (kb, ib) in the output order. */
-static bool before(const sort_row *r, sort_key ka, int64_t ia, sort_key kb, int64_t ib) {
-    int c = key_cmp(r, ka, kb);
-    if (r->desc) c = -c;
-    return c < 0 || (c == 0 && ia < ib);
-}
-
-static bool slot_before(const sort_row *r, int64_t a, int64_t b) {
-    return before(r, slot_key(r, a), r->ix[a * r->is], slot_key(r, b), r->ix[b * r->is]);
-}
-
-static void slot_swap(const sort_row *r, int64_t a, int64_t b) {
-    uint8_t tmp[8];
-    char *pa = r->v + a * r->vs * (int64_t)r->es, *pb = r->v + b * r->vs * (int64_t)r->es;
-    memcpy(tmp, pa, r->es);
-    memcpy(pa, pb, r->es);
-    memcpy(pb, tmp, r->es);
-    int64_t t = r->ix[a * r->is];
-    r->ix[a * r->is] = r->ix[b * r->is];
-    r->ix[b * r->is] = t;
-}
+#define EK_NAN(x) ((x) != (x))
+#define EK_NO_NAN(x) 0
 
 /*
- * The heap over slots [0, end) keeps the slot that comes last in the output
- * order at the root (a max-heap under `before`).
+ * The row operations for values of storage type T, compared as K (KEY
+ * converts; ISNAN tells NaN, which ranks above every number). The heap over
+ * slots [0, end) keeps at its root the slot that comes last in the output
+ * order (a max-heap under `before`).
  */
-static void sift_down(const sort_row *r, int64_t root, int64_t end) {
-    for (;;) {
-        int64_t child = 2 * root + 1;
-        if (child >= end) return;
-        if (child + 1 < end && slot_before(r, child, child + 1)) child++;
-        if (!slot_before(r, root, child)) return;
-        slot_swap(r, root, child);
-        root = child;
+#define SORT_ROW_FUNCS(S, T, K, KEY, ISNAN)                                                        \
+    /* -1, 0, 1 as a is below, equal to, above b */                                                \
+    static int S##_cmp(K a, K b) {                                                                 \
+        if (a < b) return -1;                                                                      \
+        if (a > b) return 1;                                                                       \
+        if (!ISNAN(a) && !ISNAN(b)) return 0;                                                      \
+        return ISNAN(a) == ISNAN(b) ? 0 : ISNAN(a) ? 1 : -1;                                       \
+    }                                                                                              \
+    /* True if (a, ia) comes before (b, ib) in the output order. */                                \
+    static bool S##_before(const sort_row *r, K a, int64_t ia, K b, int64_t ib) {                  \
+        int c = S##_cmp(a, b);                                                                     \
+        if (r->desc) c = -c;                                                                       \
+        return c < 0 || (c == 0 && ia < ib);                                                       \
+    }                                                                                              \
+    static bool S##_slot_before(const sort_row *r, int64_t a, int64_t b) {                         \
+        const T *v = (const T *)r->v;                                                              \
+        return S##_before(r, KEY(v[a * r->vs]), r->ix[a * r->is], KEY(v[b * r->vs]),               \
+                          r->ix[b * r->is]);                                                       \
+    }                                                                                              \
+    static void S##_swap(const sort_row *r, int64_t a, int64_t b) {                                \
+        T *v = (T *)r->v;                                                                          \
+        T t = v[a * r->vs];                                                                        \
+        v[a * r->vs] = v[b * r->vs];                                                               \
+        v[b * r->vs] = t;                                                                          \
+        int64_t i = r->ix[a * r->is];                                                              \
+        r->ix[a * r->is] = r->ix[b * r->is];                                                       \
+        r->ix[b * r->is] = i;                                                                      \
+    }                                                                                              \
+    static void S##_sift_down(const sort_row *r, int64_t root, int64_t end) {                      \
+        for (;;) {                                                                                 \
+            int64_t child = 2 * root + 1;                                                          \
+            if (child >= end) return;                                                              \
+            if (child + 1 < end && S##_slot_before(r, child, child + 1)) child++;                  \
+            if (!S##_slot_before(r, root, child)) return;                                          \
+            S##_swap(r, root, child);                                                              \
+            root = child;                                                                          \
+        }                                                                                          \
+    }                                                                                              \
+    static void S##_sift_up(const sort_row *r, int64_t s) {                                        \
+        while (s > 0) {                                                                            \
+            int64_t parent = (s - 1) / 2;                                                          \
+            if (!S##_slot_before(r, parent, s)) return;                                            \
+            S##_swap(r, parent, s);                                                                \
+            s = parent;                                                                            \
+        }                                                                                          \
+    }                                                                                              \
+    /* Sorts slots [0, n) into output order. */                                                    \
+    static void S##_heap_sort(const sort_row *r, int64_t n) {                                      \
+        for (int64_t s = n / 2 - 1; s >= 0; s--) S##_sift_down(r, s, n);                           \
+        for (int64_t end = n - 1; end > 0; end--) {                                                \
+            S##_swap(r, 0, end);                                                                   \
+            S##_sift_down(r, 0, end);                                                              \
+        }                                                                                          \
+    }                                                                                              \
+    /* The best k of self's row (len elements, ss apart), best first. */                          \
+    static void S##_topk_row(const sort_row *r, const void *self, int64_t ss, int64_t len,         \
+                             int64_t k) {                                                          \
+        const T *x = (const T *)self;                                                              \
+        T *v = (T *)r->v;                                                                          \
+        /* keep the best k seen so far in a heap whose root is the worst of them */                \
+        for (int64_t j = 0; j < len; j++) {                                                        \
+            if (j < k) {                                                                           \
+                v[j * r->vs] = x[j * ss];                                                          \
+                r->ix[j * r->is] = j;                                                              \
+                S##_sift_up(r, j);                                                                 \
+            } else if (S##_before(r, KEY(x[j * ss]), j, KEY(v[0]), r->ix[0])) {                    \
+                v[0] = x[j * ss];                                                                  \
+                r->ix[0] = j;                                                                      \
+                S##_sift_down(r, 0, k);                                                            \
+            }                                                                                      \
+        }                                                                                          \
+        S##_heap_sort(r, k);                                                                       \
     }
-}
 
-static void sift_up(const sort_row *r, int64_t s) {
-    while (s > 0) {
-        int64_t parent = (s - 1) / 2;
-        if (!slot_before(r, parent, s)) return;
-        slot_swap(r, parent, s);
-        s = parent;
-    }
-}
+SORT_ROW_FUNCS(f32, float, float, EK_IDENT, EK_NAN)
+SORT_ROW_FUNCS(f64, double, double, EK_IDENT, EK_NAN)
+SORT_ROW_FUNCS(f16, uint16_t, float, ember_half_to_float, EK_NAN)
+SORT_ROW_FUNCS(bf16, uint16_t, float, ember_bf16_to_float, EK_NAN)
+SORT_ROW_FUNCS(u8, uint8_t, uint8_t, EK_IDENT, EK_NO_NAN)
+SORT_ROW_FUNCS(i8, int8_t, int8_t, EK_IDENT, EK_NO_NAN)
+SORT_ROW_FUNCS(i16, int16_t, int16_t, EK_IDENT, EK_NO_NAN)
+SORT_ROW_FUNCS(i32, int32_t, int32_t, EK_IDENT, EK_NO_NAN)
+SORT_ROW_FUNCS(i64, int64_t, int64_t, EK_IDENT, EK_NO_NAN)
 
-/* Sorts slots [0, n) into output order. */
-static void heap_sort(const sort_row *r, int64_t n) {
-    for (int64_t s = n / 2 - 1; s >= 0; s--) sift_down(r, s, n);
-    for (int64_t end = n - 1; end > 0; end--) {
-        slot_swap(r, 0, end);
-        sift_down(r, 0, end);
+/* The row operations of one dtype. */
+typedef struct sort_ops {
+    void (*heap_sort)(const sort_row *r, int64_t n);
+    void (*topk_row)(const sort_row *r, const void *self, int64_t ss, int64_t len, int64_t k);
+} sort_ops;
+
+static sort_ops ops_of(int dtype) {
+    switch (dtype) {
+    case EMBER_FLOAT32: return (sort_ops){f32_heap_sort, f32_topk_row};
+    case EMBER_FLOAT64: return (sort_ops){f64_heap_sort, f64_topk_row};
+    case EMBER_FLOAT16: return (sort_ops){f16_heap_sort, f16_topk_row};
+    case EMBER_BFLOAT16: return (sort_ops){bf16_heap_sort, bf16_topk_row};
+    case EMBER_INT8: return (sort_ops){i8_heap_sort, i8_topk_row};
+    case EMBER_INT16: return (sort_ops){i16_heap_sort, i16_topk_row};
+    case EMBER_INT32: return (sort_ops){i32_heap_sort, i32_topk_row};
+    case EMBER_INT64: return (sort_ops){i64_heap_sort, i64_topk_row};
+    default: return (sort_ops){u8_heap_sort, u8_topk_row}; /* uint8 and bool */
     }
 }
 
@@ -155,14 +185,10 @@ static void sort_bind(sort_geom *g, const ember_tensor *self, const ember_tensor
 static sort_row row_init(const ember_tensor *values, const ember_tensor *indices, size_t d,
                          bool desc) {
     sort_row r;
-    bool f = ek_is_float(values->dtype);
-    r.v = (char *)values->data;
+    r.v = values->data;
     r.ix = (int64_t *)indices->data;
     r.vs = values->dim == 0 ? 0 : values->strides[d];
     r.is = indices->dim == 0 ? 0 : indices->strides[d];
-    r.es = ember_dtype_size(values->dtype);
-    r.load = ek_loader(values->dtype, f ? EK_CT_F64 : EK_CT_I64);
-    r.is_float = f;
     r.desc = desc;
     return r;
 }
@@ -180,14 +206,16 @@ static ember_status sort_run(ember_kernel_ctx *ctx, ember_tensor *self, int64_t 
     ek_copy_block(values->data, 0, values->strides, self->data, 0, self->strides, sizes, self->dim,
                   ember_dtype_size(self->dtype));
     sort_row r = row_init(values, indices, g.d, desc);
-    char *vbase = r.v;
+    sort_ops ops = ops_of(self->dtype);
+    char *vbase = (char *)values->data;
     int64_t *ibase = r.ix;
+    int64_t es = (int64_t)ember_dtype_size(self->dtype);
     int64_t idx[EMBER_MAX_DIM] = {0}, off[3] = {0, 0, 0};
     do {
-        r.v = vbase + off[0] * (int64_t)r.es;
+        r.v = vbase + off[0] * es;
         r.ix = ibase + off[1];
         for (int64_t j = 0; j < g.len; j++) r.ix[j * r.is] = j;
-        heap_sort(&r, g.len);
+        ops.heap_sort(&r, g.len);
     } while (ek_advance(idx, g.sizes, g.n, 3, (const int64_t(*)[EMBER_MAX_DIM])g.st, off));
     return EMBER_OK;
 }
@@ -249,33 +277,17 @@ ember_status ek_op_topk_values(ember_kernel_ctx *ctx, ember_value **args, size_t
     if (values->numel == 0) return EMBER_OK;
     sort_bind(&g, self, values, indices);
     sort_row r = row_init(values, indices, g.d, largest);
-    char *vbase = r.v;
+    sort_ops ops = ops_of(self->dtype);
+    char *vbase = (char *)values->data;
     int64_t *ibase = r.ix;
     const char *sbase = (const char *)self->data;
+    int64_t es = (int64_t)ember_dtype_size(self->dtype);
     int64_t ss = self->dim == 0 ? 0 : self->strides[g.d];
     int64_t idx[EMBER_MAX_DIM] = {0}, off[3] = {0, 0, 0};
     do {
-        r.v = vbase + off[0] * (int64_t)r.es;
+        r.v = vbase + off[0] * es;
         r.ix = ibase + off[1];
-        /* keep the best k seen so far in a heap whose root is the worst of them */
-        for (int64_t j = 0; j < g.len; j++) {
-            const char *elem = sbase + (off[2] + j * ss) * (int64_t)r.es;
-            int64_t slot;
-            if (j < k) {
-                slot = j;
-            } else if (before(&r, load_key(&r, elem), j, slot_key(&r, 0), r.ix[0])) {
-                slot = 0;
-            } else {
-                continue;
-            }
-            memcpy(r.v + slot * r.vs * (int64_t)r.es, elem, r.es);
-            r.ix[slot * r.is] = j;
-            if (j < k)
-                sift_up(&r, slot);
-            else
-                sift_down(&r, 0, k);
-        }
-        heap_sort(&r, k);
+        ops.topk_row(&r, sbase + off[2] * es, ss, g.len, k);
     } while (ek_advance(idx, g.sizes, g.n, 3, (const int64_t(*)[EMBER_MAX_DIM])g.st, off));
     return EMBER_OK;
 }
