@@ -35,7 +35,8 @@ ember_status ek_op_select_scatter_out(ember_kernel_ctx *ctx, ember_value **args,
     if (!same) {
         char a[64], b[64];
         return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
-                                 "select_scatter: src has shape %s, expected self %s without dim %zu",
+                                 "select_scatter: src has shape %s, expected self %s without "
+                                 "dim %zu",
                                  ek_shape_str(a, sizeof a, src->sizes, src->dim),
                                  ek_shape_str(b, sizeof b, self->sizes, self->dim), d);
     }

@@ -43,7 +43,8 @@ ember_status ek_op_slice_scatter_out(ember_kernel_ctx *ctx, ember_value **args, 
     start = has_start ? clamp_index(start, size) : 0;
     end = has_end ? clamp_index(end, size) : size;
     int64_t len = end > start ? (end - start - 1) / step + 1 : 0;
-    if (step > size) step = size > 0 ? size : 1; /* at most one element: keeps stride * step small */
+    if (step > size)
+        step = size > 0 ? size : 1; /* at most one element: keeps stride * step small */
 
     bool same = src->dim == self->dim;
     for (size_t i = 0; same && i < self->dim; i++)

@@ -1,5 +1,5 @@
 /*
- * pool_util.h — shared geometry of the 2-d pooling kernels (internal).
+ * pool_util.h — shared geometry and loops of the pooling kernels (internal).
  */
 #ifndef EMBER_KERNELS_PORTABLE_POOL_UTIL_H
 #define EMBER_KERNELS_PORTABLE_POOL_UTIL_H
@@ -25,5 +25,58 @@ ember_status ek_pool2d_init(ember_kernel_ctx *ctx, ek_pool2d *p, const ember_ten
                             const int64_t *ks, size_t nks, const int64_t *st, size_t nst,
                             const int64_t *pd, size_t npd, const int64_t *dl, size_t ndl,
                             bool ceil_mode);
+
+/**
+ * Geometry of a pooling over the last nsp (2 or 3) dims of an input with
+ * nsp + 1 or nsp + 2 dims, viewed as (planes, D, H, W); a 2-d pooling has
+ * D = 1 with kernel 1, stride 1, no padding. Arrays are ordered (D, H, W).
+ */
+typedef struct ek_pool {
+    size_t nsp;
+    int64_t planes;
+    int64_t in[3], out[3];
+    int64_t k[3], s[3], p[3], dl[3]; /* kernel, stride, padding, dilation */
+    int64_t out_shape[5];
+    size_t out_dim;
+} ek_pool;
+
+/**
+ * As ek_pool2d_init for nsp spatial dims: each list has 1 or nsp values
+ * (stride empty means kernel_size, dl NULL means dilation 1).
+ */
+ember_status ek_pool_init(ember_kernel_ctx *ctx, ek_pool *p, const ember_tensor *in, size_t nsp,
+                          const int64_t *ks, size_t nks, const int64_t *st, size_t nst,
+                          const int64_t *pd, size_t npd, const int64_t *dl, size_t ndl,
+                          bool ceil_mode);
+
+/**
+ * Geometry of an adaptive pooling of the last nsp dims to output_size
+ * (nsp values): output cell o of a dim of size n covers input
+ * [floor(o n / out), ceil((o + 1) n / out)). Fails SHAPE_MISMATCH (rank,
+ * empty input plane) or INVALID_ARGUMENT (sizes).
+ */
+ember_status ek_pool_adaptive_init(ember_kernel_ctx *ctx, ek_pool *p, const ember_tensor *in,
+                                   size_t nsp, const int64_t *os, size_t nos);
+
+/**
+ * Average over each window (contiguous in and out of one dtype: float, or
+ * int64 whose sums divide with truncation as in PyTorch). divisor 0 means
+ * none: the window clipped to the padded input (count_include_pad) or to
+ * the input. Fails NOT_SUPPORTED for other dtypes.
+ */
+ember_status ek_pool_avg(ember_kernel_ctx *ctx, const ek_pool *p, const ember_tensor *in,
+                         ember_tensor *out, bool count_include_pad, int64_t divisor);
+
+/**
+ * Max over each dilated window, NaN winning; indices (int64) get the flat
+ * position of the max within its (D, H, W) volume. Float and integer
+ * dtypes, contiguous.
+ */
+ember_status ek_pool_max(ember_kernel_ctx *ctx, const ek_pool *p, const ember_tensor *in,
+                         ember_tensor *out, ember_tensor *indices);
+
+/** Adaptive average over the cells of ek_pool_adaptive_init. Float dtypes, contiguous. */
+ember_status ek_pool_adaptive_avg(ember_kernel_ctx *ctx, const ek_pool *p,
+                                  const ember_tensor *in, ember_tensor *out);
 
 #endif /* EMBER_KERNELS_PORTABLE_POOL_UTIL_H */
