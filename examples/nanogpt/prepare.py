@@ -29,8 +29,6 @@ import sys
 import zlib
 from typing import Any, Dict, List, Optional
 
-import numpy as np
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA_DIR = os.path.join(HERE, "data")
 TOKENIZER_DIR = os.path.join(HERE, "tokenizer")
@@ -234,6 +232,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         train += ids[:cut] + [eot]
         val += ids[cut:] + [eot]
         print(f"prepare: {name:17s} {len(ids):8d} tokens")
+    import numpy as np
+
     os.makedirs(DATA_DIR, exist_ok=True)
     np.array(train, dtype=np.uint16).tofile(os.path.join(DATA_DIR, "train.bin"))
     np.array(val, dtype=np.uint16).tofile(os.path.join(DATA_DIR, "val.bin"))
