@@ -41,6 +41,16 @@ OP = "ember::sdpa_with_kv_cache.out"
 NEW_TOKENS = 100
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    """Eager generation is hundreds of tiny ops: one thread is fastest, and keeps
+    the test quick on a busy machine."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 # --------------------------------------------------------------------------- #
 # The operator in eager PyTorch
 # --------------------------------------------------------------------------- #
