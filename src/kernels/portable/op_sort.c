@@ -283,11 +283,12 @@ ember_status ek_op_topk_values(ember_kernel_ctx *ctx, ember_value **args, size_t
     const char *sbase = (const char *)self->data;
     int64_t es = (int64_t)ember_dtype_size(self->dtype);
     int64_t ss = self->dim == 0 ? 0 : self->strides[g.d];
+    int64_t krow = self->dim == 0 ? 1 : k; /* a 0-dim self gives itself for k 0 too, as PyTorch */
     int64_t idx[EMBER_MAX_DIM] = {0}, off[3] = {0, 0, 0};
     do {
         r.v = vbase + off[0] * es;
         r.ix = ibase + off[1];
-        ops.topk_row(&r, sbase + off[2] * es, ss, g.len, k);
+        ops.topk_row(&r, sbase + off[2] * es, ss, g.len, krow);
     } while (ek_advance(idx, g.sizes, g.n, 3, (const int64_t(*)[EMBER_MAX_DIM])g.st, off));
     return EMBER_OK;
 }

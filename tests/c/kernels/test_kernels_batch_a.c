@@ -867,6 +867,19 @@ static void test_topk(void) {
     CHECK_OK(CALL("aten::topk.values", &x.v, v_int(0), v_int(0), v_bool(true), v_bool(true),
                   &v.v, &i.v, pair(&ret, &v, &i)));
     CHECK(SHAPE_IS(&v.t, 0) && SHAPE_IS(&i.t, 0));
+    /* a 0-dim self gives itself, for k 1 and (as PyTorch) k 0 */
+    tt z, zv, zi;
+    float zd = 4, zvd = 0;
+    int64_t zid = 9;
+    SCALAR(z, EMBER_FLOAT32, zd);
+    SCALAR(zv, EMBER_FLOAT32, zvd);
+    SCALAR(zi, EMBER_INT64, zid);
+    CHECK_OK(CALL("aten::topk.values", &z.v, v_int(0), v_int(-1), v_bool(true), v_bool(true),
+                  &zv.v, &zi.v, pair(&ret, &zv, &zi)));
+    CHECK(zvd == 4 && zid == 0);
+    CHECK_STATUS(CALL("aten::topk.values", &z.v, v_int(2), v_int(0), v_bool(true), v_bool(true),
+                      &zv.v, &zi.v, pair(&ret, &zv, &zi)),
+                 EMBER_ERR_INVALID_ARGUMENT);
     /* 2-d along dim 0, int16 */
     tt m, mv, mi;
     int16_t md[8] = {5, 1, 7, 3, 2, 8, 7, 0}, mvd[8];
