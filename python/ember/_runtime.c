@@ -892,6 +892,14 @@ static PyObject *rt_has_kernel(PyObject *mod, PyObject *arg) {
     return PyBool_FromLong(ember_kernel_find(name, (size_t)len) != NULL);
 }
 
+static PyObject *rt_manual_seed(PyObject *mod, PyObject *arg) {
+    (void)mod;
+    unsigned long long seed = PyLong_AsUnsignedLongLongMask(arg);
+    if (seed == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    ember_portable_kernels_seed((uint64_t)seed);
+    Py_RETURN_NONE;
+}
+
 static PyObject *rt_has_backend(PyObject *mod, PyObject *arg) {
     (void)mod;
     Py_ssize_t len;
@@ -984,6 +992,8 @@ static PyMethodDef rt_functions[] = {
      "kernel_names() -> list of str: every kernel key of the portable library, in table order."},
     {"has_kernel", rt_has_kernel, METH_O,
      "has_kernel(name) -> bool: a kernel is registered for this key (\"aten::add.out\")."},
+    {"manual_seed", rt_manual_seed, METH_O,
+     "manual_seed(n): seed the portable kernels' random generator (rand, randn, dropout)."},
     {"has_backend", rt_has_backend, METH_O,
      "has_backend(id) -> bool: a backend is registered under this id."},
     {"status_codes", rt_status_codes, METH_NOARGS,

@@ -47,6 +47,7 @@ __all__ = [
     "has_kernel",
     "has_backend",
     "load_library",
+    "manual_seed",
     "dtype_to_ember",
     "dtype_from_ember",
 ]
@@ -129,6 +130,14 @@ def kernel_names() -> List[str]:
 def has_kernel(name: str) -> bool:
     """True if the runtime has a kernel for this key (``"aten::add.out"``)."""
     return bool(_runtime.has_kernel(str(name)))
+
+
+def manual_seed(seed: int) -> None:
+    """Seeds the random generator of the portable kernels (rand, randn, randperm,
+    native_dropout in training mode), so runs that follow repeat their values.
+    Their streams are not PyTorch's: the same seed gives other numbers than
+    torch.manual_seed."""
+    _runtime.manual_seed(int(seed))
 
 
 def has_backend(backend_id: str) -> bool:

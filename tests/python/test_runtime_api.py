@@ -273,3 +273,22 @@ def test_module_exports() -> None:
     for name in ember_runtime.__all__:
         assert hasattr(ember_runtime, name), name
     assert issubclass(EmberError, RuntimeError)
+
+
+def test_manual_seed_repeats_random_kernels() -> None:
+    import ember.runtime as rt
+    from aot_util import export
+
+    class Noise(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + torch.rand(3, 4)
+
+    prog = export(Noise(), (torch.zeros(3, 4),))
+    method = rt.Runtime.get().load_program(prog.buffer).load_method("forward")
+    rt.manual_seed(7)
+    (a,) = method.execute([torch.zeros(3, 4)])
+    (b,) = method.execute([torch.zeros(3, 4)])
+    rt.manual_seed(7)
+    (c,) = method.execute([torch.zeros(3, 4)])
+    assert torch.equal(a, c) and not torch.equal(a, b)
+    assert bool(((a >= 0) & (a < 1)).all())
