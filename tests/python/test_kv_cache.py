@@ -301,7 +301,14 @@ def _greedy_seq(method, prompt: List[int], n: int, max_len: int) -> List[int]:
 
 
 def _export_seq(gpt: GPT):
-    """Export (a): forward(tokens [1, T]) -> logits of the last position."""
+    """Export (a): forward(tokens [1, T]) -> logits of the last position; the
+    example's own exporter (export.py) when it is there."""
+    try:
+        from export import export_seq
+    except ImportError:
+        export_seq = None
+    if export_seq is not None:
+        return export_seq(gpt)
 
     class Logits(torch.nn.Module):
         def __init__(self, m: GPT) -> None:
