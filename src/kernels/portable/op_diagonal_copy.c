@@ -36,7 +36,7 @@ ember_status ek_op_diagonal_copy_out(ember_kernel_ctx *ctx, ember_value **args, 
     if (offset >= 0 && offset < s2) {
         len = s1 < s2 - offset ? s1 : s2 - offset;
         start = offset * self->strides[d2];
-    } else if (offset < 0 && -offset < s1) {
+    } else if (offset < 0 && offset > -s1) {
         len = s1 + offset < s2 ? s1 + offset : s2;
         start = -offset * self->strides[d1];
     }
