@@ -239,8 +239,9 @@ class GPT(nn.Module):
                 if theirs in hf:
                     args[ours] = int(hf[theirs])
         args["dropout"] = float(override_args.get("dropout", 0.0))
+        weights = _read_hf_weights(directory)  # before building the model: a missing file fails fast
         model = cls(GPTConfig(**args))
-        model.load_hf_state_dict(_read_hf_weights(directory))
+        model.load_hf_state_dict(weights)
         return model
 
     def load_hf_state_dict(self, hf_state: Mapping[str, torch.Tensor]) -> None:

@@ -8,8 +8,11 @@ the end it writes the model alone, in nanoGPT's checkpoint format, to
 ckpt.pt (the committed demo checkpoint) and prints a sample.
 
 The defaults are the committed run: 6 layers, 6 heads, 192-wide embeddings,
-128-token context, 1600 steps of 16 sequences, seed 1337, 2 threads; about a
-quarter of an hour on two otherwise idle cores.
+128-token context (3.5 M parameters), 1600 steps of 16 sequences (about 3.3
+passes over the 0.93 M training tokens), seed 1337, 2 threads. That took 653 s
+on two otherwise idle cores of an AVX-512 x86 server, reaching a validation
+loss of 4.24; on a busy machine it takes correspondingly longer, and
+--stop-after / --resume split it into parts.
 
 usage: python examples/nanogpt/train.py [--resume] [--max-iters N] [--out ckpt.pt]
 """

@@ -1,0 +1,111 @@
+"""Exports the nanoGPT example to an ember / ExecuTorch program (.pte).
+
+Two kinds, both with method ``forward`` and output 0 the logits of the last
+position, float32 [1, 1, vocab]:
+
+  seq  input 0: tokens int64 [1, T], T dynamic in 1..block_size. The whole
+       window is re-run for every new token. Exported as ExecuTorch's LLM
+       manual exports nanoGPT: a dynamic token dimension up to block_size,
+       the math SDPA backend, no_grad.
+  kv   input 0: tokens int64 [1, T] (prompt, or one new token), input 1: start
+       position int64 [1]. Keys and values live in planned mutable buffers;
+       see kv_cache.py.
+
+The weights come from the committed checkpoint (default), another nanoGPT
+checkpoint, GPT-2 weights in a local directory (--gpt2, with EMBER_GPT2_DIR),
+or are random with a GPT-2 architecture (--random-gpt2, for benchmarks).
+
+usage: python examples/nanogpt/export.py --kind seq|kv [--checkpoint ckpt.pt]
+                                         [--gpt2 NAME | --random-gpt2 NAME] [--out model.pte]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any, Callable, Dict, Optional
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from model import GPT, GPT2_SIZES, GPTConfig  # noqa: E402
+
+CKPT_PATH = os.path.join(HERE, "ckpt.pt")
+
+
+def export_seq(model: GPT, config: Any = None) -> Any:
+    """Export (a): ``forward(tokens [1, T]) -> (logits [1, 1, vocab], None)``,
+    T dynamic in 1..block_size. Returns an ExecutorchProgramManager
+    (``.buffer`` holds the .pte bytes). ``config`` is an
+    ``ember.ExecutorchBackendConfig``; the default folds the weight transposes
+    into constants."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from ember import EdgeCompileConfig, ExecutorchBackendConfig, to_edge
+
+    model = model.eval()
+    block = model.config.block_size
+    example = (torch.randint(0, model.config.vocab_size, (1, block), dtype=torch.long),)
+    dynamic_shape = ({1: torch.export.Dim("token_dim", max=block)},)
+    with sdpa_kernel([SDPBackend.MATH]), torch.no_grad():
+        ep = torch.export.export(model, example, dynamic_shapes=dynamic_shape)
+    edge = to_edge(ep, compile_config=EdgeCompileConfig(_check_ir_validity=False))
+    if config is None:
+        config = ExecutorchBackendConfig(fold_constants=True)
+    return edge.to_executorch(config)
+
+
+def export_kv(model: GPT, config: Any = None) -> Any:
+    """Export (b), with a KV cache: implemented in kv_cache.py."""
+    from kv_cache import export_kv as _export_kv
+
+    return _export_kv(model, config=config)
+
+
+EXPORTERS: Dict[str, Callable[..., Any]] = {"seq": export_seq, "kv": export_kv}
+
+
+def load_model(checkpoint: Optional[str] = None, gpt2: Optional[str] = None,
+               random_gpt2: Optional[str] = None, seed: int = 0) -> GPT:
+    """The model to export: GPT-2 weights from a local directory, a random
+    GPT-2-sized model, or a nanoGPT checkpoint (default: the committed one)."""
+    if gpt2:
+        return GPT.from_pretrained(gpt2)
+    if random_gpt2:
+        if random_gpt2 not in GPT2_SIZES:
+            raise SystemExit(f"export: unknown GPT-2 size {random_gpt2!r}; one of {sorted(GPT2_SIZES)}")
+        torch.manual_seed(seed)
+        return GPT(GPTConfig(vocab_size=50257, block_size=1024, **GPT2_SIZES[random_gpt2]))
+    return GPT.from_checkpoint(checkpoint or CKPT_PATH)
+
+
+def main(argv: Optional[list] = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kind", choices=sorted(EXPORTERS), default="seq")
+    src = ap.add_mutually_exclusive_group()
+    src.add_argument("--checkpoint", help="nanoGPT checkpoint (default: the committed ckpt.pt)")
+    src.add_argument("--gpt2", metavar="NAME", help=f"GPT-2 weights from $EMBER_GPT2_DIR ({', '.join(GPT2_SIZES)})")
+    src.add_argument("--random-gpt2", metavar="NAME", help="random weights, GPT-2 architecture")
+    ap.add_argument("--block-size", type=int, help="crop the context to this many tokens")
+    ap.add_argument("--out", default="model.pte")
+    a = ap.parse_args(argv)
+
+    model = load_model(a.checkpoint, a.gpt2, a.random_gpt2).eval()
+    if a.block_size:
+        model.crop_block_size(a.block_size)
+    cfg = model.config
+    print(f"export: {a.kind}, {model.get_num_params(False) / 1e6:.1f} M parameters, "
+          f"{cfg.n_layer} layers, n_embd {cfg.n_embd}, block_size {cfg.block_size}, vocab {cfg.vocab_size}")
+    t0 = time.time()
+    prog = EXPORTERS[a.kind](model)
+    with open(a.out, "wb") as f:
+        prog.write_to_file(f)
+    print(f"export: wrote {a.out} ({os.path.getsize(a.out) / 1e6:.1f} MB) in {time.time() - t0:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
