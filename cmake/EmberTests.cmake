@@ -10,8 +10,8 @@
 # ember_add_package_test(): installs the build and links a consumer against
 # it with find_package(ember) and with pkg-config.
 #
-# ember_add_cli_tests(): checks ember-run's exit status and error line on
-# good and bad input (via cmake/ExpectRun.cmake).
+# ember_add_cli_tests(): checks ember-run's and ember-llm's exit status and
+# error line on good and bad input (via cmake/ExpectRun.cmake).
 
 function(ember_add_c_tests dir)
   file(GLOB_RECURSE test_sources CONFIGURE_DEPENDS "${dir}/test_*.c")
@@ -99,6 +99,29 @@ function(ember_add_cli_tests)
                    COMMAND ${run} "${fx}/mlp.pte"
                            --input "${fx}/mlp/forward.run0.in0.npy"
                            --output-dir "${out}/mlp")
+
+  # ember-llm: usage, the tokenizer alone, and error lines (generation is
+  # compared with PyTorch in tests/python/test_llm_runner.py).
+  set(llm "$<TARGET_FILE:ember-llm>")
+  set(llm_err "^ember-llm: error: ")
+  set(tok "${PROJECT_SOURCE_DIR}/examples/nanogpt/tokenizer")
+  ember_expect_run(cli/llm_help RC 0 STDOUT "usage: ember-llm"
+                   COMMAND ${llm} --help)
+  ember_expect_run(cli/llm_no_tokenizer RC 2 STDERR "${llm_err}.*--tokenizer"
+                   COMMAND ${llm} --model "${fx}/mlp.pte" --prompt hi)
+  ember_expect_run(cli/llm_bad_option RC 2 STDERR "${llm_err}.*--top-p"
+                   COMMAND ${llm} --tokenizer "${tok}" --model "${fx}/mlp.pte" --top-p 2)
+  ember_expect_run(cli/llm_missing_tokenizer RC 1 STDERR "${llm_err}.*no-such-tokenizer/vocab.json"
+                   COMMAND ${llm} --tokenizer "${PROJECT_BINARY_DIR}/no-such-tokenizer" --encode hi)
+  if(EXISTS "${tok}/vocab.json")
+    ember_expect_run(cli/llm_encode RC 0 STDOUT "^[0-9]+( [0-9]+)+"
+                     COMMAND ${llm} --tokenizer "${tok}" --encode "It's 12 o'clock,  cafe!")
+    ember_expect_run(cli/llm_missing_model RC 1 STDERR "${llm_err}.*does-not-exist.pte"
+                     COMMAND ${llm} --tokenizer "${tok}" --model "${PROJECT_BINARY_DIR}/does-not-exist.pte"
+                             --prompt hi)
+    ember_expect_run(cli/llm_not_a_model RC 1 STDERR "${llm_err}.*input 0 must be tokens"
+                     COMMAND ${llm} --tokenizer "${tok}" --model "${fx}/mlp.pte" --prompt hi)
+  endif()
 endfunction()
 
 function(ember_add_package_test)
