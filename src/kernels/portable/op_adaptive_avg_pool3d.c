@@ -2,7 +2,7 @@
  * aten::_adaptive_avg_pool3d.out(Tensor self, SymInt[3] output_size, *, Tensor(a!) out)
  *
  * Output cell (oz, oy, ox) averages input [floor(o N / ON), ceil((o+1) N / ON))
- * along each of D, H and W of a 4-d or 5-d input. Float dtypes, contiguous.
+ * along each of D, H and W of a 4-d or 5-d input. Float dtypes, any dim order.
  */
 #include "pool_util.h"
 #include "ops.h"
@@ -21,8 +21,6 @@ ember_status ek_op_adaptive_avg_pool3d_out(ember_kernel_ctx *ctx, ember_value **
     EK_TRY(ek_check_float(ctx, in->dtype, "adaptive_avg_pool3d"));
     EK_TRY(ek_check_same_dtype(ctx, in, out, "adaptive_avg_pool3d self and out"));
     EK_TRY(ek_check_no_alias(ctx, out, in));
-    EK_TRY(ek_check_contiguous(ctx, in, "adaptive_avg_pool3d self"));
     EK_TRY(ek_resize_out(ctx, out, p.out_shape, p.out_dim));
-    EK_TRY(ek_check_contiguous(ctx, out, "adaptive_avg_pool3d out"));
     return ek_pool_adaptive_avg(ctx, &p, in, out);
 }

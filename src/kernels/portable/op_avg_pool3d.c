@@ -5,7 +5,7 @@
  *
  * Mean over each window of every (D, H, W) volume of a 4-d or 5-d input,
  * with avg_pool2d's divisor rules. Float dtypes and int64 (whose means
- * truncate, as in PyTorch); contiguous.
+ * truncate, as in PyTorch); any dim order.
  */
 #include "pool_util.h"
 #include "ops.h"
@@ -37,8 +37,6 @@ ember_status ek_op_avg_pool3d_out(ember_kernel_ctx *ctx, ember_value **args, siz
     EK_TRY(ek_pool_init(ctx, &p, in, 3, ks, nks, st, nst, pd, npd, NULL, 0, ceil_mode));
     EK_TRY(ek_check_same_dtype(ctx, in, out, "avg_pool3d self and out"));
     EK_TRY(ek_check_no_alias(ctx, out, in));
-    EK_TRY(ek_check_contiguous(ctx, in, "avg_pool3d self"));
     EK_TRY(ek_resize_out(ctx, out, p.out_shape, p.out_dim));
-    EK_TRY(ek_check_contiguous(ctx, out, "avg_pool3d out"));
     return ek_pool_avg(ctx, &p, in, out, include_pad, divisor);
 }

@@ -6,7 +6,7 @@
  * Max over each (dilated) window of every (D, H, W) volume of a 4-d or 5-d
  * input; indices (int64) give the position of the max within its volume,
  * (d * H + h) * W + w. NaN wins, as in PyTorch. Float and integer dtypes,
- * contiguous. Arguments: 6 inputs, 2 outs, TensorList (9).
+ * any dim order. Arguments: 6 inputs, 2 outs, TensorList (9).
  */
 #include "pool_util.h"
 #include "ops.h"
@@ -37,10 +37,7 @@ ember_status ek_op_max_pool3d_with_indices_out(ember_kernel_ctx *ctx, ember_valu
     EK_TRY(ek_check_no_alias(ctx, out, in));
     EK_TRY(ek_check_no_alias(ctx, indices, in));
     EK_TRY(ek_check_no_alias(ctx, indices, out));
-    EK_TRY(ek_check_contiguous(ctx, in, "max_pool3d self"));
     EK_TRY(ek_resize_out(ctx, out, p.out_shape, p.out_dim));
     EK_TRY(ek_resize_out(ctx, indices, p.out_shape, p.out_dim));
-    EK_TRY(ek_check_contiguous(ctx, out, "max_pool3d out"));
-    EK_TRY(ek_check_contiguous(ctx, indices, "max_pool3d indices"));
     return ek_pool_max(ctx, &p, in, out, indices);
 }

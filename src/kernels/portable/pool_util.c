@@ -182,187 +182,135 @@ ember_status ek_pool_adaptive_init(ember_kernel_ctx *ctx, ek_pool *p, const embe
     return EMBER_OK;
 }
 
-/* Window [start, end) of output cell o along spatial dim i, before clipping. */
-#define WIN_START(p, i, o) ((o) * (p)->s[i] - (p)->p[i])
-
-#define DEF_POOL_AVG(SFX, T, CT, LOAD, STORE)                                                      \
-    static void pool_avg_##SFX(T *y, const T *x, const ek_pool *p, bool include_pad,               \
-                               int64_t divisor) {                                                  \
-        int64_t id = p->in[0], ih = p->in[1], iw = p->in[2];                                       \
-        int64_t od = p->out[0], oh = p->out[1], ow = p->out[2];                                    \
-        for (int64_t pl = 0; pl < p->planes; pl++) {                                               \
-            const T *xp = x + pl * id * ih * iw; /* (D, H, W) */                                   \
-            T *yp = y + pl * od * oh * ow;       /* (OD, OH, OW) */                                \
-            for (int64_t oz = 0; oz < od; oz++)                                                    \
-                for (int64_t oy = 0; oy < oh; oy++)                                                \
-                    for (int64_t ox = 0; ox < ow; ox++) {                                          \
-                        int64_t s[3] = {WIN_START(p, 0, oz), WIN_START(p, 1, oy),                  \
-                                        WIN_START(p, 2, ox)};                                      \
-                        int64_t e[3], padded = 1, inside = 1;                                      \
-                        for (int i = 0; i < 3; i++) {                                              \
-                            e[i] = s[i] + p->k[i];                                                 \
-                            if (e[i] > p->in[i] + p->p[i]) e[i] = p->in[i] + p->p[i];              \
-                            padded *= e[i] - s[i];                                                 \
-                            if (s[i] < 0) s[i] = 0;                                                \
-                            if (e[i] > p->in[i]) e[i] = p->in[i];                                  \
-                            inside *= e[i] > s[i] ? e[i] - s[i] : 0;                               \
-                        }                                                                          \
-                        T *dst = &yp[(oz * oh + oy) * ow + ox];                                    \
-                        if (inside == 0) {                                                         \
-                            *dst = STORE((CT)0);                                                   \
-                            continue;                                                              \
-                        }                                                                          \
-                        CT sum = 0;                                                                \
-                        for (int64_t z = s[0]; z < e[0]; z++)                                      \
-                            for (int64_t yy = s[1]; yy < e[1]; yy++)                               \
-                                for (int64_t xx = s[2]; xx < e[2]; xx++)                           \
-                                    sum += LOAD(xp[(z * ih + yy) * iw + xx]);                      \
-                        int64_t div = divisor != 0 ? divisor : include_pad ? padded : inside;      \
-                        *dst = STORE(sum / (CT)div);                                               \
-                    }                                                                              \
-        }                                                                                          \
-    }
-
-EK_FOR_EACH_FLOAT(DEF_POOL_AVG)
-/* int64 sums wrap as in PyTorch (computed on uint64); division truncates. */
-#define EK_POOL_WRAP(x) ((int64_t)(uint64_t)(x))
-static void pool_avg_i64(int64_t *y, const int64_t *x, const ek_pool *p, bool include_pad,
-                         int64_t divisor) {
-    int64_t id = p->in[0], ih = p->in[1], iw = p->in[2];
-    int64_t od = p->out[0], oh = p->out[1], ow = p->out[2];
-    for (int64_t pl = 0; pl < p->planes; pl++) {
-        const int64_t *xp = x + pl * id * ih * iw;
-        int64_t *yp = y + pl * od * oh * ow;
-        for (int64_t oz = 0; oz < od; oz++)
-            for (int64_t oy = 0; oy < oh; oy++)
-                for (int64_t ox = 0; ox < ow; ox++) {
-                    int64_t s[3] = {WIN_START(p, 0, oz), WIN_START(p, 1, oy), WIN_START(p, 2, ox)};
-                    int64_t e[3], padded = 1, inside = 1;
-                    for (int i = 0; i < 3; i++) {
-                        e[i] = s[i] + p->k[i];
-                        if (e[i] > p->in[i] + p->p[i]) e[i] = p->in[i] + p->p[i];
-                        padded *= e[i] - s[i];
-                        if (s[i] < 0) s[i] = 0;
-                        if (e[i] > p->in[i]) e[i] = p->in[i];
-                        inside *= e[i] > s[i] ? e[i] - s[i] : 0;
-                    }
-                    int64_t *dst = &yp[(oz * oh + oy) * ow + ox];
-                    if (inside == 0) {
-                        *dst = 0;
-                        continue;
-                    }
-                    uint64_t sum = 0;
-                    for (int64_t z = s[0]; z < e[0]; z++)
-                        for (int64_t yy = s[1]; yy < e[1]; yy++)
-                            for (int64_t xx = s[2]; xx < e[2]; xx++)
-                                sum += (uint64_t)xp[(z * ih + yy) * iw + xx];
-                    int64_t div = divisor != 0 ? divisor : include_pad ? padded : inside;
-                    int64_t v = EK_POOL_WRAP(sum);
-                    /* INT64_MIN / -1 overflows: PyTorch gives INT64_MIN there too */
-                    *dst = div == -1 ? EK_POOL_WRAP(0u - (uint64_t)v) : v / div;
-                }
-    }
-}
-
-ember_status ek_pool_avg(ember_kernel_ctx *ctx, const ek_pool *p, const ember_tensor *in,
-                         ember_tensor *out, bool count_include_pad, int64_t divisor) {
-    if (out->numel == 0) return EMBER_OK;
-    if (in->dtype == EMBER_INT64) {
-        pool_avg_i64(out->data, in->data, p, count_include_pad, divisor);
-        return EMBER_OK;
-    }
-    EK_FLOAT_SWITCH(ctx, in->dtype, pool_avg, out->data, in->data, p, count_include_pad, divisor);
-    return EMBER_OK;
-}
-
 /* First tap of a window at or after 0: start + j * step for the least such j. */
 static int64_t first_tap(int64_t start, int64_t step) {
     return start >= 0 ? start : start + ((-start + step - 1) / step) * step;
 }
 
-/* CT is the compare type; LOWEST starts the running max (-inf for floats). */
-#define DEF_POOL_MAX(SFX, T, CT, LOAD, STORE, LOWEST)                                              \
-    static void pool_max_##SFX(T *y, int64_t *ind, const T *x, const ek_pool *p) {                 \
-        int64_t id = p->in[0], ih = p->in[1], iw = p->in[2];                                       \
-        int64_t od = p->out[0], oh = p->out[1], ow = p->out[2];                                    \
-        for (int64_t pl = 0; pl < p->planes; pl++) {                                               \
-            const T *xp = x + pl * id * ih * iw; /* (D, H, W) */                                   \
-            T *yp = y + pl * od * oh * ow;       /* (OD, OH, OW) */                                \
-            int64_t *ip = ind + pl * od * oh * ow;                                                 \
-            for (int64_t oz = 0; oz < od; oz++)                                                    \
-                for (int64_t oy = 0; oy < oh; oy++)                                                \
-                    for (int64_t ox = 0; ox < ow; ox++) {                                          \
-                        int64_t s[3] = {WIN_START(p, 0, oz), WIN_START(p, 1, oy),                  \
-                                        WIN_START(p, 2, ox)};                                      \
-                        int64_t e[3];                                                              \
-                        for (int i = 0; i < 3; i++) {                                              \
-                            e[i] = s[i] + (p->k[i] - 1) * p->dl[i] + 1;                            \
-                            if (e[i] > p->in[i]) e[i] = p->in[i];                                  \
-                            s[i] = first_tap(s[i], p->dl[i]);                                      \
-                        }                                                                          \
-                        CT best = LOWEST;                                                          \
-                        int64_t best_i = (s[0] * ih + s[1]) * iw + s[2];                           \
-                        for (int64_t z = s[0]; z < e[0]; z += p->dl[0])                            \
-                            for (int64_t yy = s[1]; yy < e[1]; yy += p->dl[1])                     \
-                                for (int64_t xx = s[2]; xx < e[2]; xx += p->dl[2]) {               \
-                                    int64_t at = (z * ih + yy) * iw + xx;                          \
-                                    CT v = LOAD(xp[at]);                                           \
-                                    if (v > best || v != v) {                                      \
-                                        best = v;                                                  \
-                                        best_i = at;                                               \
-                                    }                                                              \
-                                }                                                                  \
-                        yp[(oz * oh + oy) * ow + ox] = STORE(best);                                \
-                        ip[(oz * oh + oy) * ow + ox] = best_i;                                     \
+/* Window [start, end) of output cell o along spatial dim i, before clipping. */
+#define WIN_START(p, i, o) ((o) * (p)->s[i] - (p)->p[i])
+
+/* Element strides of one (D, H, W) volume of in, out and indices (0 for absent dims). */
+typedef struct pool_strides {
+    int64_t x[3], y[3], ind[3];
+} pool_strides;
+
+/* Clipped window of output cell (oz, oy, ox): s[i] <= index < e[i]; *padded is
+ * the window's size clipped to the padded input, *inside to the input. */
+static void avg_window(const ek_pool *p, int64_t oz, int64_t oy, int64_t ox, int64_t *s,
+                       int64_t *e, int64_t *padded, int64_t *inside) {
+    int64_t o[3] = {oz, oy, ox};
+    *padded = *inside = 1;
+    for (int i = 0; i < 3; i++) {
+        s[i] = WIN_START(p, i, o[i]);
+        e[i] = s[i] + p->k[i];
+        if (e[i] > p->in[i] + p->p[i]) e[i] = p->in[i] + p->p[i];
+        *padded *= e[i] - s[i];
+        if (s[i] < 0) s[i] = 0;
+        if (e[i] > p->in[i]) e[i] = p->in[i];
+        *inside *= e[i] > s[i] ? e[i] - s[i] : 0;
+    }
+}
+
+/* ACC is the sum type; DIV(sum, n) divides it (floats, or int64 truncating). */
+#define DEF_POOL_AVG(SFX, T, ACC, LOAD, STORE, DIV)                                                \
+    static void pool_avg_##SFX(T *yp, const T *xp, const ek_pool *p, const pool_strides *st,       \
+                               bool include_pad, int64_t divisor) {                                \
+        const int64_t *xs = st->x, *ys = st->y;                                                    \
+        for (int64_t oz = 0; oz < p->out[0]; oz++)                                                 \
+            for (int64_t oy = 0; oy < p->out[1]; oy++)                                             \
+                for (int64_t ox = 0; ox < p->out[2]; ox++) {                                       \
+                    int64_t s[3], e[3], padded, inside;                                            \
+                    avg_window(p, oz, oy, ox, s, e, &padded, &inside);                             \
+                    T *dst = &yp[oz * ys[0] + oy * ys[1] + ox * ys[2]];                            \
+                    ACC sum = 0;                                                                   \
+                    for (int64_t z = s[0]; z < e[0]; z++)                                          \
+                        for (int64_t yy = s[1]; yy < e[1]; yy++)                                   \
+                            for (int64_t xx = s[2]; xx < e[2]; xx++)                               \
+                                sum += (ACC)LOAD(xp[z * xs[0] + yy * xs[1] + xx * xs[2]]);         \
+                    if (inside == 0) {                                                             \
+                        *dst = STORE(0);                                                           \
+                        continue;                                                                  \
                     }                                                                              \
-        }                                                                                          \
+                    int64_t div = divisor != 0 ? divisor : include_pad ? padded : inside;          \
+                    *dst = STORE(DIV(sum, div));                                                   \
+                }                                                                                  \
+    }
+
+#define POOL_FDIV(sum, n) ((sum) / (n))
+#define DEF_POOL_AVG_FLOAT(SFX, T, CT, LOAD, STORE) DEF_POOL_AVG(SFX, T, CT, LOAD, STORE, POOL_FDIV)
+EK_FOR_EACH_FLOAT(DEF_POOL_AVG_FLOAT)
+
+/* int64 sums wrap as in PyTorch (summed on uint64); division truncates, and
+ * INT64_MIN / -1 wraps to INT64_MIN instead of trapping. */
+static int64_t pool_idiv(uint64_t sum, int64_t n) {
+    int64_t v = (int64_t)sum;
+    return n == -1 ? (int64_t)(0u - sum) : v / n;
+}
+#define POOL_I64_STORE(x) ((int64_t)(x))
+DEF_POOL_AVG(i64, int64_t, uint64_t, EK_IDENT, POOL_I64_STORE, pool_idiv)
+
+/* CT is the compare type; LOWEST starts the running max (-inf for floats).
+ * Indices are logical positions in the volume, (d * H + h) * W + w. */
+#define DEF_POOL_MAX(SFX, T, CT, LOAD, STORE, LOWEST)                                              \
+    static void pool_max_##SFX(T *yp, int64_t *ip, const T *xp, const ek_pool *p,                  \
+                               const pool_strides *st) {                                           \
+        const int64_t *xs = st->x, *ys = st->y, *is = st->ind;                                     \
+        int64_t ih = p->in[1], iw = p->in[2];                                                      \
+        for (int64_t oz = 0; oz < p->out[0]; oz++)                                                 \
+            for (int64_t oy = 0; oy < p->out[1]; oy++)                                             \
+                for (int64_t ox = 0; ox < p->out[2]; ox++) {                                       \
+                    int64_t o[3] = {oz, oy, ox}, s[3], e[3];                                       \
+                    for (int i = 0; i < 3; i++) {                                                  \
+                        s[i] = WIN_START(p, i, o[i]);                                              \
+                        e[i] = s[i] + (p->k[i] - 1) * p->dl[i] + 1;                                \
+                        if (e[i] > p->in[i]) e[i] = p->in[i];                                      \
+                        s[i] = first_tap(s[i], p->dl[i]);                                          \
+                    }                                                                              \
+                    CT best = LOWEST;                                                              \
+                    int64_t best_i = (s[0] * ih + s[1]) * iw + s[2];                               \
+                    for (int64_t z = s[0]; z < e[0]; z += p->dl[0])                                \
+                        for (int64_t yy = s[1]; yy < e[1]; yy += p->dl[1])                         \
+                            for (int64_t xx = s[2]; xx < e[2]; xx += p->dl[2]) {                   \
+                                CT v = LOAD(xp[z * xs[0] + yy * xs[1] + xx * xs[2]]);              \
+                                if (v > best || v != v) {                                          \
+                                    best = v;                                                      \
+                                    best_i = (z * ih + yy) * iw + xx;                              \
+                                }                                                                  \
+                            }                                                                      \
+                    yp[oz * ys[0] + oy * ys[1] + ox * ys[2]] = STORE(best);                        \
+                    ip[oz * is[0] + oy * is[1] + ox * is[2]] = best_i;                             \
+                }                                                                                  \
     }
 
 #define DEF_POOL_MAX_FLOAT(SFX, T, CT, LOAD, STORE) DEF_POOL_MAX(SFX, T, CT, LOAD, STORE, -INFINITY)
 EK_FOR_EACH_FLOAT(DEF_POOL_MAX_FLOAT)
-#define EK_POOL_STORE_INT(x) (x)
-DEF_POOL_MAX(u8, uint8_t, int64_t, EK_IDENT, EK_POOL_STORE_INT, INT64_MIN)
-DEF_POOL_MAX(i8, int8_t, int64_t, EK_IDENT, EK_POOL_STORE_INT, INT64_MIN)
-DEF_POOL_MAX(i16, int16_t, int64_t, EK_IDENT, EK_POOL_STORE_INT, INT64_MIN)
-DEF_POOL_MAX(i32, int32_t, int64_t, EK_IDENT, EK_POOL_STORE_INT, INT64_MIN)
-DEF_POOL_MAX(i64, int64_t, int64_t, EK_IDENT, EK_POOL_STORE_INT, INT64_MIN)
-
-ember_status ek_pool_max(ember_kernel_ctx *ctx, const ek_pool *p, const ember_tensor *in,
-                         ember_tensor *out, ember_tensor *indices) {
-    if (out->numel == 0) return EMBER_OK;
-    switch (in->dtype) {
-    case EMBER_UINT8: pool_max_u8(out->data, indices->data, in->data, p); return EMBER_OK;
-    case EMBER_INT8: pool_max_i8(out->data, indices->data, in->data, p); return EMBER_OK;
-    case EMBER_INT16: pool_max_i16(out->data, indices->data, in->data, p); return EMBER_OK;
-    case EMBER_INT32: pool_max_i32(out->data, indices->data, in->data, p); return EMBER_OK;
-    case EMBER_INT64: pool_max_i64(out->data, indices->data, in->data, p); return EMBER_OK;
-    default: break;
-    }
-    EK_FLOAT_SWITCH(ctx, in->dtype, pool_max, out->data, indices->data, in->data, p);
-    return EMBER_OK;
-}
+#define POOL_INT_STORE(x) (x)
+DEF_POOL_MAX(u8, uint8_t, int64_t, EK_IDENT, POOL_INT_STORE, INT64_MIN)
+DEF_POOL_MAX(i8, int8_t, int64_t, EK_IDENT, POOL_INT_STORE, INT64_MIN)
+DEF_POOL_MAX(i16, int16_t, int64_t, EK_IDENT, POOL_INT_STORE, INT64_MIN)
+DEF_POOL_MAX(i32, int32_t, int64_t, EK_IDENT, POOL_INT_STORE, INT64_MIN)
+DEF_POOL_MAX(i64, int64_t, int64_t, EK_IDENT, POOL_INT_STORE, INT64_MIN)
 
 #define DEF_POOL_ADAPTIVE(SFX, T, CT, LOAD, STORE)                                                 \
-    static void pool_adaptive_##SFX(T *y, const T *x, const ek_pool *p) {                          \
-        int64_t id = p->in[0], ih = p->in[1], iw = p->in[2];                                       \
-        int64_t od = p->out[0], oh = p->out[1], ow = p->out[2];                                    \
-        for (int64_t pl = 0; pl < p->planes; pl++) {                                               \
-            const T *xp = x + pl * id * ih * iw; /* (D, H, W) */                                   \
-            T *yp = y + pl * od * oh * ow;       /* (OD, OH, OW) */                                \
-            for (int64_t oz = 0; oz < od; oz++) {                                                  \
-                int64_t zs = (oz * id) / od, ze = ((oz + 1) * id + od - 1) / od;                   \
-                for (int64_t oy = 0; oy < oh; oy++) {                                              \
-                    int64_t ys = (oy * ih) / oh, ye = ((oy + 1) * ih + oh - 1) / oh;               \
-                    for (int64_t ox = 0; ox < ow; ox++) {                                          \
-                        int64_t xs = (ox * iw) / ow, xe = ((ox + 1) * iw + ow - 1) / ow;           \
-                        CT sum = 0;                                                                \
-                        for (int64_t z = zs; z < ze; z++)                                          \
-                            for (int64_t yy = ys; yy < ye; yy++)                                   \
-                                for (int64_t xx = xs; xx < xe; xx++)                               \
-                                    sum += LOAD(xp[(z * ih + yy) * iw + xx]);                      \
-                        CT cnt = (CT)((ze - zs) * (ye - ys) * (xe - xs));                          \
-                        yp[(oz * oh + oy) * ow + ox] = STORE(sum / cnt);                           \
-                    }                                                                              \
+    static void pool_adaptive_##SFX(T *yp, const T *xp, const ek_pool *p,                          \
+                                    const pool_strides *st) {                                      \
+        const int64_t *xs = st->x, *ys = st->y;                                                    \
+        const int64_t *in = p->in, *out = p->out;                                                  \
+        for (int64_t oz = 0; oz < out[0]; oz++) {                                                  \
+            int64_t zs = (oz * in[0]) / out[0], ze = ((oz + 1) * in[0] + out[0] - 1) / out[0];     \
+            for (int64_t oy = 0; oy < out[1]; oy++) {                                              \
+                int64_t ys0 = (oy * in[1]) / out[1], ye = ((oy + 1) * in[1] + out[1] - 1) / out[1]; \
+                for (int64_t ox = 0; ox < out[2]; ox++) {                                          \
+                    int64_t xs0 = (ox * in[2]) / out[2];                                           \
+                    int64_t xe = ((ox + 1) * in[2] + out[2] - 1) / out[2];                         \
+                    CT sum = 0;                                                                    \
+                    for (int64_t z = zs; z < ze; z++)                                              \
+                        for (int64_t yy = ys0; yy < ye; yy++)                                      \
+                            for (int64_t xx = xs0; xx < xe; xx++)                                  \
+                                sum += LOAD(xp[z * xs[0] + yy * xs[1] + xx * xs[2]]);              \
+                    CT cnt = (CT)((ze - zs) * (ye - ys0) * (xe - xs0));                            \
+                    yp[oz * ys[0] + oy * ys[1] + ox * ys[2]] = STORE(sum / cnt);                   \
                 }                                                                                  \
             }                                                                                      \
         }                                                                                          \
@@ -370,9 +318,123 @@ ember_status ek_pool_max(ember_kernel_ctx *ctx, const ek_pool *p, const ember_te
 
 EK_FOR_EACH_FLOAT(DEF_POOL_ADAPTIVE)
 
+/* One pooling call: the tensors (indices may be NULL) and their spatial strides. */
+typedef struct pool_job {
+    const ek_pool *p;
+    const ember_tensor *in;
+    ember_tensor *out, *indices;
+    pool_strides st;
+} pool_job;
+
+static void job_init(pool_job *j, const ek_pool *p, const ember_tensor *in, ember_tensor *out,
+                     ember_tensor *indices) {
+    j->p = p;
+    j->in = in;
+    j->out = out;
+    j->indices = indices;
+    size_t lead = in->dim - p->nsp;
+    for (size_t i = 0; i < 3; i++) {
+        bool present = i >= 3 - p->nsp;
+        size_t d = present ? lead + i - (3 - p->nsp) : 0;
+        j->st.x[i] = present ? in->strides[d] : 0;
+        j->st.y[i] = present ? out->strides[d] : 0;
+        j->st.ind[i] = present && indices != NULL ? indices->strides[d] : 0;
+    }
+}
+
+/* Runs BODY once per plane (each index of the leading dims, row-major), with
+ * OFF[0..2] the plane's element offsets in in, out and indices. Any dim order. */
+#define POOL_FOR_EACH_PLANE(j, OFF, BODY)                                                          \
+    do {                                                                                           \
+        size_t lead_ = (j)->in->dim - (j)->p->nsp;                                                 \
+        int64_t sz_[EMBER_MAX_DIM], st_[3][EMBER_MAX_DIM], pos_[EMBER_MAX_DIM] = {0};              \
+        int64_t OFF[3] = {0, 0, 0}; /* in, out, indices */                                         \
+        for (size_t d_ = 0; d_ < lead_; d_++) {                                                    \
+            sz_[d_] = (j)->in->sizes[d_];                                                          \
+            st_[0][d_] = (j)->in->strides[d_];                                                     \
+            st_[1][d_] = (j)->out->strides[d_];                                                    \
+            st_[2][d_] = (j)->indices != NULL ? (j)->indices->strides[d_] : 0;                     \
+        }                                                                                          \
+        do {                                                                                       \
+            BODY;                                                                                  \
+        } while (ek_advance(pos_, sz_, lead_, 3, (const int64_t(*)[EMBER_MAX_DIM])st_, OFF));     \
+    } while (0)
+
+ember_status ek_pool_avg(ember_kernel_ctx *ctx, const ek_pool *p, const ember_tensor *in,
+                         ember_tensor *out, bool count_include_pad, int64_t divisor) {
+    if (out->numel == 0) return EMBER_OK;
+    pool_job j;
+    job_init(&j, p, in, out, NULL);
+    switch (in->dtype) {
+#define AVG_CASE(DT, SFX, T)                                                                       \
+    case DT:                                                                                       \
+        POOL_FOR_EACH_PLANE(&j, off,                                                               \
+                            pool_avg_##SFX((T *)out->data + off[1], (const T *)in->data + off[0],  \
+                                           p, &j.st, count_include_pad, divisor));                 \
+        return EMBER_OK;
+        AVG_CASE(EMBER_FLOAT32, f32, float)
+        AVG_CASE(EMBER_FLOAT64, f64, double)
+        AVG_CASE(EMBER_FLOAT16, f16, uint16_t)
+        AVG_CASE(EMBER_BFLOAT16, bf16, uint16_t)
+        AVG_CASE(EMBER_INT64, i64, int64_t)
+#undef AVG_CASE
+    default:
+        return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED,
+                                 "avg pool: dtype %s not supported (float types and int64)",
+                                 ember_dtype_name(in->dtype));
+    }
+}
+
+ember_status ek_pool_max(ember_kernel_ctx *ctx, const ek_pool *p, const ember_tensor *in,
+                         ember_tensor *out, ember_tensor *indices) {
+    if (out->numel == 0) return EMBER_OK;
+    pool_job j;
+    job_init(&j, p, in, out, indices);
+    switch (in->dtype) {
+#define MAX_CASE(DT, SFX, T)                                                                       \
+    case DT:                                                                                       \
+        POOL_FOR_EACH_PLANE(&j, off,                                                               \
+                            pool_max_##SFX((T *)out->data + off[1],                                \
+                                           (int64_t *)indices->data + off[2],                      \
+                                           (const T *)in->data + off[0], p, &j.st));               \
+        return EMBER_OK;
+        MAX_CASE(EMBER_FLOAT32, f32, float)
+        MAX_CASE(EMBER_FLOAT64, f64, double)
+        MAX_CASE(EMBER_FLOAT16, f16, uint16_t)
+        MAX_CASE(EMBER_BFLOAT16, bf16, uint16_t)
+        MAX_CASE(EMBER_UINT8, u8, uint8_t)
+        MAX_CASE(EMBER_INT8, i8, int8_t)
+        MAX_CASE(EMBER_INT16, i16, int16_t)
+        MAX_CASE(EMBER_INT32, i32, int32_t)
+        MAX_CASE(EMBER_INT64, i64, int64_t)
+#undef MAX_CASE
+    default:
+        return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED,
+                                 "max pool: dtype %s not supported (float and integer types)",
+                                 ember_dtype_name(in->dtype));
+    }
+}
+
 ember_status ek_pool_adaptive_avg(ember_kernel_ctx *ctx, const ek_pool *p,
                                   const ember_tensor *in, ember_tensor *out) {
     if (out->numel == 0) return EMBER_OK;
-    EK_FLOAT_SWITCH(ctx, in->dtype, pool_adaptive, out->data, in->data, p);
-    return EMBER_OK;
+    pool_job j;
+    job_init(&j, p, in, out, NULL);
+    switch (in->dtype) {
+#define ADAPTIVE_CASE(DT, SFX, T)                                                                  \
+    case DT:                                                                                       \
+        POOL_FOR_EACH_PLANE(&j, off,                                                               \
+                            pool_adaptive_##SFX((T *)out->data + off[1],                           \
+                                                (const T *)in->data + off[0], p, &j.st));          \
+        return EMBER_OK;
+        ADAPTIVE_CASE(EMBER_FLOAT32, f32, float)
+        ADAPTIVE_CASE(EMBER_FLOAT64, f64, double)
+        ADAPTIVE_CASE(EMBER_FLOAT16, f16, uint16_t)
+        ADAPTIVE_CASE(EMBER_BFLOAT16, bf16, uint16_t)
+#undef ADAPTIVE_CASE
+    default:
+        return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED,
+                                 "adaptive avg pool: dtype %s not supported (float types only)",
+                                 ember_dtype_name(in->dtype));
+    }
 }

@@ -59,10 +59,10 @@ ember_status ek_pool_adaptive_init(ember_kernel_ctx *ctx, ek_pool *p, const embe
                                    size_t nsp, const int64_t *os, size_t nos);
 
 /**
- * Average over each window (contiguous in and out of one dtype: float, or
- * int64 whose sums divide with truncation as in PyTorch). divisor 0 means
- * none: the window clipped to the padded input (count_include_pad) or to
- * the input. Fails NOT_SUPPORTED for other dtypes.
+ * Average over each window (in and out of one dtype: float, or int64 whose
+ * sums divide with truncation as in PyTorch; any dim order). divisor 0
+ * means none: the window clipped to the padded input (count_include_pad) or
+ * to the input. Fails NOT_SUPPORTED for other dtypes.
  */
 ember_status ek_pool_avg(ember_kernel_ctx *ctx, const ek_pool *p, const ember_tensor *in,
                          ember_tensor *out, bool count_include_pad, int64_t divisor);
@@ -70,12 +70,12 @@ ember_status ek_pool_avg(ember_kernel_ctx *ctx, const ek_pool *p, const ember_te
 /**
  * Max over each dilated window, NaN winning; indices (int64) get the flat
  * position of the max within its (D, H, W) volume. Float and integer
- * dtypes, contiguous.
+ * dtypes, any dim order.
  */
 ember_status ek_pool_max(ember_kernel_ctx *ctx, const ek_pool *p, const ember_tensor *in,
                          ember_tensor *out, ember_tensor *indices);
 
-/** Adaptive average over the cells of ek_pool_adaptive_init. Float dtypes, contiguous. */
+/** Adaptive average over the cells of ek_pool_adaptive_init. Float dtypes, any dim order. */
 ember_status ek_pool_adaptive_avg(ember_kernel_ctx *ctx, const ek_pool *p,
                                   const ember_tensor *in, ember_tensor *out);
 

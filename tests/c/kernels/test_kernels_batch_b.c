@@ -574,6 +574,40 @@ static void test_pool3d(void) {
     CHECK(NEAR(y, (0 + 1 + 6 + 7) / 4.0f, (1 + 2 + 7 + 8) / 4.0f, (3 + 4 + 9 + 10) / 4.0f,
                (4 + 5 + 10 + 11) / 4.0f));
 
+    /* channels-last (dim order 0, 2, 3, 4, 1) in and out give the same logical values */
+    float xc[24], xl[24], yc[16], yl[16];
+    int64_t ic[16], il_[16];
+    const uint8_t cl[5] = {0, 2, 3, 4, 1};
+    tt c_in, l_in, c_out, l_out, c_ind, l_ind;
+    tensor(&c_in, EMBER_FLOAT32, DIMS(1, 2, 2, 2, 3), xc, sizeof xc, false, NULL);
+    tensor(&l_in, EMBER_FLOAT32, DIMS(1, 2, 2, 2, 3), xl, sizeof xl, false, cl);
+    for (int c = 0; c < 2; c++)
+        for (int v = 0; v < 12; v++) { /* v = (d * 2 + h) * 3 + w */
+            xc[c * 12 + v] = (float)((v * 7 + c * 5) % 11);
+            xl[v * 2 + c] = xc[c * 12 + v];
+        }
+    tensor(&c_out, EMBER_FLOAT32, DIMS(1, 2, 2, 2, 4), yc, sizeof yc, true, NULL);
+    tensor(&l_out, EMBER_FLOAT32, DIMS(1, 2, 2, 2, 4), yl, sizeof yl, true, cl);
+    tensor(&c_ind, EMBER_INT64, DIMS(1, 2, 2, 2, 4), ic, sizeof ic, true, NULL);
+    tensor(&l_ind, EMBER_INT64, DIMS(1, 2, 2, 2, 4), il_, sizeof il_, true, cl);
+    CHECK_OK(CALL("aten::max_pool3d_with_indices.out", &c_in.v, IL(1, 2, 2), IL(1), IL(0, 0, 1),
+                  IL(1), v_bool(false), &c_out.v, &c_ind.v, &list.v));
+    CHECK_OK(CALL("aten::max_pool3d_with_indices.out", &l_in.v, IL(1, 2, 2), IL(1), IL(0, 0, 1),
+                  IL(1), v_bool(false), &l_out.v, &l_ind.v, &list.v));
+    bool same = SHAPE_IS(&l_out.t, 1, 2, 2, 1, 4); /* 8 outputs per channel */
+    for (int c = 0; c < 2; c++)
+        for (int v = 0; v < 8; v++)
+            same = same && yl[v * 2 + c] == yc[c * 8 + v] && il_[v * 2 + c] == ic[c * 8 + v];
+    CHECK(same);
+    CHECK_OK(CALL("aten::avg_pool3d.out", &c_in.v, IL(2, 1, 2), IL(1), IL(0, 0, 1), v_bool(false),
+                  v_bool(false), v_none(), &c_out.v, &c_out.v));
+    CHECK_OK(CALL("aten::avg_pool3d.out", &l_in.v, IL(2, 1, 2), IL(1), IL(0, 0, 1), v_bool(false),
+                  v_bool(false), v_none(), &l_out.v, &l_out.v));
+    same = SHAPE_IS(&l_out.t, 1, 2, 1, 2, 4);
+    for (int c = 0; c < 2; c++)
+        for (int v = 0; v < 8; v++) same = same && yl[v * 2 + c] == yc[c * 8 + v];
+    CHECK(same);
+
     /* errors */
     CHECK_ERR(CALL("aten::avg_pool3d.out", &s.v, IL(2, 2, 2), IL(1), IL(2), v_bool(false),
                    v_bool(true), v_none(), &o.v, &o.v),
