@@ -14,33 +14,51 @@
  *   running_var  = (1 - momentum) running_var + momentum var * n / (n - 1).
  * Not training: the running statistics normalize, and save_mean /
  * save_invstd are empty (0). Statistics accumulate in double. Float dtypes
- * (weight, bias and statistics too), contiguous. Arguments: 8 (6) inputs,
- * 3 outs, TensorList.
+ * (weight, bias and statistics too), any dim order. Arguments: 8 (6)
+ * inputs, 3 outs, TensorList.
  */
 #include <math.h>
 
 #include "kernel_util.h"
 #include "ops.h"
 
-/* x viewed as (n, c, inner); rm / rv may be NULL (no running statistics) */
+/* Every dim of input but the channel dim: the elements of one channel. */
+typedef struct bn_walk {
+    size_t n;
+    int64_t sizes[EMBER_MAX_DIM];
+    int64_t st[2][EMBER_MAX_DIM]; /* [0] input, [1] out */
+    int64_t count;                /* elements per channel */
+} bn_walk;
+
+/* Runs BODY for every element of channel ch, with OFF[0] / OFF[1] its element
+ * offsets in input / out (both already include the channel's offset). */
+#define BN_FOR_CHANNEL(w, base_x, base_y, OFF, BODY)                                               \
+    do {                                                                                           \
+        int64_t pos_[EMBER_MAX_DIM] = {0}, OFF[2] = {(base_x), (base_y)};                          \
+        bool more_ = (w)->count > 0;                                                               \
+        while (more_) {                                                                            \
+            BODY;                                                                                  \
+            more_ = ek_advance(pos_, (w)->sizes, (w)->n, 2,                                        \
+                               (const int64_t(*)[EMBER_MAX_DIM])(w)->st, OFF);                     \
+        }                                                                                          \
+    } while (0)
+
+/* rm / rv may be NULL (no running statistics); cs: channel strides of input and out */
 #define DEF_BN_LEGIT(SFX, T, CT, LOAD, STORE)                                                      \
     static void bn_legit_##SFX(T *y, T *smean, T *sinv, T *rm, T *rv, const T *x, const T *w,      \
-                               const T *b, int64_t n, int64_t c, int64_t inner, bool training,     \
-                               double momentum, double eps) {                                      \
-        int64_t count = n * inner;                                                                 \
+                               const T *b, int64_t c, const int64_t *cs, const bn_walk *wk,        \
+                               bool training, double momentum, double eps) {                       \
+        int64_t count = wk->count;                                                                 \
         for (int64_t ch = 0; ch < c; ch++) {                                                       \
             CT mean, invstd;                                                                       \
             if (training) {                                                                        \
                 double sum = 0, ss = 0;                                                            \
-                for (int64_t i = 0; i < n; i++)                                                    \
-                    for (int64_t j = 0; j < inner; j++)                                            \
-                        sum += (double)LOAD(x[(i * c + ch) * inner + j]);                          \
+                BN_FOR_CHANNEL(wk, ch * cs[0], 0, off, sum += (double)LOAD(x[off[0]]));            \
                 double m = count > 0 ? sum / (double)count : NAN;                                  \
-                for (int64_t i = 0; i < n; i++)                                                    \
-                    for (int64_t j = 0; j < inner; j++) {                                          \
-                        double dv = (double)LOAD(x[(i * c + ch) * inner + j]) - m;                 \
-                        ss += dv * dv;                                                             \
-                    }                                                                              \
+                BN_FOR_CHANNEL(wk, ch * cs[0], 0, off, {                                           \
+                    double dv = (double)LOAD(x[off[0]]) - m;                                       \
+                    ss += dv * dv;                                                                 \
+                });                                                                                \
                 double var = count > 0 ? ss / (double)count : NAN;                                 \
                 mean = (CT)m;                                                                      \
                 invstd = (CT)(1.0 / sqrt(var + eps));                                              \
@@ -58,11 +76,8 @@
             }                                                                                      \
             CT alpha = w != NULL ? LOAD(w[ch]) * invstd : invstd;                                  \
             CT beta = (b != NULL ? LOAD(b[ch]) : (CT)0) - mean * alpha;                            \
-            for (int64_t i = 0; i < n; i++) {                                                      \
-                const T *xp = x + (i * c + ch) * inner;                                            \
-                T *yp = y + (i * c + ch) * inner;                                                  \
-                for (int64_t j = 0; j < inner; j++) yp[j] = STORE(LOAD(xp[j]) * alpha + beta);     \
-            }                                                                                      \
+            BN_FOR_CHANNEL(wk, ch * cs[0], ch * cs[1], off,                                        \
+                           y[off[1]] = STORE(LOAD(x[off[0]]) * alpha + beta));                     \
         }                                                                                          \
     }
 
@@ -112,10 +127,8 @@ static ember_status bn_legit(ember_kernel_ctx *ctx, ember_value **args, size_t f
         EK_TRY(ek_arg_inout(ctx, args, 3, &rm));
         EK_TRY(ek_arg_inout(ctx, args, 4, &rv));
     }
-    int64_t n = in->sizes[0], c = in->sizes[1], inner = 1;
-    for (size_t d = 2; d < in->dim; d++) inner *= in->sizes[d];
+    int64_t c = in->sizes[1];
     EK_TRY(ek_check_float(ctx, in->dtype, "batch_norm"));
-    EK_TRY(ek_check_contiguous(ctx, in, "batch_norm input"));
     EK_TRY(check_param(ctx, w, in, c, "weight"));
     EK_TRY(check_param(ctx, b, in, c, "bias"));
     EK_TRY(check_param(ctx, rm, in, c, "running_mean"));
@@ -127,13 +140,23 @@ static ember_status bn_legit(ember_kernel_ctx *ctx, ember_value **args, size_t f
         for (size_t j = 0; j < 5; j++)
             if (reads[j] != NULL) EK_TRY(ek_check_no_alias(ctx, outs[i], reads[j]));
     EK_TRY(ek_resize_like(ctx, out, in));
-    EK_TRY(ek_check_contiguous(ctx, out, "batch_norm out"));
     EK_TRY(resize_stat(ctx, smean, in, training ? c : 0, "batch_norm input and save_mean"));
     EK_TRY(resize_stat(ctx, sinv, in, training ? c : 0, "batch_norm input and save_invstd"));
     if (c == 0) return EMBER_OK;
+    bn_walk wk = {0, {0}, {{0}}, 1};
+    for (size_t d = 0; d < in->dim; d++) {
+        if (d == 1) continue;
+        wk.sizes[wk.n] = in->sizes[d];
+        wk.st[0][wk.n] = in->strides[d];
+        wk.st[1][wk.n] = out->strides[d];
+        wk.count *= in->sizes[d]; /* at most numel */
+        wk.n++;
+    }
+    const int64_t cs[2] = {in->strides[1], out->strides[1]};
+    /* statistics and parameters are 1-d: element ch at ch * stride, stride 1 */
     EK_FLOAT_SWITCH(ctx, in->dtype, bn_legit, out->data, smean->data, sinv->data,
                     rm != NULL ? rm->data : NULL, rv != NULL ? rv->data : NULL, in->data,
-                    w != NULL ? w->data : NULL, b != NULL ? b->data : NULL, n, c, inner, training,
+                    w != NULL ? w->data : NULL, b != NULL ? b->data : NULL, c, cs, &wk, training,
                     momentum, eps);
     return EMBER_OK;
 }

@@ -690,6 +690,25 @@ static void test_batch_norm(void) {
     CHECK_ERR(CALL("aten::_native_batch_norm_legit.no_stats_out", &s.v, v_none(), v_none(),
                    v_bool(false), v_dbl(0.1), v_dbl(1e-5), &o.v, &osm.v, &osi.v, &list.v),
               EMBER_ERR_INVALID_ARGUMENT, "running statistics");
+    /* channels-last (N, C, H, W) = (2, 3, 1, 2), contiguous out: same values as contiguous */
+    float xc[12], xl[12], yc[12], yl[12], m3[3], i3[3];
+    const uint8_t cl[4] = {0, 2, 3, 1};
+    for (int k = 0; k < 12; k++) xc[k] = (float)((k * 5) % 7) - 2.0f;
+    for (int n = 0; n < 2; n++)
+        for (int c = 0; c < 3; c++)
+            for (int v = 0; v < 2; v++) xl[(n * 2 + v) * 3 + c] = xc[(n * 3 + c) * 2 + v];
+    tt c_in, l_in, c_out, l_out, om, oi;
+    tensor(&c_in, EMBER_FLOAT32, DIMS(2, 3, 1, 2), xc, sizeof xc, false, NULL);
+    tensor(&l_in, EMBER_FLOAT32, DIMS(2, 3, 1, 2), xl, sizeof xl, false, cl);
+    OUT(c_out, EMBER_FLOAT32, yc, 2, 3, 1, 2);
+    OUT(l_out, EMBER_FLOAT32, yl, 2, 3, 1, 2);
+    OUT(om, EMBER_FLOAT32, m3, 3);
+    OUT(oi, EMBER_FLOAT32, i3, 3);
+    CHECK_OK(CALL("aten::_native_batch_norm_legit.no_stats_out", &c_in.v, v_none(), v_none(),
+                  v_bool(true), v_dbl(0.1), v_dbl(1e-5), &c_out.v, &om.v, &oi.v, &list.v));
+    CHECK_OK(CALL("aten::_native_batch_norm_legit.no_stats_out", &l_in.v, v_none(), v_none(),
+                  v_bool(true), v_dbl(0.1), v_dbl(1e-5), &l_out.v, &om.v, &oi.v, &list.v));
+    CHECK(near_f(yl, yc, 12, 1e-6f)); /* out is contiguous in both calls */
     /* running statistics held in read-only program data cannot be updated */
     trm.t.storage = EMBER_STORAGE_CONSTANT;
     CHECK_STATUS(CALL("aten::_native_batch_norm_legit.out", &s.v, &tw.v, &tb.v, &trm.v, &trv.v,
