@@ -1,0 +1,714 @@
+"""Runs PyTorch's OpInfo samples of each core ATen op through ember.
+
+For a core op X:
+
+1. Candidate OpInfos are the entries of torch's `op_db` whose function, run
+   on a few samples, dispatches X (found once per session by tracing every
+   OpInfo with a TorchDispatchMode). OpInfos named after X come first, then
+   the ones that dispatch the fewest other core ops.
+2. Each candidate's samples for each dtype are run under a dispatch mode
+   that records every call of X with its exact ATen arguments. Such a call
+   is one sample of X; its dtype is that of its first non-bool tensor
+   argument (else its first tensor, else its output).
+3. The samples of X go into one program: forward(*all tensor arguments)
+   calls X once per sample and returns every result. A batch that torch or
+   ember cannot export, or that fails in the runtime, is split in halves
+   until the sample at fault is found, so one bad sample costs only its own
+   result.
+4. Every output is compared with eager PyTorch at the dtype's tolerance;
+   NaN positions must match. Outputs of random or uninitialized ops are
+   checked for dtype and shape only.
+
+Mode: by default at most EMBER_OPS_CAP (4) samples per (op, dtype), taken from
+at most 3 OpInfos per op and the first 40 samples of each; EMBER_OPS_FULL=1
+takes every sample of every candidate OpInfo (slow: an hour or more).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import sys
+import time
+import warnings
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+
+import numpy as np
+import torch
+from torch._ops import OpOverload
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import ember
+from ember import dialect, ops_coverage
+from ember.errors import ExportError
+from ember.runtime import EmberError, Runtime, dtype_to_ember
+
+from conftest import ROOT
+
+DTYPES = ops_coverage.DTYPES
+DTYPE_NAMES = {dt: str(dt).replace("torch.", "") for dt in DTYPES}
+
+# (rtol, atol) per floating dtype; integers and bool compare exactly.
+TOLERANCES: Dict[torch.dtype, Tuple[float, float]] = {
+    torch.float32: (1e-5, 1e-5),
+    torch.float64: (1e-7, 1e-7),
+    torch.float16: (1e-2, 1e-2),
+    torch.bfloat16: (1.6e-2, 1e-2),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    full: bool
+    cap: Optional[int]          # samples per (op, dtype); None: all
+    candidates: Optional[int]   # OpInfos per op; None: all
+    scan: Optional[int]         # samples looked at per (OpInfo, dtype); None: all
+    batch: int                  # samples per program
+
+    @staticmethod
+    def from_env() -> "Config":
+        if os.environ.get("EMBER_OPS_FULL", "") not in ("", "0"):
+            return Config(full=True, cap=None, candidates=None, scan=None, batch=160)
+        cap = int(os.environ.get("EMBER_OPS_CAP", "4"))
+        return Config(full=False, cap=cap, candidates=3, scan=40, batch=160)
+
+
+def progress(message: str) -> None:
+    """A progress line on the terminal (past pytest's capture) when EMBER_OPS_PROGRESS=1."""
+    if os.environ.get("EMBER_OPS_PROGRESS", "") not in ("", "0"):
+        print(f"[ops {time.strftime('%H:%M:%S')}] {message}", file=sys.__stderr__, flush=True)
+
+
+def samples_dir() -> str:
+    """Where the programs and results go (EMBER_OP_SAMPLES, default build/op-samples)."""
+    d = os.environ.get("EMBER_OP_SAMPLES", os.path.join("build", "op-samples"))
+    return d if os.path.isabs(d) else os.path.join(ROOT, d)
+
+
+# --------------------------------------------------------------------------- #
+# Which OpInfos dispatch which core ops
+# --------------------------------------------------------------------------- #
+
+
+class _Recorder(TorchDispatchMode):
+    """Records the set of ops dispatched, or full calls of the ops in `capture`."""
+
+    def __init__(self, capture: Optional[Set[OpOverload]] = None) -> None:
+        super().__init__()
+        self.capture = capture
+        self.seen: Set[OpOverload] = set()
+        self.calls: List[Tuple[OpOverload, Tuple[Any, ...], Dict[str, Any]]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        self.seen.add(func)
+        if self.capture is not None and func in self.capture:
+            # Copies taken before the call: an in-place op later in the
+            # OpInfo's function must not change what this sample saw.
+            self.calls.append((func, _clone_tree(args), _clone_tree(kwargs)))
+        return func(*args, **kwargs)
+
+
+def _clone_tree(tree: Any) -> Any:
+    return pytree.tree_map(
+        lambda v: v.detach().clone(memory_format=torch.contiguous_format)
+        if isinstance(v, torch.Tensor) else v, tree)
+
+
+class _quiet(warnings.catch_warnings):
+    """Silences torch's warnings about the samples it is asked to run."""
+
+    def __enter__(self) -> None:
+        super().__enter__()
+        warnings.simplefilter("ignore")
+
+
+def _run_op(oi: Any, sample: Any, recorder: _Recorder) -> None:
+    with recorder:
+        try:
+            oi.op(sample.input, *sample.args, **sample.kwargs)
+        except Exception:  # a sample eager rejects dispatches nothing useful
+            pass
+
+
+def _first_dtype(oi: Any) -> Optional[torch.dtype]:
+    supported = oi.supported_dtypes("cpu")
+    if torch.float32 in supported:
+        return torch.float32
+    return next((dt for dt in DTYPES if dt in supported), None)
+
+
+def _samples(oi: Any, dtype: torch.dtype, limit: Optional[int]) -> Iterator[Any]:
+    torch.manual_seed(0)
+    try:
+        for i, s in enumerate(oi.sample_inputs("cpu", dtype)):
+            if limit is not None and i >= limit:
+                return
+            yield s
+    except Exception:  # a generator that fails on this platform gives what it gave
+        return
+
+
+_discovered: Optional[Dict[OpOverload, List[Tuple[Any, int]]]] = None
+
+
+def discover(full: bool) -> Dict[OpOverload, List[Tuple[Any, int]]]:
+    """core op -> [(OpInfo, number of core ops its samples dispatch)], once per session."""
+    global _discovered
+    if _discovered is not None:
+        return _discovered
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    core = set(ops_coverage.core_aten_overloads())
+    found: Dict[OpOverload, List[Tuple[Any, int]]] = {}
+    with _quiet():
+        for oi in op_db:
+            dtype = _first_dtype(oi)
+            if dtype is None:
+                continue
+            rec = _Recorder()
+            for s in _samples(oi, dtype, None if full else 3):
+                _run_op(oi, s, rec)
+            hits = rec.seen & core
+            for op in hits:
+                found.setdefault(op, []).append((oi, len(hits)))
+    _discovered = found
+    return found
+
+
+def _base_names(op: OpOverload) -> Set[str]:
+    name = op._schema.name.split("::", 1)[1]
+    names = {name, name.lstrip("_")}
+    for prefix in ("native_", "_native_"):
+        if name.startswith(prefix):
+            names.add(name[len(prefix):])
+    return names
+
+
+def _opinfo_names(oi: Any) -> Set[str]:
+    names = {oi.name, oi.name.split(".")[-1], getattr(oi, "aten_name", None) or ""}
+    return {n for n in names if n}
+
+
+def candidates(op: OpOverload, cfg: Config) -> List[Any]:
+    """The OpInfos whose samples feed `op`, best first."""
+    pairs = discover(cfg.full).get(op, [])
+    wanted = _base_names(op)
+    ranked = sorted(pairs, key=lambda p: (not (_opinfo_names(p[0]) & wanted), p[1]))
+    out = [oi for oi, _ in ranked]
+    return out if cfg.candidates is None else out[:cfg.candidates]
+
+
+def torch_dtypes(ops_infos: Sequence[Any]) -> List[torch.dtype]:
+    """The dtypes of DTYPES that at least one of the OpInfos supports on CPU."""
+    supported: Set[torch.dtype] = set()
+    for oi in ops_infos:
+        supported |= set(oi.supported_dtypes("cpu"))
+    return [dt for dt in DTYPES if dt in supported]
+
+
+# --------------------------------------------------------------------------- #
+# Samples of one op
+# --------------------------------------------------------------------------- #
+
+
+@dataclasses.dataclass
+class Sample:
+    op: OpOverload
+    key: str                    # the kernel the sample is for ("aten::add.out")
+    source: str                 # "OpInfo name[variant] dtype #index"
+    dtype: torch.dtype
+    leaves: List[Any]           # flattened (args, kwargs); tensors are inputs
+    spec: Any                   # their pytree spec
+    inputs: List[torch.Tensor]
+    expected: List[torch.Tensor] = dataclasses.field(default_factory=list)
+    values_checked: bool = True  # False: random or uninitialized outputs
+    status: str = "pending"     # pass | fail | skip | no-kernel
+    reason: str = ""
+
+    def call(self, tensors: Sequence[torch.Tensor]) -> List[torch.Tensor]:
+        it = iter(tensors)
+        leaves = [next(it) if isinstance(v, torch.Tensor) else v for v in self.leaves]
+        args, kwargs = pytree.tree_unflatten(leaves, self.spec)
+        out = self.op(*args, **kwargs)
+        return [v for v in pytree.tree_leaves(out) if isinstance(v, torch.Tensor)]
+
+
+def _sample_dtype(args: Any, kwargs: Any, out: Any) -> Optional[torch.dtype]:
+    tensors = [v for v in pytree.tree_leaves((args, kwargs)) if isinstance(v, torch.Tensor)]
+    for t in tensors:
+        if t.dtype != torch.bool:
+            return t.dtype
+    if tensors:
+        return tensors[0].dtype
+    outs = [v for v in pytree.tree_leaves(out) if isinstance(v, torch.Tensor)]
+    return outs[0].dtype if outs else None
+
+
+def values_are_defined(op: OpOverload) -> bool:
+    """False for ops whose outputs are random or uninitialized."""
+    name = op._schema.name.split("::", 1)[1]
+    return torch.Tag.nondeterministic_seeded not in op.tags and not name.startswith("empty")
+
+
+def _make_sample(op: OpOverload, key: str, source: str, args: Any, kwargs: Any) -> Sample:
+    leaves, spec = pytree.tree_flatten((args, kwargs))
+    inputs = [v for v in leaves if isinstance(v, torch.Tensor)]
+    s = Sample(op, key, source, torch.float32, leaves, spec, inputs,
+               values_checked=values_are_defined(op))
+    try:
+        with torch.no_grad():
+            out = op(*_clone_tree(args), **_clone_tree(kwargs))
+    except Exception as e:  # noqa: BLE001 - eager itself rejects the captured call
+        s.status, s.reason = "skip", f"eager raises {type(e).__name__}"
+        return s
+    leaves_out = pytree.tree_leaves(out)
+    dtype = _sample_dtype(args, kwargs, out)
+    if dtype is None or any(not isinstance(v, torch.Tensor) for v in leaves_out):
+        s.status, s.reason = "skip", "returns a Python scalar"
+        return s
+    s.dtype = dtype
+    if any(t.is_complex() or t.dtype not in DTYPES or t.is_quantized for t in inputs + leaves_out):
+        s.status, s.reason = "skip", "a tensor of a dtype outside the table"
+        return s
+    s.expected = [t.detach().contiguous() for t in leaves_out]
+    return s
+
+
+def collect(op: OpOverload, key: str, infos: Sequence[Any], cfg: Config
+            ) -> Dict[torch.dtype, List[Sample]]:
+    """Captured samples of `op`, by dtype (capped by cfg.cap)."""
+    pools: Dict[torch.dtype, List[Sample]] = {dt: [] for dt in DTYPES}
+
+    def full(dt: torch.dtype) -> bool:
+        return cfg.cap is not None and len(pools[dt]) >= cfg.cap
+
+    with _quiet():
+        for dt in DTYPES:
+            for oi in infos:
+                if full(dt):
+                    break
+                if dt not in oi.supported_dtypes("cpu"):
+                    continue
+                label = oi.name + (f"[{oi.variant_test_name}]" if oi.variant_test_name else "")
+                for i, s in enumerate(_samples(oi, dt, cfg.scan)):
+                    rec = _Recorder({op})
+                    _run_op(oi, s, rec)
+                    for _, args, kwargs in rec.calls:
+                        sample = _make_sample(op, key, f"{label} {DTYPE_NAMES[dt]} #{i}", args,
+                                              kwargs)
+                        if sample.dtype not in pools or full(sample.dtype):
+                            continue
+                        pools[sample.dtype].append(sample)
+                    if full(dt):
+                        break
+    return pools
+
+
+# --------------------------------------------------------------------------- #
+# Export, run, compare
+# --------------------------------------------------------------------------- #
+
+
+class _Batch(torch.nn.Module):
+    def __init__(self, samples: Sequence[Sample]) -> None:
+        super().__init__()
+        self.samples = list(samples)
+
+    def forward(self, *flat: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        outs: List[torch.Tensor] = []
+        pos = 0
+        for s in self.samples:
+            n = len(s.inputs)
+            outs.extend(s.call(flat[pos:pos + n]))
+            pos += n
+        return tuple(outs)
+
+
+@dataclasses.dataclass
+class Built:
+    buffer: bytes
+    samples: List[Sample]
+    kernels: List[Set[str]]             # kernel keys each sample's outputs depend on
+    instructions: Dict[int, Set[int]]   # instruction index -> samples it computes
+
+
+def _kernel_key(n: torch.fx.Node) -> Optional[str]:
+    if isinstance(n.target, OpOverload):
+        name, overload = dialect.kernel_name(n.target)
+        return f"{name}.{overload}" if overload else name
+    if n.target is dialect.et_view:
+        return "executorch_prim::et_view.default"
+    return None
+
+
+def _ancestors_per_output(gm: torch.fx.GraphModule) -> List[Set[torch.fx.Node]]:
+    output = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    result = []
+    for root in pytree.tree_leaves(output.args[0]):
+        seen: Set[torch.fx.Node] = set()
+        stack = [root] if isinstance(root, torch.fx.Node) else []
+        while stack:
+            n = stack.pop()
+            if n not in seen:
+                seen.add(n)
+                stack.extend(n.all_input_nodes)
+        result.append(seen)
+    return result
+
+
+class StageError(Exception):
+    """A batch failed at one stage: export (torch), edge (ember AOT), kernel, runtime."""
+
+    def __init__(self, stage: str, message: str) -> None:
+        super().__init__(message)
+        self.stage = stage
+
+
+def _first_line(e: BaseException, limit: int = 160) -> str:
+    text = str(e).strip().splitlines()
+    line = text[0] if text else ""
+    return f"{type(e).__name__}: {line}"[:limit]
+
+
+def build(samples: Sequence[Sample]) -> Built:
+    flat = tuple(t for s in samples for t in s.inputs)
+    with _quiet():
+        try:
+            ep = torch.export.export(_Batch(samples), flat, strict=False)
+        except Exception as e:  # noqa: BLE001
+            raise StageError("export", _first_line(e)) from e
+        try:
+            prog = ember.to_edge(ep).to_executorch()
+            buf = prog.buffer
+        except ExportError as e:
+            if "no kernel in the runtime" in str(e):
+                missing = re.findall(r"^\s+(\S+): from", str(e), re.M)
+                raise StageError("kernel", "no kernel for " + ", ".join(missing)) from e
+            raise StageError("edge", _first_line(e)) from e
+        except Exception as e:  # noqa: BLE001
+            raise StageError("edge", _first_line(e)) from e
+    per_output = _ancestors_per_output(prog.execution_graph("forward"))
+    kernels: List[Set[str]] = []
+    owner: Dict[int, Set[int]] = {}  # debug handle -> samples
+    pos = 0
+    for i, s in enumerate(samples):
+        nodes: Set[torch.fx.Node] = set()
+        for anc in per_output[pos:pos + len(s.expected)]:
+            nodes |= anc
+        pos += len(s.expected)
+        kernels.append({k for n in nodes if n.op == "call_function"
+                        and (k := _kernel_key(n)) is not None})
+        for n in nodes:
+            h = n.meta.get("debug_handle")
+            if isinstance(h, int):
+                owner.setdefault(h, set()).add(i)
+    instructions = {idx: set().union(*(owner.get(h, set()) for h in handles))
+                    for idx, handles in prog.debug_handle_map.get("forward", {}).items()}
+    return Built(buf, list(samples), kernels, instructions)
+
+
+def execute(built: Built) -> List[torch.Tensor]:
+    flat = [t for s in built.samples for t in s.inputs]
+    try:
+        method = Runtime.get().load_program(built.buffer).load_method("forward")
+        return method.execute(flat)
+    except EmberError as e:
+        raise StageError("runtime", _first_line(e)) from e
+
+
+def compare(got: Any, want: torch.Tensor, values: bool) -> Optional[str]:
+    """None if `got` matches `want`, else what differs."""
+    if not isinstance(got, torch.Tensor):
+        return f"output is a {type(got).__name__}, not a tensor"
+    if got.dtype != want.dtype:
+        return f"dtype {got.dtype} != {want.dtype}"
+    if tuple(got.shape) != tuple(want.shape):
+        return f"shape {tuple(got.shape)} != {tuple(want.shape)}"
+    if not values:
+        return None
+    if want.dtype in TOLERANCES:
+        rtol, atol = TOLERANCES[want.dtype]
+        try:
+            torch.testing.assert_close(got, want, rtol=rtol, atol=atol, equal_nan=True)
+        except AssertionError as e:
+            lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+            return "; ".join(lines[:4])
+        return None
+    if not torch.equal(got, want):
+        bad = (got != want).nonzero()
+        i = tuple(bad[0].tolist()) if len(bad) else ()
+        return (f"{len(bad)} of {want.numel()} elements differ (first at {list(i)}: "
+                f"got {got[i].item()}, want {want[i].item()})")
+    return None
+
+
+def _failing_samples(built: Built, message: str) -> Set[int]:
+    """The samples computed by the instruction a runtime error names (empty if unknown)."""
+    m = re.search(r"instruction (\d+)", message)
+    return set(built.instructions.get(int(m.group(1)), set())) if m else set()
+
+
+def run_batch(samples: List[Sample], written: List[Built]) -> None:
+    """Exports, runs and checks samples; sets each one's status.
+
+    A batch that cannot be exported is split in halves until the sample at
+    fault is found. A runtime error names its instruction: the samples that
+    instruction computes fail, and the others run again without them.
+    """
+    if not samples:
+        return
+    progress(f"  batch of {len(samples)} ({samples[0].source} ... {samples[-1].source})")
+    built: Optional[Built] = None
+    try:
+        built = build(samples)
+        got = execute(built)
+    except StageError as e:
+        if e.stage == "runtime" and built is not None:
+            culprits = _failing_samples(built, str(e))
+            if culprits and len(culprits) < len(samples):
+                for i in culprits:
+                    samples[i].status, samples[i].reason = "fail", f"runtime: {e}"
+                run_batch([s for i, s in enumerate(samples) if i not in culprits], written)
+                return
+        if len(samples) > 1:
+            mid = len(samples) // 2
+            run_batch(samples[:mid], written)
+            run_batch(samples[mid:], written)
+            return
+        s = samples[0]
+        if e.stage == "runtime":
+            s.status, s.reason = "fail", f"runtime: {e}"
+        elif e.stage == "kernel":
+            s.status, s.reason = "no-kernel", str(e)
+        else:
+            s.status, s.reason = "skip", f"{e.stage}: {e}"
+        return
+    pos = 0
+    for s, keys in zip(built.samples, built.kernels):
+        n = len(s.expected)
+        outs = got[pos:pos + n]
+        pos += n
+        if s.key not in keys:
+            s.status = "skip"
+            s.reason = "the program does not call " + s.key + (
+                f" (it calls {', '.join(sorted(keys))})" if keys else " (no kernel call at all)")
+            continue
+        problems = [f"output {k}: {p}" for k, (g, w) in enumerate(zip(outs, s.expected))
+                    if (p := compare(g, w, s.values_checked)) is not None]
+        if len(outs) != n:
+            problems.insert(0, f"{len(outs)} outputs, expected {n}")
+        s.status, s.reason = ("fail", "; ".join(problems)) if problems else ("pass", "")
+    written.append(built)
+
+
+def run_samples(samples: List[Sample], cfg: Config) -> List[Built]:
+    """Runs every pending sample in batches of cfg.batch; returns the programs that ran."""
+    written: List[Built] = []
+    pending = [s for s in samples if s.status == "pending"]
+    for start in range(0, len(pending), cfg.batch):
+        progress(f"samples {start}-{min(start + cfg.batch, len(pending))} of {len(pending)}")
+        run_batch(pending[start:start + cfg.batch], written)
+    return written
+
+
+# --------------------------------------------------------------------------- #
+# Writing programs for the C test (tests/c/kernels/test_op_samples.c)
+# --------------------------------------------------------------------------- #
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)
+
+
+def _npy(t: torch.Tensor) -> np.ndarray:
+    t = t.detach().contiguous()
+    if t.dtype == torch.bfloat16:  # numpy has no bfloat16: its bits as uint16
+        return t.view(torch.int16).numpy().view(np.uint16)
+    return t.numpy()
+
+
+class SampleWriter:
+    """Writes each program that ran, its inputs and expected outputs, and a manifest.
+
+    manifest.txt, one block per program:
+        program NAME.pte
+        in FILE.npy DTYPE_CODE                      (one line per input)
+        out FILE.npy DTYPE_CODE RTOL ATOL CHECK     (CHECK: values | shape | skip)
+        end
+    bfloat16 arrays are stored as uint16 bits; DTYPE_CODE says what they hold.
+    An output whose Python check failed is `skip` (the Python test reports it).
+    """
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.blocks: List[str] = []
+        self.count = 0
+        if os.path.isdir(root):
+            shutil.rmtree(root)
+        os.makedirs(root, exist_ok=True)
+
+    def write(self, op_label: str, built: Built) -> None:
+        base = f"{_slug(op_label)}-{self.count}"
+        self.count += 1
+        with open(os.path.join(self.root, base + ".pte"), "wb") as f:
+            f.write(built.buffer)
+        lines = [f"program {base}.pte"]
+        k = 0
+        for s in built.samples:
+            for t in s.inputs:
+                name = f"{base}.in{k}.npy"
+                np.save(os.path.join(self.root, name), _npy(t))
+                lines.append(f"in {name} {dtype_to_ember(t.dtype)}")
+                k += 1
+        k = 0
+        for s in built.samples:
+            for t in s.expected:
+                name = f"{base}.out{k}.npy"
+                np.save(os.path.join(self.root, name), _npy(t))
+                rtol, atol = TOLERANCES.get(t.dtype, (0.0, 0.0))
+                check = ("skip" if s.status != "pass" else
+                         "values" if s.values_checked else "shape")
+                lines.append(f"out {name} {dtype_to_ember(t.dtype)} {rtol:g} {atol:g} {check}")
+                k += 1
+        lines.append("end")
+        self.blocks.append("\n".join(lines))
+
+    def finish(self) -> None:
+        header = ("# Programs exported from PyTorch OpInfo samples of the core ATen ops, with\n"
+                  "# their inputs and eager outputs; run by tests/c/kernels/test_op_samples.c.\n")
+        with open(os.path.join(self.root, "manifest.txt"), "w") as f:
+            f.write(header + "\n".join(self.blocks) + ("\n" if self.blocks else ""))
+
+
+# --------------------------------------------------------------------------- #
+# Results (read by scripts/op_coverage.py)
+# --------------------------------------------------------------------------- #
+
+
+def dtype_result(samples: Sequence[Sample], supported: bool, implemented: bool) -> Dict[str, Any]:
+    counts = {k: sum(s.status == k for s in samples) for k in ("pass", "fail", "skip", "no-kernel")}
+    if not supported:
+        status = "unsupported"
+    elif not implemented or counts["no-kernel"] and not counts["pass"] and not counts["fail"]:
+        status = "no-kernel"
+    elif counts["fail"]:
+        status = "fail"
+    elif counts["pass"]:
+        status = "pass"
+    else:
+        status = "skipped"
+    reasons: Dict[str, int] = {}
+    for s in samples:
+        if s.status in ("skip", "no-kernel"):
+            reasons[s.reason] = reasons.get(s.reason, 0) + 1
+    failures = [f"{s.source}: {s.reason}" for s in samples if s.status == "fail"]
+    return {"status": status, **counts, "total": len(samples),
+            "skip_reasons": dict(sorted(reasons.items(), key=lambda kv: -kv[1])[:5]),
+            "failures": failures[:5]}
+
+
+class Results:
+    """Collects one record per op and writes results.json."""
+
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+        self.ops: Dict[str, Dict[str, Any]] = {}
+        self.started = time.time()
+
+    def record(self, entry: ops_coverage.OpEntry, status: str, infos: Sequence[Any] = (),
+               dtypes: Optional[Dict[str, Dict[str, Any]]] = None, note: str = "") -> None:
+        self.ops[entry.name] = {
+            "kernel_keys": list(entry.kernel_keys),
+            "implemented": entry.implemented,
+            "missing": list(entry.missing),
+            "status": status,
+            "opinfos": [oi.name + (f"[{oi.variant_test_name}]" if oi.variant_test_name else "")
+                        for oi in infos],
+            "dtypes": dtypes or {},
+            "note": note,
+        }
+
+    def write(self, path: str) -> None:
+        data = {
+            "mode": "full" if self.cfg.full else "default",
+            "cap": self.cfg.cap,
+            "torch": torch.__version__,
+            "seconds": round(time.time() - self.started, 1),
+            "dtypes": [DTYPE_NAMES[dt] for dt in DTYPES],
+            "ops": self.ops,
+        }
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+
+
+# --------------------------------------------------------------------------- #
+# The whole run
+# --------------------------------------------------------------------------- #
+
+
+@dataclasses.dataclass
+class OpOutcome:
+    entry: ops_coverage.OpEntry
+    status: str                 # tested | symbolic | no-kernel | no-opinfo
+    infos: List[Any] = dataclasses.field(default_factory=list)
+    supported: List[torch.dtype] = dataclasses.field(default_factory=list)
+    pools: Dict[torch.dtype, List[Sample]] = dataclasses.field(default_factory=dict)
+    note: str = ""
+
+    @property
+    def samples(self) -> List[Sample]:
+        return [s for dt in DTYPES for s in self.pools.get(dt, [])]
+
+    def dtype_results(self) -> Dict[str, Dict[str, Any]]:
+        implemented = self.entry.implemented
+        return {DTYPE_NAMES[dt]: dtype_result(self.pools.get(dt, []),
+                                              dt in self.supported or bool(self.pools.get(dt)),
+                                              implemented) for dt in DTYPES}
+
+
+def run_all(entries: Sequence[ops_coverage.OpEntry], cfg: Config) -> Dict[str, OpOutcome]:
+    """Collects and runs the samples of every op; writes the programs and results.json.
+
+    Samples of all ops share programs (cfg.batch samples each), so that the
+    fixed cost of an export is paid a few dozen times rather than once per op.
+    """
+    results = Results(cfg)
+    outcomes: Dict[str, OpOutcome] = {}
+    pending: List[Sample] = []
+    for entry in entries:
+        op = entry.op
+        if ops_coverage.is_symbolic(op):
+            outcomes[entry.name] = OpOutcome(entry, "symbolic", note="works on sizes, not data")
+            continue
+        if not entry.kernel_keys:
+            outcomes[entry.name] = OpOutcome(entry, "no-kernel", note=entry.reason)
+            continue
+        infos = candidates(op, cfg)
+        supported = torch_dtypes(infos)
+        if not entry.implemented:
+            outcomes[entry.name] = OpOutcome(entry, "no-kernel", infos, supported)
+            continue
+        if not infos:
+            outcomes[entry.name] = OpOutcome(entry, "no-opinfo",
+                                             note="no OpInfo in torch's op_db dispatches it")
+            continue
+        progress(f"collecting samples of {entry.name}")
+        pools = collect(op, entry.kernel_keys[0], infos, cfg)
+        outcome = OpOutcome(entry, "tested", infos, supported, pools)
+        outcomes[entry.name] = outcome
+        pending.extend(outcome.samples)
+    writer = SampleWriter(samples_dir())
+    for i, built in enumerate(run_samples(pending, cfg)):
+        writer.write(f"batch{i:03d}", built)
+    writer.finish()
+    for name, o in outcomes.items():
+        dtypes = o.dtype_results() if o.status in ("tested", "no-kernel") and o.infos else {}
+        results.record(o.entry, o.status, o.infos, dtypes, o.note)
+    results.write(os.path.join(samples_dir(), "results.json"))
+    return outcomes

@@ -1,0 +1,54 @@
+"""Every core ATen op, on PyTorch's own OpInfo samples, in libember vs eager.
+
+One test per core op (see op_harness.py for how samples are found, batched
+and compared). All samples run once, in shared programs, when the first test
+asks for them; each test then reports its op. A test is skipped when the
+runtime has no kernel for the op, when no OpInfo in torch reaches it, or when
+none of its samples can be exported; it fails when any sample's output
+differs from eager PyTorch or the runtime returns an error.
+
+Environment:
+    EMBER_OPS_FULL=1      every sample of every OpInfo (default: a capped set)
+    EMBER_OPS_CAP=N       samples per (op, dtype) in the default mode (4)
+    EMBER_OP_SAMPLES=DIR  where programs, inputs, expected outputs and
+                          results.json go (build/op-samples); the C test
+                          tests/c/kernels/test_op_samples.c runs them again,
+                          and scripts/op_coverage.py reports results.json
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+import pytest
+
+import op_harness as H
+from ember import ops_coverage
+
+CFG = H.Config.from_env()
+ENTRIES = ops_coverage.core_ops()
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> Dict[str, H.OpOutcome]:
+    return H.run_all(ENTRIES, CFG)
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e.name for e in ENTRIES])
+def test_core_op(entry: ops_coverage.OpEntry, outcomes: Dict[str, H.OpOutcome]) -> None:
+    o = outcomes[entry.name]
+    if o.status == "symbolic":
+        if not entry.implemented:
+            pytest.skip(f"no kernel {', '.join(entry.missing)}")
+        return
+    if o.status == "no-kernel":
+        pytest.skip(o.note or f"no kernel {', '.join(entry.missing)}")
+    if o.status == "no-opinfo":
+        pytest.skip(o.note)
+    samples = o.samples
+    failures = [f"{s.source}: {s.reason}" for s in samples if s.status == "fail"]
+    assert not failures, (f"{len(failures)} of {len(samples)} samples differ from eager:\n  "
+                          + "\n  ".join(failures[:10]))
+    if not any(s.status == "pass" for s in samples):
+        reasons = sorted({s.reason for s in samples})
+        pytest.skip("no sample ran: " + ("; ".join(reasons[:3]) or "none captured"))
