@@ -1,5 +1,6 @@
-"""Quick checks of the portable kernels for scatter, views as copies, padding, 3-d
-pooling, grid sampling, col2im, distances, embedding_bag and training-mode batch norm.
+"""Quick checks of the portable kernels for scatter, views as copies, padding, pooling
+(3-d, and 2-d through the shared helper), grid sampling, col2im, distances,
+embedding_bag and training-mode batch norm.
 
 Every case is exported with ember and run in libember, then compared with eager
 PyTorch, for each dtype PyTorch supports for the op. To stay fast, one program per
@@ -214,6 +215,13 @@ def pool_cases(gen: torch.Generator, dt: torch.dtype) -> List[Case]:
                                                         [2, 1, 1], True),
                  (make(gen, (3, 5, 6, 5), dt),)),
         ]
+        cases.append(Case("max_pool2d (shared helper)", "aten::max_pool2d_with_indices.out",
+                          lambda a: aten.max_pool2d_with_indices(a, [3, 2], [2, 1], [1, 0]),
+                          (make(gen, (2, 3, 5, 4), dt),)))
+    if dt.is_floating_point or dt == torch.int64:
+        cases.append(Case("avg_pool2d (shared helper)", "aten::avg_pool2d.out",
+                          lambda a: aten.avg_pool2d(a, [3, 2], [2, 1], [1, 1], True, False),
+                          (make(gen, (2, 5, 4), dt),)))
     if dt in (torch.float32, torch.float64, torch.int64):
         for include_pad, div in ((True, None), (False, None), (True, 3)):
             cases.append(Case(
@@ -227,6 +235,8 @@ def pool_cases(gen: torch.Generator, dt: torch.dtype) -> List[Case]:
                  lambda a: aten._adaptive_avg_pool3d(a, [2, 3, 4]), (make(gen, (2, 3, 5, 7, 6), dt),)),
             Case("adaptive_avg_pool3d 4-d upsampling", "aten::_adaptive_avg_pool3d.out",
                  lambda a: aten._adaptive_avg_pool3d(a, [3, 1, 5]), (make(gen, (2, 2, 4, 3), dt),)),
+            Case("adaptive_avg_pool2d (shared helper)", "aten::_adaptive_avg_pool2d.out",
+                 lambda a: aten._adaptive_avg_pool2d(a, [3, 2]), (make(gen, (2, 3, 7, 5), dt),)),
         ]
     return cases
 
