@@ -147,7 +147,7 @@ def main(argv: Optional[list] = None) -> None:
         iter_num, best_val, base_elapsed = state["iter_num"], state["best_val_loss"], state["elapsed"]
         train.gen.set_state(state["rng_train"])
         for k, g in evals.items():
-            g.gen.set_state(state[f"rng_{k}"])
+            g.gen.set_state(state[f"rng_eval_{k}"])
         torch.set_rng_state(state["rng_torch"])
         print(f"train: resumed at step {iter_num} (best val loss {best_val:.4f})")
     n_params = model.get_num_params(non_embedding=False)
@@ -165,7 +165,7 @@ def main(argv: Optional[list] = None) -> None:
         torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "model_args": model_args,
                     "iter_num": iter_num, "best_val_loss": best_val, "elapsed": run_time(), "config": vars(a),
                     "rng_train": train.gen.get_state(),
-                    **{f"rng_{k}": g.gen.get_state() for k, g in evals.items()},
+                    **{f"rng_eval_{k}": g.gen.get_state() for k, g in evals.items()},
                     "rng_torch": torch.get_rng_state()}, a.state + ".tmp")
         os.replace(a.state + ".tmp", a.state)
 
