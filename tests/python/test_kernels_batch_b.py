@@ -342,3 +342,39 @@ def test_bad_inputs_fail_cleanly() -> None:
         with pytest.raises(EmberError, match=match):
             method.execute(args)
     method.execute(good)  # still usable
+
+
+# --------------------------------------------------------------------------- #
+# Dynamic shapes: outputs resized within their bounds at every call
+# --------------------------------------------------------------------------- #
+
+def test_dynamic_batch() -> None:
+    class Model(torch.nn.Module):
+        def forward(self, x: torch.Tensor, i: torch.Tensor, s: torch.Tensor, v: torch.Tensor):
+            return (aten.replication_pad2d(x, [1, 2, 0, 1]),
+                    aten.max_pool3d_with_indices(v, [2, 2, 2], [1, 2, 2]),
+                    aten.scatter_add(s, 0, i, s),
+                    aten._native_batch_norm_legit.no_stats(x, None, None, True, 0.1, 1e-5)[0])
+
+    gen = torch.Generator().manual_seed(11)
+
+    def inputs(n: int) -> tuple:
+        return (torch.rand(n, 3, 4, 5, generator=gen), torch.randint(0, n, (n, 3), generator=gen),
+                torch.rand(n, 3, generator=gen), torch.rand(n, 2, 3, 4, 4, generator=gen))
+
+    batch = torch.export.Dim("batch", min=2, max=8)
+    shapes = ({0: batch}, {0: batch}, {0: batch}, {0: batch})
+    ep = torch.export.export(Model(), inputs(4), dynamic_shapes=shapes)
+    prog = to_edge(ep, compile_config=EdgeCompileConfig(preserve_ops=PRESERVE)).to_executorch()
+    method = ember_runtime.Runtime.get().load_program(prog.buffer).load_method("forward")
+    for n in (2, 7, 8):
+        args = inputs(n)
+        got = method.execute(list(args))
+        want = [t for r in Model()(*args) for t in (r if isinstance(r, tuple) else (r,))]
+        assert len(got) == len(want)
+        for k, (g, w) in enumerate(zip(got, want)):
+            assert tuple(g.shape) == tuple(w.shape), f"batch {n} output {k}: {g.shape} != {w.shape}"
+            if w.dtype.is_floating_point:
+                torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)
+            else:
+                assert torch.equal(g, w), f"batch {n} output {k}"
