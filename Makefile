@@ -9,8 +9,9 @@ PREFIX ?= /usr/local
 export JOBS FUZZ_SECONDS
 
 BUILD := build
-DEMO_MODEL := tests/fixtures/mlp.pte
-DEMO_INPUT := tests/fixtures/mlp/forward.run0.in0.npy
+DEMO_PTE := $(BUILD)/nanogpt_kv.pte
+DEMO_TOKENIZER := examples/nanogpt/tokenizer
+DEMO_PROMPT := It is a truth universally acknowledged, that
 
 .PHONY: help demo test bootstrap build test-c test-python test-asan bench size fuzz install clean
 
@@ -20,10 +21,14 @@ help: ## List every target
 	  awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
 	@echo "variables: JOBS=$(JOBS) FUZZ_SECONDS=$(FUZZ_SECONDS) PREFIX=$(PREFIX)"
 
-demo: ## Run ember-run on the MLP fixture (load, describe, run 100 times)
-	@scripts/bootstrap.sh --system-only >/dev/null
-	scripts/build.sh $(BUILD) -- ember-run
-	$(BUILD)/ember-run $(DEMO_MODEL) --input $(DEMO_INPUT) --iterations 100
+demo: ## Export the committed nanoGPT (KV cache) and generate text with ember-llm in C
+	@scripts/bootstrap.sh >/dev/null
+	scripts/build.sh $(BUILD) -- ember-llm
+	PYTHONWARNINGS=ignore .venv/bin/python examples/nanogpt/export.py --kind kv --out $(DEMO_PTE)
+	@echo
+	$(BUILD)/ember-llm --model $(DEMO_PTE) --tokenizer $(DEMO_TOKENIZER) \
+	  --prompt "$(DEMO_PROMPT)" --max-new-tokens 120 --temperature 0.8 --top-k 40 --seed 42 --stats
+	@echo
 
 test: ## Everything: bootstrap, build, ctest, pytest, then ctest under ASan+UBSan
 	scripts/test.sh
