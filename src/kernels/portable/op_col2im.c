@@ -6,7 +6,7 @@
  * holds one column per sliding block; out (N, C, H, W) or (C, H, W) sums
  * every column element into the pixel its block covers, dropping those that
  * fall in the padding. L must equal the number of blocks for output_size.
- * Float dtypes and bool (where sums are logical or); contiguous.
+ * Float dtypes and bool (where sums are logical or); any dim order.
  */
 #include "kernel_util.h"
 #include "ops.h"
@@ -16,26 +16,28 @@
 
 typedef struct col2im_geom {
     int64_t batch, channels, h, w, kh, kw, dh, dw, ph, pw, sh, sw, bh, bw;
+    int64_t xs[3]; /* element strides of self as (batch, C kh kw, L) */
+    int64_t ys[4]; /* element strides of out as (batch, C, H, W) */
 } col2im_geom;
 
 /* Accumulates into out's own storage in PyTorch's order, rounding each sum
- * as it does; x is (batch, C kh kw, bh, bw), y (batch, C, h, w). */
+ * as it does; x is (batch, C kh kw, bh bw), y (batch, C, h, w), any strides. */
 #define DEF_COL2IM(SFX, T, CT, LOAD, STORE)                                                        \
     static void col2im_##SFX(T *y, const T *x, const col2im_geom *g) {                             \
         int64_t rows = g->channels * g->kh * g->kw;                                                \
         for (int64_t n = 0; n < g->batch; n++)                                                     \
             for (int64_t r = 0; r < rows; r++) {                                                   \
                 int64_t kx = r % g->kw, ky = (r / g->kw) % g->kh, ch = r / g->kw / g->kh;          \
-                const T *xr = x + (n * rows + r) * g->bh * g->bw;  /* (bh, bw) */                  \
-                T *yp = y + (n * g->channels + ch) * g->h * g->w; /* (h, w) */                     \
+                const T *xr = x + n * g->xs[0] + r * g->xs[1];   /* (bh bw) */                     \
+                T *yp = y + n * g->ys[0] + ch * g->ys[1];        /* (h, w) */                      \
                 for (int64_t by = 0; by < g->bh; by++) {                                           \
                     int64_t iy = by * g->sh - g->ph + ky * g->dh;                                  \
                     if (iy < 0 || iy >= g->h) continue;                                            \
                     for (int64_t bx = 0; bx < g->bw; bx++) {                                       \
                         int64_t ix = bx * g->sw - g->pw + kx * g->dw;                              \
                         if (ix < 0 || ix >= g->w) continue;                                        \
-                        T *d = &yp[iy * g->w + ix];                                                \
-                        *d = STORE(LOAD(*d) + LOAD(xr[by * g->bw + bx]));                          \
+                        T *d = &yp[iy * g->ys[2] + ix * g->ys[3]];                                 \
+                        *d = STORE(LOAD(*d) + LOAD(xr[(by * g->bw + bx) * g->xs[2]]));             \
                     }                                                                              \
                 }                                                                                  \
             }                                                                                      \
@@ -83,7 +85,6 @@ ember_status ek_op_col2im_out(ember_kernel_ctx *ctx, ember_value **args, size_t 
                                  ember_dtype_name(in->dtype));
     EK_TRY(ek_check_same_dtype(ctx, in, out, "col2im self and out"));
     EK_TRY(ek_check_no_alias(ctx, out, in));
-    EK_TRY(ek_check_contiguous(ctx, in, "col2im self"));
     if (in->dim != 2 && in->dim != 3)
         return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
                                  "col2im: expected a 2-d or 3-d input, got %u-d",
@@ -113,7 +114,12 @@ ember_status ek_op_col2im_out(ember_kernel_ctx *ctx, ember_value **args, size_t 
     shape[dim++] = g.h;
     shape[dim++] = g.w;
     EK_TRY(ek_resize_out(ctx, out, shape, dim));
-    EK_TRY(ek_check_contiguous(ctx, out, "col2im out"));
+    size_t lead = batched ? 1 : 0;
+    g.xs[0] = batched ? in->strides[0] : 0;
+    g.xs[1] = in->strides[lead];
+    g.xs[2] = in->strides[lead + 1];
+    g.ys[0] = batched ? out->strides[0] : 0;
+    for (size_t k = 0; k < 3; k++) g.ys[k + 1] = out->strides[lead + k];
     if (out->numel == 0) return EMBER_OK;
     const uint8_t zero[8] = {0};
     ek_fill_bytes(out->data, out->numel, zero, ember_dtype_size(out->dtype));

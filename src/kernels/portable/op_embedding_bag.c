@@ -15,11 +15,9 @@
  * float32/float16/bfloat16 sum without padding_idx), out2 the number of
  * rows in each bag (zeros for sum), out3 for max the row of each maximum
  * (B, D), else a copy of out2. Indices and offsets (int64 or int32) are
- * checked at execute: EMBER_ERR_DATA_OUT_OF_BOUNDS. Float dtypes,
- * contiguous weight and out0. Arguments: 9 inputs, 4 outs, TensorList (14).
+ * checked at execute: EMBER_ERR_DATA_OUT_OF_BOUNDS. Float dtypes, any dim
+ * order. Arguments: 9 inputs, 4 outs, TensorList (14).
  */
-#include <string.h>
-
 #include "kernel_util.h"
 #include "ops.h"
 
@@ -51,40 +49,48 @@ static int64_t bag_end(const bags *g, int64_t b) {
     return b + 1 < g->offsets->sizes[0] ? read_int(g->offsets, b + 1) : g->n;
 }
 
-/* rows: weight (V, D); y: out0 (B, D); amax: out3 rows (B, D) for max, else NULL */
+/* Element strides: weight (V, D), out0 (B, D), out3 (B, D) in max mode. */
+typedef struct bag_strides {
+    int64_t w[2], y[2], a[2];
+} bag_strides;
+
+/* rows: weight; y: out0; amax: out3 for max, else NULL */
 #define DEF_EMBEDDING_BAG(SFX, T, CT, LOAD, STORE)                                                 \
     static void bag_##SFX(T *y, int64_t *amax, const T *rows, const ember_tensor *indices,         \
                           const bags *g, const T *psw, int64_t psw_stride, int mode, int64_t pad,  \
-                          int64_t d) {                                                             \
+                          int64_t d, const bag_strides *st) {                                      \
+        const int64_t *ws = st->w, *ys = st->y, *as = st->a;                                       \
         for (int64_t b = 0; b < g->count; b++) {                                                   \
-            T *yb = y + b * d;                                                                     \
-            int64_t *ab = amax != NULL ? amax + b * d : NULL;                                      \
+            T *yb = y + b * ys[0];                                                                 \
+            int64_t *ab = amax != NULL ? amax + b * as[0] : NULL;                                  \
             int64_t used = 0;                                                                      \
             for (int64_t i = bag_start(g, b), e = bag_end(g, b); i < e; i++) {                     \
                 int64_t r = read_int(indices, i);                                                  \
                 if (r == pad) continue;                                                            \
-                const T *row = rows + r * d;                                                       \
+                const T *row = rows + r * ws[0];                                                   \
                 if (mode == BAG_MAX) {                                                             \
                     for (int64_t k = 0; k < d; k++) {                                              \
-                        CT v = LOAD(row[k]);                                                       \
-                        if (used == 0 || v > LOAD(yb[k])) {                                        \
-                            yb[k] = STORE(v);                                                      \
-                            ab[k] = r;                                                             \
+                        CT v = LOAD(row[k * ws[1]]);                                               \
+                        if (used == 0 || v > LOAD(yb[k * ys[1]])) {                                \
+                            yb[k * ys[1]] = STORE(v);                                              \
+                            ab[k * as[1]] = r;                                                     \
                         }                                                                          \
                     }                                                                              \
                 } else {                                                                           \
                     CT s = psw != NULL ? LOAD(psw[i * psw_stride]) : (CT)1;                        \
-                    for (int64_t k = 0; k < d; k++)                                                \
-                        yb[k] = STORE((used == 0 ? (CT)0 : LOAD(yb[k])) + LOAD(row[k]) * s);       \
+                    for (int64_t k = 0; k < d; k++) {                                              \
+                        CT acc = used == 0 ? (CT)0 : LOAD(yb[k * ys[1]]);                          \
+                        yb[k * ys[1]] = STORE(acc + LOAD(row[k * ws[1]]) * s);                     \
+                    }                                                                              \
                 }                                                                                  \
                 used++;                                                                            \
             }                                                                                      \
-            if (used == 0) {                                                                       \
-                for (int64_t k = 0; k < d; k++) yb[k] = STORE((CT)0);                              \
-                if (ab != NULL) memset(ab, 0, (size_t)d * sizeof(int64_t));                        \
-            } else if (mode == BAG_MEAN) {                                                         \
-                for (int64_t k = 0; k < d; k++) yb[k] = STORE(LOAD(yb[k]) / (CT)used);             \
+            for (int64_t k = 0; used == 0 && k < d; k++) {                                         \
+                yb[k * ys[1]] = STORE((CT)0);                                                      \
+                if (ab != NULL) ab[k * as[1]] = 0;                                                 \
             }                                                                                      \
+            for (int64_t k = 0; used > 0 && mode == BAG_MEAN && k < d; k++)                        \
+                yb[k * ys[1]] = STORE(LOAD(yb[k * ys[1]]) / (CT)used);                             \
         }                                                                                          \
     }
 
@@ -130,7 +136,6 @@ ember_status ek_op_embedding_bag_out(ember_kernel_ctx *ctx, ember_value **args, 
                                  "embedding_bag: weight must be 2-d, got %u-d",
                                  (unsigned)weight->dim);
     EK_TRY(ek_check_float(ctx, weight->dtype, "embedding_bag weight"));
-    EK_TRY(ek_check_contiguous(ctx, weight, "embedding_bag weight"));
     EK_TRY(check_index_tensor(ctx, indices, "indices"));
     EK_TRY(check_index_tensor(ctx, offsets, "offsets"));
     EK_TRY(ek_check_same_dtype(ctx, weight, out0, "embedding_bag weight and out0"));
@@ -158,7 +163,6 @@ ember_status ek_op_embedding_bag_out(ember_kernel_ctx *ctx, ember_value **args, 
         if (out3->dtype != EMBER_INT64)
             return ember_kernel_fail(ctx, EMBER_ERR_TYPE_MISMATCH,
                                      "embedding_bag: out3 must be int64 in max mode");
-        EK_TRY(ek_check_contiguous(ctx, out3, "embedding_bag out3"));
     }
 
     int64_t vocab = weight->sizes[0], d = weight->sizes[1], n = indices->sizes[0];
@@ -188,7 +192,6 @@ ember_status ek_op_embedding_bag_out(ember_kernel_ctx *ctx, ember_value **args, 
 
     const int64_t shape0[2] = {g.count, d};
     EK_TRY(ek_resize_out(ctx, out0, shape0, 2));
-    EK_TRY(ek_check_contiguous(ctx, out0, "embedding_bag out0"));
     bool fast_sum = mode == BAG_SUM && pad < 0 && weight->dtype != EMBER_FLOAT64;
     /* torch's shape function plans the full out1 for bfloat16, though its CPU kernel
      * leaves it empty: a program with a static out1 of n entries gets them filled */
@@ -224,7 +227,11 @@ ember_status ek_op_embedding_bag_out(ember_kernel_ctx *ctx, ember_value **args, 
     int64_t *amax = mode == BAG_MAX ? (int64_t *)out3->data : NULL;
     const void *pw = psw != NULL ? psw->data : NULL;
     int64_t pws = psw != NULL ? psw->strides[0] : 0;
+    bool max = mode == BAG_MAX;
+    bag_strides st = {{weight->strides[0], weight->strides[1]},
+                      {out0->strides[0], out0->strides[1]},
+                      {max ? out3->strides[0] : 0, max ? out3->strides[1] : 0}};
     EK_FLOAT_SWITCH(ctx, weight->dtype, bag, out0->data, amax, weight->data, indices, &g, pw, pws,
-                    (int)mode, pad < 0 ? -1 : pad, d);
+                    (int)mode, pad < 0 ? -1 : pad, d, &st);
     return EMBER_OK;
 }

@@ -300,7 +300,8 @@ DEF_POOL_MAX(i64, int64_t, int64_t, EK_IDENT, POOL_INT_STORE, INT64_MIN)
         for (int64_t oz = 0; oz < out[0]; oz++) {                                                  \
             int64_t zs = (oz * in[0]) / out[0], ze = ((oz + 1) * in[0] + out[0] - 1) / out[0];     \
             for (int64_t oy = 0; oy < out[1]; oy++) {                                              \
-                int64_t ys0 = (oy * in[1]) / out[1], ye = ((oy + 1) * in[1] + out[1] - 1) / out[1]; \
+                int64_t ys0 = (oy * in[1]) / out[1];                                               \
+                int64_t ye = ((oy + 1) * in[1] + out[1] - 1) / out[1];                             \
                 for (int64_t ox = 0; ox < out[2]; ox++) {                                          \
                     int64_t xs0 = (ox * in[2]) / out[2];                                           \
                     int64_t xe = ((ox + 1) * in[2] + out[2] - 1) / out[2];                         \

@@ -857,6 +857,13 @@ static void test_col2im(void) {
                   &o.v, &o.v));
     /* pixel (r, c) sums block (r, c) at kx 0 and block (r, c - 1) at kx 1 */
     CHECK(SHAPE_IS(&o.t, 1, 2, 3) && NEAR(y, 1, 2 + 10, 20, 3, 4 + 30, 40));
+    /* the columns stored transposed (dim order 1, 0): the same sums */
+    float colt[8] = {1, 10, 2, 20, 3, 30, 4, 40};
+    tt st;
+    tensor(&st, EMBER_FLOAT32, DIMS(2, 4), colt, sizeof colt, false, (const uint8_t[]){1, 0});
+    CHECK_OK(CALL("aten::col2im.out", &st.v, IL(2, 3), IL(1, 2), IL(1, 1), IL(0, 0), IL(1, 1),
+                  &o.v, &o.v));
+    CHECK(NEAR(y, 1, 2 + 10, 20, 3, 4 + 30, 40));
     /* padding 1 on the width: the padded pixels are dropped */
     float cols2[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     IN(s, EMBER_FLOAT32, cols2, 2, 4);
@@ -928,6 +935,15 @@ static void test_embedding_bag(void) {
                   v_bool(false), &tp.v, v_bool(true), v_int(-1), &o0.v, &o1.v, &o2.v, &o3.v,
                   &list.v));
     CHECK(SHAPE_IS(&o0.t, 2, 2) && NEAR(y, 1 + 6, 10 + 60, 2, 20));
+
+    /* weight stored transposed (dim order 1, 0): the same bags */
+    float wt[8] = {0, 1, 2, 3, 0, 10, 20, 30};
+    tt twt;
+    tensor(&twt, EMBER_FLOAT32, DIMS(4, 2), wt, sizeof wt, false, (const uint8_t[]){1, 0});
+    CHECK_OK(CALL("aten::_embedding_bag.out", &twt.v, &ti.v, &to.v, v_bool(false), v_int(2),
+                  v_bool(false), v_none(), v_bool(false), v_int(-1), &o0.v, &o1.v, &o2.v,
+                  &o3max.v, &list.v));
+    CHECK(NEAR(y, 3, 30, 0, 0, 2, 20) && SAME64(mx, 3, 3, 0, 0, 2, 2));
 
     /* errors: nothing is written before every index and offset is checked */
     int64_t bad[5] = {1, 3, 4, 2, 0};
