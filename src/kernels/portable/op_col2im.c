@@ -101,8 +101,9 @@ ember_status ek_op_col2im_out(ember_kernel_ctx *ctx, ember_value **args, size_t 
     g.channels = rows / area;
     g.bh = (g.h + 2 * g.ph - g.dh * (g.kh - 1) - 1) / g.sh + 1;
     g.bw = (g.w + 2 * g.pw - g.dw * (g.kw - 1) - 1) / g.sw + 1;
+    /* blocks <= INT32_MAX bounds both factors first, so the product cannot overflow */
     if (g.h + 2 * g.ph - g.dh * (g.kh - 1) - 1 < 0 || g.w + 2 * g.pw - g.dw * (g.kw - 1) - 1 < 0 ||
-        g.bh * g.bw != blocks)
+        g.bh > blocks || g.bw > blocks || g.bh * g.bw != blocks)
         return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
                                  "col2im: %lld blocks given, output_size, kernel, dilation, "
                                  "padding and stride make a different count",

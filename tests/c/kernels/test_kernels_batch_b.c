@@ -879,6 +879,9 @@ static void test_col2im(void) {
     CHECK_ERR(CALL("aten::col2im.out", &s.v, IL(1, 3), IL(1, 3), IL(1, 1), IL(0, 1), IL(1, 1),
                    &o.v, &o.v),
               EMBER_ERR_SHAPE_MISMATCH, "multiple");
+    CHECK_ERR(CALL("aten::col2im.out", &s.v, IL(1 << 30, 1 << 30), IL(1, 2), IL(1, 1),
+                   IL(1 << 30, 1 << 30), IL(1, 1), &o.v, &o.v),
+              EMBER_ERR_SHAPE_MISMATCH, "blocks"); /* ~3e9 x 3e9 blocks: no overflow */
     CHECK_ERR(CALL("aten::col2im.out", &s.v, IL(1, 3), IL(1, 2), IL(1, 1), IL(0, 1), IL(0, 1),
                    &o.v, &o.v),
               EMBER_ERR_INVALID_ARGUMENT, "stride");
