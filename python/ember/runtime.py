@@ -260,14 +260,25 @@ class MethodMeta:
 # Inputs and outputs
 # ---------------------------------------------------------------------------
 
-def _tensor_input(t: torch.Tensor) -> Tuple[int, Tuple[int, ...], Any]:
-    """(dtype code, shape, C-contiguous buffer) of a tensor, sharing its memory when it can."""
+def _permutes(dim_order: Optional[Sequence[int]], ndim: int) -> bool:
+    """Whether a tensor of ndim dims with this dim order is laid out other than contiguously."""
+    return dim_order is not None and len(dim_order) == ndim and \
+        tuple(dim_order) != tuple(range(ndim))
+
+
+def _tensor_input(t: torch.Tensor, dim_order: Optional[Sequence[int]] = None
+                  ) -> Tuple[int, Tuple[int, ...], Any]:
+    """(dtype code, shape, buffer) of a tensor, the buffer laid out in the program's
+    dim order for that input (contiguous unless it says otherwise, e.g. channels
+    last); shares the tensor's memory when it can."""
     code = dtype_to_ember(t.dtype)
     t = t.detach()
     if t.device.type != "cpu":
         t = t.cpu()
-    t = t.resolve_conj().resolve_neg().contiguous()
     shape = tuple(t.shape)
+    t = t.resolve_conj().resolve_neg()
+    t = t.permute(tuple(dim_order)).contiguous() if _permutes(dim_order, t.dim()) \
+        else t.contiguous()
     if t.dtype in _NUMPY_OK:
         data = t.numpy()
     else:  # bfloat16, float8, quantized: the raw bytes
@@ -275,22 +286,25 @@ def _tensor_input(t: torch.Tensor) -> Tuple[int, Tuple[int, ...], Any]:
     return code, shape, data
 
 
-def _array_input(a: np.ndarray) -> Tuple[int, Tuple[int, ...], Any]:
-    a = np.ascontiguousarray(a)
+def _array_input(a: np.ndarray, dim_order: Optional[Sequence[int]] = None
+                 ) -> Tuple[int, Tuple[int, ...], Any]:
+    shape = tuple(a.shape)
+    a = np.ascontiguousarray(a.transpose(tuple(dim_order)) if _permutes(dim_order, a.ndim) else a)
     try:
         dtype = torch.from_numpy(np.empty(0, dtype=a.dtype)).dtype
     except TypeError:
         raise TypeError(f"ember cannot take a numpy array of dtype {a.dtype}") from None
-    return dtype_to_ember(dtype), tuple(a.shape), a
+    return dtype_to_ember(dtype), shape, a
 
 
 def _convert_input(x: Any, meta: Optional[ValueMeta], i: int) -> Any:
+    order = meta.dim_order if meta is not None and meta.is_tensor else None
     if isinstance(x, torch.Tensor):
         if meta is not None and meta.kind in ("int", "double", "bool") and x.numel() == 1:
             return x.item()  # a scalar input given as a one-element tensor
-        return _tensor_input(x)
+        return _tensor_input(x, order)
     if isinstance(x, np.ndarray):
-        return _array_input(x)
+        return _array_input(x, order)
     if isinstance(x, np.generic):
         return x.item()
     if x is None or isinstance(x, (bool, int, float)):
@@ -300,6 +314,8 @@ def _convert_input(x: Any, meta: Optional[ValueMeta], i: int) -> Any:
 
 
 def _tensor_output(code: int, shape: Sequence[int], data: bytearray) -> torch.Tensor:
+    """The output as a contiguous torch tensor (the extension gathers the
+    elements in row-major order whatever the program's dim order)."""
     dtype = dtype_from_ember(code)
     if len(data) == 0:
         return torch.empty(tuple(shape), dtype=dtype)

@@ -292,3 +292,27 @@ def test_manual_seed_repeats_random_kernels() -> None:
     (c,) = method.execute([torch.zeros(3, 4)])
     assert torch.equal(a, c) and not torch.equal(a, b)
     assert bool(((a >= 0) & (a < 1)).all())
+
+
+def test_channels_last_inputs_are_laid_out_in_the_programs_dim_order() -> None:
+    import ember.runtime as rt
+    from aot_util import export
+
+    class Conv(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(self.conv(x)) + 1.0
+
+    model = Conv().eval()
+    x = torch.randn(2, 3, 5, 6).to(memory_format=torch.channels_last)
+    prog = export(model, (x,))
+    method = rt.Runtime.get().load_program(prog.buffer).load_method("forward")
+    assert method.metadata.inputs[0].dim_order == (0, 2, 3, 1)
+    with torch.no_grad():
+        want = model(x)
+    for given in (x, x.contiguous(), x.contiguous().numpy()):
+        (out,) = method.execute([given])
+        torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)

@@ -4,22 +4,24 @@
 #include "conv_util.h"
 
 #define DEF_CONV(SFX, T, CT, LOAD, STORE)                                                          \
-    static void conv_##SFX(T *out, const T *x, const T *wt, const T *bias, const ek_conv_geom *g) {   \
+    static void conv_##SFX(T *out, const T *x, const T *wt, const T *bias, const ek_conv_geom *g,  \
+                           const ek_conv_strides *st) {                                            \
         const int64_t icg = g->cin / g->groups, ocg = g->cout / g->groups;                         \
+        const int64_t *xs = st->x, *ws = st->w, *os = st->out;                                     \
         for (int64_t n = 0; n < g->n; n++) {                                                       \
             for (int64_t oc = 0; oc < g->cout; oc++) {                                             \
                 const int64_t grp = oc / ocg;                                                      \
-                T *op = out + (n * g->cout + oc) * g->oh * g->ow; /* (OH, OW) */                   \
+                T *op = out + n * os[0] + oc * os[1]; /* (OH, OW) */                               \
                 for (int64_t oy = 0; oy < g->oh; oy++) {                                           \
                     for (int64_t ox = 0; ox < g->ow; ox++) {                                       \
                         CT acc = bias != NULL ? LOAD(bias[oc]) : (CT)0;                            \
                         for (int64_t ic = 0; ic < icg; ic++) {                                     \
                             const int64_t c = grp * icg + ic;                                      \
-                            const T *xp = x + (n * g->cin + c) * g->h * g->w; /* (H, W) */         \
+                            const T *xp = x + n * xs[0] + c * xs[1]; /* (H, W) */                  \
                             /* (KH, KW) filter connecting input channel c and oc */                \
                             const T *wp = g->transposed                                            \
-                                              ? wt + (c * ocg + (oc - grp * ocg)) * g->kh * g->kw  \
-                                              : wt + (oc * icg + ic) * g->kh * g->kw;              \
+                                              ? wt + c * ws[0] + (oc - grp * ocg) * ws[1]          \
+                                              : wt + oc * ws[0] + ic * ws[1];                      \
                             for (int64_t ky = 0; ky < g->kh; ky++) {                               \
                                 int64_t iy;                                                        \
                                 if (!g->transposed) {                                              \
@@ -40,11 +42,12 @@
                                         ix = t / g->sw;                                            \
                                     }                                                              \
                                     if (ix < 0 || ix >= g->w) continue;                            \
-                                    acc += LOAD(xp[iy * g->w + ix]) * LOAD(wp[ky * g->kw + kx]);   \
+                                    acc += LOAD(xp[iy * xs[2] + ix * xs[3]]) *                     \
+                                           LOAD(wp[ky * ws[2] + kx * ws[3]]);                      \
                                 }                                                                  \
                             }                                                                      \
                         }                                                                          \
-                        op[oy * g->ow + ox] = STORE(acc);                                          \
+                        op[oy * os[2] + ox * os[3]] = STORE(acc);                                  \
                     }                                                                              \
                 }                                                                                  \
             }                                                                                      \
@@ -53,10 +56,39 @@
 
 EK_FOR_EACH_FLOAT(DEF_CONV)
 
+/* Row-major strides of a (d0, d1, d2, d3) tensor. */
+static void contiguous4(int64_t *st, int64_t d1, int64_t d2, int64_t d3) {
+    st[3] = 1;
+    st[2] = d3;
+    st[1] = d2 * d3;
+    st[0] = d1 * d2 * d3;
+}
+
+ember_status ek_conv_run_strided(ember_kernel_ctx *ctx, int dtype, void *out, const void *x,
+                                 const void *wt, const void *bias, const ek_conv_geom *g,
+                                 const ek_conv_strides *st) {
+    EK_FLOAT_SWITCH(ctx, dtype, conv, out, x, wt, bias, g, st);
+    return EMBER_OK;
+}
+
 ember_status ek_conv_run(ember_kernel_ctx *ctx, int dtype, void *out, const void *x,
                          const void *wt, const void *bias, const ek_conv_geom *g) {
-    EK_FLOAT_SWITCH(ctx, dtype, conv, out, x, wt, bias, g);
-    return EMBER_OK;
+    ek_conv_strides st;
+    contiguous4(st.x, g->cin, g->h, g->w);
+    contiguous4(st.out, g->cout, g->oh, g->ow);
+    if (g->transposed)
+        contiguous4(st.w, g->cout / g->groups, g->kh, g->kw);
+    else
+        contiguous4(st.w, g->cin / g->groups, g->kh, g->kw);
+    return ek_conv_run_strided(ctx, dtype, out, x, wt, bias, g, &st);
+}
+
+void ek_conv_strides_of(const ek_conv_geom *g, const ember_tensor *t, int64_t st[4]) {
+    /* (N, C, [H,] W): a 1-d tensor's missing height has size 1, stride unused */
+    st[0] = t->strides[0];
+    st[1] = t->strides[1];
+    st[2] = g->nsp == 2 ? t->strides[2] : 0;
+    st[3] = t->strides[t->dim - 1];
 }
 
 /* Bounds parameters so that every index computation fits in int64. */

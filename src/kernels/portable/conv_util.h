@@ -51,4 +51,17 @@ ember_status ek_conv_geom_init(ember_kernel_ctx *ctx, ek_conv_geom *g, const emb
 ember_status ek_conv_run(ember_kernel_ctx *ctx, int dtype, void *out, const void *x,
                          const void *wt, const void *bias, const ek_conv_geom *g);
 
+/** Element strides of x, weight and out, each as (dim 0, dim 1, H, W). */
+typedef struct ek_conv_strides {
+    int64_t x[4], w[4], out[4];
+} ek_conv_strides;
+
+/** ek_conv_run over tensors in any dim order (channels last, ...), given their strides. */
+ember_status ek_conv_run_strided(ember_kernel_ctx *ctx, int dtype, void *out, const void *x,
+                                 const void *wt, const void *bias, const ek_conv_geom *g,
+                                 const ek_conv_strides *st);
+
+/** The (dim 0, dim 1, H, W) strides of t, an input, weight or out of geometry g. */
+void ek_conv_strides_of(const ek_conv_geom *g, const ember_tensor *t, int64_t st[4]);
+
 #endif /* EMBER_KERNELS_PORTABLE_CONV_UTIL_H */

@@ -5,7 +5,9 @@
  *
  * Direct (no im2col, no scratch) 1-d and 2-d convolution, grouped, strided,
  * padded and dilated, plus its transpose. 1-d is run as 2-d with height 1.
- * Geometry and loop live in conv_util.c (shared with convolution_backward).
+ * Tensors may be in any dim order (channels last, ...): the loop walks their
+ * strides. Geometry and loop live in conv_util.c (shared with
+ * convolution_backward).
  *
  *   input  (N, C_in, H, W)
  *   weight (C_out, C_in / groups, KH, KW)        or, transposed,
@@ -47,12 +49,9 @@ ember_status ek_op_convolution_out(ember_kernel_ctx *ctx, ember_value **args, si
     EK_TRY(ek_check_same_dtype(ctx, in, wt, "convolution input and weight"));
     EK_TRY(ek_check_same_dtype(ctx, in, out, "convolution input and out"));
     if (bias != NULL) EK_TRY(ek_check_same_dtype(ctx, in, bias, "convolution input and bias"));
-    EK_TRY(ek_check_contiguous(ctx, in, "convolution input"));
-    EK_TRY(ek_check_contiguous(ctx, wt, "convolution weight"));
 
     const int64_t *shape = g.out_shape;
     EK_TRY(ek_resize_out(ctx, out, shape, in->dim));
-    EK_TRY(ek_check_contiguous(ctx, out, "convolution out"));
     if (out->numel == 0) return EMBER_OK;
     if (in->numel == 0 || wt->numel == 0) {
         /* no products: out is the bias (or zero) */
@@ -78,6 +77,11 @@ ember_status ek_op_convolution_out(ember_kernel_ctx *ctx, ember_value **args, si
         return ek_map_tensors_to(ctx, out, shape, in->dim, ins, 1, ek_ctype_of(out->dtype),
                                  &ek_map_identity, NULL);
     }
-    return ek_conv_run(ctx, in->dtype, out->data, in->data, wt->data,
-                       bias != NULL ? bias->data : NULL, &g);
+    /* Any dim order (channels last included): the loop walks the strides. */
+    ek_conv_strides st;
+    ek_conv_strides_of(&g, in, st.x);
+    ek_conv_strides_of(&g, wt, st.w);
+    ek_conv_strides_of(&g, out, st.out);
+    const void *bias_data = bias != NULL ? bias->data : NULL;
+    return ek_conv_run_strided(ctx, in->dtype, out->data, in->data, wt->data, bias_data, &g, &st);
 }
