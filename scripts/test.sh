@@ -4,6 +4,7 @@
 #   2. build/ (gcc, RelWithDebInfo) and its ctest
 #   3. pytest tests/python (when it has tests)
 #   4. build-asan/ (ASan + UBSan; clang when installed) and its ctest
+#   5. the core ATen op coverage summary of the pytest run (scripts/op_coverage.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,6 +49,9 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
 (cd build-asan && ctest --output-on-failure --no-tests=error -j "$JOBS")
 passed=$((passed + $(count_ctest build-asan)))
+
+step "core ATen op coverage (from the pytest run's results; table: scripts/op_coverage.py)"
+"$VENV/bin/python" scripts/op_coverage.py --summary-only
 
 step "make test: all steps passed (ctest build/, pytest, ctest build-asan/)"
 echo "summary: $passed passed, 0 failed"

@@ -165,10 +165,10 @@ static bool compare(const program_run *r, size_t k, const ember_tensor *t, const
             bool ok = isnan(w) ? isnan(g) : (g == w || fabs(g - w) <= atol + rtol * fabs(w));
             if (!ok && bad++ == 0) first = i;
         }
+        double g = bad ? elem_as_double(t->data, dtype, (size_t)strided_offset(t, first)) : 0.0;
+        double w = bad ? elem_as_double(want->data, dtype, first) : 0.0;
         return CHECK_MSG(bad == 0, "%s output %zu: %zu of %zu elements differ (first at %zu: got "
-                         "%.9g, want %.9g)", r->name, k, bad, want->numel, first,
-                         bad ? elem_as_double(t->data, dtype, (size_t)strided_offset(t, first)) : 0.0,
-                         bad ? elem_as_double(want->data, dtype, first) : 0.0);
+                         "%.9g, want %.9g)", r->name, k, bad, want->numel, first, g, w);
     }
     /* Integers and bool: bit-exact, element by element. */
     size_t es = ember_dtype_size(dtype);
@@ -209,7 +209,8 @@ static bool check_output(program_run *r, sample_dir *d, char **tok, totals *tot)
     }
     npy_array want;
     const char *path = dir_path(d, tok[1]);
-    if (path == NULL || !CHECK_MSG(npy_load(path, &want, err, sizeof err) == 0, "%s: %s", tok[1], err))
+    if (path == NULL ||
+        !CHECK_MSG(npy_load(path, &want, err, sizeof err) == 0, "%s: %s", tok[1], err))
         return false;
     bool ok = CHECK_MSG(dtype_matches(&want, dtype), "%s: dtype %d in the manifest, %s in the file",
                         tok[1], dtype, ember_dtype_name(want.dtype)) &&

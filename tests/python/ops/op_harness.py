@@ -19,8 +19,8 @@ For a core op X:
    NaN positions must match. Outputs of random or uninitialized ops are
    checked for dtype and shape only.
 
-Mode: by default at most EMBER_OPS_CAP (4) samples per (op, dtype), taken from
-at most 3 OpInfos per op and the first 40 samples of each; EMBER_OPS_FULL=1
+Mode: by default at most EMBER_OPS_CAP (3) samples per (op, dtype), taken from
+at most 3 OpInfos per op and the first 20 samples of each; EMBER_OPS_FULL=1
 takes every sample of every candidate OpInfo (slow: an hour or more).
 """
 
@@ -31,7 +31,6 @@ import json
 import os
 import re
 import shutil
-import sys
 import time
 import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
@@ -73,14 +72,17 @@ class Config:
     def from_env() -> "Config":
         if os.environ.get("EMBER_OPS_FULL", "") not in ("", "0"):
             return Config(full=True, cap=None, candidates=None, scan=None, batch=160)
-        cap = int(os.environ.get("EMBER_OPS_CAP", "4"))
-        return Config(full=False, cap=cap, candidates=3, scan=40, batch=160)
+        cap = int(os.environ.get("EMBER_OPS_CAP", "3"))
+        return Config(full=False, cap=cap, candidates=3, scan=20, batch=160)
 
 
 def progress(message: str) -> None:
-    """A progress line on the terminal (past pytest's capture) when EMBER_OPS_PROGRESS=1."""
-    if os.environ.get("EMBER_OPS_PROGRESS", "") not in ("", "0"):
-        print(f"[ops {time.strftime('%H:%M:%S')}] {message}", file=sys.__stderr__, flush=True)
+    """Appends a progress line to the file EMBER_OPS_PROGRESS names, if any (pytest
+    captures the terminal): `EMBER_OPS_PROGRESS=ops.log pytest ...` and `tail -f ops.log`."""
+    path = os.environ.get("EMBER_OPS_PROGRESS", "")
+    if path:
+        with open(path, "a") as f:
+            f.write(f"[{time.strftime('%H:%M:%S')}] {message}\n")
 
 
 def samples_dir() -> str:
@@ -165,6 +167,7 @@ def discover(full: bool) -> Dict[OpOverload, List[Tuple[Any, int]]]:
 
     core = set(ops_coverage.core_aten_overloads())
     found: Dict[OpOverload, List[Tuple[Any, int]]] = {}
+    progress(f"tracing {len(op_db)} OpInfos")
     with _quiet():
         for oi in op_db:
             dtype = _first_dtype(oi)
@@ -226,7 +229,11 @@ class Sample:
     spec: Any                   # their pytree spec
     inputs: List[torch.Tensor]
     expected: List[torch.Tensor] = dataclasses.field(default_factory=list)
+    # float16/bfloat16 samples: the op computed in float32 and rounded back,
+    # a second rounding of the exact result that is as right as eager's.
+    alternate: Optional[List[torch.Tensor]] = None
     values_checked: bool = True  # False: random or uninitialized outputs
+    checks: List[str] = dataclasses.field(default_factory=list)  # per output, for the C test
     status: str = "pending"     # pass | fail | skip | no-kernel
     reason: str = ""
 
@@ -276,7 +283,68 @@ def _make_sample(op: OpOverload, key: str, source: str, args: Any, kwargs: Any) 
         s.status, s.reason = "skip", "a tensor of a dtype outside the table"
         return s
     s.expected = [t.detach().contiguous() for t in leaves_out]
+    s.checks = ["values" if s.values_checked else "shape"] * len(s.expected)
+    if s.values_checked and any(t.dtype in (torch.float16, torch.bfloat16) for t in leaves_out):
+        s.alternate = _float32_reference(op, args, kwargs, s.expected)
     return s
+
+
+def _float32_reference(op: OpOverload, args: Any, kwargs: Any, like: List[torch.Tensor]
+                       ) -> Optional[List[torch.Tensor]]:
+    """The op on float16/bfloat16 inputs upcast to float32, outputs cast back."""
+    def up(v: Any) -> Any:
+        if isinstance(v, torch.Tensor) and v.dtype in (torch.float16, torch.bfloat16):
+            return v.float()
+        return v
+
+    try:
+        with torch.no_grad():
+            out = op(*pytree.tree_map(up, _clone_tree(args)),
+                     **pytree.tree_map(up, _clone_tree(kwargs)))
+    except Exception:  # noqa: BLE001 - no float32 form: eager's result is the only reference
+        return None
+    outs = [v for v in pytree.tree_leaves(out) if isinstance(v, torch.Tensor)]
+    if len(outs) != len(like) or any(tuple(a.shape) != tuple(b.shape) for a, b in zip(outs, like)):
+        return None
+    return [a.to(b.dtype).contiguous() for a, b in zip(outs, like)]
+
+
+# Ops whose index output may order ties differently from eager: the indices
+# must select the values they come with, and the values must match eager.
+_TIE_INDEX_OPS = {torch.ops.aten.sort.default: (1, -1), torch.ops.aten.topk.default: (2, -1)}
+
+
+def _schema_arg(s: Sample, name: str, position: int, default: Any) -> Any:
+    args, kwargs = pytree.tree_unflatten(s.leaves, s.spec)
+    if name in kwargs:
+        return kwargs[name]
+    return args[position] if position < len(args) else default
+
+
+def _check_tie_indices(s: Sample, outs: Sequence[Any]) -> Optional[str]:
+    """For sort/topk: do the indices pick the returned values out of the input?"""
+    pos, default = _TIE_INDEX_OPS[s.op]
+    values, indices = outs[0], outs[1]
+    if not isinstance(indices, torch.Tensor) or indices.dtype != torch.int64:
+        return "indices are not an int64 tensor"
+    if tuple(indices.shape) != tuple(s.expected[1].shape):
+        return f"indices shape {tuple(indices.shape)} != {tuple(s.expected[1].shape)}"
+    x = s.inputs[0]
+    dim = _schema_arg(s, "dim", pos, default)
+    if x.dim() == 0:
+        return None if bool((indices == 0).all()) else "a 0-d input has index 0 only"
+    n = x.shape[dim]
+    if indices.numel() and (int(indices.min()) < 0 or int(indices.max()) >= n):
+        return "an index is out of range"
+    picked = torch.gather(x, dim, indices)
+    if not torch.equal(picked.isnan(), values.isnan()) or not torch.equal(
+            picked.nan_to_num(), values.nan_to_num()):
+        return "the indices do not select the returned values"
+    srt = indices.sort(dim=dim).values
+    if indices.numel() and bool((srt.narrow(dim, 1, srt.shape[dim] - 1)
+                                 == srt.narrow(dim, 0, srt.shape[dim] - 1)).any()):
+        return "an index repeats"
+    return None
 
 
 def collect(op: OpOverload, key: str, infos: Sequence[Any], cfg: Config
@@ -453,12 +521,15 @@ def _failing_samples(built: Built, message: str) -> Set[int]:
     return set(built.instructions.get(int(m.group(1)), set())) if m else set()
 
 
-def run_batch(samples: List[Sample], written: List[Built]) -> None:
+def run_batch(samples: List[Sample], written: List[Built], isolate: bool = False) -> None:
     """Exports, runs and checks samples; sets each one's status.
 
     A batch that cannot be exported is split in halves until the sample at
     fault is found. A runtime error names its instruction: the samples that
-    instruction computes fail, and the others run again without them.
+    instruction computes fail, and the others run again without them. Unless
+    `isolate`, the other samples of a failing (kernel, dtype) are left out
+    too ("not run"): each would cost a rebuild of the whole batch, and the
+    (op, dtype) fails either way.
     """
     if not samples:
         return
@@ -471,14 +542,23 @@ def run_batch(samples: List[Sample], written: List[Built]) -> None:
         if e.stage == "runtime" and built is not None:
             culprits = _failing_samples(built, str(e))
             if culprits and len(culprits) < len(samples):
-                for i in culprits:
-                    samples[i].status, samples[i].reason = "fail", f"runtime: {e}"
-                run_batch([s for i, s in enumerate(samples) if i not in culprits], written)
+                groups = {(samples[i].key, samples[i].dtype): samples[i].source for i in culprits}
+                rest = []
+                for i, s in enumerate(samples):
+                    if i in culprits:
+                        s.status, s.reason = "fail", f"runtime: {e}"
+                    elif not isolate and (s.key, s.dtype) in groups:
+                        s.status = "skip"
+                        s.reason = (f"not run: {groups[(s.key, s.dtype)]} of the same op and dtype "
+                                    "failed in the runtime")
+                    else:
+                        rest.append(s)
+                run_batch(rest, written, isolate)
                 return
         if len(samples) > 1:
             mid = len(samples) // 2
-            run_batch(samples[:mid], written)
-            run_batch(samples[mid:], written)
+            run_batch(samples[:mid], written, isolate)
+            run_batch(samples[mid:], written, isolate)
             return
         s = samples[0]
         if e.stage == "runtime":
@@ -498,8 +578,19 @@ def run_batch(samples: List[Sample], written: List[Built]) -> None:
             s.reason = "the program does not call " + s.key + (
                 f" (it calls {', '.join(sorted(keys))})" if keys else " (no kernel call at all)")
             continue
-        problems = [f"output {k}: {p}" for k, (g, w) in enumerate(zip(outs, s.expected))
-                    if (p := compare(g, w, s.values_checked)) is not None]
+        problems = []
+        for k, (g, w) in enumerate(zip(outs, s.expected)):
+            if k == 1 and s.op in _TIE_INDEX_OPS:
+                p = _check_tie_indices(s, outs)
+                s.checks[k] = "shape"  # checked here; the C test checks the values only
+            else:
+                p = compare(g, w, s.values_checked)
+                if p is not None and s.alternate is not None and compare(
+                        g, s.alternate[k], True) is None:
+                    p = None
+                    s.expected[k] = s.alternate[k]  # the reference it matched, for the C test
+            if p is not None:
+                problems.append(f"output {k}: {p}")
         if len(outs) != n:
             problems.insert(0, f"{len(outs)} outputs, expected {n}")
         s.status, s.reason = ("fail", "; ".join(problems)) if problems else ("pass", "")
@@ -512,7 +603,7 @@ def run_samples(samples: List[Sample], cfg: Config) -> List[Built]:
     pending = [s for s in samples if s.status == "pending"]
     for start in range(0, len(pending), cfg.batch):
         progress(f"samples {start}-{min(start + cfg.batch, len(pending))} of {len(pending)}")
-        run_batch(pending[start:start + cfg.batch], written)
+        run_batch(pending[start:start + cfg.batch], written, isolate=cfg.full)
     return written
 
 
@@ -567,12 +658,12 @@ class SampleWriter:
                 k += 1
         k = 0
         for s in built.samples:
+            first = k
             for t in s.expected:
                 name = f"{base}.out{k}.npy"
                 np.save(os.path.join(self.root, name), _npy(t))
                 rtol, atol = TOLERANCES.get(t.dtype, (0.0, 0.0))
-                check = ("skip" if s.status != "pass" else
-                         "values" if s.values_checked else "shape")
+                check = "skip" if s.status != "pass" else s.checks[k - first]
                 lines.append(f"out {name} {dtype_to_ember(t.dtype)} {rtol:g} {atol:g} {check}")
                 k += 1
         lines.append("end")

@@ -9,11 +9,12 @@ differs from eager PyTorch or the runtime returns an error.
 
 Environment:
     EMBER_OPS_FULL=1      every sample of every OpInfo (default: a capped set)
-    EMBER_OPS_CAP=N       samples per (op, dtype) in the default mode (4)
+    EMBER_OPS_CAP=N       samples per (op, dtype) in the default mode (3)
     EMBER_OP_SAMPLES=DIR  where programs, inputs, expected outputs and
                           results.json go (build/op-samples); the C test
                           tests/c/kernels/test_op_samples.c runs them again,
                           and scripts/op_coverage.py reports results.json
+    EMBER_OPS_PROGRESS=F  append progress lines to file F (pytest hides the terminal)
 """
 
 from __future__ import annotations
