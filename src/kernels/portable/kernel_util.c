@@ -986,6 +986,24 @@ static const ek_map cmp_maps[6] = {
     {cmp_gt_f32, cmp_gt_f64, cmp_gt_i64}, {cmp_ge_f32, cmp_ge_f64, cmp_ge_i64},
 };
 
+/* An integer Scalar compared with a narrower integer tensor first takes the
+ * tensor's dtype, as in PyTorch: a uint8 tensor == -1 compares with 255. */
+static ek_scalar scalar_as_int_dtype(const ek_scalar *s, int dtype) {
+    union {
+        uint8_t u8;
+        int8_t i8;
+        int16_t i16;
+        int32_t i32;
+    } b;
+    switch (dtype) {
+    case EMBER_UINT8: ek_scalar_store(dtype, s, &b); return ek_scalar_from_int(b.u8);
+    case EMBER_INT8: ek_scalar_store(dtype, s, &b); return ek_scalar_from_int(b.i8);
+    case EMBER_INT16: ek_scalar_store(dtype, s, &b); return ek_scalar_from_int(b.i16);
+    case EMBER_INT32: ek_scalar_store(dtype, s, &b); return ek_scalar_from_int(b.i32);
+    default: return *s;
+    }
+}
+
 ember_status ek_compare_op(ember_kernel_ctx *ctx, ember_value **args, size_t nargs, ek_cmp cmp,
                            bool scalar) {
     ember_tensor *self, *other = NULL, *out;
@@ -998,6 +1016,7 @@ ember_status ek_compare_op(ember_kernel_ctx *ctx, ember_value **args, size_t nar
         EK_TRY(ek_arg_tensor(ctx, args, 1, &other));
     EK_TRY(ek_arg_out(ctx, args, 2, &out));
     int common = ek_binary_result_type(self, other, &s);
+    if (scalar && s.kind == EK_SCALAR_INT) s = scalar_as_int_dtype(&s, common);
     /* the 1/0 result is bool, which casts to any out dtype */
     return ek_map_binary(ctx, out, self, other, &s, EMBER_BOOL, ek_ctype_of(common), &cmp_maps[cmp],
                          NULL);
@@ -1245,11 +1264,14 @@ void ek_fill_bytes(void *dst, int64_t numel, const void *value, size_t elsize) {
 
 /* Columns of out accumulated at once: a compute-type row block on the stack. */
 #define EK_MM_BLOCK 64
+/* Rows of out computed together: each row block of w read serves them all. */
+#define EK_MM_ROWS 4
 
 /*
- * For each row i of a and each block of EK_MM_BLOCK columns, walk k and add
- * a[i][p] * w[p][j0..j0+jn) into the accumulator: w is read row by row
- * (contiguous), and float16/bfloat16 still accumulate in float.
+ * For each block of EK_MM_ROWS rows of a and EK_MM_BLOCK columns of w, walk
+ * k and add a[i][p] * w[p][j0..j0+jn) into the accumulators of the rows: w
+ * is read row by row (contiguous), once per row block, and float16/bfloat16
+ * still accumulate in float. Each output element sums over p in order.
  */
 #define EK_DEF_MATMUL(SFX, T, CT, LOAD, STORE)                                                     \
     static void matmul_##SFX(T *out, const T *a, const T *w, int64_t batch, int64_t n, int64_t k,  \
@@ -1261,26 +1283,43 @@ void ek_fill_bytes(void *dst, int64_t numel, const void *value, size_t elsize) {
             const T *A = a + bt * n * k; /* (n, k) */                                              \
             const T *W = w + bt * k * m; /* (k, m) */                                              \
             T *O = out + bt * n * m;     /* (n, m) */                                              \
-            for (int64_t i = 0; i < n; i++) {                                                      \
+            for (int64_t i0 = 0; i0 < n; i0 += EK_MM_ROWS) {                                       \
+                int64_t in = n - i0 < EK_MM_ROWS ? n - i0 : EK_MM_ROWS;                            \
                 for (int64_t j0 = 0; j0 < m; j0 += EK_MM_BLOCK) {                                  \
                     int64_t jn = m - j0 < EK_MM_BLOCK ? m - j0 : EK_MM_BLOCK;                      \
-                    CT acc[EK_MM_BLOCK];                                                           \
-                    for (int64_t j = 0; j < jn; j++) acc[j] = 0;                                   \
+                    CT acc[EK_MM_ROWS][EK_MM_BLOCK];                                               \
+                    for (int64_t r = 0; r < in; r++)                                               \
+                        for (int64_t j = 0; j < jn; j++) acc[r][j] = 0;                            \
                     for (int64_t p = 0; p < k; p++) {                                              \
-                        const CT av = LOAD(A[i * k + p]);                                          \
                         const T *wrow = W + p * m + j0;                                            \
-                        /* a fixed trip count lets -O2 vectorize full blocks */                    \
-                        if (jn == EK_MM_BLOCK)                                                     \
-                            for (int64_t j = 0; j < EK_MM_BLOCK; j++)                              \
-                                acc[j] += av * LOAD(wrow[j]);                                      \
-                        else                                                                       \
-                            for (int64_t j = 0; j < jn; j++) acc[j] += av * LOAD(wrow[j]);         \
+                        if (in == EK_MM_ROWS && jn == EK_MM_BLOCK) {                               \
+                            /* fixed trip counts let the compiler vectorize */                     \
+                            const CT a0 = LOAD(A[(i0 + 0) * k + p]);                               \
+                            const CT a1 = LOAD(A[(i0 + 1) * k + p]);                               \
+                            const CT a2 = LOAD(A[(i0 + 2) * k + p]);                               \
+                            const CT a3 = LOAD(A[(i0 + 3) * k + p]);                               \
+                            for (int64_t j = 0; j < EK_MM_BLOCK; j++) {                            \
+                                const CT wv = LOAD(wrow[j]);                                       \
+                                acc[0][j] += a0 * wv;                                              \
+                                acc[1][j] += a1 * wv;                                              \
+                                acc[2][j] += a2 * wv;                                              \
+                                acc[3][j] += a3 * wv;                                              \
+                            }                                                                      \
+                        } else {                                                                   \
+                            for (int64_t r = 0; r < in; r++) {                                     \
+                                const CT av = LOAD(A[(i0 + r) * k + p]);                           \
+                                for (int64_t j = 0; j < jn; j++) acc[r][j] += av * LOAD(wrow[j]);  \
+                            }                                                                      \
+                        }                                                                          \
                     }                                                                              \
-                    for (int64_t j = 0; j < jn; j++) {                                             \
-                        CT v = alpha * acc[j];                                                     \
-                        if (bias_data != NULL)                                                     \
-                            v += beta * LOAD(bias_data[i * bias->si + (j0 + j) * bias->sj]);       \
-                        O[i * m + j0 + j] = STORE(v);                                              \
+                    for (int64_t r = 0; r < in; r++) {                                             \
+                        int64_t i = i0 + r;                                                        \
+                        for (int64_t j = 0; j < jn; j++) {                                         \
+                            CT v = alpha * acc[r][j];                                              \
+                            if (bias_data != NULL)                                                 \
+                                v += beta * LOAD(bias_data[i * bias->si + (j0 + j) * bias->sj]);   \
+                            O[i * m + j0 + j] = STORE(v);                                          \
+                        }                                                                          \
                     }                                                                              \
                 }                                                                                  \
             }                                                                                      \
@@ -1288,6 +1327,50 @@ void ek_fill_bytes(void *dst, int64_t numel, const void *value, size_t elsize) {
     }
 
 EK_FOR_EACH_FLOAT(EK_DEF_MATMUL)
+
+/*
+ * Integer matmul, i-k-j order as above: products and sums in uint64, so that
+ * overflow wraps (two's complement) as in PyTorch instead of being undefined.
+ * alpha and beta are integers here (PyTorch takes no fractional ones).
+ */
+#define EK_DEF_MATMUL_INT(SFX, T)                                                                  \
+    static void matmul_##SFX(T *out, const T *a, const T *w, int64_t batch, int64_t n, int64_t k,  \
+                             int64_t m, double alpha_d, const ek_mm_bias *bias) {                  \
+        const uint64_t alpha = (uint64_t)ek_f64_to_i64(alpha_d);                                   \
+        const T *bias_data = bias != NULL && bias->beta != 0 ? (const T *)bias->data : NULL;       \
+        const uint64_t beta = bias != NULL ? (uint64_t)ek_f64_to_i64(bias->beta) : 0;              \
+        for (int64_t bt = 0; bt < batch; bt++) {                                                   \
+            const T *A = a + bt * n * k; /* (n, k) */                                              \
+            const T *W = w + bt * k * m; /* (k, m) */                                              \
+            T *O = out + bt * n * m;     /* (n, m) */                                              \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                for (int64_t j0 = 0; j0 < m; j0 += EK_MM_BLOCK) {                                  \
+                    int64_t jn = m - j0 < EK_MM_BLOCK ? m - j0 : EK_MM_BLOCK;                      \
+                    uint64_t acc[EK_MM_BLOCK];                                                     \
+                    for (int64_t j = 0; j < jn; j++) acc[j] = 0;                                   \
+                    for (int64_t p = 0; p < k; p++) {                                              \
+                        const uint64_t av = (uint64_t)(int64_t)A[i * k + p];                       \
+                        const T *wrow = W + p * m + j0;                                            \
+                        for (int64_t j = 0; j < jn; j++)                                           \
+                            acc[j] += av * (uint64_t)(int64_t)wrow[j];                             \
+                    }                                                                              \
+                    for (int64_t j = 0; j < jn; j++) {                                             \
+                        uint64_t v = alpha * acc[j];                                               \
+                        if (bias_data != NULL)                                                     \
+                            v += beta * (uint64_t)(int64_t)                                        \
+                                            bias_data[i * bias->si + (j0 + j) * bias->sj];         \
+                        O[i * m + j0 + j] = (T)(int64_t)v;                                         \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+EK_DEF_MATMUL_INT(u8, uint8_t)
+EK_DEF_MATMUL_INT(i8, int8_t)
+EK_DEF_MATMUL_INT(i16, int16_t)
+EK_DEF_MATMUL_INT(i32, int32_t)
+EK_DEF_MATMUL_INT(i64, int64_t)
 
 void ek_matmul(int dtype, void *out, const void *a, const void *w, int64_t batch, int64_t n,
                int64_t k, int64_t m, double alpha, const ek_mm_bias *bias) {
@@ -1301,6 +1384,11 @@ void ek_matmul(int dtype, void *out, const void *a, const void *w, int64_t batch
     case EMBER_FLOAT64: matmul_f64(out, a, w, batch, n, k, m, alpha, bias); break;
     case EMBER_FLOAT16: matmul_f16(out, a, w, batch, n, k, m, alpha, bias); break;
     case EMBER_BFLOAT16: matmul_bf16(out, a, w, batch, n, k, m, alpha, bias); break;
+    case EMBER_UINT8: matmul_u8(out, a, w, batch, n, k, m, alpha, bias); break;
+    case EMBER_INT8: matmul_i8(out, a, w, batch, n, k, m, alpha, bias); break;
+    case EMBER_INT16: matmul_i16(out, a, w, batch, n, k, m, alpha, bias); break;
+    case EMBER_INT32: matmul_i32(out, a, w, batch, n, k, m, alpha, bias); break;
+    case EMBER_INT64: matmul_i64(out, a, w, batch, n, k, m, alpha, bias); break;
     default: break;
     }
 }

@@ -541,8 +541,9 @@ typedef struct ek_mm_bias {
 /**
  * out[b] = alpha * (a[b] @ w[b]) (+ beta * bias) for b < batch, with a
  * (batch, n, k), w (batch, k, m) and out (batch, n, m) contiguous and of one
- * float dtype (the caller checked it); bias may be NULL, and is ignored when
- * beta is 0, as in PyTorch. Accumulates in the compute type, i-k-j order.
+ * float or integer dtype (the caller checked it); bias may be NULL, and is
+ * ignored when beta is 0, as in PyTorch. Accumulates in the compute type
+ * (integers: 64 bits, wrapping), i-k-j order.
  */
 void ek_matmul(int dtype, void *out, const void *a, const void *w, int64_t batch, int64_t n,
                int64_t k, int64_t m, double alpha, const ek_mm_bias *bias);

@@ -3,7 +3,7 @@
  *                 Scalar alpha=1, Tensor(a!) out)
  *
  * out (n, m) = beta * self + alpha * (mat1 (n, k) @ mat2 (k, m)), self
- * broadcast to (n, m) (a bias row, usually). Float dtypes, contiguous.
+ * broadcast to (n, m) (a bias row, usually). Float and integer dtypes, contiguous.
  */
 #include "kernel_util.h"
 #include "ops.h"
@@ -32,7 +32,9 @@ ember_status ek_op_addmm_out(ember_kernel_ctx *ctx, ember_value **args, size_t n
         return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
                                  "addmm: self (rank %u) does not broadcast to (%lld, %lld)",
                                  (unsigned)bias->dim, (long long)n, (long long)m);
-    EK_TRY(ek_check_float(ctx, a->dtype, "addmm"));
+    if (!ek_is_float(a->dtype) && !ek_is_int(a->dtype))
+        return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED, "addmm: dtype %s not supported",
+                                 ember_dtype_name(a->dtype));
     EK_TRY(ek_check_same_dtype(ctx, a, b, "addmm mat1 and mat2"));
     EK_TRY(ek_check_same_dtype(ctx, a, bias, "addmm mat1 and self"));
     EK_TRY(ek_check_same_dtype(ctx, a, out, "addmm mat1 and out"));

@@ -1,7 +1,7 @@
 /*
  * aten::bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out)
  *
- * out (b, n, m) = self (b, n, k) @ mat2 (b, k, m); float dtypes, contiguous.
+ * out (b, n, m) = self (b, n, k) @ mat2 (b, k, m); float and integer dtypes, contiguous.
  */
 #include "kernel_util.h"
 #include "ops.h"
@@ -22,7 +22,9 @@ ember_status ek_op_bmm_out(ember_kernel_ctx *ctx, ember_value **args, size_t nar
                                  "bmm: self is (%lld, %lld, %lld) but mat2 is (%d, %d, %lld)",
                                  (long long)batch, (long long)n, (long long)k, (int)b->sizes[0],
                                  (int)b->sizes[1], (long long)m);
-    EK_TRY(ek_check_float(ctx, a->dtype, "bmm"));
+    if (!ek_is_float(a->dtype) && !ek_is_int(a->dtype))
+        return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED, "bmm: dtype %s not supported",
+                                 ember_dtype_name(a->dtype));
     EK_TRY(ek_check_same_dtype(ctx, a, b, "bmm self and mat2"));
     EK_TRY(ek_check_same_dtype(ctx, a, out, "bmm self and out"));
     EK_TRY(ek_check_contiguous(ctx, a, "bmm self"));

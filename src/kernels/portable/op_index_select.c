@@ -92,7 +92,8 @@ ember_status ek_op_gather_out(ember_kernel_ctx *ctx, ember_value **args, size_t 
     EK_TRY(ek_arg_tensor(ctx, args, 2, &index));
     EK_TRY(ek_arg_bool(ctx, args, 3, &sparse));
     EK_TRY(ek_arg_out(ctx, args, 4, &out));
-    EK_TRY(check_index_dtype(ctx, index));
+    /* PyTorch takes an empty index of any dtype (it reads nothing from it). */
+    if (index->numel > 0) EK_TRY(check_index_dtype(ctx, index));
     EK_TRY(ek_check_same_dtype(ctx, in, out, "self and out"));
     EK_TRY(ek_check_no_alias(ctx, out, in));
     EK_TRY(ek_check_no_alias(ctx, out, index));
@@ -111,7 +112,8 @@ ember_status ek_op_gather_out(ember_kernel_ctx *ctx, ember_value **args, size_t 
     EK_TRY(ek_resize_out(ctx, out, shape, index->dim));
     if (out->numel == 0) return EMBER_OK;
 
-    /* walk index (and out) row-major; self's offset uses every dim but d */
+    /* Walk index (and out) row-major, a run along the last dim at a time;
+     * self's offset uses every dim but d. */
     int64_t st[3][EMBER_MAX_DIM], idx[EMBER_MAX_DIM] = {0}, off[3] = {0, 0, 0};
     for (size_t k = 0; k < index->dim; k++) {
         st[0][k] = out->strides[k];
@@ -120,11 +122,26 @@ ember_status ek_op_gather_out(ember_kernel_ctx *ctx, ember_value **args, size_t 
     }
     int64_t size = in->dim == 0 ? 1 : in->sizes[d], sstride = in->dim == 0 ? 0 : in->strides[d];
     size_t es = ember_dtype_size(in->dtype);
+    size_t outer = index->dim == 0 ? 0 : index->dim - 1;
+    int64_t len = index->dim == 0 ? 1 : shape[outer];
+    int64_t so = index->dim == 0 ? 0 : st[0][outer], si = index->dim == 0 ? 0 : st[1][outer];
+    int64_t ss = index->dim == 0 ? 0 : st[2][outer];
     do {
-        int64_t i = 0;
-        EK_TRY(read_index(ctx, index, off[1], size, &i));
-        memcpy((char *)out->data + off[0] * (int64_t)es,
-               (const char *)in->data + (off[2] + i * sstride) * (int64_t)es, es);
-    } while (ek_advance(idx, shape, index->dim, 3, (const int64_t(*)[EMBER_MAX_DIM])st, off));
+        char *o = (char *)out->data + off[0] * (int64_t)es;
+        const char *sb = (const char *)in->data + off[2] * (int64_t)es;
+        for (int64_t j = 0; j < len; j++) {
+            int64_t i = 0;
+            EK_TRY(read_index(ctx, index, off[1] + j * si, size, &i));
+            char *dst = o + j * so * (int64_t)es;
+            const char *src = sb + (j * ss + i * sstride) * (int64_t)es;
+            switch (es) { /* constant sizes: one load and one store each */
+            case 1: memcpy(dst, src, 1); break;
+            case 2: memcpy(dst, src, 2); break;
+            case 4: memcpy(dst, src, 4); break;
+            case 8: memcpy(dst, src, 8); break;
+            default: memcpy(dst, src, es); break;
+            }
+        }
+    } while (ek_advance(idx, shape, outer, 3, (const int64_t(*)[EMBER_MAX_DIM])st, off));
     return EMBER_OK;
 }

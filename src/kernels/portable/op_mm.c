@@ -1,7 +1,7 @@
 /*
  * aten::mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out)
  *
- * out (n, m) = self (n, k) @ mat2 (k, m); float dtypes, contiguous.
+ * out (n, m) = self (n, k) @ mat2 (k, m); float and integer dtypes, contiguous.
  */
 #include "kernel_util.h"
 #include "ops.h"
@@ -21,7 +21,9 @@ ember_status ek_op_mm_out(ember_kernel_ctx *ctx, ember_value **args, size_t narg
         return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
                                  "mm: self is (%lld, %lld) but mat2 is (%d, %lld)", (long long)n,
                                  (long long)k, (int)b->sizes[0], (long long)m);
-    EK_TRY(ek_check_float(ctx, a->dtype, "mm"));
+    if (!ek_is_float(a->dtype) && !ek_is_int(a->dtype))
+        return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED, "mm: dtype %s not supported",
+                                 ember_dtype_name(a->dtype));
     EK_TRY(ek_check_same_dtype(ctx, a, b, "mm self and mat2"));
     EK_TRY(ek_check_same_dtype(ctx, a, out, "mm self and out"));
     EK_TRY(ek_check_contiguous(ctx, a, "mm self"));

@@ -13,6 +13,9 @@
 #include "kernel_util.h"
 #include "ops.h"
 
+/* Running sums per pass, kept apart so that additions need not wait on one another. */
+#define LN_ACC 4
+
 /* x viewed as (rows, cols): each row is normalized on its own. Sums are
  * accumulated in double, two passes (mean, then variance). */
 #define DEF_LAYER_NORM(SFX, T, CT, LOAD, STORE)                                                    \
@@ -21,14 +24,17 @@
         for (int64_t r = 0; r < rows; r++) {                                                       \
             const T *xr = x + r * cols; /* (cols) */                                               \
             T *yr = y + r * cols;                                                                  \
-            double sum = 0.0;                                                                      \
-            for (int64_t c = 0; c < cols; c++) sum += (double)LOAD(xr[c]);                         \
+            /* LN_ACC running sums each: independent additions pipeline */                       \
+            double part[LN_ACC] = {0}, sum = 0.0, sq = 0.0;                                        \
+            for (int64_t c = 0; c < cols; c++) part[c % LN_ACC] += (double)LOAD(xr[c]);            \
+            for (int l = 0; l < LN_ACC; l++) sum += part[l];                                       \
             double mean = cols > 0 ? sum / (double)cols : 0.0;                                     \
-            double sq = 0.0;                                                                       \
+            for (int l = 0; l < LN_ACC; l++) part[l] = 0.0;                                        \
             for (int64_t c = 0; c < cols; c++) {                                                   \
                 double dv = (double)LOAD(xr[c]) - mean;                                            \
-                sq += dv * dv;                                                                     \
+                part[c % LN_ACC] += dv * dv;                                                       \
             }                                                                                      \
+            for (int l = 0; l < LN_ACC; l++) sq += part[l];                                        \
             double var = cols > 0 ? sq / (double)cols : NAN;                                       \
             const CT m = (CT)mean, rstd = (CT)(1.0 / sqrt(var + eps));                             \
             for (int64_t c = 0; c < cols; c++) {                                                   \

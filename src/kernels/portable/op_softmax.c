@@ -10,26 +10,49 @@
 #include "kernel_util.h"
 #include "ops.h"
 
-/* self viewed as (outer, len, inner): element (o, d, i) at (o * len + d) * inner + i. */
+/* Columns of one (len, inner) slice handled together. */
+#define SM_BLOCK 64
+
+/*
+ * self viewed as (outer, len, inner): element (o, d, i) at (o * len + d) * inner + i.
+ * Each slice o is taken SM_BLOCK columns at a time: the running max, the sum
+ * of exponentials and the outputs of a block are computed row by row, so
+ * memory is read in order whichever dim is normalized (inner == 1 is the
+ * plain row case).
+ */
 #define DEF_SOFTMAX(SFX, T, CT, LOAD, STORE)                                                       \
     static void softmax_##SFX(T *out, const T *x, int64_t outer, int64_t len, int64_t inner,       \
                               bool log_out) {                                                      \
         for (int64_t o = 0; o < outer; o++) {                                                      \
-            for (int64_t i = 0; i < inner; i++) {                                                  \
-                const T *xr = x + o * len * inner + i; /* (len) with stride inner */               \
-                T *yr = out + o * len * inner + i;                                                 \
-                CT max = -INFINITY;                                                                \
-                for (int64_t d = 0; d < len; d++)                                                  \
-                    if (LOAD(xr[d * inner]) > max) max = LOAD(xr[d * inner]);                      \
-                CT sum = 0;                                                                        \
-                for (int64_t d = 0; d < len; d++) sum += exp(LOAD(xr[d * inner]) - max);           \
-                if (log_out) {                                                                     \
-                    CT lse = log(sum);                                                             \
-                    for (int64_t d = 0; d < len; d++)                                              \
-                        yr[d * inner] = STORE(LOAD(xr[d * inner]) - max - lse);                    \
-                } else {                                                                           \
-                    for (int64_t d = 0; d < len; d++)                                              \
-                        yr[d * inner] = STORE(exp(LOAD(xr[d * inner]) - max) / sum);               \
+            const T *xs = x + o * len * inner; /* (len, inner) */                                  \
+            T *ys = out + o * len * inner;                                                         \
+            for (int64_t i0 = 0; i0 < inner; i0 += SM_BLOCK) {                                     \
+                int64_t w = inner - i0 < SM_BLOCK ? inner - i0 : SM_BLOCK;                         \
+                CT max[SM_BLOCK], acc[SM_BLOCK];                                                   \
+                for (int64_t j = 0; j < w; j++) {                                                  \
+                    max[j] = -INFINITY;                                                            \
+                    acc[j] = 0;                                                                    \
+                }                                                                                  \
+                for (int64_t d = 0; d < len; d++) {                                                \
+                    const T *xr = xs + d * inner + i0;                                             \
+                    for (int64_t j = 0; j < w; j++)                                                \
+                        if (LOAD(xr[j]) > max[j]) max[j] = LOAD(xr[j]);                            \
+                }                                                                                  \
+                for (int64_t d = 0; d < len; d++) {                                                \
+                    const T *xr = xs + d * inner + i0;                                             \
+                    for (int64_t j = 0; j < w; j++) acc[j] += exp(LOAD(xr[j]) - max[j]);           \
+                }                                                                                  \
+                /* acc becomes log(sum) or 1 / sum */                                              \
+                for (int64_t j = 0; j < w; j++) acc[j] = log_out ? log(acc[j]) : 1 / acc[j];       \
+                for (int64_t d = 0; d < len; d++) {                                                \
+                    const T *xr = xs + d * inner + i0;                                             \
+                    T *yr = ys + d * inner + i0;                                                   \
+                    if (log_out)                                                                   \
+                        for (int64_t j = 0; j < w; j++)                                            \
+                            yr[j] = STORE(LOAD(xr[j]) - max[j] - acc[j]);                          \
+                    else                                                                           \
+                        for (int64_t j = 0; j < w; j++)                                            \
+                            yr[j] = STORE(exp(LOAD(xr[j]) - max[j]) * acc[j]);                     \
                 }                                                                                  \
             }                                                                                      \
         }                                                                                          \

@@ -13,11 +13,18 @@
 #include "kernel_util.h"
 #include "ops.h"
 
+/* Running sums kept apart: additions into NACC accumulators do not wait on
+ * one another, where a single chain of dependent additions would. */
+#define NACC 8
+
 static void fold_f64(void *state, const void *x, size_t n, int64_t pos) {
     const double *v = (const double *)x;
-    double *acc = (double *)state;
+    double *acc = (double *)state; /* (NACC) */
     (void)pos;
-    for (size_t i = 0; i < n; i++) *acc += v[i];
+    size_t i = 0;
+    for (; i + NACC <= n; i += NACC)
+        for (size_t l = 0; l < NACC; l++) acc[l] += v[i + l];
+    for (size_t l = 0; i < n; i++, l++) acc[l] += v[i];
 }
 
 static void fold_i64(void *state, const void *x, size_t n, int64_t pos) {
@@ -25,6 +32,53 @@ static void fold_i64(void *state, const void *x, size_t n, int64_t pos) {
     uint64_t *acc = (uint64_t *)state;
     (void)pos;
     for (size_t i = 0; i < n; i++) *acc += (uint64_t)v[i];
+}
+
+/*
+ * Reductions that keep the innermost dim (contiguous in self and out): for
+ * each block of EK_CHUNK output columns, add whole rows of self into a block
+ * of accumulators, walking the reduced dims outside. Memory is then read in
+ * order, where folding one output at a time would stride through self.
+ */
+static void sum_rows(const ek_reduce_plan *p, const ember_tensor *in, ember_tensor *out,
+                     bool mean, ek_ctype ct) {
+    ek_load_fn load = ek_loader(in->dtype, ct);
+    ek_store_fn store = ek_storer(out->dtype, ct);
+    int64_t isize = (int64_t)ember_dtype_size(in->dtype);
+    int64_t osize = (int64_t)ember_dtype_size(out->dtype);
+    int64_t inner = p->keep_sizes[p->nkeep - 1];
+    int64_t idx[EMBER_MAX_DIM] = {0}, off[2] = {0, 0};
+    do {
+        for (int64_t j0 = 0; j0 < inner; j0 += EK_CHUNK) {
+            size_t cnt = (size_t)(inner - j0 < EK_CHUNK ? inner - j0 : EK_CHUNK);
+            union {
+                double d[EK_CHUNK];
+                int64_t i[EK_CHUNK];
+            } buf; /* one row block, in the compute type */
+            double dacc[EK_CHUNK] = {0};
+            uint64_t iacc[EK_CHUNK] = {0};
+            int64_t ridx[EMBER_MAX_DIM] = {0}, roff[1] = {off[1] + j0};
+            if (p->red_count > 0) do {
+                load(&buf, (const char *)in->data + roff[0] * isize, 1, cnt);
+                if (ct == EK_CT_F64)
+                    for (size_t j = 0; j < cnt; j++) dacc[j] += buf.d[j];
+                else
+                    for (size_t j = 0; j < cnt; j++) iacc[j] += (uint64_t)buf.i[j];
+            } while (ek_advance(ridx, p->red_sizes, p->nred, 1,
+                                (const int64_t(*)[EMBER_MAX_DIM])p->red_strides, roff));
+            char *dst = (char *)out->data + (off[0] + j0) * osize;
+            if (ct == EK_CT_F64) {
+                if (mean)
+                    for (size_t j = 0; j < cnt; j++) dacc[j] /= (double)p->red_count;
+                store(dst, 1, dacc, cnt);
+            } else {
+                int64_t v[EK_CHUNK];
+                for (size_t j = 0; j < cnt; j++) v[j] = (int64_t)iacc[j];
+                store(dst, 1, v, cnt);
+            }
+        }
+    } while (ek_advance(idx, p->keep_sizes, p->nkeep - 1, 2,
+                        (const int64_t(*)[EMBER_MAX_DIM])p->keep_strides, off));
 }
 
 /* The reduction itself; the dtype argument has been checked against out. */
@@ -48,6 +102,11 @@ static ember_status sum_core(ember_kernel_ctx *ctx, ember_tensor *in, const int6
 
     bool use_double = mean || ek_is_float(in->dtype) || ek_is_float(out->dtype);
     ek_ctype ct = use_double ? EK_CT_F64 : EK_CT_I64;
+    if (p.nkeep > 0 && p.nred > 0 && in->dim > 0 && !p.reduced[in->dim - 1] &&
+        p.keep_strides[1][p.nkeep - 1] == 1 && p.keep_strides[0][p.nkeep - 1] == 1) {
+        sum_rows(&p, in, out, mean, ct);
+        return EMBER_OK;
+    }
     ek_load_fn load = ek_loader(in->dtype, ct);
     ek_store_fn store = ek_storer(out->dtype, ct);
     char *obase = (char *)out->data;
@@ -55,8 +114,9 @@ static ember_status sum_core(ember_kernel_ctx *ctx, ember_tensor *in, const int6
     int64_t idx[EMBER_MAX_DIM] = {0}, off[2] = {0, 0};
     do {
         if (use_double) {
-            double acc = 0.0;
-            ek_reduce_fold(&p, in, off[1], load, fold_f64, &acc);
+            double sums[NACC] = {0}, acc = 0.0;
+            ek_reduce_fold(&p, in, off[1], load, fold_f64, sums);
+            for (size_t l = 0; l < NACC; l++) acc += sums[l];
             if (mean) acc /= (double)p.red_count; /* 0 / 0 is NaN, as in PyTorch */
             store(obase + off[0] * osize, 1, &acc, 1);
         } else {

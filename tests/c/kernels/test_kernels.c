@@ -744,11 +744,11 @@ static void test_matmul(void) {
     bool ok = true;
     for (int i = 0; i < 4; i++) ok &= ember_half_to_float(ho[i]) == fw[i];
     CHECK(ok);
-    /* mixed dtypes and int matrices are refused */
+    /* mixed dtypes and bool matrices are refused */
     CHECK_STATUS(CALL("aten::mm.out", &th1.v, &ta.v, &tho.v, &tho.v), EMBER_ERR_SHAPE_MISMATCH);
     tt ti;
     int32_t idd[4] = {0};
-    IN(ti, EMBER_INT32, idd, 2, 2);
+    IN(ti, EMBER_BOOL, idd, 2, 2);
     CHECK_STATUS(CALL("aten::mm.out", &ti.v, &ti.v, &tho.v, &tho.v), EMBER_ERR_NOT_SUPPORTED);
     /* a channels-last-like (transposed) input is refused cleanly */
     tt tt2;
