@@ -13,9 +13,6 @@
 #include "kernel_util.h"
 #include "ops.h"
 
-/* Running sums per pass, kept apart so that additions need not wait on one another. */
-#define LN_ACC 4
-
 /* x viewed as (rows, cols): each row is normalized on its own. Sums are
  * accumulated in double, two passes (mean, then variance). */
 #define DEF_LAYER_NORM(SFX, T, CT, LOAD, STORE)                                                    \
@@ -24,25 +21,43 @@
         for (int64_t r = 0; r < rows; r++) {                                                       \
             const T *xr = x + r * cols; /* (cols) */                                               \
             T *yr = y + r * cols;                                                                  \
-            /* LN_ACC running sums each: independent additions pipeline */                       \
-            double part[LN_ACC] = {0}, sum = 0.0, sq = 0.0;                                        \
-            for (int64_t c = 0; c < cols; c++) part[c % LN_ACC] += (double)LOAD(xr[c]);            \
-            for (int l = 0; l < LN_ACC; l++) sum += part[l];                                       \
-            double mean = cols > 0 ? sum / (double)cols : 0.0;                                     \
-            for (int l = 0; l < LN_ACC; l++) part[l] = 0.0;                                        \
-            for (int64_t c = 0; c < cols; c++) {                                                   \
-                double dv = (double)LOAD(xr[c]) - mean;                                            \
-                part[c % LN_ACC] += dv * dv;                                                       \
+            /* four running sums per pass: independent additions pipeline */                   \
+            double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;                                         \
+            int64_t c = 0;                                                                         \
+            for (; c + 4 <= cols; c += 4) {                                                        \
+                s0 += (double)LOAD(xr[c]);                                                         \
+                s1 += (double)LOAD(xr[c + 1]);                                                     \
+                s2 += (double)LOAD(xr[c + 2]);                                                     \
+                s3 += (double)LOAD(xr[c + 3]);                                                     \
             }                                                                                      \
-            for (int l = 0; l < LN_ACC; l++) sq += part[l];                                        \
+            for (; c < cols; c++) s0 += (double)LOAD(xr[c]);                                       \
+            double mean = cols > 0 ? ((s0 + s1) + (s2 + s3)) / (double)cols : 0.0;                 \
+            s0 = s1 = s2 = s3 = 0.0;                                                               \
+            for (c = 0; c + 4 <= cols; c += 4) {                                                   \
+                double d0 = (double)LOAD(xr[c]) - mean, d1 = (double)LOAD(xr[c + 1]) - mean;       \
+                double d2 = (double)LOAD(xr[c + 2]) - mean, d3 = (double)LOAD(xr[c + 3]) - mean;   \
+                s0 += d0 * d0;                                                                     \
+                s1 += d1 * d1;                                                                     \
+                s2 += d2 * d2;                                                                     \
+                s3 += d3 * d3;                                                                     \
+            }                                                                                      \
+            for (; c < cols; c++) {                                                                \
+                double dv = (double)LOAD(xr[c]) - mean;                                            \
+                s0 += dv * dv;                                                                     \
+            }                                                                                      \
+            double sq = (s0 + s1) + (s2 + s3);                                                     \
             double var = cols > 0 ? sq / (double)cols : NAN;                                       \
             const CT m = (CT)mean, rstd = (CT)(1.0 / sqrt(var + eps));                             \
-            for (int64_t c = 0; c < cols; c++) {                                                   \
-                CT v = (LOAD(xr[c]) - m) * rstd;                                                   \
-                if (w != NULL) v *= LOAD(w[c]);                                                    \
-                if (b != NULL) v += LOAD(b[c]);                                                    \
-                yr[c] = STORE(v);                                                                  \
-            }                                                                                      \
+            if (w != NULL && b != NULL) /* the usual case, without a test per element */          \
+                for (c = 0; c < cols; c++)                                                         \
+                    yr[c] = STORE((LOAD(xr[c]) - m) * rstd * LOAD(w[c]) + LOAD(b[c]));            \
+            else                                                                                   \
+                for (c = 0; c < cols; c++) {                                                       \
+                    CT v = (LOAD(xr[c]) - m) * rstd;                                               \
+                    if (w != NULL) v *= LOAD(w[c]);                                                \
+                    if (b != NULL) v += LOAD(b[c]);                                                \
+                    yr[c] = STORE(v);                                                              \
+                }                                                                                  \
             mean_out[r] = STORE(m);                                                                \
             rstd_out[r] = STORE(rstd);                                                             \
         }                                                                                          \

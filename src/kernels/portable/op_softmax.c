@@ -38,9 +38,20 @@
                     for (int64_t j = 0; j < w; j++)                                                \
                         if (LOAD(xr[j]) > max[j]) max[j] = LOAD(xr[j]);                            \
                 }                                                                                  \
+                /* float and double keep the exponentials in out and scale them below;     \
+                 * half types compute them again from x, rounding only once */             \
+                bool keep = !log_out && sizeof(T) == sizeof(CT);                                   \
                 for (int64_t d = 0; d < len; d++) {                                                \
                     const T *xr = xs + d * inner + i0;                                             \
-                    for (int64_t j = 0; j < w; j++) acc[j] += exp(LOAD(xr[j]) - max[j]);           \
+                    T *yr = ys + d * inner + i0;                                                   \
+                    if (keep)                                                                      \
+                        for (int64_t j = 0; j < w; j++) {                                          \
+                            CT e = exp(LOAD(xr[j]) - max[j]);                                      \
+                            yr[j] = STORE(e);                                                      \
+                            acc[j] += e;                                                           \
+                        }                                                                          \
+                    else                                                                           \
+                        for (int64_t j = 0; j < w; j++) acc[j] += exp(LOAD(xr[j]) - max[j]);       \
                 }                                                                                  \
                 /* acc becomes log(sum) or 1 / sum */                                              \
                 for (int64_t j = 0; j < w; j++) acc[j] = log_out ? log(acc[j]) : 1 / acc[j];       \
@@ -50,6 +61,8 @@
                     if (log_out)                                                                   \
                         for (int64_t j = 0; j < w; j++)                                            \
                             yr[j] = STORE(LOAD(xr[j]) - max[j] - acc[j]);                          \
+                    else if (keep)                                                                 \
+                        for (int64_t j = 0; j < w; j++) yr[j] = STORE(LOAD(yr[j]) * acc[j]);       \
                     else                                                                           \
                         for (int64_t j = 0; j < w; j++)                                            \
                             yr[j] = STORE(exp(LOAD(xr[j]) - max[j]) * acc[j]);                     \

@@ -15,16 +15,26 @@
 
 /* Running sums kept apart: additions into NACC accumulators do not wait on
  * one another, where a single chain of dependent additions would. */
-#define NACC 8
+#define NACC 4
 
 static void fold_f64(void *state, const void *x, size_t n, int64_t pos) {
     const double *v = (const double *)x;
     double *acc = (double *)state; /* (NACC) */
+    /* locals, not acc[]: stores through acc could alias v and would stay in memory */
+    double s0 = acc[0], s1 = acc[1], s2 = acc[2], s3 = acc[3];
     (void)pos;
     size_t i = 0;
-    for (; i + NACC <= n; i += NACC)
-        for (size_t l = 0; l < NACC; l++) acc[l] += v[i + l];
-    for (size_t l = 0; i < n; i++, l++) acc[l] += v[i];
+    for (; i + NACC <= n; i += NACC) {
+        s0 += v[i];
+        s1 += v[i + 1];
+        s2 += v[i + 2];
+        s3 += v[i + 3];
+    }
+    for (; i < n; i++) s0 += v[i];
+    acc[0] = s0;
+    acc[1] = s1;
+    acc[2] = s2;
+    acc[3] = s3;
 }
 
 static void fold_i64(void *state, const void *x, size_t n, int64_t pos) {
