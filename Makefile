@@ -55,6 +55,11 @@ test-asan: ## Build with ASan+UBSan in build-asan/ and run the C tests there
 bench: ## Run the benchmarks
 	@echo "no benchmarks yet"
 
+.PHONY: bench-kernels
+bench-kernels: ## Time portable kernels vs PyTorch eager (1 thread); table into bench/RESULTS.md
+	@scripts/bootstrap.sh >/dev/null
+	.venv/bin/python bench/kernels/bench_kernels.py --write bench/RESULTS.md
+
 size: ## Print the stripped size in bytes of the core runtime (MinSizeRel)
 	@scripts/bootstrap.sh --system-only >/dev/null
 	@scripts/size.sh
