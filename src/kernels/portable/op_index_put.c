@@ -9,14 +9,80 @@
  * when they are adjacent, else comes first (NumPy's rule). values (of self's
  * dtype) broadcast to that indexed shape. Negative indices wrap.
  *
- * Bool masks are not supported (EMBER_ERR_NOT_SUPPORTED). With repeated
- * indices and accumulate false the last write wins. Every index is checked at
- * execute: EMBER_ERR_DATA_OUT_OF_BOUNDS.
+ * A bool (or uint8) mask entry of rank r covers r dims of self, whose sizes
+ * it must have, and stands for r index tensors: the positions of its true
+ * elements, row-major (as mask.nonzero() would give them), built in scratch
+ * memory. With repeated indices and accumulate false the last write wins.
+ * Every index is checked at execute: EMBER_ERR_DATA_OUT_OF_BOUNDS.
  */
 #include <string.h>
 
 #include "kernel_util.h"
 #include "ops.h"
+
+/* The index tensors a mask stands for: one (count) int64 tensor per mask dim. */
+typedef struct mask_index {
+    ember_tensor t[EMBER_MAX_DIM];
+    int32_t size[EMBER_MAX_DIM][1];
+    int64_t stride[1];
+    uint8_t order[1];
+} mask_index;
+
+/* Turns mask (covering self dims first..first+rank) into index tensors in mi. */
+static ember_status mask_to_indices(ember_kernel_ctx *ctx, const ember_tensor *mask,
+                                    const ember_tensor *self, size_t first, mask_index *mi) {
+    size_t r = mask->dim;
+    for (size_t q = 0; q < r; q++)
+        if (mask->sizes[q] != self->sizes[first + q])
+            return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
+                                     "index_put: mask size %d does not match self size %d at "
+                                     "dim %zu",
+                                     (int)mask->sizes[q], (int)self->sizes[first + q], first + q);
+    int64_t count = 0, idx[EMBER_MAX_DIM] = {0}, off[1] = {0}, sizes[EMBER_MAX_DIM];
+    int64_t st[1][EMBER_MAX_DIM];
+    ek_sizes64(mask, sizes);
+    for (size_t q = 0; q < r; q++) st[0][q] = mask->strides[q];
+    const uint8_t *m = (const uint8_t *)mask->data;
+    if (mask->numel > 0) do {
+        count += m[off[0]] != 0;
+    } while (ek_advance(idx, sizes, r, 1, (const int64_t(*)[EMBER_MAX_DIM])st, off));
+    size_t bytes;
+    if (ember_mul_overflow((size_t)count, r * sizeof(int64_t), &bytes))
+        return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH, "index_put: mask too large");
+    int64_t *pos = count > 0 ? ember_kernel_scratch(ctx, bytes, sizeof(int64_t)) : NULL;
+    if (count > 0 && pos == NULL)
+        return ember_kernel_fail(ctx, EMBER_ERR_OUT_OF_MEMORY,
+                                 "index_put: no scratch memory for %lld mask positions",
+                                 (long long)count);
+    /* pos (r, count): row q holds the dim-q coordinate of each true element */
+    int64_t k = 0;
+    memset(idx, 0, sizeof idx);
+    off[0] = 0;
+    if (count > 0) do {
+        if (m[off[0]] != 0) {
+            for (size_t q = 0; q < r; q++) pos[(int64_t)q * count + k] = idx[q];
+            k++;
+        }
+    } while (ek_advance(idx, sizes, r, 1, (const int64_t(*)[EMBER_MAX_DIM])st, off));
+    mi->stride[0] = 1;
+    mi->order[0] = 0;
+    for (size_t q = 0; q < r; q++) {
+        ember_tensor *t = &mi->t[q];
+        memset(t, 0, sizeof *t);
+        mi->size[q][0] = (int32_t)count; /* count <= mask numel, which fits */
+        t->data = count > 0 ? pos + (int64_t)q * count : NULL;
+        t->sizes = mi->size[q];
+        t->bounds = mi->size[q];
+        t->dim_order = mi->order;
+        t->strides = mi->stride;
+        t->numel = count;
+        t->nbytes = (size_t)count * sizeof(int64_t);
+        t->capacity = t->nbytes;
+        t->dim = 1;
+        t->dtype = EMBER_INT64;
+    }
+    return EMBER_OK;
+}
 
 ember_status ek_op_index_put_out(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
     ember_tensor *in, *vals, *out;
@@ -33,20 +99,23 @@ ember_status ek_op_index_put_out(ember_kernel_ctx *ctx, ember_value **args, size
     size_t k = args[1]->u.tensor_list.len;
     if (k > 0 && items == NULL)
         return ember_kernel_fail(ctx, EMBER_ERR_INVALID_PROGRAM, "argument 1: malformed list");
-    if (k > in->dim)
-        return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
-                                 "index_put: %zu indices for a tensor of rank %u", k,
-                                 (unsigned)in->dim);
+
     EK_TRY(ek_check_supported(ctx, in->dtype, "self"));
     EK_TRY(ek_check_same_dtype(ctx, in, out, "self and out"));
     EK_TRY(ek_check_same_dtype(ctx, in, vals, "self and values"));
     EK_TRY(ek_check_no_alias(ctx, out, vals));
 
-    /* the index tensors, by self dim */
+    /* the index tensors, by self dim (entry j covers self dim `dim`, or a
+     * mask's rank of dims from there) */
     const ember_tensor *ix[EMBER_MAX_DIM] = {NULL};
+    mask_index masks[EMBER_MAX_DIM];
+    size_t dim = 0;
     for (size_t j = 0; j < k; j++) {
         ember_value *v = items[j];
-        if (v == NULL || v->tag == EMBER_TAG_NONE) continue;
+        if (v == NULL || v->tag == EMBER_TAG_NONE) {
+            dim++;
+            continue;
+        }
         if (v->tag != EMBER_TAG_TENSOR || v->u.t == NULL || v->u.t->dim > EMBER_MAX_DIM)
             return ember_kernel_fail(ctx, EMBER_ERR_INVALID_PROGRAM,
                                      "index_put: entry %zu is not a tensor", j);
@@ -55,14 +124,26 @@ ember_status ek_op_index_put_out(ember_kernel_ctx *ctx, ember_value **args, size
         if (t->numel > 0 && t->data == NULL)
             return ember_kernel_fail(ctx, EMBER_ERR_INVALID_STATE,
                                      "index_put: entry %zu has no storage", j);
-        if (t->dtype == EMBER_BOOL || t->dtype == EMBER_UINT8)
+        bool mask = t->dtype == EMBER_BOOL || t->dtype == EMBER_UINT8;
+        if (mask && t->dim == 0)
             return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED,
-                                     "index_put: bool mask indices are not supported");
+                                     "index_put: entry %zu is a 0-d mask", j);
+        size_t covers = mask ? t->dim : 1;
+        if (dim + covers > in->dim)
+            return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
+                                     "index_put: the indices cover more dims than self has (%u)",
+                                     (unsigned)in->dim);
+        if (mask) {
+            EK_TRY(mask_to_indices(ctx, t, in, dim, &masks[dim]));
+            for (size_t q = 0; q < covers; q++) ix[dim + q] = &masks[dim].t[q];
+            dim += covers;
+            continue;
+        }
         if (t->dtype != EMBER_INT64 && t->dtype != EMBER_INT32)
             return ember_kernel_fail(ctx, EMBER_ERR_TYPE_MISMATCH,
                                      "index_put: entry %zu must be int64 or int32, got %s", j,
                                      ember_dtype_name(t->dtype));
-        ix[j] = t;
+        ix[dim++] = t;
     }
 
     /* Fails (NOT_SUPPORTED) when there is no index tensor at all. */
