@@ -155,6 +155,8 @@ def markdown(results: Dict[str, Any], entries: List[Any], edge: List[Any],
     edge_rows = [[f"`{e.name}`", ", ".join(f"`{k}`" for k in e.kernel_keys),
                   "yes" if e.implemented else "**no**"] for e in edge]
     edge_table = tabulate(edge_rows, headers=["op", "kernel", "has kernel"], tablefmt="github")
+    failing = ("\nOps with failing samples: " + ", ".join(f"`{n}`" for n in stats["failing"])
+               + ".\n") if stats["failing"] else ""
     dtype_table = tabulate(stats["per_dtype"], headers=["dtype", "ops pass", "ops fail",
                                                         "no kernel", "samples passed"],
                            tablefmt="github")
@@ -171,16 +173,21 @@ names for it (out variant; `_copy` form of a view; dim-order op for `_to_copy`,
 `clone` and `empty`; prim kernel for symbolic-size ops). Samples are PyTorch's
 own OpInfo sample inputs, captured at the exact ATen call, exported with ember,
 run in libember and compared with eager (float32 1e-5, float64 1e-7, float16 and
-bfloat16 ~1e-2, integers and bool exact; NaN positions must match).
+bfloat16 ~1e-2, integers and bool exact; NaN positions must match; a float16 or
+bfloat16 result may instead match the op computed in float32 and rounded; sort and
+topk indices of tied values must pick the returned values). Out-of-range indices
+are tested separately (`tests/python/ops/test_op_index_errors.py`), and
+`tests/c/kernels/test_op_samples.c` runs every sample program again from C, also
+under ASan + UBSan.
 
 ## Totals
 
 ```
-{chr(10).join(summary_lines)}
+{chr(10).join(summary_lines[:3])}
 ```
 
 {dtype_table}
-
+{failing}
 ## Operators
 
 {LEGEND}
