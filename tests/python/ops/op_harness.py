@@ -15,6 +15,10 @@ For a core op X:
    ember cannot export, or that fails in the runtime, is split in halves
    until the sample at fault is found, so one bad sample costs only its own
    result.
+   Core ops that torch decomposes above the dispatcher (CompositeImplicit,
+   e.g. upsample_nearest2d.vec) are never dispatched: their samples are the
+   OpInfo's own function, exported whole, and count only when the program
+   calls the op's kernel.
 4. Every output is compared with eager PyTorch at the dtype's tolerance;
    NaN positions must match. Outputs of random or uninitialized ops are
    checked for dtype and shape only.
@@ -256,13 +260,15 @@ def _sample_dtype(args: Any, kwargs: Any, out: Any) -> Optional[torch.dtype]:
     return outs[0].dtype if outs else None
 
 
-def values_are_defined(op: OpOverload) -> bool:
+def values_are_defined(op: Any) -> bool:
     """False for ops whose outputs are random or uninitialized."""
+    if not isinstance(op, OpOverload):
+        return True
     name = op._schema.name.split("::", 1)[1]
     return torch.Tag.nondeterministic_seeded not in op.tags and not name.startswith("empty")
 
 
-def _make_sample(op: OpOverload, key: str, source: str, args: Any, kwargs: Any) -> Sample:
+def _make_sample(op: Any, key: str, source: str, args: Any, kwargs: Any) -> Sample:
     leaves, spec = pytree.tree_flatten((args, kwargs))
     inputs = [v for v in leaves if isinstance(v, torch.Tensor)]
     s = Sample(op, key, source, torch.float32, leaves, spec, inputs,
@@ -374,6 +380,54 @@ def collect(op: OpOverload, key: str, infos: Sequence[Any], cfg: Config
                         pools[sample.dtype].append(sample)
                     if full(dt):
                         break
+    return pools
+
+
+def is_composite(op: OpOverload) -> bool:
+    """Whether torch decomposes `op` above the dispatcher (a dispatch mode never sees it)."""
+    return torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd")
+
+
+def composite_candidates(op: OpOverload, cfg: Config) -> List[Any]:
+    """OpInfos named like a composite op (`upsample_nearest2d` -> `upsample_nearest`)."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    wanted = _base_names(op)
+    wanted |= {re.sub(r"[123]d$", "", n) for n in wanted}
+    found = [oi for oi in op_db if oi.name.split(".")[-1] in wanted]
+    return found if cfg.candidates is None else found[:cfg.candidates]
+
+
+class _OpInfoCall:
+    """An OpInfo's function as a sample's op: exported as it is, and its samples
+    count for the composite op only if the program then calls that op's kernel."""
+
+    def __init__(self, oi: Any) -> None:
+        self.oi = oi
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.oi.op(*args, **kwargs)
+
+
+def collect_composite(key: str, infos: Sequence[Any], cfg: Config
+                      ) -> Dict[torch.dtype, List[Sample]]:
+    """Samples of a composite op: each OpInfo sample, called through the OpInfo."""
+    pools: Dict[torch.dtype, List[Sample]] = {dt: [] for dt in DTYPES}
+    with _quiet():
+        for dt in DTYPES:
+            for oi in infos:
+                if dt not in oi.supported_dtypes("cpu"):
+                    continue
+                label = oi.name + (f"[{oi.variant_test_name}]" if oi.variant_test_name else "")
+                call = _OpInfoCall(oi)
+                for i, s in enumerate(_samples(oi, dt, cfg.scan)):
+                    if cfg.cap is not None and len(pools[dt]) >= cfg.cap:
+                        break
+                    args = _clone_tree((s.input,) + tuple(s.args))
+                    sample = _make_sample(call, key, f"{label} {DTYPE_NAMES[dt]} #{i}", args,
+                                          _clone_tree(dict(s.kwargs)))
+                    if sample.dtype == dt:
+                        pools[dt].append(sample)
     return pools
 
 
@@ -780,7 +834,8 @@ def run_all(entries: Sequence[ops_coverage.OpEntry], cfg: Config) -> Dict[str, O
         if not entry.kernel_keys:
             outcomes[entry.name] = OpOutcome(entry, "no-kernel", note=entry.reason)
             continue
-        infos = candidates(op, cfg)
+        composite = is_composite(op)
+        infos = composite_candidates(op, cfg) if composite else candidates(op, cfg)
         supported = torch_dtypes(infos)
         if not entry.implemented:
             outcomes[entry.name] = OpOutcome(entry, "no-kernel", infos, supported)
@@ -790,7 +845,9 @@ def run_all(entries: Sequence[ops_coverage.OpEntry], cfg: Config) -> Dict[str, O
                                              note="no OpInfo in torch's op_db dispatches it")
             continue
         progress(f"collecting samples of {entry.name}")
-        pools = collect(op, entry.kernel_keys[0], infos, cfg)
+        key = entry.kernel_keys[0]
+        pools = (collect_composite(key, infos, cfg) if composite
+                 else collect(op, key, infos, cfg))
         outcome = OpOutcome(entry, "tested", infos, supported, pools)
         outcomes[entry.name] = outcome
         pending.extend(outcome.samples)
