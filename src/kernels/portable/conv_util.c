@@ -54,7 +54,92 @@
         }                                                                                          \
     }
 
+/* Integer convolutions accumulate in uint64_t: wrapping, like PyTorch's int64
+ * arithmetic, and free of signed-overflow undefined behaviour. */
+#define CONV_I2U(x) ((uint64_t)(int64_t)(x))
+#define CONV_U2U8(v) ((uint8_t)(int64_t)(v))
+#define CONV_U2I8(v) ((int8_t)(int64_t)(v))
+#define CONV_U2I16(v) ((int16_t)(int64_t)(v))
+#define CONV_U2I32(v) ((int32_t)(int64_t)(v))
+#define CONV_U2I64(v) ((int64_t)(v))
+#define CONV_FOR_EACH_INT(X)                                                                       \
+    X(u8, uint8_t, uint64_t, CONV_I2U, CONV_U2U8)                                                  \
+    X(i8, int8_t, uint64_t, CONV_I2U, CONV_U2I8)                                                   \
+    X(i16, int16_t, uint64_t, CONV_I2U, CONV_U2I16)                                                \
+    X(i32, int32_t, uint64_t, CONV_I2U, CONV_U2I32)                                                \
+    X(i64, int64_t, uint64_t, CONV_I2U, CONV_U2I64)
+
 EK_FOR_EACH_FLOAT(DEF_CONV)
+CONV_FOR_EACH_INT(DEF_CONV)
+
+/* Output columns accumulated at once in the direct (not transposed) loop. */
+#define EK_CONV_COLS 256
+
+/*
+ * The direct convolution with the output column innermost: for each output
+ * row block, every filter tap (ic, ky, kx) adds w * x[iy][ox*sw - pw + kx*dw]
+ * over the block's columns, a strided (for sw == 1 and a contiguous row,
+ * unit-stride) loop the compiler vectorizes. Accumulates in the compute type.
+ */
+#define DEF_CONV_DIRECT(SFX, T, CT, LOAD, STORE)                                                   \
+    static void conv_direct_##SFX(T *out, const T *x, const T *wt, const T *bias,                  \
+                                  const ek_conv_geom *g, const ek_conv_strides *st) {              \
+        const int64_t icg = g->cin / g->groups, ocg = g->cout / g->groups;                         \
+        const int64_t *xs = st->x, *ws = st->w, *os = st->out;                                     \
+        CT acc[EK_CONV_COLS];                                                                      \
+        for (int64_t n = 0; n < g->n; n++) {                                                       \
+            for (int64_t oc = 0; oc < g->cout; oc++) {                                             \
+                const int64_t grp = oc / ocg;                                                      \
+                T *op = out + n * os[0] + oc * os[1]; /* (OH, OW) */                               \
+                const CT b = bias != NULL ? LOAD(bias[oc]) : (CT)0;                                \
+                for (int64_t oy = 0; oy < g->oh; oy++) {                                           \
+                    for (int64_t ox0 = 0; ox0 < g->ow; ox0 += EK_CONV_COLS) {                      \
+                        const int64_t bn = g->ow - ox0 < EK_CONV_COLS ? g->ow - ox0 : EK_CONV_COLS; \
+                        for (int64_t j = 0; j < bn; j++) acc[j] = b;                               \
+                        for (int64_t ic = 0; ic < icg; ic++) {                                     \
+                            const int64_t c = grp * icg + ic;                                      \
+                            const T *xp = x + n * xs[0] + c * xs[1]; /* (H, W) */                  \
+                            const T *wp = wt + oc * ws[0] + ic * ws[1]; /* (KH, KW) */             \
+                            for (int64_t ky = 0; ky < g->kh; ky++) {                               \
+                                const int64_t iy = oy * g->sh - g->ph + ky * g->dh;                \
+                                if (iy < 0 || iy >= g->h) continue;                                \
+                                const T *xrow = xp + iy * xs[2];                                   \
+                                for (int64_t kx = 0; kx < g->kw; kx++) {                           \
+                                    const CT wv = LOAD(wp[ky * ws[2] + kx * ws[3]]);               \
+                                    /* columns j of the block with 0 <= ix < w, where              \
+                                     * ix = (ox0 + j) * sw - pw + kx * dw */                       \
+                                    const int64_t base = ox0 * g->sw - g->pw + kx * g->dw;         \
+                                    int64_t lo = base >= 0 ? 0 : (-base + g->sw - 1) / g->sw;      \
+                                    int64_t hi = base >= g->w ? 0 : (g->w - base + g->sw - 1) / g->sw; \
+                                    if (hi > bn) hi = bn;                                          \
+                                    const int64_t step = g->sw * xs[3];                            \
+                                    const T *xj = xrow + base * xs[3];                             \
+                                    for (int64_t j = lo; j < hi; j++) acc[j] += wv * LOAD(xj[j * step]); \
+                                }                                                                  \
+                            }                                                                      \
+                        }                                                                          \
+                        for (int64_t j = 0; j < bn; j++) op[oy * os[2] + (ox0 + j) * os[3]] = STORE(acc[j]); \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+EK_FOR_EACH_FLOAT(DEF_CONV_DIRECT)
+CONV_FOR_EACH_INT(DEF_CONV_DIRECT)
+
+/* conv_<SFX> or conv_direct_<SFX> by dtype, floats and integers. */
+#define CONV_DISPATCH(ctx, dtype, NAME, ...)                                                       \
+    do {                                                                                           \
+        switch (dtype) {                                                                           \
+        case EMBER_UINT8: NAME##_u8(__VA_ARGS__); break;                                           \
+        case EMBER_INT8: NAME##_i8(__VA_ARGS__); break;                                            \
+        case EMBER_INT16: NAME##_i16(__VA_ARGS__); break;                                          \
+        case EMBER_INT32: NAME##_i32(__VA_ARGS__); break;                                          \
+        case EMBER_INT64: NAME##_i64(__VA_ARGS__); break;                                          \
+        default: EK_FLOAT_SWITCH(ctx, dtype, NAME, __VA_ARGS__);                                   \
+        }                                                                                          \
+    } while (0)
 
 /* Row-major strides of a (d0, d1, d2, d3) tensor. */
 static void contiguous4(int64_t *st, int64_t d1, int64_t d2, int64_t d3) {
@@ -67,7 +152,10 @@ static void contiguous4(int64_t *st, int64_t d1, int64_t d2, int64_t d3) {
 ember_status ek_conv_run_strided(ember_kernel_ctx *ctx, int dtype, void *out, const void *x,
                                  const void *wt, const void *bias, const ek_conv_geom *g,
                                  const ek_conv_strides *st) {
-    EK_FLOAT_SWITCH(ctx, dtype, conv, out, x, wt, bias, g, st);
+    if (g->transposed)
+        CONV_DISPATCH(ctx, dtype, conv, out, x, wt, bias, g, st);
+    else
+        CONV_DISPATCH(ctx, dtype, conv_direct, out, x, wt, bias, g, st);
     return EMBER_OK;
 }
 

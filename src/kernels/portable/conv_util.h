@@ -44,9 +44,9 @@ ember_status ek_conv_geom_init(ember_kernel_ctx *ctx, ek_conv_geom *g, const emb
 
 /**
  * out = conv(x, wt) + bias (bias may be NULL) for the geometry g, all of
- * one float dtype, contiguous, with the shapes g describes. Every element of
- * out is one dot product accumulated in the compute type. Fails
- * NOT_SUPPORTED for a non-float dtype.
+ * one dtype, contiguous, with the shapes g describes. Floats accumulate in
+ * the compute type, integers in wrapping 64-bit arithmetic. Fails
+ * NOT_SUPPORTED for bool.
  */
 ember_status ek_conv_run(ember_kernel_ctx *ctx, int dtype, void *out, const void *x,
                          const void *wt, const void *bias, const ek_conv_geom *g);

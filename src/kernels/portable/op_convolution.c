@@ -14,8 +14,8 @@
  *          (C_in, C_out / groups, KH, KW)
  *   out    (N, C_out, OH, OW)
  *
- * Float dtypes, contiguous; every element of out is one dot product
- * accumulated in the compute type.
+ * Float dtypes (accumulated in float or double) and integer dtypes (wrapping
+ * 64-bit accumulation, as PyTorch's integer convolution).
  */
 #include "conv_util.h"
 #include "ops.h"
@@ -45,7 +45,9 @@ ember_status ek_op_convolution_out(ember_kernel_ctx *ctx, ember_value **args, si
         return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
                                  "convolution: bias must have shape (%lld)", (long long)g.cout);
 
-    EK_TRY(ek_check_float(ctx, in->dtype, "convolution"));
+    if (!ek_is_float(in->dtype) && !ek_is_int(in->dtype))
+        return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED, "convolution: dtype %s not supported",
+                                 ember_dtype_name(in->dtype));
     EK_TRY(ek_check_same_dtype(ctx, in, wt, "convolution input and weight"));
     EK_TRY(ek_check_same_dtype(ctx, in, out, "convolution input and out"));
     if (bias != NULL) EK_TRY(ek_check_same_dtype(ctx, in, bias, "convolution input and bias"));
