@@ -518,6 +518,44 @@ static void test_pad(void) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* 1-d pooling                                                               */
+/* ------------------------------------------------------------------------ */
+
+static void test_pool1d(void) {
+    check_section("avg_pool1d, adaptive_avg_pool1d");
+    /* (1, 2, 5): rows 0..4 and 5..9 */
+    float x[10], y[10];
+    for (int k = 0; k < 10; k++) x[k] = (float)k;
+    tt s, o;
+    IN(s, EMBER_FLOAT32, x, 1, 2, 5);
+    OUT(o, EMBER_FLOAT32, y, 1, 2, 5);
+    /* kernel 2, stride 2, padding 1, count_include_pad: windows [-1,1) [1,3) [3,5) */
+    CHECK_OK(CALL("aten::avg_pool1d.out", &s.v, IL(2), IL(2), IL(1), v_bool(false), v_bool(true),
+                  &o.v, &o.v));
+    CHECK(SHAPE_IS(&o.t, 1, 2, 3));
+    CHECK(NEAR(y, 0 / 2.0f, (1 + 2) / 2.0f, (3 + 4) / 2.0f, 5 / 2.0f, (6 + 7) / 2.0f,
+               (8 + 9) / 2.0f));
+    CHECK_OK(CALL("aten::avg_pool1d.out", &s.v, IL(2), IL(2), IL(1), v_bool(false), v_bool(false),
+                  &o.v, &o.v));
+    CHECK(NEAR(y, 0.0f, 1.5f, 3.5f, 5.0f, 6.5f, 8.5f));
+    /* adaptive 5 -> 2: cells [0, 3) and [2, 5) */
+    CHECK_OK(CALL("aten::adaptive_avg_pool1d.out", &s.v, IL(2), &o.v, &o.v));
+    CHECK(SHAPE_IS(&o.t, 1, 2, 2));
+    CHECK(NEAR(y, 1.0f, 3.0f, 6.0f, 8.0f));
+    /* errors: padding above half the kernel, a 4-d input, an empty output size */
+    CHECK_ERR(CALL("aten::avg_pool1d.out", &s.v, IL(2), IL(1), IL(2), v_bool(false), v_bool(true),
+                   &o.v, &o.v),
+              EMBER_ERR_INVALID_ARGUMENT, "padding");
+    tt s4;
+    IN(s4, EMBER_FLOAT32, x, 1, 1, 2, 5);
+    CHECK_ERR(CALL("aten::avg_pool1d.out", &s4.v, IL(2), IL(2), IL(0), v_bool(false),
+                   v_bool(true), &o.v, &o.v),
+              EMBER_ERR_SHAPE_MISMATCH, "expected a 2-d or 3-d input");
+    CHECK_ERR(CALL("aten::adaptive_avg_pool1d.out", &s.v, IL(2, 2), &o.v, &o.v),
+              EMBER_ERR_INVALID_ARGUMENT, "output_size");
+}
+
+/* ------------------------------------------------------------------------ */
 /* 3-d pooling                                                               */
 /* ------------------------------------------------------------------------ */
 
@@ -1003,6 +1041,7 @@ int main(void) {
     test_slice_select_masked();
     test_views();
     test_pad();
+    test_pool1d();
     test_pool3d();
     test_batch_norm();
     test_dist();
