@@ -52,10 +52,14 @@ test-asan: ## Build with ASan+UBSan in build-asan/ and run the C tests there
 	scripts/build.sh build-asan -DEMBER_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-g -O1"
 	cd build-asan && ctest --output-on-failure -j $(JOBS)
 
-bench: ## Run the benchmarks
-	@echo "no benchmarks yet"
+bench: bench-kernels bench-llm ## Run every benchmark (tables into bench/RESULTS.md)
 
-.PHONY: bench-kernels
+.PHONY: bench-kernels bench-llm
+bench-llm: ## GPT-2 124M in ember (two exports), PyTorch eager and ExecuTorch; table into bench/RESULTS.md
+	@scripts/bootstrap.sh >/dev/null
+	scripts/build.sh $(BUILD) -- ember-llm
+	PYTHONWARNINGS=ignore .venv/bin/python bench/llm/bench_llm.py
+
 bench-kernels: ## Time portable kernels vs PyTorch eager (1 thread); table into bench/RESULTS.md
 	@scripts/bootstrap.sh >/dev/null
 	.venv/bin/python bench/kernels/bench_kernels.py --write bench/RESULTS.md
