@@ -329,7 +329,10 @@ def write_results(path: Path, table: str, cfg: Dict[str, int]) -> None:
     body = (f"{section}\n\nCommand: `.venv/bin/python bench/llm/bench_llm.py`\n\n"
             f"Machine: {platform.machine()}, {os.cpu_count()} CPUs; model {cfg} with random "
             f"weights (seed {SEED}); greedy decoding. Ratios are to ember (b) (higher is "
-            "faster). ember's portable kernels run on one thread; PyTorch and XNNPACK on two.\n\n"
+            "faster). ember's portable kernels run on one thread; PyTorch and XNNPACK on two. "
+            "Rows driven from Python stop decoding after --budget seconds (600 by default): "
+            "their new tokens column says how many tokens the decode rate covers. Peak RSS of "
+            "those rows includes the interpreter and torch (about 270 MiB).\n\n"
             f"{table}\n")
     old = path.read_text() if path.exists() else "# Benchmark results\n"
     if section in old:
