@@ -22,12 +22,23 @@ from __future__ import annotations
 from typing import Dict
 
 import pytest
+import torch
 
 import op_harness as H
 from ember import ops_coverage
 
 CFG = H.Config.from_env()
 ENTRIES = ops_coverage.core_ops()
+
+# Known gaps: (op, dtype) pairs the runtime refuses on purpose, with why. A
+# sample of such a pair must fail with a clean NOT_SUPPORTED error (anything
+# else still fails the test); the test then reports it as an expected failure,
+# and docs/ops.md still counts the sample as failed.
+KNOWN_GAPS = {
+    ("aten.upsample_bilinear2d.vec", torch.uint8):
+        "PyTorch's uint8 bilinear path rounds through its own fixed-point weights; "
+        "the portable kernel refuses uint8 rather than give other bytes",
+}
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +58,15 @@ def test_core_op(entry: ops_coverage.OpEntry, outcomes: Dict[str, H.OpOutcome]) 
     if o.status == "no-opinfo":
         pytest.skip(o.note)
     samples = o.samples
-    failures = [f"{s.source}: {s.reason}" for s in samples if s.status == "fail"]
+    failed = [s for s in samples if s.status == "fail"]
+    known = [s for s in failed if (entry.name, s.dtype) in KNOWN_GAPS
+             and "not supported" in s.reason]
+    known_ids = {id(s) for s in known}
+    failures = [f"{s.source}: {s.reason}" for s in failed if id(s) not in known_ids]
     assert not failures, (f"{len(failures)} of {len(samples)} samples differ from eager:\n  "
                           + "\n  ".join(failures[:10]))
+    if known:
+        pytest.xfail("; ".join(sorted({KNOWN_GAPS[(entry.name, s.dtype)] for s in known})))
     if not any(s.status == "pass" for s in samples):
         reasons = sorted({s.reason for s in samples})
         pytest.skip("no sample ran: " + ("; ".join(reasons[:3]) or "none captured"))
