@@ -13,33 +13,5 @@
 #include "ops.h"
 
 ember_status ek_op_avg_pool2d_out(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
-    ember_tensor *in, *out;
-    const int64_t *ks, *st, *pd;
-    size_t nks, nst, npd;
-    bool ceil_mode, include_pad, has_div;
-    int64_t divisor;
-    EK_TRY(ek_check_nargs(ctx, nargs, 9));
-    EK_TRY(ek_arg_tensor(ctx, args, 0, &in));
-    EK_TRY(ek_arg_int_list(ctx, args, 1, &ks, &nks));
-    EK_TRY(ek_arg_int_list(ctx, args, 2, &st, &nst));
-    EK_TRY(ek_arg_int_list(ctx, args, 3, &pd, &npd));
-    EK_TRY(ek_arg_bool(ctx, args, 4, &ceil_mode));
-    EK_TRY(ek_arg_bool(ctx, args, 5, &include_pad));
-    EK_TRY(ek_arg_opt_int(ctx, args, 6, &divisor, &has_div));
-    EK_TRY(ek_arg_out(ctx, args, 7, &out));
-    if (!has_div)
-        divisor = 0;
-    else if (divisor == 0)
-        return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT,
-                                 "avg_pool2d: divisor must not be zero");
-    if (!ek_is_float(in->dtype) && in->dtype != EMBER_INT64)
-        return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED,
-                                 "avg_pool2d: dtype %s not supported (float types and int64)",
-                                 ember_dtype_name(in->dtype));
-    ek_pool p;
-    EK_TRY(ek_pool_init(ctx, &p, in, 2, ks, nks, st, nst, pd, npd, NULL, 0, ceil_mode));
-    EK_TRY(ek_check_same_dtype(ctx, in, out, "avg_pool2d self and out"));
-    EK_TRY(ek_check_no_alias(ctx, out, in));
-    EK_TRY(ek_resize_out(ctx, out, p.out_shape, p.out_dim));
-    return ek_pool_avg(ctx, &p, in, out, include_pad, divisor);
+    return ek_pool_avg_op(ctx, args, nargs, 2, true, "avg_pool2d");
 }

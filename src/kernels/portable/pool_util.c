@@ -2,6 +2,7 @@
  * pool_util.c — shared geometry and loops of the pooling kernels.
  */
 #include <math.h>
+#include <stdio.h>
 
 #include "pool_util.h"
 
@@ -438,4 +439,72 @@ ember_status ek_pool_adaptive_avg(ember_kernel_ctx *ctx, const ek_pool *p,
                                  "adaptive avg pool: dtype %s not supported (float types only)",
                                  ember_dtype_name(in->dtype));
     }
+}
+
+ember_status ek_pool_avg_op(ember_kernel_ctx *ctx, ember_value **args, size_t nargs, size_t nsp,
+                            bool has_divisor, const char *name) {
+    ember_tensor *in, *out;
+    const int64_t *ks, *st, *pd;
+    size_t nks, nst, npd;
+    bool ceil_mode, include_pad, has_div = false;
+    int64_t divisor = 0;
+    EK_TRY(ek_check_nargs(ctx, nargs, has_divisor ? 9 : 8));
+    EK_TRY(ek_arg_tensor(ctx, args, 0, &in));
+    EK_TRY(ek_arg_int_list(ctx, args, 1, &ks, &nks));
+    EK_TRY(ek_arg_int_list(ctx, args, 2, &st, &nst));
+    EK_TRY(ek_arg_int_list(ctx, args, 3, &pd, &npd));
+    EK_TRY(ek_arg_bool(ctx, args, 4, &ceil_mode));
+    EK_TRY(ek_arg_bool(ctx, args, 5, &include_pad));
+    if (has_divisor) EK_TRY(ek_arg_opt_int(ctx, args, 6, &divisor, &has_div));
+    EK_TRY(ek_arg_out(ctx, args, has_divisor ? 7 : 6, &out));
+    if (!has_div)
+        divisor = 0;
+    else if (divisor == 0)
+        return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT, "%s: divisor must not be zero",
+                                 name);
+    if (!ek_is_float(in->dtype) && in->dtype != EMBER_INT64)
+        return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED,
+                                 "%s: dtype %s not supported (float types and int64)", name,
+                                 ember_dtype_name(in->dtype));
+    ek_pool p;
+    EK_TRY(ek_pool_init(ctx, &p, in, nsp, ks, nks, st, nst, pd, npd, NULL, 0, ceil_mode));
+    char what[64];
+    snprintf(what, sizeof what, "%s self and out", name);
+    EK_TRY(ek_check_same_dtype(ctx, in, out, what));
+    EK_TRY(ek_check_no_alias(ctx, out, in));
+    EK_TRY(ek_resize_out(ctx, out, p.out_shape, p.out_dim));
+    return ek_pool_avg(ctx, &p, in, out, include_pad, divisor);
+}
+
+ember_status ek_pool_max_op(ember_kernel_ctx *ctx, ember_value **args, size_t nargs, size_t nsp,
+                            const char *name) {
+    ember_tensor *in, *out, *indices;
+    const int64_t *ks, *st, *pd, *dl;
+    size_t nks, nst, npd, ndl;
+    bool ceil_mode;
+    EK_TRY(ek_check_nargs(ctx, nargs, 9));
+    EK_TRY(ek_arg_tensor(ctx, args, 0, &in));
+    EK_TRY(ek_arg_int_list(ctx, args, 1, &ks, &nks));
+    EK_TRY(ek_arg_int_list(ctx, args, 2, &st, &nst));
+    EK_TRY(ek_arg_int_list(ctx, args, 3, &pd, &npd));
+    EK_TRY(ek_arg_int_list(ctx, args, 4, &dl, &ndl));
+    EK_TRY(ek_arg_bool(ctx, args, 5, &ceil_mode));
+    EK_TRY(ek_arg_out(ctx, args, 6, &out));
+    EK_TRY(ek_arg_out(ctx, args, 7, &indices));
+    if (!ek_is_float(in->dtype) && !ek_is_int(in->dtype))
+        return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED, "%s: dtype %s not supported", name,
+                                 ember_dtype_name(in->dtype));
+    ek_pool p;
+    EK_TRY(ek_pool_init(ctx, &p, in, nsp, ks, nks, st, nst, pd, npd, dl, ndl, ceil_mode));
+    char what[64];
+    snprintf(what, sizeof what, "%s self and out", name);
+    EK_TRY(ek_check_same_dtype(ctx, in, out, what));
+    if (indices->dtype != EMBER_INT64)
+        return ember_kernel_fail(ctx, EMBER_ERR_TYPE_MISMATCH, "%s: indices must be int64", name);
+    EK_TRY(ek_check_no_alias(ctx, out, in));
+    EK_TRY(ek_check_no_alias(ctx, indices, in));
+    EK_TRY(ek_check_no_alias(ctx, indices, out));
+    EK_TRY(ek_resize_out(ctx, out, p.out_shape, p.out_dim));
+    EK_TRY(ek_resize_out(ctx, indices, p.out_shape, p.out_dim));
+    return ek_pool_max(ctx, &p, in, out, indices);
 }

@@ -79,4 +79,20 @@ ember_status ek_pool_max(ember_kernel_ctx *ctx, const ek_pool *p, const ember_te
 ember_status ek_pool_adaptive_avg(ember_kernel_ctx *ctx, const ek_pool *p,
                                   const ember_tensor *in, ember_tensor *out);
 
+/**
+ * The whole of avg_pool{1,2,3}d.out over nsp spatial dims: reads the
+ * arguments (self, kernel_size, stride, padding, ceil_mode,
+ * count_include_pad, [divisor_override when has_divisor,] out), checks them
+ * and pools. name ("avg_pool2d") prefixes the error messages.
+ */
+ember_status ek_pool_avg_op(ember_kernel_ctx *ctx, ember_value **args, size_t nargs, size_t nsp,
+                            bool has_divisor, const char *name);
+
+/**
+ * The whole of max_pool{2,3}d_with_indices.out over nsp spatial dims:
+ * (self, kernel_size, stride, padding, dilation, ceil_mode, out, indices).
+ */
+ember_status ek_pool_max_op(ember_kernel_ctx *ctx, ember_value **args, size_t nargs, size_t nsp,
+                            const char *name);
+
 #endif /* EMBER_KERNELS_PORTABLE_POOL_UTIL_H */
