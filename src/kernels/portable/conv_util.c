@@ -1,7 +1,11 @@
 /*
- * conv_util.c — shared geometry and loop of the convolution kernels.
+ * conv_util.c — shared geometry and loops of the convolution kernels: float
+ * convolutions as matrix products (ek_gemm over x or im2col tiles in
+ * scratch), a direct loop for the rest, and the transposed loop.
  */
 #include "conv_util.h"
+
+#include <string.h>
 
 #define DEF_CONV(SFX, T, CT, LOAD, STORE)                                                          \
     static void conv_##SFX(T *out, const T *x, const T *wt, const T *bias, const ek_conv_geom *g,  \
@@ -80,6 +84,8 @@ CONV_FOR_EACH_INT(DEF_CONV)
  * row block, every filter tap (ic, ky, kx) adds w * x[iy][ox*sw - pw + kx*dw]
  * over the block's columns, a strided (for sw == 1 and a contiguous row,
  * unit-stride) loop the compiler vectorizes. Accumulates in the compute type.
+ * Runs what conv_gemm below does not: integers, layouts other than the
+ * default for weight or out, and float convolutions without scratch.
  */
 #define DEF_CONV_DIRECT(SFX, T, CT, LOAD, STORE)                                                   \
     static void conv_direct_##SFX(T *out, const T *x, const T *wt, const T *bias,                  \
@@ -114,7 +120,11 @@ CONV_FOR_EACH_INT(DEF_CONV)
                                     if (hi > bn) hi = bn;                                          \
                                     const int64_t step = g->sw * xs[3];                            \
                                     const T *xj = xrow + base * xs[3];                             \
-                                    for (int64_t j = lo; j < hi; j++) acc[j] += wv * LOAD(xj[j * step]); \
+                                    if (step == 1) /* unit stride: vectorizes */                \
+                                        for (int64_t j = lo; j < hi; j++) acc[j] += wv * LOAD(xj[j]); \
+                                    else                                                           \
+                                        for (int64_t j = lo; j < hi; j++)                          \
+                                            acc[j] += wv * LOAD(xj[j * step]);                     \
                                 }                                                                  \
                             }                                                                      \
                         }                                                                          \
@@ -127,6 +137,165 @@ CONV_FOR_EACH_INT(DEF_CONV)
 
 EK_FOR_EACH_FLOAT(DEF_CONV_DIRECT)
 CONV_FOR_EACH_INT(DEF_CONV_DIRECT)
+
+/*
+ * Float convolutions (not transposed) as matrix products, one per image n
+ * and group: with K = C_in / groups * KH * KW,
+ *
+ *   out[n, group] (C_out / groups, OH * OW) = w[group] (C_out / groups, K) @ col (K, OH * OW)
+ *
+ * where row (ic, ky, kx) of col holds x[n, c, oy * sh - ph + ky * dh,
+ * ox * sw - pw + kx * dw] for output position (oy, ox), or 0 in the padding
+ * (im2col). ek_gemm does the products in register tiles. A 1x1 convolution
+ * with stride 1 and no padding over an input whose (H, W) planes are
+ * contiguous needs no col: it is x[n] itself, (C_in, H * W). Otherwise col
+ * is built in scratch for a tile of output positions at a time.
+ *
+ * Needs the weight's (C_in / groups, KH, KW) rows and out's (OH, OW) planes
+ * contiguous (the default dim order; not channels last) so that both are
+ * plain row-major matrices; conv_gemm_fits says so.
+ */
+
+/* Largest col tile, in bytes: it and a panel of the weight stay in L2. */
+#define EK_CONV_COL_BYTES ((size_t)128 * 1024)
+/* Output positions per col tile are a multiple of this (ek_gemm's column tile). */
+#define EK_CONV_COL_ALIGN 32
+
+static bool conv_gemm_fits(int dtype, const ek_conv_geom *g, const ek_conv_strides *st) {
+    const int64_t *ws = st->w, *os = st->out;
+    const int64_t icg = g->cin / g->groups;
+    if (g->transposed || !ek_is_float(dtype)) return false;
+    /* weight (oc, ic, ky, kx) at oc * ws[0] + (ic * KH + ky) * KW + kx */
+    if (g->kw != 1 && ws[3] != 1) return false;
+    if (g->kh != 1 && ws[2] != g->kw) return false;
+    if (icg != 1 && ws[1] != g->kh * g->kw) return false;
+    /* out (n, oc, oy, ox) at n * os[0] + oc * os[1] + oy * OW + ox */
+    if (g->ow != 1 && os[3] != 1) return false;
+    if (g->oh != 1 && os[2] != g->ow) return false;
+    return true;
+}
+
+/* Copies n elements of es bytes, src stride sstride (elements), to contiguous
+ * dst. Fixed-size memcpy moves one element without reading it as another type. */
+static void col_copy(char *dst, const char *src, int64_t sstride, int64_t n, size_t es) {
+    if (sstride == 1) {
+        memcpy(dst, src, (size_t)n * es);
+        return;
+    }
+    const int64_t sb = sstride * (int64_t)es;
+    switch (es) {
+    case 2:
+        for (int64_t j = 0; j < n; j++) memcpy(dst + j * 2, src + j * sb, 2);
+        break;
+    case 4:
+        for (int64_t j = 0; j < n; j++) memcpy(dst + j * 4, src + j * sb, 4);
+        break;
+    default:
+        for (int64_t j = 0; j < n; j++) memcpy(dst + j * 8, src + j * sb, 8);
+        break;
+    }
+}
+
+/*
+ * Fills col (K, tn), row stride tn, for output positions t0 .. t0 + tn of
+ * image n, group grp. Zero bits are +0.0 in every float dtype.
+ */
+static void col_fill(char *col, const char *x, size_t es, const ek_conv_geom *g,
+                     const int64_t *xs, int64_t n, int64_t grp, int64_t t0, int64_t tn) {
+    const int64_t icg = g->cin / g->groups;
+    for (int64_t ic = 0; ic < icg; ic++) {
+        const char *xp = x + (n * xs[0] + (grp * icg + ic) * xs[1]) * (int64_t)es; /* (H, W) */
+        for (int64_t ky = 0; ky < g->kh; ky++) {
+            for (int64_t kx = 0; kx < g->kw; kx++) {
+                char *dst = col + ((ic * g->kh + ky) * g->kw + kx) * tn * (int64_t)es; /* (tn) */
+                int64_t t = t0;
+                while (t < t0 + tn) {
+                    /* one output row's run of positions: (oy, ox .. ox + seg) */
+                    const int64_t oy = t / g->ow, ox = t % g->ow;
+                    const int64_t seg = g->ow - ox < t0 + tn - t ? g->ow - ox : t0 + tn - t;
+                    char *d = dst + (t - t0) * (int64_t)es;
+                    const int64_t iy = oy * g->sh - g->ph + ky * g->dh;
+                    if (iy < 0 || iy >= g->h) {
+                        memset(d, 0, (size_t)seg * es);
+                    } else {
+                        /* ix = (ox + j) * sw + base is inside [0, w) for j in [lo, hi) */
+                        const int64_t base = ox * g->sw - g->pw + kx * g->dw;
+                        int64_t lo = base >= 0 ? 0 : (-base + g->sw - 1) / g->sw;
+                        int64_t hi = base >= g->w ? 0 : (g->w - base + g->sw - 1) / g->sw;
+                        if (lo > seg) lo = seg;
+                        if (hi > seg) hi = seg;
+                        if (hi < lo) hi = lo;
+                        memset(d, 0, (size_t)lo * es);
+                        col_copy(d + lo * (int64_t)es,
+                                 xp + (iy * xs[2] + (base + lo * g->sw) * xs[3]) * (int64_t)es,
+                                 g->sw * xs[3], hi - lo, es);
+                        memset(d + hi * (int64_t)es, 0, (size_t)(seg - hi) * es);
+                    }
+                    t += seg;
+                }
+            }
+        }
+    }
+}
+
+/*
+ * The convolution through ek_gemm when conv_gemm_fits. Returns false, having
+ * written nothing, when it needs a col tile and scratch has no room for one.
+ */
+static bool conv_gemm(ember_kernel_ctx *ctx, int dtype, void *out, const void *x, const void *wt,
+                      const void *bias, const ek_conv_geom *g, const ek_conv_strides *st) {
+    const int64_t *xs = st->x, *ws = st->w, *os = st->out;
+    const size_t es = ember_dtype_size(dtype);
+    const int64_t icg = g->cin / g->groups, ocg = g->cout / g->groups;
+    const int64_t K = icg * g->kh * g->kw, npos = g->oh * g->ow;
+    /* x[n] itself is col: 1x1, stride 1, no padding, contiguous (H, W) planes */
+    const bool direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 &&
+                        g->pw == 0 && (g->w == 1 || xs[3] == 1) && (g->h == 1 || xs[2] == g->w);
+    char *col = NULL;
+    int64_t tile = npos;
+    if (!direct) {
+        /* the widest tile (a multiple of EK_CONV_COL_ALIGN positions, or all
+         * of them) whose col fits EK_CONV_COL_BYTES and the scratch left */
+        size_t row_bytes; /* one column of col: K elements */
+        if (ember_mul_overflow((size_t)K, es, &row_bytes)) return false;
+        int64_t fit = (int64_t)(EK_CONV_COL_BYTES / row_bytes);
+        fit -= fit % EK_CONV_COL_ALIGN;
+        if (fit < EK_CONV_COL_ALIGN) fit = EK_CONV_COL_ALIGN;
+        if (tile > fit) tile = fit;
+        while (col == NULL) {
+            size_t bytes;
+            if (ember_mul_overflow(row_bytes, (size_t)tile, &bytes)) return false;
+            col = ember_kernel_scratch(ctx, bytes, 64);
+            if (col != NULL) break;
+            if (tile <= EK_CONV_COL_ALIGN) return false;
+            tile /= 2;
+            tile -= tile % EK_CONV_COL_ALIGN;
+            if (tile < EK_CONV_COL_ALIGN) tile = EK_CONV_COL_ALIGN;
+        }
+    }
+    for (int64_t n = 0; n < g->n; n++) {
+        for (int64_t grp = 0; grp < g->groups; grp++) {
+            const int64_t oc0 = grp * ocg;
+            const char *a = (const char *)wt + oc0 * ws[0] * (int64_t)es; /* (ocg, K) */
+            char *o = (char *)out + (n * os[0] + oc0 * os[1]) * (int64_t)es;  /* (ocg, npos) */
+            ek_mm_bias mb = {NULL, 1, 0, 1.0};
+            if (bias != NULL) mb.data = (const char *)bias + oc0 * (int64_t)es;
+            const ek_mm_bias *pb = bias != NULL ? &mb : NULL;
+            if (direct) {
+                const char *b = (const char *)x + (n * xs[0] + grp * icg * xs[1]) * (int64_t)es;
+                ek_gemm(dtype, o, os[1], a, ws[0], b, xs[1], ocg, K, npos, 1.0, pb);
+                continue;
+            }
+            for (int64_t t0 = 0; t0 < npos; t0 += tile) {
+                const int64_t tn = npos - t0 < tile ? npos - t0 : tile;
+                col_fill(col, (const char *)x, es, g, xs, n, grp, t0, tn);
+                ek_gemm(dtype, o + t0 * (int64_t)es, os[1], a, ws[0], col, tn, ocg, K, tn, 1.0,
+                        pb);
+            }
+        }
+    }
+    return true;
+}
 
 /* conv_<SFX> or conv_direct_<SFX> by dtype, floats and integers. */
 #define CONV_DISPATCH(ctx, dtype, NAME, ...)                                                       \
@@ -154,7 +323,7 @@ ember_status ek_conv_run_strided(ember_kernel_ctx *ctx, int dtype, void *out, co
                                  const ek_conv_strides *st) {
     if (g->transposed)
         CONV_DISPATCH(ctx, dtype, conv, out, x, wt, bias, g, st);
-    else
+    else if (!conv_gemm_fits(dtype, g, st) || !conv_gemm(ctx, dtype, out, x, wt, bias, g, st))
         CONV_DISPATCH(ctx, dtype, conv_direct, out, x, wt, bias, g, st);
     return EMBER_OK;
 }

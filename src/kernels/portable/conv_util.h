@@ -45,8 +45,9 @@ ember_status ek_conv_geom_init(ember_kernel_ctx *ctx, ek_conv_geom *g, const emb
 /**
  * out = conv(x, wt) + bias (bias may be NULL) for the geometry g, all of
  * one dtype, contiguous, with the shapes g describes. Floats accumulate in
- * the compute type, integers in wrapping 64-bit arithmetic. Fails
- * NOT_SUPPORTED for bool.
+ * the compute type, integers in wrapping 64-bit arithmetic. Float
+ * convolutions take im2col tiles from ctx's scratch when there is room
+ * (else they run a direct loop). Fails NOT_SUPPORTED for bool.
  */
 ember_status ek_conv_run(ember_kernel_ctx *ctx, int dtype, void *out, const void *x,
                          const void *wt, const void *bias, const ek_conv_geom *g);

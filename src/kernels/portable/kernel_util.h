@@ -528,7 +528,7 @@ void ek_fill_bytes(void *dst, int64_t numel, const void *value, size_t elsize);
     } while (0)
 
 /* ------------------------------------------------------------------------ */
-/* Matrix multiply (mm, bmm, addmm)                                          */
+/* Matrix multiply (mm, bmm, addmm, convolution)                             */
 /* ------------------------------------------------------------------------ */
 
 /** Optional addend of ek_matmul: element (i, j) of each batch at data[i*si + j*sj]. */
@@ -543,10 +543,19 @@ typedef struct ek_mm_bias {
  * (batch, n, k), w (batch, k, m) and out (batch, n, m) contiguous and of one
  * float or integer dtype (the caller checked it); bias may be NULL, and is
  * ignored when beta is 0, as in PyTorch. Accumulates in the compute type
- * (integers: 64 bits, wrapping), i-k-j order.
+ * (integers: 64 bits, wrapping); each output element sums over k in order.
  */
 void ek_matmul(int dtype, void *out, const void *a, const void *w, int64_t batch, int64_t n,
                int64_t k, int64_t m, double alpha, const ek_mm_bias *bias);
+
+/**
+ * One matrix of ek_matmul with row strides (in elements): out (n, m) =
+ * alpha * (a (n, k) @ w (k, m)) (+ beta * bias), element (i, p) of a at
+ * a[i * lda + p], (p, j) of w at w[p * ldw + j] and (i, j) of out at
+ * out[i * ldo + j]. Same dtypes and rules as ek_matmul; allocates nothing.
+ */
+void ek_gemm(int dtype, void *out, int64_t ldo, const void *a, int64_t lda, const void *w,
+             int64_t ldw, int64_t n, int64_t k, int64_t m, double alpha, const ek_mm_bias *bias);
 
 /**
  * Running max (min) and the position of its first occurrence, for

@@ -3,11 +3,12 @@
  *     SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding,
  *     SymInt groups, *, Tensor(a!) out)
  *
- * Direct (no im2col, no scratch) 1-d and 2-d convolution, grouped, strided,
- * padded and dilated, plus its transpose. 1-d is run as 2-d with height 1.
- * Tensors may be in any dim order (channels last, ...): the loop walks their
- * strides. Geometry and loop live in conv_util.c (shared with
- * convolution_backward).
+ * 1-d and 2-d convolution, grouped, strided, padded and dilated, plus its
+ * transpose. 1-d is run as 2-d with height 1. Float convolutions run as
+ * matrix products (on x itself for 1x1, else on im2col tiles in scratch);
+ * the rest, and any without scratch, in a direct loop. Tensors may be in any
+ * dim order (channels last, ...): the loops walk their strides. Geometry
+ * and loops live in conv_util.c (shared with convolution_backward).
  *
  *   input  (N, C_in, H, W)
  *   weight (C_out, C_in / groups, KH, KW)        or, transposed,

@@ -1,0 +1,456 @@
+/*
+ * test_kernels_speed_paths.c — the fast paths of the portable kernels
+ * against plain reference loops in double.
+ *
+ * The register-tiled matrix product (mm, bmm, addmm: full tiles, row and
+ * column remainders), convolution as a matrix product (1x1 on x itself,
+ * im2col tiles in scratch, several tiles, groups, stride, padding, dilation,
+ * channels-last input, and the direct loop it falls back to: no scratch,
+ * channels-last out, integers), softmax and log_softmax rows (NaN, -inf,
+ * all -inf, +inf, rows longer than a lane block, half types) and float32
+ * sums (rows longer than a block, columns, inner dims reduced). Every case
+ * runs for the dtypes the path serves, with sizes chosen to cross the block
+ * boundaries of the kernels.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/internal.h"
+#include "ember/kernel.h"
+
+/* ------------------------------------------------------------------------ */
+/* Fixtures                                                                  */
+/* ------------------------------------------------------------------------ */
+
+#define MAXD EMBER_MAX_DIM
+
+/* A tensor with its own shape arrays, its data (malloc'd) and the value
+ * that boxes it. */
+typedef struct tt {
+    ember_tensor t;
+    int32_t sizes[MAXD];
+    int32_t bounds[MAXD];
+    uint8_t order[MAXD];
+    int64_t strides[MAXD];
+    ember_value v;
+} tt;
+
+/* x of the given sizes and dim order (NULL: contiguous) over fresh zeroed
+ * storage; free it with tt_free. dynamic: an output the kernel resizes. */
+static ember_value *tt_new(tt *x, int dtype, const int32_t *sizes, size_t dim,
+                           const uint8_t *order, bool dynamic) {
+    memset(x, 0, sizeof *x);
+    int64_t n = 1;
+    for (size_t i = 0; i < dim; i++) {
+        x->sizes[i] = x->bounds[i] = sizes[i];
+        x->order[i] = order != NULL ? order[i] : (uint8_t)i;
+        n *= sizes[i];
+    }
+    size_t bytes = (size_t)n * ember_dtype_size(dtype);
+    x->t.data = calloc(bytes > 0 ? bytes : 1, 1);
+    x->t.sizes = x->sizes;
+    x->t.bounds = x->bounds;
+    x->t.dim_order = x->order;
+    x->t.strides = x->strides;
+    x->t.dim = (uint32_t)dim;
+    x->t.dtype = (uint8_t)dtype;
+    x->t.dynamism = dynamic ? EMBER_SHAPE_DYNAMIC_BOUND : EMBER_SHAPE_STATIC;
+    x->t.storage = EMBER_STORAGE_PLANNED;
+    x->t.capacity = bytes;
+    x->t.numel = n;
+    x->t.nbytes = bytes;
+    ember_tensor_compute_strides(&x->t);
+    x->v.tag = EMBER_TAG_TENSOR;
+    x->v.u.t = &x->t;
+    return &x->v;
+}
+
+static void tt_free(tt *x) {
+    free(x->t.data);
+    x->t.data = NULL;
+}
+
+/* Element at offset off (elements) of data, as double. */
+static double get(int dtype, const void *data, int64_t off) {
+    switch (dtype) {
+    case EMBER_FLOAT32: return ((const float *)data)[off];
+    case EMBER_FLOAT64: return ((const double *)data)[off];
+    case EMBER_FLOAT16: return ember_half_to_float(((const uint16_t *)data)[off]);
+    case EMBER_BFLOAT16: return ember_bf16_to_float(((const uint16_t *)data)[off]);
+    case EMBER_INT32: return ((const int32_t *)data)[off];
+    case EMBER_INT64: return (double)((const int64_t *)data)[off];
+    default: return NAN;
+    }
+}
+
+static void put(int dtype, void *data, int64_t off, double v) {
+    switch (dtype) {
+    case EMBER_FLOAT32: ((float *)data)[off] = (float)v; break;
+    case EMBER_FLOAT64: ((double *)data)[off] = v; break;
+    case EMBER_FLOAT16: ((uint16_t *)data)[off] = ember_float_to_half((float)v); break;
+    case EMBER_BFLOAT16: ((uint16_t *)data)[off] = ember_float_to_bf16((float)v); break;
+    case EMBER_INT32: ((int32_t *)data)[off] = (int32_t)v; break;
+    case EMBER_INT64: ((int64_t *)data)[off] = (int64_t)v; break;
+    default: break;
+    }
+}
+
+/* Element offset of the logical row-major index i of t. */
+static int64_t offset_of(const ember_tensor *t, int64_t i) {
+    int64_t off = 0;
+    for (size_t d = t->dim; d-- > 0;) {
+        off += (i % t->sizes[d]) * t->strides[d];
+        i /= t->sizes[d];
+    }
+    return off;
+}
+
+/* Logical element i (row-major) of t. */
+static double at(const ember_tensor *t, int64_t i) {
+    return get(t->dtype, t->data, offset_of(t, i));
+}
+
+static void set_at(ember_tensor *t, int64_t i, double v) { put(t->dtype, t->data, offset_of(t, i), v); }
+
+/* Deterministic values in [-1, 1) (integers: -4 .. 4). */
+static uint32_t g_rng = 12345u;
+static double rnd(void) {
+    g_rng = g_rng * 1664525u + 1013904223u;
+    return (double)(g_rng >> 8) / (double)(1u << 23) - 1.0;
+}
+
+static void fill(ember_tensor *t) {
+    bool is_int = t->dtype == EMBER_INT32 || t->dtype == EMBER_INT64;
+    for (int64_t i = 0; i < t->numel; i++) set_at(t, i, is_int ? floor(rnd() * 4.5) : rnd());
+}
+
+/* Boxed scalars and int lists from rings (each test uses far fewer). */
+static ember_value g_vals[64];
+static size_t g_nvals;
+
+static ember_value *boxed(void) {
+    ember_value *v = &g_vals[g_nvals++ % 64];
+    memset(v, 0, sizeof *v);
+    return v;
+}
+static ember_value *v_int(int64_t i) {
+    ember_value *v = boxed();
+    v->tag = EMBER_TAG_INT;
+    v->u.i = i;
+    return v;
+}
+static ember_value *v_dbl(double d) {
+    ember_value *v = boxed();
+    v->tag = EMBER_TAG_DOUBLE;
+    v->u.d = d;
+    return v;
+}
+static ember_value *v_bool(bool b) {
+    ember_value *v = boxed();
+    v->tag = EMBER_TAG_BOOL;
+    v->u.b = b;
+    return v;
+}
+static ember_value *v_none(void) {
+    ember_value *v = boxed();
+    v->tag = EMBER_TAG_NONE;
+    return v;
+}
+
+typedef struct il {
+    ember_value v;
+    ember_value items[MAXD];
+    ember_value *ptrs[MAXD];
+    int64_t unboxed[MAXD];
+} il;
+
+static il g_lists[16];
+static size_t g_nlists;
+
+static ember_value *int_list(const int64_t *vals, size_t n) {
+    il *l = &g_lists[g_nlists++ % 16];
+    for (size_t i = 0; i < n; i++) {
+        l->items[i].tag = EMBER_TAG_INT;
+        l->items[i].u.i = vals[i];
+        l->ptrs[i] = &l->items[i];
+    }
+    l->v.tag = EMBER_TAG_INT_LIST;
+    l->v.u.int_list.items = l->ptrs;
+    l->v.u.int_list.unboxed = l->unboxed;
+    l->v.u.int_list.len = n;
+    return &l->v;
+}
+#define IL(...)                                                                                    \
+    int_list((const int64_t[]){__VA_ARGS__}, sizeof((const int64_t[]){__VA_ARGS__}) / 8)
+
+#define DIMS(...) (const int32_t[]){__VA_ARGS__}, sizeof((const int32_t[]){__VA_ARGS__}) / 4
+
+/* The kernel context: a scratch arena of g_scratch_size bytes (0: none). */
+static uint8_t g_scratch[1 << 18];
+static size_t g_scratch_size = sizeof g_scratch;
+static ember_arena g_arena;
+static struct ember_kernel_ctx g_ctx;
+
+static ember_status call_(const char *name, ember_value **args, size_t n) {
+    ember_kernel_fn fn = NULL;
+    for (size_t i = 0; i < ember_portable_kernel_count(); i++)
+        if (strcmp(ember_portable_kernel_at(i)->name, name) == 0)
+            fn = ember_portable_kernel_at(i)->fn;
+    if (fn == NULL) {
+        printf("no kernel %s\n", name);
+        return EMBER_ERR_OPERATOR_MISSING;
+    }
+    ember_arena_init(&g_arena, g_scratch_size > 0 ? g_scratch : NULL, g_scratch_size);
+    g_ctx.op_name = name;
+    ember_clear_error();
+    return fn(&g_ctx, args, n);
+}
+#define CALL(name, ...)                                                                            \
+    call_((name), (ember_value *[]){__VA_ARGS__},                                                  \
+          sizeof((ember_value *[]){__VA_ARGS__}) / sizeof(ember_value *))
+
+/* Relative-and-absolute tolerance of a dtype for sums of ~1-sized terms. */
+static double tol_of(int dtype) {
+    switch (dtype) {
+    case EMBER_FLOAT64: return 1e-12;
+    case EMBER_FLOAT32: return 1e-5;
+    case EMBER_INT32:
+    case EMBER_INT64: return 0;
+    default: return 1e-2;
+    }
+}
+
+/* got (logical order) against want[0..n): NaN matches NaN, infinities match exactly. */
+static bool close_to(const ember_tensor *got, const double *want, int64_t n, double tol,
+                     const char *what) {
+    if (got->numel != n) {
+        printf("  %s: %lld elements, want %lld\n", what, (long long)got->numel, (long long)n);
+        return false;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double g = at(got, i), w = want[i];
+        if (isnan(w) ? isnan(g) : (isinf(w) ? g == w : fabs(g - w) <= tol * (1.0 + fabs(w))))
+            continue;
+        printf("  %s: element %lld: got %.9g, want %.9g\n", what, (long long)i, g, w);
+        return false;
+    }
+    return true;
+}
+
+static const char *dt_name(int dtype) { return ember_dtype_name(dtype); }
+
+/* ------------------------------------------------------------------------ */
+/* mm, bmm, addmm                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* out = alpha * a @ b + beta * bias for one (n, k) @ (k, m), checked in double. */
+static void check_mm(int dtype, int32_t n, int32_t k, int32_t m, bool addmm) {
+    tt a, b, o, c;
+    tt_new(&a, dtype, DIMS(n, k), NULL, false);
+    tt_new(&b, dtype, DIMS(k, m), NULL, false);
+    tt_new(&o, dtype, DIMS(n, m), NULL, true);
+    tt_new(&c, dtype, DIMS(m), NULL, false);
+    fill(&a.t);
+    fill(&b.t);
+    fill(&c.t);
+    bool is_int = dtype == EMBER_INT32 || dtype == EMBER_INT64;
+    double alpha = addmm ? (is_int ? 3 : 0.5) : 1, beta = addmm ? (is_int ? -2 : 1.5) : 0;
+    ember_status st;
+    if (addmm)
+        st = CALL("aten::addmm.out", &c.v, &a.v, &b.v,
+                  is_int ? v_int((int64_t)beta) : v_dbl(beta),
+                  is_int ? v_int((int64_t)alpha) : v_dbl(alpha), &o.v, &o.v);
+    else
+        st = CALL("aten::mm.out", &a.v, &b.v, &o.v, &o.v);
+    double *want = calloc((size_t)n * (size_t)m + 1, sizeof(double));
+    for (int32_t i = 0; i < n; i++)
+        for (int32_t j = 0; j < m; j++) {
+            double s = 0;
+            for (int32_t p = 0; p < k; p++) s += at(&a.t, i * k + p) * at(&b.t, p * m + j);
+            want[i * m + j] = alpha * s + beta * at(&c.t, j);
+        }
+    char what[96];
+    snprintf(what, sizeof what, "%s %s (%d,%d)@(%d,%d)", addmm ? "addmm" : "mm", dt_name(dtype),
+             n, k, k, m);
+    if (CHECK_OK(st)) CHECK_MSG(close_to(&o.t, want, (int64_t)n * m, tol_of(dtype), what), "%s", what);
+    free(want);
+    tt_free(&a);
+    tt_free(&b);
+    tt_free(&o);
+    tt_free(&c);
+}
+
+static void test_mm(void) {
+    check_section("mm register tiles");
+    /* full 4x32 tiles, row remainders 1..3, column remainders, k = 0 and 1 */
+    const int32_t shapes[][3] = {{4, 8, 32},  {5, 7, 33},  {7, 40, 70}, {8, 64, 64},
+                                 {3, 5, 96},  {1, 17, 31}, {6, 0, 40}, {9, 1, 65},
+                                 {2, 130, 2}, {13, 33, 100}};
+    const int dtypes[] = {EMBER_FLOAT32, EMBER_FLOAT64, EMBER_FLOAT16, EMBER_BFLOAT16, EMBER_INT32};
+    for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            check_mm(dtypes[d], shapes[s][0], shapes[s][1], shapes[s][2], false);
+            check_mm(dtypes[d], shapes[s][0], shapes[s][1], shapes[s][2], true);
+        }
+
+    /* bmm: every batch its own tiles */
+    tt a, b, o;
+    tt_new(&a, EMBER_FLOAT32, DIMS(3, 6, 10), NULL, false);
+    tt_new(&b, EMBER_FLOAT32, DIMS(3, 10, 35), NULL, false);
+    tt_new(&o, EMBER_FLOAT32, DIMS(3, 6, 35), NULL, true);
+    fill(&a.t);
+    fill(&b.t);
+    if (CHECK_OK(CALL("aten::bmm.out", &a.v, &b.v, &o.v, &o.v))) {
+        double want[3 * 6 * 35];
+        for (int bt = 0; bt < 3; bt++)
+            for (int i = 0; i < 6; i++)
+                for (int j = 0; j < 35; j++) {
+                    double s = 0;
+                    for (int p = 0; p < 10; p++)
+                        s += at(&a.t, (bt * 6 + i) * 10 + p) * at(&b.t, (bt * 10 + p) * 35 + j);
+                    want[(bt * 6 + i) * 35 + j] = s;
+                }
+        CHECK(close_to(&o.t, want, 3 * 6 * 35, 1e-5, "bmm"));
+    }
+    tt_free(&a);
+    tt_free(&b);
+    tt_free(&o);
+}
+
+/* ------------------------------------------------------------------------ */
+/* convolution                                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct conv_case {
+    int dtype;
+    int32_t n, c, h, w; /* h == 0: a 1-d convolution over (n, c, w) */
+    int32_t oc, groups, kh, kw;
+    int64_t sh, sw, ph, pw, dh, dw;
+    bool bias;
+    bool x_last, out_last; /* channels-last input / out (2-d only) */
+    size_t scratch;        /* bytes of scratch the kernel gets */
+} conv_case;
+
+static void check_conv(const conv_case *cc, const char *what) {
+    const bool two = cc->h > 0;
+    const int32_t h = two ? cc->h : 1, kh = two ? cc->kh : 1;
+    const int64_t sh = two ? cc->sh : 1, ph = two ? cc->ph : 0, dh = two ? cc->dh : 1;
+    const int32_t icg = cc->c / cc->groups, ocg = cc->oc / cc->groups;
+    const int32_t oh = (int32_t)((h + 2 * ph - dh * (kh - 1) - 1) / sh + 1);
+    const int32_t ow = (int32_t)((cc->w + 2 * cc->pw - cc->dw * (cc->kw - 1) - 1) / cc->sw + 1);
+    static const uint8_t last[4] = {0, 2, 3, 1};
+    tt x, wt, b, o;
+    if (two) {
+        tt_new(&x, cc->dtype, DIMS(cc->n, cc->c, h, cc->w), cc->x_last ? last : NULL, false);
+        tt_new(&wt, cc->dtype, DIMS(cc->oc, icg, kh, cc->kw), NULL, false);
+        tt_new(&o, cc->dtype, DIMS(cc->n, cc->oc, oh, ow), cc->out_last ? last : NULL, true);
+    } else {
+        tt_new(&x, cc->dtype, DIMS(cc->n, cc->c, cc->w), NULL, false);
+        tt_new(&wt, cc->dtype, DIMS(cc->oc, icg, cc->kw), NULL, false);
+        tt_new(&o, cc->dtype, DIMS(cc->n, cc->oc, ow), NULL, true);
+    }
+    tt_new(&b, cc->dtype, DIMS(cc->oc), NULL, false);
+    fill(&x.t);
+    fill(&wt.t);
+    fill(&b.t);
+
+    g_scratch_size = cc->scratch;
+    ember_status st =
+        two ? CALL("aten::convolution.out", &x.v, &wt.v, cc->bias ? &b.v : v_none(),
+                   IL(cc->sh, cc->sw), IL(cc->ph, cc->pw), IL(cc->dh, cc->dw), v_bool(false),
+                   IL(0, 0), v_int(cc->groups), &o.v, &o.v)
+            : CALL("aten::convolution.out", &x.v, &wt.v, cc->bias ? &b.v : v_none(), IL(cc->sw),
+                   IL(cc->pw), IL(cc->dw), v_bool(false), IL(0), v_int(cc->groups), &o.v, &o.v);
+    g_scratch_size = sizeof g_scratch;
+
+    const int64_t total = (int64_t)cc->n * cc->oc * oh * ow;
+    double *want = calloc((size_t)total + 1, sizeof(double));
+    for (int32_t n = 0; n < cc->n; n++)
+        for (int32_t oc = 0; oc < cc->oc; oc++)
+            for (int32_t oy = 0; oy < oh; oy++)
+                for (int32_t ox = 0; ox < ow; ox++) {
+                    double s = cc->bias ? at(&b.t, oc) : 0;
+                    int32_t grp = oc / ocg;
+                    for (int32_t ic = 0; ic < icg; ic++)
+                        for (int32_t ky = 0; ky < kh; ky++)
+                            for (int32_t kx = 0; kx < cc->kw; kx++) {
+                                int64_t iy = oy * sh - ph + ky * dh;
+                                int64_t ix = ox * cc->sw - cc->pw + kx * cc->dw;
+                                if (iy < 0 || iy >= h || ix < 0 || ix >= cc->w) continue;
+                                int64_t c = grp * icg + ic;
+                                int64_t xi = ((n * (int64_t)cc->c + c) * h + iy) * cc->w + ix;
+                                int64_t wi = ((oc * (int64_t)icg + ic) * kh + ky) * cc->kw + kx;
+                                s += at(&x.t, xi) * at(&wt.t, wi);
+                            }
+                    want[((n * (int64_t)cc->oc + oc) * oh + oy) * ow + ox] = s;
+                }
+    if (CHECK_MSG(st == EMBER_OK, "%s: %s", what, ember_last_error()))
+        CHECK_MSG(close_to(&o.t, want, total, tol_of(cc->dtype) * 4, what), "%s", what);
+    free(want);
+    tt_free(&x);
+    tt_free(&wt);
+    tt_free(&b);
+    tt_free(&o);
+}
+
+static void test_conv(void) {
+    check_section("convolution as a matrix product");
+    const size_t big = sizeof g_scratch;
+    const conv_case cases[] = {
+        /* 1x1, stride 1, no padding: x itself is the col matrix */
+        {EMBER_FLOAT32, 2, 8, 6, 7, 12, 1, 1, 1, 1, 1, 0, 0, 1, 1, true, false, false, big},
+        {EMBER_FLOAT32, 1, 64, 16, 16, 64, 1, 1, 1, 1, 1, 0, 0, 1, 1, false, false, false, big},
+        /* 1x1 with groups, and without any scratch (needs none) */
+        {EMBER_FLOAT32, 2, 6, 5, 9, 9, 3, 1, 1, 1, 1, 0, 0, 1, 1, true, false, false, big},
+        {EMBER_FLOAT32, 1, 8, 4, 40, 8, 2, 1, 1, 1, 1, 0, 0, 1, 1, true, false, false, 0},
+        /* 1x1 strided or padded: im2col */
+        {EMBER_FLOAT32, 1, 5, 9, 9, 7, 1, 1, 1, 2, 2, 0, 0, 1, 1, true, false, false, big},
+        {EMBER_FLOAT32, 1, 5, 4, 6, 3, 1, 1, 1, 1, 1, 1, 2, 1, 1, false, false, false, big},
+        /* 3x3 padded, as in the benchmark (small), with bias */
+        {EMBER_FLOAT32, 1, 3, 20, 20, 16, 1, 3, 3, 1, 1, 1, 1, 1, 1, true, false, false, big},
+        {EMBER_FLOAT32, 2, 8, 9, 11, 5, 1, 3, 3, 1, 1, 1, 1, 1, 1, false, false, false, big},
+        /* stride, dilation, asymmetric kernel and padding, groups */
+        {EMBER_FLOAT32, 1, 6, 13, 17, 4, 2, 3, 2, 2, 3, 2, 1, 2, 1, true, false, false, big},
+        {EMBER_FLOAT32, 2, 4, 10, 12, 8, 4, 3, 3, 1, 2, 0, 3, 1, 2, true, false, false, big},
+        /* several col tiles, the last one short: scratch for 40 columns of
+         * col, then a col too wide for the tile budget */
+        {EMBER_FLOAT32, 1, 8, 15, 17, 6, 1, 3, 3, 1, 1, 1, 1, 1, 1, true, false, false,
+         8 * 9 * 4 * 40},
+        {EMBER_FLOAT32, 1, 64, 9, 11, 6, 1, 3, 3, 1, 1, 1, 1, 1, 1, true, false, false, big},
+        /* no scratch at all: the direct loop */
+        {EMBER_FLOAT32, 1, 4, 9, 10, 5, 1, 3, 3, 1, 1, 1, 1, 1, 1, true, false, false, 0},
+        {EMBER_FLOAT32, 1, 4, 9, 10, 5, 1, 3, 3, 2, 2, 1, 0, 1, 1, true, false, false, 0},
+        /* channels-last input (im2col walks its strides), channels-last out (direct) */
+        {EMBER_FLOAT32, 2, 6, 7, 8, 5, 1, 3, 3, 1, 1, 1, 1, 1, 1, true, true, false, big},
+        {EMBER_FLOAT32, 1, 6, 7, 8, 5, 1, 1, 1, 1, 1, 0, 0, 1, 1, true, true, false, big},
+        {EMBER_FLOAT32, 2, 6, 7, 8, 5, 1, 3, 3, 1, 1, 1, 1, 1, 1, true, false, true, big},
+        {EMBER_FLOAT32, 1, 6, 7, 8, 6, 3, 1, 1, 1, 1, 0, 0, 1, 1, true, true, true, big},
+        /* 1-d */
+        {EMBER_FLOAT32, 2, 4, 0, 50, 6, 1, 0, 5, 1, 2, 0, 2, 1, 1, true, false, false, big},
+        {EMBER_FLOAT32, 1, 4, 0, 70, 6, 2, 0, 1, 1, 1, 0, 0, 1, 1, true, false, false, big},
+        /* other dtypes: the same paths */
+        {EMBER_FLOAT64, 1, 5, 9, 10, 7, 1, 3, 3, 1, 1, 1, 1, 1, 1, true, false, false, big},
+        {EMBER_FLOAT64, 1, 8, 6, 6, 8, 2, 1, 1, 1, 1, 0, 0, 1, 1, true, false, false, big},
+        {EMBER_FLOAT16, 1, 5, 9, 10, 7, 1, 3, 3, 1, 1, 1, 1, 1, 1, true, false, false, big},
+        {EMBER_BFLOAT16, 1, 8, 6, 6, 8, 1, 1, 1, 1, 1, 0, 0, 1, 1, true, false, false, big},
+        {EMBER_INT32, 1, 3, 7, 9, 4, 1, 3, 3, 1, 1, 1, 1, 1, 1, true, false, false, big},
+        {EMBER_INT64, 1, 4, 5, 6, 4, 2, 1, 1, 1, 1, 0, 0, 1, 1, false, false, false, big},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "conv case %zu (%s)", i, dt_name(cases[i].dtype));
+        check_conv(&cases[i], what);
+    }
+}
+
+int main(void) {
+    g_ctx.scratch = &g_arena;
+    g_ctx.op_name = "";
+    g_ctx.instruction = 0;
+
+    test_mm();
+    test_conv();
+    return check_finish();
+}
