@@ -98,6 +98,17 @@ ek_scalar ek_scalar_from_int(int64_t i) {
     return s;
 }
 
+ek_scalar ek_scalar_wrap(const ek_scalar *s, int dtype) {
+    if (s->kind != EK_SCALAR_INT) return *s;
+    switch (dtype) {
+    case EMBER_UINT8: return ek_scalar_from_int((uint8_t)s->i);
+    case EMBER_INT8: return ek_scalar_from_int((int8_t)s->i);
+    case EMBER_INT16: return ek_scalar_from_int((int16_t)s->i);
+    case EMBER_INT32: return ek_scalar_from_int((int32_t)s->i);
+    default: return *s;
+    }
+}
+
 void ek_scalar_store(int dtype, const ek_scalar *s, void *dst) {
     /* integer scalars go to integer dtypes exactly; everything else via double */
     bool exact = s->kind != EK_SCALAR_FLOAT;

@@ -91,6 +91,13 @@ static inline int64_t ek_f64_to_i64(double x) {
 /** Writes a scalar as one element of dtype into dst (ember_dtype_size bytes). */
 void ek_scalar_store(int dtype, const ek_scalar *s, void *dst);
 
+/**
+ * s as PyTorch hands it to a kernel computing in the integer dtype `dtype`:
+ * an integer scalar wraps to the dtype's width (uint8: -4 becomes 252), as
+ * div, fmod, remainder and clamp see it. Other scalars and dtypes: s.
+ */
+ek_scalar ek_scalar_wrap(const ek_scalar *s, int dtype);
+
 /** A Float / Int scalar holding d / i. */
 ek_scalar ek_scalar_from_double(double d);
 ek_scalar ek_scalar_from_int(int64_t i);

@@ -8,8 +8,9 @@
  * forward's divisor rules (divisor_override, else the window clipped to the
  * padded input or, without count_include_pad, to the input). Output row oy
  * covers input rows [oy sh - ph, oy sh - ph + kh), so row y is covered by
- * oy in [floor((y + ph - kh) / sh) + 1, floor((y + ph) / sh)]. Float dtypes,
- * contiguous. Arguments: 8 inputs, grad_input, grad_input (10).
+ * oy in [floor((y + ph - kh) / sh) + 1, floor((y + ph) / sh)]. Float dtypes
+ * and int64, contiguous; int64 divides each grad by its divisor first,
+ * truncating, as PyTorch does. Arguments: 8 inputs, grad_input, grad_input (10).
  */
 #include "pool_util.h"
 #include "ops.h"
@@ -40,7 +41,7 @@ static int64_t divisor_of(const ek_pool2d *p, const avg_opts *o, int64_t oy, int
     return (he - hs) * (we - ws);
 }
 
-#define DEF_AVG_POOL_BWD(SFX, T, CT, LOAD, STORE)                                                  \
+#define DEF_AVG_POOL_BWD(SFX, T, CT, LOAD, STORE, SHARE)                                           \
     static void avg_bwd_##SFX(T *gin, const T *gout, const ek_pool2d *p, const avg_opts *o) {      \
         for (int64_t pl = 0; pl < p->planes; pl++) {                                               \
             const T *gp = gout + pl * p->oh * p->ow; /* (OH, OW) */                                \
@@ -58,14 +59,28 @@ static int64_t divisor_of(const ek_pool2d *p, const avg_opts *o, int64_t oy, int
                     CT acc = 0;                                                                    \
                     for (int64_t oy = oy0; oy < oy1; oy++)                                         \
                         for (int64_t ox = ox0; ox < ox1; ox++)                                     \
-                            acc += LOAD(gp[oy * p->ow + ox]) / (CT)divisor_of(p, o, oy, ox);       \
+                            acc += SHARE(CT, LOAD(gp[oy * p->ow + ox]), divisor_of(p, o, oy, ox));  \
                     ip[y * p->w + x] = STORE(acc);                                                 \
                 }                                                                                  \
             }                                                                                      \
         }                                                                                          \
     }
 
-EK_FOR_EACH_FLOAT(DEF_AVG_POOL_BWD)
+/* A float grad's share: g / d in the compute type. */
+#define AVG_SHARE_FLOAT(CT, g, d) ((g) / (CT)(d))
+#define DEF_AVG_POOL_BWD_FLOAT(SFX, T, CT, LOAD, STORE)                                            \
+    DEF_AVG_POOL_BWD(SFX, T, CT, LOAD, STORE, AVG_SHARE_FLOAT)
+EK_FOR_EACH_FLOAT(DEF_AVG_POOL_BWD_FLOAT)
+
+/* An int64 grad's share: g / d truncated, as PyTorch divides before it
+ * adds; the sums wrap in uint64_t (INT64_MIN / -1 wraps to INT64_MIN). */
+static uint64_t avg_share_i64(int64_t g, int64_t d) {
+    return d == -1 ? 0u - (uint64_t)g : (uint64_t)(g / d);
+}
+#define AVG_SHARE_I64(CT, g, d) avg_share_i64((g), (d))
+#define AVG_ID(x) (x)
+#define AVG_U2I(v) ((int64_t)(v))
+DEF_AVG_POOL_BWD(i64, int64_t, uint64_t, AVG_ID, AVG_U2I, AVG_SHARE_I64)
 
 ember_status ek_op_avg_pool2d_backward_grad_input(ember_kernel_ctx *ctx, ember_value **args,
                                                   size_t nargs) {
@@ -99,7 +114,7 @@ ember_status ek_op_avg_pool2d_backward_grad_input(ember_kernel_ctx *ctx, ember_v
                                  ek_shape_str(got, sizeof got, gout->sizes, gout->dim),
                                  (long long)p.oh, (long long)p.ow);
     }
-    EK_TRY(ek_check_float(ctx, in->dtype, "avg_pool2d_backward"));
+    if (in->dtype != EMBER_INT64) EK_TRY(ek_check_float(ctx, in->dtype, "avg_pool2d_backward"));
     EK_TRY(ek_check_same_dtype(ctx, gout, in, "avg_pool2d_backward grad_output and self"));
     EK_TRY(ek_check_same_dtype(ctx, in, gin, "avg_pool2d_backward self and grad_input"));
     EK_TRY(ek_check_contiguous(ctx, gout, "avg_pool2d_backward grad_output"));
@@ -107,6 +122,9 @@ ember_status ek_op_avg_pool2d_backward_grad_input(ember_kernel_ctx *ctx, ember_v
     EK_TRY(ek_resize_like(ctx, gin, in));
     EK_TRY(ek_check_contiguous(ctx, gin, "avg_pool2d_backward grad_input"));
     if (gin->numel == 0) return EMBER_OK;
-    EK_FLOAT_SWITCH(ctx, in->dtype, avg_bwd, gin->data, gout->data, &p, &o);
+    if (in->dtype == EMBER_INT64)
+        avg_bwd_i64(gin->data, gout->data, &p, &o);
+    else
+        EK_FLOAT_SWITCH(ctx, in->dtype, avg_bwd, gin->data, gout->data, &p, &o);
     return EMBER_OK;
 }

@@ -4,7 +4,8 @@
  *
  * out = min(max(self, min), max); NaN stays NaN. clamp promotes with its
  * bounds (an int tensor clamped to 0.5 gives floats); hardtanh keeps self's
- * dtype.
+ * dtype. Integer bounds wrap to a narrow integer result dtype, as in PyTorch
+ * (uint8 clamped to [-1, 1] is clamped to [255, 1], so every element is 1).
  */
 #include "kernel_util.h"
 #include "ops.h"
@@ -59,6 +60,8 @@ static ember_status clamp_run(ember_kernel_ctx *ctx, ember_tensor *self, ember_t
         return ember_kernel_fail(ctx, EMBER_ERR_TYPE_MISMATCH,
                                  "result type %s can't be cast to out dtype %s",
                                  ember_dtype_name(result), ember_dtype_name(out->dtype));
+    c->lo = ek_scalar_wrap(&c->lo, result);
+    c->hi = ek_scalar_wrap(&c->hi, result);
     const ember_tensor *ins[1] = {self};
     return ek_map_tensors(ctx, out, ins, 1, ek_ctype_of(result), &clamp_map, c);
 }

@@ -118,6 +118,7 @@ static ember_status div_common(ember_kernel_ctx *ctx, ember_value **args, size_t
     if (d.mode == DIV_TRUE && !ek_is_float(result)) result = EMBER_FLOAT32;
     if (d.mode != DIV_TRUE && result == EMBER_BOOL)
         return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED, "rounding division of bool tensors");
+    s = ek_scalar_wrap(&s, result);
     EK_TRY(ek_map_binary(ctx, out, self, other, &s, result, ek_ctype_of(result), &div_map, &d));
     if (d.div_by_zero)
         return ember_kernel_fail(ctx, EMBER_ERR_KERNEL_FAILED, "integer division by zero");

@@ -6,8 +6,9 @@
  *     Tensor(d!) out3)
  *
  * Bags of rows of weight (V, D): bag b holds indices[offsets[b] :
- * offsets[b + 1]] (the last bag runs to the end of indices, unless
- * include_last_offset says offsets ends with that end itself). out0 (B, D)
+ * offsets[b + 1]], and the last bag runs to the end of indices. With
+ * include_last_offset, offsets has B + 1 entries and, as in PyTorch's CPU
+ * kernel, the last one is not read (it should equal len(indices)). out0 (B, D)
  * reduces each bag: mode 0 sum (rows scaled by per_sample_weights if
  * given), 1 mean, 2 max; rows equal to padding_idx (>= 0) are skipped, and
  * empty bags give zeros. The other outputs are what PyTorch's CPU kernel
@@ -46,7 +47,7 @@ static int64_t bag_start(const bags *g, int64_t b) {
     return read_int(g->offsets, b);
 }
 static int64_t bag_end(const bags *g, int64_t b) {
-    return b + 1 < g->offsets->sizes[0] ? read_int(g->offsets, b + 1) : g->n;
+    return b + 1 < g->count ? read_int(g->offsets, b + 1) : g->n;
 }
 
 /* Element strides: weight (V, D), out0 (B, D), out3 (B, D) in max mode. */
@@ -55,6 +56,10 @@ typedef struct bag_strides {
 } bag_strides;
 
 /* rows: weight; y: out0; amax: out3 for max, else NULL */
+/* Columns of a bag summed at once, in the compute type (so that float16 and
+ * bfloat16 round once, at the end, as PyTorch's kernel does). */
+#define BAG_COLS 64
+
 #define DEF_EMBEDDING_BAG(SFX, T, CT, LOAD, STORE)                                                 \
     static void bag_##SFX(T *y, int64_t *amax, const T *rows, const ember_tensor *indices,         \
                           const bags *g, const T *psw, int64_t psw_stride, int mode, int64_t pad,  \
@@ -63,12 +68,12 @@ typedef struct bag_strides {
         for (int64_t b = 0; b < g->count; b++) {                                                   \
             T *yb = y + b * ys[0];                                                                 \
             int64_t *ab = amax != NULL ? amax + b * as[0] : NULL;                                  \
-            int64_t used = 0;                                                                      \
-            for (int64_t i = bag_start(g, b), e = bag_end(g, b); i < e; i++) {                     \
-                int64_t r = read_int(indices, i);                                                  \
-                if (r == pad) continue;                                                            \
-                const T *row = rows + r * ws[0];                                                   \
-                if (mode == BAG_MAX) {                                                             \
+            int64_t s0 = bag_start(g, b), e = bag_end(g, b), used = 0;                             \
+            if (mode == BAG_MAX) {                                                                 \
+                for (int64_t i = s0; i < e; i++) {                                                 \
+                    int64_t r = read_int(indices, i);                                              \
+                    if (r == pad) continue;                                                        \
+                    const T *row = rows + r * ws[0];                                               \
                     for (int64_t k = 0; k < d; k++) {                                              \
                         CT v = LOAD(row[k * ws[1]]);                                               \
                         if (used == 0 || v > LOAD(yb[k * ys[1]])) {                                \
@@ -76,21 +81,31 @@ typedef struct bag_strides {
                             ab[k * as[1]] = r;                                                     \
                         }                                                                          \
                     }                                                                              \
-                } else {                                                                           \
-                    CT s = psw != NULL ? LOAD(psw[i * psw_stride]) : (CT)1;                        \
-                    for (int64_t k = 0; k < d; k++) {                                              \
-                        CT acc = used == 0 ? (CT)0 : LOAD(yb[k * ys[1]]);                          \
-                        yb[k * ys[1]] = STORE(acc + LOAD(row[k * ws[1]]) * s);                     \
-                    }                                                                              \
+                    used++;                                                                        \
                 }                                                                                  \
-                used++;                                                                            \
+                for (int64_t k = 0; used == 0 && k < d; k++) {                                     \
+                    yb[k * ys[1]] = STORE((CT)0);                                                  \
+                    ab[k * as[1]] = 0;                                                             \
+                }                                                                                  \
+                continue;                                                                          \
             }                                                                                      \
-            for (int64_t k = 0; used == 0 && k < d; k++) {                                         \
-                yb[k * ys[1]] = STORE((CT)0);                                                      \
-                if (ab != NULL) ab[k * as[1]] = 0;                                                 \
+            for (int64_t k0 = 0; k0 < d; k0 += BAG_COLS) {                                         \
+                int64_t w = d - k0 < BAG_COLS ? d - k0 : BAG_COLS;                                 \
+                CT acc[BAG_COLS];                                                                  \
+                for (int64_t k = 0; k < w; k++) acc[k] = 0;                                        \
+                used = 0;                                                                          \
+                for (int64_t i = s0; i < e; i++) {                                                 \
+                    int64_t r = read_int(indices, i);                                              \
+                    if (r == pad) continue;                                                        \
+                    const T *row = rows + r * ws[0] + k0 * ws[1];                                  \
+                    CT sc = psw != NULL ? LOAD(psw[i * psw_stride]) : (CT)1;                       \
+                    for (int64_t k = 0; k < w; k++) acc[k] += LOAD(row[k * ws[1]]) * sc;           \
+                    used++;                                                                        \
+                }                                                                                  \
+                if (mode == BAG_MEAN && used > 0)                                                  \
+                    for (int64_t k = 0; k < w; k++) acc[k] /= (CT)used;                            \
+                for (int64_t k = 0; k < w; k++) yb[(k0 + k) * ys[1]] = STORE(acc[k]);              \
             }                                                                                      \
-            for (int64_t k = 0; used > 0 && mode == BAG_MEAN && k < d; k++)                        \
-                yb[k * ys[1]] = STORE(LOAD(yb[k * ys[1]]) / (CT)used);                             \
         }                                                                                          \
     }
 

@@ -59,6 +59,7 @@ static ember_status fmod_common(ember_kernel_ctx *ctx, ember_value **args, size_
     if (result == EMBER_BOOL)
         return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED,
                                  "fmod is not defined for a bool result type");
+    s = ek_scalar_wrap(&s, result);
     EK_TRY(ek_map_binary(ctx, out, self, other, &s, result, ek_ctype_of(result), &fmod_map, &f));
     if (f.div_by_zero)
         return ember_kernel_fail(ctx, EMBER_ERR_KERNEL_FAILED, "integer division by zero");

@@ -62,6 +62,7 @@ static ember_status remainder_common(ember_kernel_ctx *ctx, ember_value **args, 
         EK_TRY(ek_arg_tensor(ctx, args, 1, &other));
     EK_TRY(ek_arg_out(ctx, args, 2, &out));
     int result = ek_binary_result_type(self, other, &s);
+    s = ek_scalar_wrap(&s, result);
     EK_TRY(ek_map_binary(ctx, out, self, other, &s, result, ek_ctype_of(result), &rem_map, &r));
     if (r.div_by_zero)
         return ember_kernel_fail(ctx, EMBER_ERR_KERNEL_FAILED, "integer division by zero");

@@ -3,6 +3,9 @@
  *
  *   aten::sym_size.int(Tensor self, int dim) -> SymInt
  *   aten::sym_numel(Tensor self) -> SymInt
+ *   aten::sym_stride.int(Tensor self, int dim) -> SymInt
+ *   aten::sym_storage_offset(Tensor self) -> SymInt
+ *   aten::sym_is_contiguous(Tensor self, MemoryFormat memory_format=contiguous_format) -> SymBool
  *   aten::_local_scalar_dense(Tensor self) -> Scalar
  *   executorch_prim::et_view.default(Tensor self, int[] size) -> Tensor
  *   executorch_prim::et_copy_index.tensor(Tensor(a!) copy_to, Tensor copy_from, int index)
@@ -10,6 +13,12 @@
  * et_view makes its result alias self's storage (no copy): the result takes
  * self's data pointer, and is marked constant when self is, so that no
  * kernel can write through it into read-only program data.
+ *
+ * Strides are the ones the dim order gives (runtime tensors are dense), and a
+ * tensor never starts inside its storage, so sym_storage_offset is 0.
+ * sym_is_contiguous follows PyTorch: dims of size 1 do not count, an empty
+ * tensor is contiguous, and channels_last / channels_last_3d ask about the
+ * order (N, H, W, C) / (N, D, H, W, C) of a 4-d / 5-d tensor.
  */
 #include <string.h>
 
@@ -53,6 +62,84 @@ ember_status ek_prim_sym_numel(ember_kernel_ctx *ctx, ember_value **args, size_t
     EK_TRY(scalar_slot(ctx, args, 1, &out));
     out->tag = EMBER_TAG_INT;
     out->u.i = self->numel;
+    return EMBER_OK;
+}
+
+ember_status ek_prim_sym_stride_int(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
+    ember_tensor *self;
+    int64_t dim;
+    size_t d;
+    ember_value *out;
+    EK_TRY(ek_check_nargs(ctx, nargs, 3));
+    EK_TRY(ek_arg_tensor_meta(ctx, args, 0, &self));
+    EK_TRY(ek_arg_int(ctx, args, 1, &dim));
+    EK_TRY(scalar_slot(ctx, args, 2, &out));
+    if (self->dim == 0)
+        return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT, "sym_stride: tensor has no dims");
+    EK_TRY(ek_norm_dim(ctx, dim, self->dim, &d));
+    out->tag = EMBER_TAG_INT;
+    out->u.i = self->strides[d];
+    return EMBER_OK;
+}
+
+ember_status ek_prim_sym_storage_offset(ember_kernel_ctx *ctx, ember_value **args,
+                                        size_t nargs) {
+    ember_tensor *self;
+    ember_value *out;
+    EK_TRY(ek_check_nargs(ctx, nargs, 2));
+    EK_TRY(ek_arg_tensor_meta(ctx, args, 0, &self));
+    EK_TRY(scalar_slot(ctx, args, 1, &out));
+    out->tag = EMBER_TAG_INT;
+    out->u.i = 0;
+    return EMBER_OK;
+}
+
+/* torch's MemoryFormat numbering, as a program stores it */
+enum { MF_CONTIGUOUS = 0, MF_PRESERVE = 1, MF_CHANNELS_LAST = 2, MF_CHANNELS_LAST_3D = 3 };
+
+/* Whether self's strides are dense in the order `order` (outermost first),
+ * skipping dims of size 1. */
+static bool dense_in_order(const ember_tensor *self, const uint8_t *order) {
+    int64_t expected = 1;
+    for (size_t k = self->dim; k-- > 0;) {
+        size_t d = order[k];
+        if (self->sizes[d] == 1) continue;
+        if (self->strides[d] != expected) return false;
+        expected *= self->sizes[d];
+    }
+    return true;
+}
+
+ember_status ek_prim_sym_is_contiguous(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
+    static const uint8_t rows[EMBER_MAX_DIM] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    static const uint8_t nhwc[4] = {0, 2, 3, 1};
+    static const uint8_t ndhwc[5] = {0, 2, 3, 4, 1};
+    ember_tensor *self;
+    int64_t format = MF_CONTIGUOUS;
+    ember_value *out;
+    bool result;
+    EK_TRY(ek_check_nargs(ctx, nargs, 3));
+    EK_TRY(ek_arg_tensor_meta(ctx, args, 0, &self));
+    if (args[1]->tag != EMBER_TAG_NONE) EK_TRY(ek_arg_int(ctx, args, 1, &format));
+    EK_TRY(scalar_slot(ctx, args, 2, &out));
+    switch (format) {
+    case MF_CONTIGUOUS:
+        result = self->numel == 0 || dense_in_order(self, rows);
+        break;
+    case MF_CHANNELS_LAST:
+        result = self->dim == 4 && dense_in_order(self, nhwc);
+        break;
+    case MF_CHANNELS_LAST_3D:
+        result = self->dim == 5 && dense_in_order(self, ndhwc);
+        break;
+    default:
+        return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT,
+                                 "sym_is_contiguous: memory format %lld is not one a tensor can "
+                                 "be contiguous in",
+                                 (long long)format);
+    }
+    out->tag = EMBER_TAG_BOOL;
+    out->u.b = result;
     return EMBER_OK;
 }
 

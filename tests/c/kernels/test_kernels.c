@@ -1797,6 +1797,43 @@ static void test_prim(void) {
     /* a result slot that is a tensor is refused */
     CHECK_STATUS(CALL("aten::sym_numel", &tx.v, &tx.v), EMBER_ERR_INVALID_PROGRAM);
 
+    /* strides, storage offset and contiguity, as torch reports them */
+    CHECK_OK(CALL("aten::sym_stride.int", &tx.v, VP(v_int(0)), &r));
+    CHECK(r.tag == EMBER_TAG_INT && r.u.i == 12);
+    CHECK_OK(CALL("aten::sym_stride.int", &tx.v, VP(v_int(-1)), &r));
+    CHECK(r.u.i == 1);
+    CHECK_STATUS(CALL("aten::sym_stride.int", &tx.v, VP(v_int(-4)), &r),
+                 EMBER_ERR_INVALID_ARGUMENT);
+    CHECK_OK(CALL("aten::sym_storage_offset", &tx.v, &r));
+    CHECK(r.tag == EMBER_TAG_INT && r.u.i == 0);
+    CHECK_OK(CALL("aten::sym_is_contiguous", &tx.v, VP(v_none()), &r));
+    CHECK(r.tag == EMBER_TAG_BOOL && r.u.b);
+    CHECK_OK(CALL("aten::sym_is_contiguous", &tx.v, VP(v_int(2)), &r));
+    CHECK(r.tag == EMBER_TAG_BOOL && !r.u.b); /* channels_last needs 4 dims */
+    float xc[2 * 3 * 4 * 5];
+    tt tc;
+    tt_make(&tc, EMBER_FLOAT32, (const int32_t[]){2, 3, 4, 5}, 4, xc, sizeof xc, false,
+            (const uint8_t[]){0, 2, 3, 1});
+    CHECK_OK(CALL("aten::sym_stride.int", &tc.v, VP(v_int(1)), &r));
+    CHECK(r.u.i == 1);
+    CHECK_OK(CALL("aten::sym_stride.int", &tc.v, VP(v_int(3)), &r));
+    CHECK(r.u.i == 3);
+    CHECK_OK(CALL("aten::sym_is_contiguous", &tc.v, VP(v_int(0)), &r));
+    CHECK(!r.u.b);
+    CHECK_OK(CALL("aten::sym_is_contiguous", &tc.v, VP(v_int(2)), &r));
+    CHECK(r.u.b);
+    CHECK_OK(CALL("aten::sym_is_contiguous", &tc.v, VP(v_int(3)), &r));
+    CHECK(!r.u.b);
+    /* (2, 1, 4, 5) channels-last: C has size 1, so it is contiguous both ways */
+    tt_make(&tc, EMBER_FLOAT32, (const int32_t[]){2, 1, 4, 5}, 4, xc, sizeof xc, false,
+            (const uint8_t[]){0, 2, 3, 1});
+    CHECK_OK(CALL("aten::sym_is_contiguous", &tc.v, VP(v_int(0)), &r));
+    CHECK(r.u.b);
+    CHECK_OK(CALL("aten::sym_is_contiguous", &tc.v, VP(v_int(2)), &r));
+    CHECK(r.u.b);
+    CHECK_STATUS(CALL("aten::sym_is_contiguous", &tc.v, VP(v_int(1)), &r),
+                 EMBER_ERR_INVALID_ARGUMENT);
+
     CHECK_OK(CALL("executorch_prim::add.Scalar", VP(v_int(2)), VP(v_int(3)), &r));
     CHECK(r.tag == EMBER_TAG_INT && r.u.i == 5);
     CHECK_OK(CALL("executorch_prim::mul.Scalar", VP(v_int(2)), VP(v_dbl(1.5)), &r));
