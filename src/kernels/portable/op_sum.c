@@ -91,6 +91,123 @@ static void sum_rows(const ek_reduce_plan *p, const ember_tensor *in, ember_tens
                         (const int64_t(*)[EMBER_MAX_DIM])p->keep_strides, off));
 }
 
+/*
+ * float32 in, float32 out (sum and mean): additions in float, which the
+ * compiler vectorizes, over short stretches whose totals are added in
+ * double. Each float partial sums at most a few dozen values, so the result
+ * stays closer to the exact sum than PyTorch's own float accumulation.
+ */
+/* Independent float accumulators of a contiguous run. */
+#define SUM_LANES 16
+/* Elements added into the lanes before they are folded into the double total. */
+#define SUM_BLOCK 256
+/* Output columns of a float32 column block on the stack, and rows added in
+ * float before the block's float sums are folded into double. */
+#define SUM_COLS 256
+/* Widest column block, when its sums come from scratch (48 KiB). */
+#define SUM_COLS_MAX 4096
+#define SUM_ROWS 16
+
+/* Sum of the reduced elements of one output (first at in_off) whose
+ * innermost reduced dim is contiguous. The lanes fold into double lanes
+ * (vectorized too) and those into the total at the end. */
+static double sum_f32_runs(const ek_reduce_plan *p, const float *x, int64_t in_off) {
+    const int64_t len = p->red_sizes[p->nred - 1]; /* one contiguous run */
+    float lane[SUM_LANES];
+    double dlane[SUM_LANES];
+    for (int j = 0; j < SUM_LANES; j++) {
+        lane[j] = 0;
+        dlane[j] = 0;
+    }
+    int64_t pending = 0; /* elements in lane since the last fold */
+    int64_t idx[EMBER_MAX_DIM] = {0}, off[1] = {in_off};
+    if (p->red_count == 0) return 0;
+    do {
+        const float *run = x + off[0]; /* (len) */
+        for (int64_t i0 = 0; i0 < len; i0 += SUM_BLOCK) {
+            const int64_t bn = len - i0 < SUM_BLOCK ? len - i0 : SUM_BLOCK;
+            const int64_t bfull = bn - bn % SUM_LANES;
+            const float *blk = run + i0;
+            for (int64_t i = 0; i < bfull; i += SUM_LANES)
+                for (int j = 0; j < SUM_LANES; j++) lane[j] += blk[i + j];
+            float rest = 0;
+            for (int64_t i = bfull; i < bn; i++) rest += blk[i];
+            lane[0] += rest;
+            pending += bn;
+            if (pending >= SUM_BLOCK) {
+                for (int j = 0; j < SUM_LANES; j++) {
+                    dlane[j] += lane[j];
+                    lane[j] = 0;
+                }
+                pending = 0;
+            }
+        }
+    } while (ek_advance(idx, p->red_sizes, p->nred - 1, 1,
+                        (const int64_t(*)[EMBER_MAX_DIM])p->red_strides, off));
+    double total = 0;
+    for (int j = 0; j < SUM_LANES; j++) total += dlane[j] + lane[j];
+    return total;
+}
+
+/*
+ * sum_rows for float32 in and out: each reduced row adds into float sums of
+ * a block of columns, folded into double sums every SUM_ROWS rows. The
+ * block is as wide as the rows (up to SUM_COLS_MAX) when scratch has room
+ * for its sums: whole rows then stream through the cache in order. Else it
+ * is SUM_COLS wide, on the stack.
+ */
+static void sum_rows_f32(ember_kernel_ctx *ctx, const ek_reduce_plan *p, const ember_tensor *in,
+                         ember_tensor *out, bool mean) {
+    const float *x = (const float *)in->data;
+    float *y = (float *)out->data;
+    const int64_t inner = p->keep_sizes[p->nkeep - 1];
+    float stack_f[SUM_COLS];
+    double stack_d[SUM_COLS];
+    float *facc = stack_f;
+    double *dacc = stack_d;
+    int64_t width = SUM_COLS;
+    if (inner > SUM_COLS) {
+        const int64_t want = inner < SUM_COLS_MAX ? inner : SUM_COLS_MAX;
+        double *d = ember_kernel_scratch(ctx, (size_t)want * (sizeof(double) + sizeof(float)),
+                                         _Alignof(double));
+        if (d != NULL) {
+            dacc = d;
+            facc = (float *)(void *)(d + want);
+            width = want;
+        }
+    }
+    int64_t idx[EMBER_MAX_DIM] = {0}, off[2] = {0, 0};
+    do {
+        for (int64_t j0 = 0; j0 < inner; j0 += width) {
+            const int64_t cn = inner - j0 < width ? inner - j0 : width;
+            for (int64_t j = 0; j < cn; j++) {
+                facc[j] = 0;
+                dacc[j] = 0;
+            }
+            int64_t ridx[EMBER_MAX_DIM] = {0}, roff[1] = {off[1] + j0};
+            int rows = 0;
+            if (p->red_count > 0) do {
+                const float *row = x + roff[0]; /* (cn) */
+                for (int64_t j = 0; j < cn; j++) facc[j] += row[j];
+                if (++rows == SUM_ROWS) {
+                    for (int64_t j = 0; j < cn; j++) {
+                        dacc[j] += facc[j];
+                        facc[j] = 0;
+                    }
+                    rows = 0;
+                }
+            } while (ek_advance(ridx, p->red_sizes, p->nred, 1,
+                                (const int64_t(*)[EMBER_MAX_DIM])p->red_strides, roff));
+            for (int64_t j = 0; j < cn; j++) {
+                double v = dacc[j] + facc[j];
+                if (mean) v /= (double)p->red_count; /* 0 / 0 is NaN, as in PyTorch */
+                y[off[0] + j0 + j] = (float)v;
+            }
+        }
+    } while (ek_advance(idx, p->keep_sizes, p->nkeep - 1, 2,
+                        (const int64_t(*)[EMBER_MAX_DIM])p->keep_strides, off));
+}
+
 /* The reduction itself; the dtype argument has been checked against out. */
 static ember_status sum_core(ember_kernel_ctx *ctx, ember_tensor *in, const int64_t *dims,
                              size_t ndims, bool has_dims, bool keepdim, ember_tensor *out,
@@ -112,9 +229,13 @@ static ember_status sum_core(ember_kernel_ctx *ctx, ember_tensor *in, const int6
 
     bool use_double = mean || ek_is_float(in->dtype) || ek_is_float(out->dtype);
     ek_ctype ct = use_double ? EK_CT_F64 : EK_CT_I64;
+    bool f32 = in->dtype == EMBER_FLOAT32 && out->dtype == EMBER_FLOAT32;
     if (p.nkeep > 0 && p.nred > 0 && in->dim > 0 && !p.reduced[in->dim - 1] &&
         p.keep_strides[1][p.nkeep - 1] == 1 && p.keep_strides[0][p.nkeep - 1] == 1) {
-        sum_rows(&p, in, out, mean, ct);
+        if (f32)
+            sum_rows_f32(ctx, &p, in, out, mean);
+        else
+            sum_rows(&p, in, out, mean, ct);
         return EMBER_OK;
     }
     ek_load_fn load = ek_loader(in->dtype, ct);
@@ -122,8 +243,14 @@ static ember_status sum_core(ember_kernel_ctx *ctx, ember_tensor *in, const int6
     char *obase = (char *)out->data;
     int64_t osize = (int64_t)ember_dtype_size(out->dtype);
     int64_t idx[EMBER_MAX_DIM] = {0}, off[2] = {0, 0};
+    /* float32 whose innermost reduced dim is contiguous: runs in float lanes */
+    f32 = f32 && p.nred > 0 && p.red_strides[0][p.nred - 1] == 1;
     do {
-        if (use_double) {
+        if (f32) {
+            double acc = sum_f32_runs(&p, (const float *)in->data, off[1]);
+            if (mean) acc /= (double)p.red_count; /* 0 / 0 is NaN, as in PyTorch */
+            ((float *)(void *)obase)[off[0]] = (float)acc;
+        } else if (use_double) {
             double sums[NACC] = {0}, acc = 0.0;
             ek_reduce_fold(&p, in, off[1], load, fold_f64, sums);
             for (size_t l = 0; l < NACC; l++) acc += sums[l];

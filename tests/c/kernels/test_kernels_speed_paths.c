@@ -445,6 +445,285 @@ static void test_conv(void) {
     }
 }
 
+/* ------------------------------------------------------------------------ */
+/* softmax, log_softmax                                                      */
+/* ------------------------------------------------------------------------ */
+
+/* Reference softmax (or log_softmax) of in along dim d, as PyTorch defines it:
+ * max over the row, NaN anywhere makes the row NaN, so does a max of +inf
+ * or -inf (inf - inf). in is (outer, len, inner) around d. The rest in
+ * double, except x - max: the kernels (and PyTorch) round it to float for
+ * every dtype but float64, an error exp magnifies by |x - max|. */
+static double sm_arg(const ember_tensor *in, double x, double m) {
+    return in->dtype == EMBER_FLOAT64 ? x - m : (double)(float)(x - m);
+}
+
+static void ref_softmax(const ember_tensor *in, size_t d, bool log_out, double *want) {
+    int64_t outer = 1, len = in->sizes[d], inner = 1;
+    for (size_t i = 0; i < in->dim; i++) {
+        if (i < d) outer *= in->sizes[i];
+        if (i > d) inner *= in->sizes[i];
+    }
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            double m = -INFINITY;
+            bool nan = false;
+            for (int64_t k = 0; k < len; k++) {
+                double v = at(in, (o * len + k) * inner + i);
+                if (isnan(v)) nan = true;
+                if (v > m) m = v;
+            }
+            double s = 0;
+            for (int64_t k = 0; k < len; k++)
+                s += exp(sm_arg(in, at(in, (o * len + k) * inner + i), m));
+            for (int64_t k = 0; k < len; k++) {
+                double a = sm_arg(in, at(in, (o * len + k) * inner + i), m);
+                double r = log_out ? a - log(s) : exp(a) / s;
+                want[(o * len + k) * inner + i] = nan ? NAN : r;
+            }
+        }
+}
+
+/* got against want: relative rel, plus abs for results near zero (denormals). */
+static bool close_rel(const ember_tensor *got, const double *want, int64_t n, double rel,
+                      double abs, const char *what) {
+    for (int64_t i = 0; i < n; i++) {
+        double g = at(got, i), w = want[i];
+        if (isnan(w) ? isnan(g) : (isinf(w) ? g == w : fabs(g - w) <= rel * fabs(w) + abs))
+            continue;
+        printf("  %s: element %lld: got %.9g, want %.9g\n", what, (long long)i, g, w);
+        return false;
+    }
+    return true;
+}
+
+/* Runs softmax / log_softmax of x along dim, checks against the reference. */
+static void check_softmax_of(tt *x, int64_t dim, bool log_out, double rel, double abs,
+                             const char *what) {
+    tt o;
+    int32_t sizes[MAXD];
+    for (size_t i = 0; i < x->t.dim; i++) sizes[i] = x->t.sizes[i];
+    tt_new(&o, x->t.dtype, sizes, x->t.dim, NULL, true);
+    ember_status st = CALL(log_out ? "aten::_log_softmax.out" : "aten::_softmax.out", &x->v,
+                           v_int(dim), v_bool(false), &o.v, &o.v);
+    double *want = calloc((size_t)x->t.numel + 1, sizeof(double));
+    ref_softmax(&x->t, (size_t)(dim < 0 ? dim + (int64_t)x->t.dim : dim), log_out, want);
+    if (CHECK_MSG(st == EMBER_OK, "%s: %s", what, ember_last_error()))
+        CHECK_MSG(close_rel(&o.t, want, x->t.numel, rel, abs, what), "%s", what);
+    free(want);
+    tt_free(&o);
+}
+
+static double sm_rel(int dtype) {
+    return dtype == EMBER_FLOAT32 ? 1e-6 : dtype == EMBER_FLOAT64 ? 1e-13 : 1e-2;
+}
+
+static void test_softmax(void) {
+    check_section("softmax rows and columns");
+    const int dtypes[] = {EMBER_FLOAT32, EMBER_FLOAT64, EMBER_FLOAT16, EMBER_BFLOAT16};
+    /* rows shorter than, equal to and longer than the lanes, long rows */
+    const int32_t lens[] = {1, 7, 32, 33, 100, 1000};
+    for (size_t d = 0; d < 4; d++)
+        for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++)
+            for (int lg = 0; lg < 2; lg++) {
+                tt x;
+                tt_new(&x, dtypes[d], DIMS(3, lens[l]), NULL, false);
+                for (int64_t i = 0; i < x.t.numel; i++) set_at(&x.t, i, 8 * rnd());
+                char what[80];
+                snprintf(what, sizeof what, "%s %s rows of %d", lg ? "log_softmax" : "softmax",
+                         dt_name(dtypes[d]), lens[l]);
+                check_softmax_of(&x, -1, lg, sm_rel(dtypes[d]), 1e-6, what);
+                /* and along dim 0: the column path */
+                snprintf(what, sizeof what, "%s %s columns of %d", lg ? "log_softmax" : "softmax",
+                         dt_name(dtypes[d]), lens[l]);
+                check_softmax_of(&x, 0, lg, sm_rel(dtypes[d]), 1e-6, what);
+                tt_free(&x);
+            }
+
+    /* special rows (each 40 long, so lanes and tail both see them):
+     * NaN, -inf among finite, all -inf, +inf, and x - max from 0 down to
+     * -1000 (exp of -87 .. -104 is denormal, below -104 it is 0) */
+    const double ninf = -INFINITY;
+    for (size_t d = 0; d < 4; d++)
+        for (int lg = 0; lg < 2; lg++) {
+            tt x;
+            tt_new(&x, dtypes[d], DIMS(5, 40), NULL, false);
+            for (int64_t i = 0; i < 40; i++) {
+                set_at(&x.t, i, i == 37 ? NAN : rnd());
+                set_at(&x.t, 40 + i, i % 3 == 0 ? ninf : rnd());
+                set_at(&x.t, 80 + i, ninf);
+                set_at(&x.t, 120 + i, i == 5 ? INFINITY : rnd());
+            }
+            const double deep[] = {0,    -1,   -20,  -80,  -87,  -87.5, -88,  -90,
+                                   -95,  -100, -102, -103, -103.5, -104, -105, -110,
+                                   -120, -149, -150, -151, -200, -1000, ninf};
+            for (int64_t i = 0; i < 40; i++)
+                set_at(&x.t, 160 + i, deep[i % (int64_t)(sizeof deep / sizeof deep[0])]);
+            char what[80];
+            snprintf(what, sizeof what, "%s %s special rows", lg ? "log_softmax" : "softmax",
+                     dt_name(dtypes[d]));
+            /* float32: relative 1e-6 and 3 denormal steps near 0 */
+            check_softmax_of(&x, -1, lg, sm_rel(dtypes[d]),
+                             dtypes[d] == EMBER_FLOAT32 ? 3 * 1.401298464324817e-45 : 1e-6, what);
+            snprintf(what, sizeof what, "%s %s special columns", lg ? "log_softmax" : "softmax",
+                     dt_name(dtypes[d]));
+            check_softmax_of(&x, 0, lg, sm_rel(dtypes[d]),
+                             dtypes[d] == EMBER_FLOAT32 ? 3 * 1.401298464324817e-45 : 1e-6, what);
+            tt_free(&x);
+        }
+
+    /* The float exponential itself, to a few ulp: rows (0, x, ...) with every
+     * x <= -17.5, so that the sum is 1 to within 1e-6 and out = exp(x) / sum.
+     * 32-long rows run the vectorized lanes, 2-long rows the scalar tail. */
+    const int32_t rowlen[] = {32, 2};
+    for (size_t r = 0; r < 2; r++) {
+        const int32_t rows = 1200 / rowlen[r] * 2;
+        tt x;
+        tt_new(&x, EMBER_FLOAT32, DIMS(rows, rowlen[r]), NULL, false);
+        for (int32_t i = 0; i < rows; i++)
+            for (int32_t j = 0; j < rowlen[r]; j++)
+                set_at(&x.t, (int64_t)i * rowlen[r] + j,
+                       j == 0 ? 0.0 : -17.5 - 86.4 * (0.5 + 0.5 * rnd()));
+        check_softmax_of(&x, -1, false, 4 * 1.2e-7, 2 * 1.401298464324817e-45,
+                         rowlen[r] == 32 ? "softmax exp accuracy (lanes)"
+                                         : "softmax exp accuracy (tail)");
+        tt_free(&x);
+    }
+
+    /* empty rows and an empty tensor */
+    tt x;
+    tt_new(&x, EMBER_FLOAT32, DIMS(4, 0), NULL, false);
+    check_softmax_of(&x, -1, false, 0, 0, "softmax of (4, 0)");
+    tt_free(&x);
+}
+
+/* ------------------------------------------------------------------------ */
+/* sum, mean (float32 fast paths)                                            */
+/* ------------------------------------------------------------------------ */
+
+/* sum (or mean) of x over dims[0..nd) vs double loops, tolerance relative to
+ * the sum of magnitudes (float partial sums). */
+static void check_sum_of(tt *x, const int64_t *dims, size_t nd, bool mean, const char *what) {
+    const ember_tensor *t = &x->t;
+    bool red[MAXD] = {false};
+    for (size_t i = 0; i < nd; i++) red[dims[i] < 0 ? dims[i] + (int64_t)t->dim : dims[i]] = true;
+    if (nd == 0)
+        for (size_t i = 0; i < t->dim; i++) red[i] = true;
+    int32_t osz[MAXD];
+    size_t od = 0;
+    int64_t onum = 1;
+    for (size_t i = 0; i < t->dim; i++)
+        if (!red[i]) {
+            osz[od++] = t->sizes[i];
+            onum *= t->sizes[i];
+        }
+    tt o;
+    tt_new(&o, EMBER_FLOAT32, osz, od, NULL, true);
+    double *want = calloc((size_t)onum + 1, sizeof(double));
+    double *mag = calloc((size_t)onum + 1, sizeof(double));
+    int64_t *cnt = calloc((size_t)onum + 1, sizeof(int64_t));
+    for (int64_t i = 0; i < t->numel; i++) {
+        /* output index of input element i */
+        int64_t rem = i, oi = 0, scale = 1;
+        for (size_t d = t->dim; d-- > 0;) {
+            int64_t c = rem % t->sizes[d];
+            rem /= t->sizes[d];
+            if (!red[d]) {
+                oi += c * scale;
+                scale *= t->sizes[d];
+            }
+        }
+        double v = at(t, i);
+        want[oi] += v;
+        mag[oi] += fabs(v);
+        cnt[oi]++;
+    }
+    if (mean)
+        for (int64_t i = 0; i < onum; i++) want[i] /= (double)cnt[i];
+    ember_value *dl = nd == 0 ? v_none() : int_list(dims, nd);
+    ember_status st = CALL(mean ? "aten::mean.out" : "aten::sum.IntList_out", &x->v, dl,
+                           v_bool(false), v_none(), &o.v, &o.v);
+    if (CHECK_MSG(st == EMBER_OK, "%s: %s", what, ember_last_error())) {
+        bool ok = o.t.numel == onum;
+        for (int64_t i = 0; ok && i < onum; i++) {
+            double g = at(&o.t, i), w = want[i];
+            double tol = 1e-6 * mag[i] / (mean && cnt[i] > 0 ? (double)cnt[i] : 1) +
+                         2e-7 * fabs(w) + 1e-30;
+            if (isnan(w) ? isnan(g) : (isinf(w) ? g == w : fabs(g - w) <= tol)) continue;
+            printf("  %s: element %lld: got %.9g, want %.9g\n", what, (long long)i, g, w);
+            ok = false;
+        }
+        CHECK_MSG(ok, "%s", what);
+    }
+    free(want);
+    free(mag);
+    free(cnt);
+    tt_free(&o);
+}
+
+static void test_sum(void) {
+    check_section("float32 sum and mean");
+    typedef struct {
+        int32_t sizes[4];
+        size_t dim;
+        int64_t dims[4];
+        size_t nd;
+        size_t scratch;
+        bool last; /* channels-last (4-d): the reduced run is not contiguous */
+    } sum_case;
+    const size_t big = sizeof g_scratch;
+    const sum_case cases[] = {
+        /* contiguous runs: short, one block, several blocks, lanes folded across runs */
+        {{4, 37}, 2, {-1}, 1, big, false},
+        {{3, 1000}, 2, {-1}, 1, big, false},
+        {{2, 5000}, 2, {1}, 1, big, false},
+        {{5, 7, 300}, 3, {0, 2}, 2, big, false},
+        {{64, 3, 20}, 3, {0, 2}, 2, big, false},
+        {{33, 77}, 2, {0}, 0, big, false},
+        {{2, 3, 4, 5}, 4, {1, 3}, 2, big, false},
+        /* columns: narrow, wide from scratch, wider than the scratch block,
+         * on the stack without scratch, several reduced dims */
+        {{1000, 70}, 2, {0}, 1, big, false},
+        {{50, 5000}, 2, {0}, 1, big, false},
+        {{40, 600}, 2, {0}, 1, 0, false},
+        {{3, 40, 300}, 3, {0, 1}, 2, big, false},
+        {{17, 5, 33}, 3, {0}, 1, big, false},
+        /* empty reductions and outputs */
+        {{4, 0}, 2, {-1}, 1, big, false},
+        {{0, 6}, 2, {0}, 1, big, false},
+        /* not contiguous along the reduced run: the general loop */
+        {{2, 6, 5, 4}, 4, {2, 3}, 2, big, true},
+        {{2, 6, 5, 4}, 4, {1}, 1, big, true},
+    };
+    static const uint8_t last[4] = {0, 2, 3, 1};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int mean = 0; mean < 2; mean++) {
+            const sum_case *sc = &cases[c];
+            tt x;
+            tt_new(&x, EMBER_FLOAT32, sc->sizes, sc->dim, sc->last ? last : NULL, false);
+            fill(&x.t);
+            char what[64];
+            snprintf(what, sizeof what, "%s case %zu", mean ? "mean" : "sum", c);
+            g_scratch_size = sc->scratch;
+            check_sum_of(&x, sc->dims, sc->nd, mean, what);
+            g_scratch_size = sizeof g_scratch;
+            tt_free(&x);
+        }
+
+    /* NaN and infinities go through the float partial sums */
+    tt x;
+    tt_new(&x, EMBER_FLOAT32, DIMS(4, 600), NULL, false);
+    fill(&x.t);
+    set_at(&x.t, 0 * 600 + 450, NAN);
+    set_at(&x.t, 1 * 600 + 3, INFINITY);
+    set_at(&x.t, 2 * 600 + 10, INFINITY);
+    set_at(&x.t, 2 * 600 + 590, -INFINITY);
+    set_at(&x.t, 3 * 600 + 599, -INFINITY);
+    check_sum_of(&x, (const int64_t[]){1}, 1, false, "sum with NaN and inf (rows)");
+    check_sum_of(&x, (const int64_t[]){0}, 1, false, "sum with NaN and inf (columns)");
+    tt_free(&x);
+}
+
 int main(void) {
     g_ctx.scratch = &g_arena;
     g_ctx.op_name = "";
@@ -452,5 +731,7 @@ int main(void) {
 
     test_mm();
     test_conv();
+    test_softmax();
+    test_sum();
     return check_finish();
 }
