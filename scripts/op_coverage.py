@@ -34,7 +34,7 @@ LEGEND = """\
 | `FAIL k/n` | k of n samples differ from eager or fail in the runtime |
 | `no kernel` | torch supports the dtype, the runtime has no kernel for the op |
 | `skip` | torch supports the dtype but no sample could be exported or none was captured |
-| `-` | torch's OpInfos do not support this dtype |
+| `-` | torch does not support this dtype for the op: its OpInfos do not list it, or eager refuses it at this overload |
 """
 
 
@@ -136,7 +136,7 @@ def markdown(results: Dict[str, Any], entries: List[Any], edge: List[Any],
             note = "" if e.implemented else "no kernel"
         elif r["status"] == "tested" or (r["status"] == "no-kernel" and r["dtypes"]):
             cells = [cell(r["dtypes"].get(dt, {})) for dt in dtypes]
-            note = ""
+            note = r.get("note", "")
             for d in r["dtypes"].values():
                 if d["status"] == "fail" and d.get("failures"):
                     note = d["failures"][0].replace("|", "\\|")[:140]
@@ -173,10 +173,27 @@ names for it (out variant; `_copy` form of a view; dim-order op for `_to_copy`,
 `clone` and `empty`; prim kernel for symbolic-size ops). Samples are PyTorch's
 own OpInfo sample inputs, captured at the exact ATen call, exported with ember,
 run in libember and compared with eager (float32 1e-5, float64 1e-7, float16 and
-bfloat16 ~1e-2, integers and bool exact; NaN positions must match; a float16 or
-bfloat16 result may instead match the op computed in float32 and rounded; sort and
-topk indices of tied values must pick the returned values). Out-of-range indices
-are tested separately (`tests/python/ops/test_op_index_errors.py`), and
+bfloat16 ~1e-2, integers and bool exact; NaN positions must match; a float16,
+bfloat16 or float32 result may instead match the op computed one float type
+wider and rounded; sort and topk indices of tied values must pick the returned
+values).
+
+- Each sample is exported with the op under test in `preserve_ops`, so that
+  the program calls its own kernel: torch decomposes some core ops above the
+  dispatcher (`squeeze.dim`, `upsample_nearest2d.vec`) or in its decomposition
+  table (`reflection_pad2d`, `native_layer_norm_backward`).
+- A dtype an OpInfo lists but whose samples never reach the ATen op in it
+  (softmax on integers computes in float) gets the float32 samples with their
+  tensors converted; eager decides: what it runs is compared, and a dtype it
+  refuses at this overload ("not implemented for 'Int'") counts as unsupported.
+- Ops that no OpInfo reaches (backward ops, Scalar overloads, random ops) run
+  hand-written samples (`tests/python/ops/manual_samples.py`) in every dtype
+  eager accepts for them.
+- Prim ops on symbolic sizes (`sym_size`, `sym_stride`, ...) have no tensor data
+  to sample; `tests/c/kernels/test_kernels.c` checks them against torch's answers.
+
+Out-of-range indices are tested separately
+(`tests/python/ops/test_op_index_errors.py`), and
 `tests/c/kernels/test_op_samples.c` runs every sample program again from C, also
 under ASan + UBSan.
 

@@ -107,6 +107,30 @@ def check_ir_validity(gm: GraphModule, allowed: Sequence[OpOverload] = ()) -> No
         "EdgeCompileConfig(_check_ir_validity=False) turns the check off.")
 
 
+# Functional variants that torch's decomposition writes for mutating core ops,
+# with the op they stand for. Both return the op's outputs followed by the new
+# values of its mutated arguments, the layout of auto_functionalized.
+_FUNCTIONAL_VARIANTS = {
+    aten._native_batch_norm_legit_functional.default: aten._native_batch_norm_legit.default,
+}
+
+
+def functional_variants_to_auto(gm: GraphModule) -> None:
+    """`_native_batch_norm_legit_functional(x, ..., running_mean, running_var, ...)`
+    (batch norm in training mode) -> `auto_functionalized(_native_batch_norm_legit, ...)`,
+    which to_executorch runs in place on the running stats like any mutating op."""
+    for n in gm.graph.nodes:
+        op = _FUNCTIONAL_VARIANTS.get(n.target) if n.op == "call_function" else None
+        if op is None:
+            continue
+        names = [a.name for a in op._schema.arguments]
+        kwargs = dict(zip(names, n.args))
+        kwargs.update(n.kwargs)
+        n.target = torch.ops.higher_order.auto_functionalized
+        n.args = (op,)
+        n.kwargs = kwargs
+
+
 def remove_asserts(gm: GraphModule) -> None:
     for n in list(gm.graph.nodes):
         if n.op == "call_function" and n.target in dialect.ASSERT_OPS and not n.users:
@@ -318,6 +342,7 @@ def convert_to_edge(ep: ExportedProgram, config: EdgeCompileConfig,
     graphs = [gm] + subgraphs(gm)  # the method and its control-flow branches
     for g in graphs:
         remove_asserts(g)
+        functional_variants_to_auto(g)
         delegate_ops_to_calls(g)  # lowered modules composed into this model
     if config._check_ir_validity:
         for g in graphs:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 
 import pytest
@@ -136,3 +137,35 @@ def test_kernel_check_is_skipped_with_a_warning_without_bindings(monkeypatch) ->
     with pytest.warns(RuntimeWarning, match="ember.runtime is not importable"):
         prog = _cumprod_edge().to_executorch()
     assert prog.buffer
+
+
+class _TrainingBatchNorm(torch.nn.Module):
+    """Batch norm in training mode, returning its running stats after the update."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bn = torch.nn.BatchNorm2d(3, momentum=0.25)
+
+    def forward(self, x: torch.Tensor):
+        y = self.bn(x)
+        return y, self.bn.running_mean + 0, self.bn.running_var + 0
+
+
+def test_training_batch_norm_updates_its_running_stats_in_place() -> None:
+    from ember.runtime import Runtime
+
+    torch.manual_seed(0)
+    model = _TrainingBatchNorm().train()
+    x1, x2 = torch.randn(2, 3, 4, 5), torch.randn(2, 3, 4, 5) * 3 + 1
+    ep = torch.export.export(copy.deepcopy(model), (x1,))
+    prog = to_edge(ep).to_executorch()
+    # the functional variant torch traces runs as the core op, in place
+    targets = [str(n.target) for n in prog.execution_graph("forward").graph.nodes]
+    assert "aten._native_batch_norm_legit.out" in targets
+    method = Runtime.get().load_program(prog.buffer).load_method("forward")
+    for x in (x1, x2):  # the second call starts from the stats the first one left
+        with torch.no_grad():
+            want = model(x)
+        got = method.execute([x])
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)

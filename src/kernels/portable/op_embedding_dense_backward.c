@@ -9,7 +9,10 @@
  * order in the storage dtype, as PyTorch's CPU kernel does. Indices (int64 or
  * int32) are checked against num_weights at execute (DATA_OUT_OF_BOUNDS).
  * Occurrence counts live in scratch memory; without enough scratch they are
- * counted by a scan per index instead. Float dtypes, contiguous.
+ * counted by a scan per index instead. Every dtype, contiguous: integers add
+ * wrapping and scale by 1 / count in integer arithmetic (rows seen more than
+ * once add nothing); bool adds as logical or, and its scale (1 / count as a
+ * bool) is true. As PyTorch's kernel does.
  */
 #include "kernel_util.h"
 #include "ops.h"
@@ -43,6 +46,30 @@ static int64_t count_of(const ember_tensor *indices, int64_t k) {
 
 EK_FOR_EACH_FLOAT(DEF_EMB_BWD)
 
+/* Integers: `(1 / count) * g` is g for a row seen once, else 0. Bool: g. */
+#define DEF_EMB_BWD_INT(SFX, T, ADD, SCALES)                                                       \
+    static void emb_bwd_##SFX(T *out, const T *grad, const ember_tensor *indices, int64_t dim,     \
+                              int64_t padding_idx, bool scale, const int64_t *counts) {            \
+        for (int64_t i = 0; i < indices->numel; i++) {                                             \
+            int64_t k = index_at(indices, i);                                                      \
+            if (k == padding_idx) continue;                                                        \
+            if (SCALES && scale && (counts != NULL ? counts[k] : count_of(indices, k)) != 1)       \
+                continue;                                                                          \
+            T *o = out + k * dim;                                                                  \
+            const T *g = grad + i * dim;                                                           \
+            for (int64_t d = 0; d < dim; d++) o[d] = ADD(T, o[d], g[d]);                           \
+        }                                                                                          \
+    }
+/* wrapping addition, through uint64_t */
+#define EMB_ADD_WRAP(T, a, b) ((T)(int64_t)((uint64_t)(int64_t)(a) + (uint64_t)(int64_t)(b)))
+#define EMB_ADD_OR(T, a, b) ((T)((a) | (b)))
+DEF_EMB_BWD_INT(u8, uint8_t, EMB_ADD_WRAP, true)
+DEF_EMB_BWD_INT(i8, int8_t, EMB_ADD_WRAP, true)
+DEF_EMB_BWD_INT(i16, int16_t, EMB_ADD_WRAP, true)
+DEF_EMB_BWD_INT(i32, int32_t, EMB_ADD_WRAP, true)
+DEF_EMB_BWD_INT(i64, int64_t, EMB_ADD_WRAP, true)
+DEF_EMB_BWD_INT(b8, uint8_t, EMB_ADD_OR, false)
+
 ember_status ek_op_embedding_dense_backward_out(ember_kernel_ctx *ctx, ember_value **args,
                                                 size_t nargs) {
     ember_tensor *grad, *indices, *out;
@@ -73,7 +100,7 @@ ember_status ek_op_embedding_dense_backward_out(ember_kernel_ctx *ctx, ember_val
         return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT,
                                  "embedding_dense_backward: num_weights %lld out of range",
                                  (long long)num_weights);
-    EK_TRY(ek_check_float(ctx, grad->dtype, "embedding_dense_backward"));
+    EK_TRY(ek_check_supported(ctx, grad->dtype, "grad_output"));
     EK_TRY(ek_check_same_dtype(ctx, grad, out, "embedding_dense_backward grad_output and out"));
     EK_TRY(ek_check_contiguous(ctx, grad, "embedding_dense_backward grad_output"));
     EK_TRY(ek_check_contiguous(ctx, indices, "embedding_dense_backward indices"));
@@ -110,7 +137,16 @@ ember_status ek_op_embedding_dense_backward_out(ember_kernel_ctx *ctx, ember_val
             if (k != padding_idx) counts[k]++;
         }
     }
-    EK_FLOAT_SWITCH(ctx, grad->dtype, emb_bwd, out->data, grad->data, indices, dim, padding_idx,
-                    scale, counts);
+#define EMB_ARGS out->data, grad->data, indices, dim, padding_idx, scale, counts
+    switch (grad->dtype) {
+    case EMBER_UINT8: emb_bwd_u8(EMB_ARGS); break;
+    case EMBER_INT8: emb_bwd_i8(EMB_ARGS); break;
+    case EMBER_INT16: emb_bwd_i16(EMB_ARGS); break;
+    case EMBER_INT32: emb_bwd_i32(EMB_ARGS); break;
+    case EMBER_INT64: emb_bwd_i64(EMB_ARGS); break;
+    case EMBER_BOOL: emb_bwd_b8(EMB_ARGS); break;
+    default: EK_FLOAT_SWITCH(ctx, grad->dtype, emb_bwd, EMB_ARGS);
+    }
+#undef EMB_ARGS
     return EMBER_OK;
 }

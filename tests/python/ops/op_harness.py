@@ -18,7 +18,14 @@ For a core op X:
    Core ops that torch decomposes above the dispatcher (CompositeImplicit,
    e.g. upsample_nearest2d.vec) are never dispatched: their samples are the
    OpInfo's own function, exported whole, and count only when the program
-   calls the op's kernel.
+   calls the op's kernel. Every export keeps the op under test whole
+   (EdgeCompileConfig.preserve_ops): torch's decomposition table replaces
+   some core ops too (reflection_pad2d, the norm backward ops, ...).
+   A dtype that an OpInfo lists but whose samples never reach X in it gets
+   the float32 samples with their tensors converted (`synthesize`); eager
+   runs them or refuses the dtype, which then counts as unsupported.
+   Ops that no OpInfo reaches take hand-written samples (manual_samples.py)
+   in every dtype eager accepts.
 4. Every output is compared with eager PyTorch at the dtype's tolerance;
    NaN positions must match. Outputs of random or uninitialized ops are
    checked for dtype and shape only.
@@ -50,6 +57,7 @@ from ember import dialect, ops_coverage
 from ember.errors import ExportError
 from ember.runtime import EmberError, Runtime, dtype_to_ember
 
+import manual_samples
 from conftest import ROOT
 
 DTYPES = ops_coverage.DTYPES
@@ -233,20 +241,33 @@ class Sample:
     spec: Any                   # their pytree spec
     inputs: List[torch.Tensor]
     expected: List[torch.Tensor] = dataclasses.field(default_factory=list)
-    # float16/bfloat16 samples: the op computed in float32 and rounded back,
-    # a second rounding of the exact result that is as right as eager's.
+    # float16/bfloat16/float32 samples: the op computed one float type wider
+    # (float32/float64) and rounded back, a second rounding of the exact
+    # result that is as right as eager's.
     alternate: Optional[List[torch.Tensor]] = None
     values_checked: bool = True  # False: random or uninitialized outputs
+    # the core op under test: the export keeps it whole (torch's decomposition
+    # table, or its own composite implementation, would otherwise replace it)
+    preserve: Optional[OpOverload] = None
     checks: List[str] = dataclasses.field(default_factory=list)  # per output, for the C test
     status: str = "pending"     # pass | fail | skip | no-kernel
     reason: str = ""
 
     def call(self, tensors: Sequence[torch.Tensor]) -> List[torch.Tensor]:
         it = iter(tensors)
-        leaves = [next(it) if isinstance(v, torch.Tensor) else v for v in self.leaves]
+        # an op that writes into an argument (batch norm's running stats) gets
+        # copies: a program input it mutated would become an extra output
+        fresh = _mutates_arguments(self.op)
+        leaves = [(next(it).clone() if fresh else next(it)) if isinstance(v, torch.Tensor) else v
+                  for v in self.leaves]
         args, kwargs = pytree.tree_unflatten(leaves, self.spec)
         out = self.op(*args, **kwargs)
         return [v for v in pytree.tree_leaves(out) if isinstance(v, torch.Tensor)]
+
+
+def _mutates_arguments(op: Any) -> bool:
+    return isinstance(op, OpOverload) and any(
+        a.alias_info is not None and a.alias_info.is_write for a in op._schema.arguments)
 
 
 def _sample_dtype(args: Any, kwargs: Any, out: Any) -> Optional[torch.dtype]:
@@ -258,6 +279,12 @@ def _sample_dtype(args: Any, kwargs: Any, out: Any) -> Optional[torch.dtype]:
         return tensors[0].dtype
     outs = [v for v in pytree.tree_leaves(out) if isinstance(v, torch.Tensor)]
     return outs[0].dtype if outs else None
+
+
+def op_name_of(op: Any) -> str:
+    """`aten.add.Tensor` for an overload, else the callable's name."""
+    return ops_coverage.op_name(op) if isinstance(op, OpOverload) else getattr(
+        op, "__name__", type(op).__name__)
 
 
 def values_are_defined(op: Any) -> bool:
@@ -277,9 +304,10 @@ def _make_sample(op: Any, key: str, source: str, args: Any, kwargs: Any) -> Samp
         with torch.no_grad():
             out = op(*_clone_tree(args), **_clone_tree(kwargs))
     except Exception as e:  # noqa: BLE001 - eager itself rejects the captured call
-        s.status, s.reason = "skip", f"eager raises {type(e).__name__}"
+        s.status, s.reason = "skip", f"eager raises {_first_line(e)}"
         return s
-    leaves_out = pytree.tree_leaves(out)
+    # outputs an output mask turned off are None; the program returns the others
+    leaves_out = [v for v in pytree.tree_leaves(out) if v is not None]
     dtype = _sample_dtype(args, kwargs, out)
     if dtype is None or any(not isinstance(v, torch.Tensor) for v in leaves_out):
         s.status, s.reason = "skip", "returns a Python scalar"
@@ -290,17 +318,24 @@ def _make_sample(op: Any, key: str, source: str, args: Any, kwargs: Any) -> Samp
         return s
     s.expected = [t.detach().contiguous() for t in leaves_out]
     s.checks = ["values" if s.values_checked else "shape"] * len(s.expected)
-    if s.values_checked and any(t.dtype in (torch.float16, torch.bfloat16) for t in leaves_out):
-        s.alternate = _float32_reference(op, args, kwargs, s.expected)
+    for k in range(manual_samples.CHECKED_OUTPUTS.get(op_name_of(op), len(s.expected)),
+                   len(s.expected)):
+        s.checks[k] = "skip"
+    if s.values_checked and any(t.dtype in _WIDER for t in leaves_out):
+        s.alternate = _wider_reference(op, args, kwargs, s.expected)
     return s
 
 
-def _float32_reference(op: OpOverload, args: Any, kwargs: Any, like: List[torch.Tensor]
-                       ) -> Optional[List[torch.Tensor]]:
-    """The op on float16/bfloat16 inputs upcast to float32, outputs cast back."""
+_WIDER = {torch.float16: torch.float32, torch.bfloat16: torch.float32,
+          torch.float32: torch.float64}
+
+
+def _wider_reference(op: OpOverload, args: Any, kwargs: Any, like: List[torch.Tensor]
+                     ) -> Optional[List[torch.Tensor]]:
+    """The op on float16/bfloat16/float32 inputs upcast one float type, outputs cast back."""
     def up(v: Any) -> Any:
-        if isinstance(v, torch.Tensor) and v.dtype in (torch.float16, torch.bfloat16):
-            return v.float()
+        if isinstance(v, torch.Tensor) and v.dtype in _WIDER:
+            return v.to(_WIDER[v.dtype])
         return v
 
     try:
@@ -375,6 +410,7 @@ def collect(op: OpOverload, key: str, infos: Sequence[Any], cfg: Config
                     for _, args, kwargs in rec.calls:
                         sample = _make_sample(op, key, f"{label} {DTYPE_NAMES[dt]} #{i}", args,
                                               kwargs)
+                        sample.preserve = op
                         if sample.dtype not in pools or full(sample.dtype):
                             continue
                         pools[sample.dtype].append(sample)
@@ -409,9 +445,10 @@ class _OpInfoCall:
         return self.oi.op(*args, **kwargs)
 
 
-def collect_composite(key: str, infos: Sequence[Any], cfg: Config
+def collect_composite(op: OpOverload, key: str, infos: Sequence[Any], cfg: Config
                       ) -> Dict[torch.dtype, List[Sample]]:
-    """Samples of a composite op: each OpInfo sample, called through the OpInfo."""
+    """Samples of a composite op: each OpInfo sample, called through the OpInfo
+    and exported with `op` preserved (torch would otherwise decompose it)."""
     pools: Dict[torch.dtype, List[Sample]] = {dt: [] for dt in DTYPES}
     with _quiet():
         for dt in DTYPES:
@@ -426,9 +463,105 @@ def collect_composite(key: str, infos: Sequence[Any], cfg: Config
                     args = _clone_tree((s.input,) + tuple(s.args))
                     sample = _make_sample(call, key, f"{label} {DTYPE_NAMES[dt]} #{i}", args,
                                           _clone_tree(dict(s.kwargs)))
+                    sample.preserve = op
                     if sample.dtype == dt:
                         pools[dt].append(sample)
     return pools
+
+
+# Eager's words for "this kernel has no such dtype" (as opposed to a bad argument).
+_REFUSAL = re.compile(r"not implemented for '|to have one of the following scalar types"
+                      r"|Input dtype must be either a floating point"
+                      r"|with (a bool tensor|two bool tensors) is not supported")
+
+
+def refuses_dtype(reason: str) -> bool:
+    """Whether an eager error says the op does not take the dtype at all."""
+    return bool(_REFUSAL.search(reason))
+
+
+def _convert(t: torch.Tensor, dt: torch.dtype) -> torch.Tensor:
+    """Tensor `t` in dtype `dt`, values kept where `dt` can hold them."""
+    if dt == torch.bool:
+        return t != 0
+    if dt.is_floating_point or t.dtype == torch.bool:
+        return t.to(dt)
+    info = torch.iinfo(dt)
+    v = t.round() if t.dtype.is_floating_point else t
+    if dt == torch.uint8:
+        v = v.abs()
+    return v.clamp(info.min, info.max).to(dt)
+
+
+def _int_scalars(v: Any) -> Any:
+    return int(round(v)) if isinstance(v, float) and v == v and abs(v) != float("inf") else v
+
+
+def synthesize(pools: Dict[torch.dtype, List[Sample]], wanted: Sequence[torch.dtype],
+               cap: Optional[int]) -> Dict[torch.dtype, str]:
+    """Fills the empty pools of `wanted` dtypes from the samples of another dtype.
+
+    An OpInfo may list a dtype whose samples never reach the ATen op in it
+    (softmax on integers computes in float). Each such dtype gets the
+    samples of a reference dtype (float32 first) with their tensors of that
+    dtype converted, and eager decides: samples it runs are tested like any
+    other; if it refuses the dtype outright ("not implemented for 'Int'"),
+    the op does not support it. Returns {dtype: eager's refusal}.
+    """
+    ref_dt = next((dt for dt in (torch.float32,) + tuple(DTYPES) if pools.get(dt)), None)
+    refused: Dict[torch.dtype, str] = {}
+    if ref_dt is None:
+        return refused
+    refs = [s for s in pools[ref_dt] if s.status != "skip"] or pools[ref_dt]
+    with _quiet():
+        for dt in wanted:
+            if pools.get(dt) or dt == ref_dt:
+                continue
+            made: List[Sample] = []
+            for r in refs[:cap]:
+                leaves = [_convert(v, dt) if isinstance(v, torch.Tensor) and v.dtype == ref_dt
+                          else v for v in r.leaves]
+                tries = [leaves]
+                if not dt.is_floating_point:
+                    tries.append([_int_scalars(v) for v in leaves])
+                for attempt in tries:
+                    args, kwargs = pytree.tree_unflatten(attempt, r.spec)
+                    s = _make_sample(r.op, r.key, f"{r.source} as {DTYPE_NAMES[dt]}", args, kwargs)
+                    s.preserve = r.preserve
+                    if s.status != "skip" or refuses_dtype(s.reason):
+                        break
+                made.append(s)
+            if made and all(s.status == "skip" and refuses_dtype(s.reason) for s in made):
+                refused[dt] = made[0].reason
+            else:
+                pools[dt] = made
+    return refused
+
+
+def collect_manual(op: OpOverload, name: str, key: str
+                   ) -> Tuple[Dict[torch.dtype, List[Sample]], List[torch.dtype]]:
+    """The hand-written samples of an op no OpInfo reaches (manual_samples.py),
+    and the dtypes eager accepts for it."""
+    pools: Dict[torch.dtype, List[Sample]] = {dt: [] for dt in DTYPES}
+    supported: List[torch.dtype] = []
+    with _quiet():
+        for dt in DTYPES:
+            try:
+                calls = manual_samples.samples(name, dt)
+            except Exception as e:  # noqa: BLE001 - making the inputs needs a refused op
+                if refuses_dtype(str(e)):
+                    continue
+                raise
+            call = manual_samples.CALLERS.get(name, op)
+            made = [_make_sample(call, key, f"hand-written {DTYPE_NAMES[dt]} #{i}", args, kwargs)
+                    for i, (args, kwargs) in enumerate(calls)]
+            for s in made:
+                s.preserve = op
+            if all(s.status == "skip" and refuses_dtype(s.reason) for s in made):
+                continue
+            supported.append(dt)
+            pools[dt] = [s for s in made if not (s.status == "skip" and refuses_dtype(s.reason))]
+    return pools, supported
 
 
 # --------------------------------------------------------------------------- #
@@ -504,8 +637,10 @@ def build(samples: Sequence[Sample]) -> Built:
             ep = torch.export.export(_Batch(samples), flat, strict=False)
         except Exception as e:  # noqa: BLE001
             raise StageError("export", _first_line(e)) from e
+        preserve = sorted({s.preserve for s in samples if s.preserve is not None}, key=str)
         try:
-            prog = ember.to_edge(ep).to_executorch()
+            config = ember.EdgeCompileConfig(preserve_ops=preserve)
+            prog = ember.to_edge(ep, compile_config=config).to_executorch()
             buf = prog.buffer
         except ExportError as e:
             if "no kernel in the runtime" in str(e):
@@ -634,6 +769,8 @@ def run_batch(samples: List[Sample], written: List[Built], isolate: bool = False
             continue
         problems = []
         for k, (g, w) in enumerate(zip(outs, s.expected)):
+            if s.checks[k] == "skip":
+                continue
             if k == 1 and s.op in _TIE_INDEX_OPS:
                 p = _check_tie_indices(s, outs)
                 s.checks[k] = "shape"  # checked here; the C test checks the values only
@@ -766,8 +903,10 @@ class Results:
         self.started = time.time()
 
     def record(self, entry: ops_coverage.OpEntry, status: str, infos: Sequence[Any] = (),
-               dtypes: Optional[Dict[str, Dict[str, Any]]] = None, note: str = "") -> None:
+               dtypes: Optional[Dict[str, Dict[str, Any]]] = None, note: str = "",
+               hand_written: bool = False) -> None:
         self.ops[entry.name] = {
+            "hand_written": hand_written,
             "kernel_keys": list(entry.kernel_keys),
             "implemented": entry.implemented,
             "missing": list(entry.missing),
@@ -805,6 +944,8 @@ class OpOutcome:
     supported: List[torch.dtype] = dataclasses.field(default_factory=list)
     pools: Dict[torch.dtype, List[Sample]] = dataclasses.field(default_factory=dict)
     note: str = ""
+    hand_written: bool = False  # samples from manual_samples.py, not from OpInfos
+    refused: Dict[torch.dtype, str] = dataclasses.field(default_factory=dict)
 
     @property
     def samples(self) -> List[Sample]:
@@ -812,9 +953,10 @@ class OpOutcome:
 
     def dtype_results(self) -> Dict[str, Dict[str, Any]]:
         implemented = self.entry.implemented
-        return {DTYPE_NAMES[dt]: dtype_result(self.pools.get(dt, []),
-                                              dt in self.supported or bool(self.pools.get(dt)),
-                                              implemented) for dt in DTYPES}
+        return {DTYPE_NAMES[dt]: dtype_result(
+            self.pools.get(dt, []),
+            dt not in self.refused and (dt in self.supported or bool(self.pools.get(dt))),
+            implemented) for dt in DTYPES}
 
 
 def run_all(entries: Sequence[ops_coverage.OpEntry], cfg: Config) -> Dict[str, OpOutcome]:
@@ -840,15 +982,27 @@ def run_all(entries: Sequence[ops_coverage.OpEntry], cfg: Config) -> Dict[str, O
         if not entry.implemented:
             outcomes[entry.name] = OpOutcome(entry, "no-kernel", infos, supported)
             continue
+        key = entry.kernel_keys[0]
         if not infos:
-            outcomes[entry.name] = OpOutcome(entry, "no-opinfo",
-                                             note="no OpInfo in torch's op_db dispatches it")
+            if entry.name not in manual_samples.SAMPLES:
+                outcomes[entry.name] = OpOutcome(entry, "no-opinfo",
+                                                 note="no OpInfo in torch's op_db dispatches it")
+                continue
+            pools, supported = collect_manual(op, entry.name, key)
+            outcome = OpOutcome(entry, "tested", [], supported, pools, hand_written=True,
+                                note="no OpInfo reaches it: hand-written samples")
+            outcomes[entry.name] = outcome
+            pending.extend(outcome.samples)
             continue
         progress(f"collecting samples of {entry.name}")
-        key = entry.kernel_keys[0]
-        pools = (collect_composite(key, infos, cfg) if composite
+        pools = (collect_composite(op, key, infos, cfg) if composite
                  else collect(op, key, infos, cfg))
-        outcome = OpOutcome(entry, "tested", infos, supported, pools)
+        refused = synthesize(pools, supported, cfg.cap)
+        note = ""
+        if refused:
+            note = ("eager refuses " + ", ".join(DTYPE_NAMES[dt] for dt in refused)
+                    + " although an OpInfo lists it")
+        outcome = OpOutcome(entry, "tested", infos, supported, pools, note=note, refused=refused)
         outcomes[entry.name] = outcome
         pending.extend(outcome.samples)
     writer = SampleWriter(samples_dir())
@@ -856,7 +1010,8 @@ def run_all(entries: Sequence[ops_coverage.OpEntry], cfg: Config) -> Dict[str, O
         writer.write(f"batch{i:03d}", built)
     writer.finish()
     for name, o in outcomes.items():
-        dtypes = o.dtype_results() if o.status in ("tested", "no-kernel") and o.infos else {}
-        results.record(o.entry, o.status, o.infos, dtypes, o.note)
+        has_samples = o.infos or o.hand_written
+        dtypes = o.dtype_results() if o.status in ("tested", "no-kernel") and has_samples else {}
+        results.record(o.entry, o.status, o.infos, dtypes, o.note, o.hand_written)
     results.write(os.path.join(samples_dir(), "results.json"))
     return outcomes

@@ -1,10 +1,11 @@
 """Every core ATen op, on PyTorch's own OpInfo samples, in libember vs eager.
 
 One test per core op (see op_harness.py for how samples are found, batched
-and compared). All samples run once, in shared programs, when the first test
-asks for them; each test then reports its op. A test is skipped when the
-runtime has no kernel for the op, when no OpInfo in torch reaches it, or when
-none of its samples can be exported; it fails when any sample's output
+and compared; ops no OpInfo reaches use manual_samples.py). All samples run
+once, in shared programs, when the first test asks for them; each test then
+reports its op. A test is skipped when the runtime has no kernel for the op,
+when it has neither OpInfo nor hand-written samples, or when none of its
+samples can be exported; it fails when any sample's output
 differs from eager PyTorch or the runtime returns an error.
 
 Environment:
