@@ -430,8 +430,20 @@ def composite_candidates(op: OpOverload, cfg: Config) -> List[Any]:
 
     wanted = _base_names(op)
     wanted |= {re.sub(r"[123]d$", "", n) for n in wanted}
-    found = [oi for oi in op_db if oi.name.split(".")[-1] in wanted]
+    # OpInfos named exactly so (`var`) before namespaced ones (`masked.var`,
+    # which computes without the op), which only count when there are no others
+    found = [oi for oi in op_db if oi.name in wanted] or [
+        oi for oi in op_db if oi.name.split(".")[-1] in wanted]
     return found if cfg.candidates is None else found[:cfg.candidates]
+
+
+def _spatial_rank_fits(op: OpOverload, sample: Any) -> bool:
+    """For an N-d op (`upsample_nearest2d`), whether the sample's input has
+    N + 1 or N + 2 dims: other ranks call the 1-d or 3-d sibling."""
+    m = re.search(r"([123])d$", op._schema.name)
+    if m is None or not isinstance(sample.input, torch.Tensor):
+        return True
+    return sample.input.dim() - int(m.group(1)) in (1, 2)
 
 
 class _OpInfoCall:
@@ -460,6 +472,8 @@ def collect_composite(op: OpOverload, key: str, infos: Sequence[Any], cfg: Confi
                 for i, s in enumerate(_samples(oi, dt, cfg.scan)):
                     if cfg.cap is not None and len(pools[dt]) >= cfg.cap:
                         break
+                    if not _spatial_rank_fits(op, s):
+                        continue
                     args = _clone_tree((s.input,) + tuple(s.args))
                     sample = _make_sample(call, key, f"{label} {DTYPE_NAMES[dt]} #{i}", args,
                                           _clone_tree(dict(s.kwargs)))
