@@ -780,27 +780,52 @@ static int native_dtype(ek_ctype ct) {
     return ct == EK_CT_F32 ? EMBER_FLOAT32 : ct == EK_CT_F64 ? EMBER_FLOAT64 : EMBER_INT64;
 }
 
+/* The input pointers are copied one by one: as a loop, the compiler turns
+ * the copy into a memcpy call, which costs more than many a map call. */
 static void call_map(const ek_map *m, ek_ctype ct, void *o, const void *const *in, size_t nin,
                      size_t n, void *arg) {
+    const void *in0 = in[0], *in1 = nin > 1 ? in[1] : NULL, *in2 = nin > 2 ? in[2] : NULL;
     switch (ct) {
     case EK_CT_F32: {
-        const float *p[3] = {NULL, NULL, NULL};
-        for (size_t k = 0; k < nin; k++) p[k] = (const float *)in[k];
+        const float *p[3] = {(const float *)in0, (const float *)in1, (const float *)in2};
         m->f32((float *)o, p, n, arg);
         break;
     }
     case EK_CT_F64: {
-        const double *p[3] = {NULL, NULL, NULL};
-        for (size_t k = 0; k < nin; k++) p[k] = (const double *)in[k];
+        const double *p[3] = {(const double *)in0, (const double *)in1, (const double *)in2};
         m->f64((double *)o, p, n, arg);
         break;
     }
     case EK_CT_I64: {
-        const int64_t *p[3] = {NULL, NULL, NULL};
-        for (size_t k = 0; k < nin; k++) p[k] = (const int64_t *)in[k];
+        const int64_t *p[3] = {(const int64_t *)in0, (const int64_t *)in1, (const int64_t *)in2};
         m->i64((int64_t *)o, p, n, arg);
         break;
     }
+    }
+}
+
+/* Values of a splat input (constant along the last dim) repeated in scratch
+ * for one map call; without scratch, EK_CHUNK of them on the stack. */
+#define EK_SPLAT 1024
+
+/* Converts the element at src once (load) and writes it n times to dst, in ct. */
+static void splat_fill(void *dst, ek_load_fn load, const void *src, ek_ctype ct, int64_t n) {
+    union {
+        float f;
+        double d;
+        int64_t i;
+    } v;
+    load(&v, src, 0, 1);
+    switch (ct) {
+    case EK_CT_F32:
+        for (int64_t j = 0; j < n; j++) ((float *)dst)[j] = v.f;
+        break;
+    case EK_CT_F64:
+        for (int64_t j = 0; j < n; j++) ((double *)dst)[j] = v.d;
+        break;
+    case EK_CT_I64:
+        for (int64_t j = 0; j < n; j++) ((int64_t *)dst)[j] = v.i;
+        break;
     }
 }
 
@@ -865,25 +890,88 @@ ember_status ek_map_tensors_to(ember_kernel_ctx *ctx, ember_tensor *out, const i
     size_t osize = ember_dtype_size(out->dtype);
     bool odirect = out->dtype == native_dtype(ct);
     int64_t len = sizes[n - 1];
-    /* When no operand needs converting, a whole run along the last dim is one
-     * map call; otherwise runs go through the chunk buffers. */
+    /* Splats: inputs constant along the last dim (stride 0 there, as the
+     * (N, 1) of (N, M) + (N, 1)). Each run converts their value once and
+     * repeats it in a buffer, rather than loading it again per chunk. */
+    bool splat[3] = {false, false, false};
+    size_t nsplat = 0;
+    for (size_t k = 0; k < nin; k++)
+        if (strides[k + 1][n - 1] == 0 && len > 1) {
+            splat[k] = true;
+            nsplat++;
+        }
+    /* When no other operand needs converting, a run (or, with splats, a
+     * splat buffer's worth) is one map call on the operands in place;
+     * otherwise runs go through the chunk buffers. */
     bool direct = odirect && strides[0][n - 1] == 1;
     for (size_t k = 0; k < nin; k++)
-        if (ins[k]->dtype != native_dtype(ct) || strides[k + 1][n - 1] != 1) direct = false;
-    int64_t step = direct ? len : EK_CHUNK;
+        if (!splat[k] && (ins[k]->dtype != native_dtype(ct) || strides[k + 1][n - 1] != 1))
+            direct = false;
+    int64_t step = direct && nsplat == 0 ? len : EK_CHUNK;
 
     ek_chunk inbuf[3], outbuf;
+    char *sbuf[3] = {NULL, NULL, NULL}; /* the splat buffers: step values each */
+    if (nsplat > 0) {
+        /* direct: a wider step, if scratch has room for the buffers */
+        const size_t csize = ct == EK_CT_F32 ? sizeof(float) : ct == EK_CT_F64 ? sizeof(double)
+                                                                               : sizeof(int64_t);
+        const int64_t wide = len < EK_SPLAT ? len : EK_SPLAT;
+        const size_t bytes = (size_t)wide * csize; /* <= EK_SPLAT * 8 */
+        char *big = NULL;
+        if (direct && wide > EK_CHUNK) big = ember_kernel_scratch(ctx, nsplat * bytes, 16);
+        if (big != NULL) step = wide;
+        for (size_t k = 0, j = 0; k < nin; k++)
+            if (splat[k]) sbuf[k] = big != NULL ? big + (j++) * bytes : (char *)&inbuf[k];
+    }
+    int64_t sfill = len < step ? len : step; /* values repeated in a splat buffer */
+    int64_t isize[3] = {0, 0, 0};
+    for (size_t k = 0; k < nin; k++) isize[k] = (int64_t)ember_dtype_size(ins[k]->dtype);
+
     int64_t idx[EMBER_MAX_DIM] = {0};
     int64_t off[EK_MAX_OPERANDS] = {0};
+    if (direct && nsplat == 0 && n >= 2) {
+        /* every run one map call on the operands in place: the runs of the
+         * next-to-last dim go in a tight loop of offset steps */
+        const int64_t rows = sizes[n - 2];
+        /* locals, so that the calls through map do not force them to be
+         * read again; offsets in bytes, stepped as integers (a pointer is
+         * formed only for a row that exists) */
+        const char *ibase[3] = {NULL, NULL, NULL};
+        int64_t ostep = strides[0][n - 2] * (int64_t)osize, istep[3] = {0, 0, 0};
+        for (size_t k = 0; k < nin; k++) {
+            ibase[k] = (const char *)ins[k]->data;
+            istep[k] = strides[k + 1][n - 2] * isize[k];
+        }
+        do {
+            int64_t ob = off[0] * (int64_t)osize, ib[3] = {0, 0, 0};
+            for (size_t k = 0; k < nin; k++) ib[k] = off[k + 1] * isize[k];
+            for (int64_t r = 0; r < rows; r++) {
+                const void *inp[3] = {ibase[0] + ib[0], NULL, NULL};
+                if (nin > 1) inp[1] = ibase[1] + ib[1];
+                if (nin > 2) inp[2] = ibase[2] + ib[2];
+                call_map(map, ct, obase + ob, inp, nin, (size_t)len, arg);
+                ob += ostep;
+                for (size_t k = 0; k < nin; k++) ib[k] += istep[k];
+            }
+        } while (ek_advance(idx, sizes, n - 2, nops, (const int64_t(*)[EMBER_MAX_DIM])strides,
+                            off));
+        return EMBER_OK;
+    }
     do {
+        for (size_t k = 0; k < nin; k++) {
+            if (!splat[k]) continue;
+            const char *p = (const char *)ins[k]->data + off[k + 1] * isize[k];
+            splat_fill(sbuf[k], load[k], p, ct, sfill);
+        }
         for (int64_t j = 0; j < len; j += step) {
             size_t cnt = (size_t)(len - j < step ? len - j : step);
             const void *inp[3];
             for (size_t k = 0; k < nin; k++) {
                 int64_t s = strides[k + 1][n - 1];
-                const char *p = (const char *)ins[k]->data +
-                                (off[k + 1] + j * s) * (int64_t)ember_dtype_size(ins[k]->dtype);
-                if (ins[k]->dtype == native_dtype(ct) && s == 1) {
+                const char *p = (const char *)ins[k]->data + (off[k + 1] + j * s) * isize[k];
+                if (splat[k]) {
+                    inp[k] = sbuf[k];
+                } else if (ins[k]->dtype == native_dtype(ct) && s == 1) {
                     inp[k] = p; /* already in compute type: use in place */
                 } else {
                     load[k](&inbuf[k], p, s, cnt);

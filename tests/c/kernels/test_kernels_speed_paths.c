@@ -8,7 +8,9 @@
  * channels-last input, and the direct loop it falls back to: no scratch,
  * channels-last out, integers), softmax and log_softmax rows (NaN, -inf,
  * all -inf, +inf, rows longer than a lane block, half types) and float32
- * sums (rows longer than a block, columns, inner dims reduced). Every case
+ * sums (rows longer than a block, columns, inner dims reduced), and the
+ * elementwise engine's broadcast runs (an input constant along the last
+ * dim, with and without scratch; the in-place row loop). Every case
  * runs for the dtypes the path serves, with sizes chosen to cross the block
  * boundaries of the kernels.
  */
@@ -724,6 +726,164 @@ static void test_sum(void) {
     tt_free(&x);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Elementwise engine: broadcast runs                                        */
+/* ------------------------------------------------------------------------ */
+
+/* Logical index of input t for output index i of shape osz[0..od), by
+ * broadcasting (t's dims align to the right; size-1 dims repeat). */
+static int64_t bcast_index(const ember_tensor *t, const int32_t *osz, size_t od, int64_t i) {
+    int64_t ti = 0, scale = 1;
+    for (size_t d = od; d-- > 0;) {
+        int64_t c = i % osz[d];
+        i /= osz[d];
+        size_t lead = od - t->dim;
+        if (d < lead) continue;
+        int32_t s = t->sizes[d - lead];
+        ti += (s == 1 ? 0 : c) * scale;
+        scale *= s;
+    }
+    return ti;
+}
+
+typedef enum { BIN_ADD, BIN_MUL, BIN_WHERE } bin_op;
+
+/* out = op(a, b[, c]) for broadcastable a, b (c: where's condition) against
+ * double loops; out has dtype odt and the broadcast shape osz. */
+static void check_bin(bin_op op, tt *a, tt *b, tt *c, int odt, const int32_t *osz, size_t od,
+                      double alpha, const char *what) {
+    tt o;
+    tt_new(&o, odt, osz, od, NULL, true);
+    ember_status st;
+    if (op == BIN_ADD)
+        st = CALL("aten::add.out", &a->v, &b->v, alpha == 1 ? v_int(1) : v_dbl(alpha), &o.v, &o.v);
+    else if (op == BIN_MUL)
+        st = CALL("aten::mul.out", &a->v, &b->v, &o.v, &o.v);
+    else
+        st = CALL("aten::where.self_out", &c->v, &a->v, &b->v, &o.v, &o.v);
+    double *want = calloc((size_t)o.t.numel + 1, sizeof(double));
+    for (int64_t i = 0; i < o.t.numel; i++) {
+        double x = at(&a->t, bcast_index(&a->t, osz, od, i));
+        double y = at(&b->t, bcast_index(&b->t, osz, od, i));
+        double w = op == BIN_ADD   ? x + alpha * y
+                   : op == BIN_MUL ? x * y
+                                   : (((const uint8_t *)c->t.data)[offset_of(
+                                          &c->t, bcast_index(&c->t, osz, od, i))]
+                                          ? x
+                                          : y);
+        want[i] = w;
+    }
+    if (CHECK_MSG(st == EMBER_OK, "%s: %s", what, ember_last_error()))
+        CHECK_MSG(close_to(&o.t, want, o.t.numel, tol_of(odt), what), "%s", what);
+    free(want);
+    tt_free(&o);
+}
+
+static void test_broadcast(void) {
+    check_section("elementwise broadcast runs");
+    /* (N, M) op (N, 1): the splat input, its run shorter and longer than a
+     * chunk and than the scratch buffer; with and without scratch */
+    const int32_t ms[] = {1, 5, 64, 65, 300, 2500};
+    const size_t scr[] = {sizeof g_scratch, 0};
+    for (size_t si = 0; si < 2; si++)
+        for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
+            g_scratch_size = scr[si];
+            tt a, b;
+            tt_new(&a, EMBER_FLOAT32, DIMS(7, ms[mi]), NULL, false);
+            tt_new(&b, EMBER_FLOAT32, DIMS(7, 1), NULL, false);
+            fill(&a.t);
+            fill(&b.t);
+            char what[80];
+            snprintf(what, sizeof what, "add (7,%d)+(7,1) scratch %zu", ms[mi], scr[si]);
+            check_bin(BIN_ADD, &a, &b, NULL, EMBER_FLOAT32, DIMS(7, ms[mi]), 1, what);
+            snprintf(what, sizeof what, "add (7,1)+(7,%d) alpha 2.5 scratch %zu", ms[mi], scr[si]);
+            check_bin(BIN_ADD, &b, &a, NULL, EMBER_FLOAT32, DIMS(7, ms[mi]), 2.5, what);
+            snprintf(what, sizeof what, "mul (7,%d)*(7,1) scratch %zu", ms[mi], scr[si]);
+            check_bin(BIN_MUL, &a, &b, NULL, EMBER_FLOAT32, DIMS(7, ms[mi]), 1, what);
+            tt_free(&a);
+            tt_free(&b);
+            g_scratch_size = sizeof g_scratch;
+        }
+
+    /* both inputs splat along the last dim of a 3-d broadcast, and a
+     * converted splat (int32 into float math), float16 out (not in place) */
+    {
+        tt a, b;
+        tt_new(&a, EMBER_FLOAT32, DIMS(3, 4, 1), NULL, false);
+        tt_new(&b, EMBER_INT32, DIMS(4, 1), NULL, false);
+        fill(&a.t);
+        fill(&b.t);
+        tt x;
+        tt_new(&x, EMBER_FLOAT32, DIMS(3, 4, 200), NULL, false);
+        fill(&x.t);
+        check_bin(BIN_ADD, &a, &b, NULL, EMBER_FLOAT32, DIMS(3, 4, 1), 1, "add (3,4,1)+(4,1)");
+        check_bin(BIN_ADD, &x, &b, NULL, EMBER_FLOAT32, DIMS(3, 4, 200), 1,
+                  "add (3,4,200)+(4,1) int32 splat");
+        tt h, hb;
+        tt_new(&h, EMBER_FLOAT16, DIMS(3, 4, 200), NULL, false);
+        tt_new(&hb, EMBER_FLOAT16, DIMS(3, 4, 1), NULL, false);
+        fill(&h.t);
+        fill(&hb.t);
+        check_bin(BIN_ADD, &h, &hb, NULL, EMBER_FLOAT16, DIMS(3, 4, 200), 1,
+                  "add float16 (3,4,200)+(3,4,1)");
+        tt_free(&a);
+        tt_free(&b);
+        tt_free(&x);
+        tt_free(&h);
+        tt_free(&hb);
+    }
+
+    /* three inputs: where(cond (5,1), x (5,70), y (70,)) */
+    {
+        tt cnd, x, y;
+        tt_new(&cnd, EMBER_BOOL, DIMS(5, 1), NULL, false);
+        tt_new(&x, EMBER_FLOAT32, DIMS(5, 70), NULL, false);
+        tt_new(&y, EMBER_FLOAT32, DIMS(70), NULL, false);
+        for (int i = 0; i < 5; i++) ((uint8_t *)cnd.t.data)[i] = (uint8_t)(i % 2);
+        fill(&x.t);
+        fill(&y.t);
+        check_bin(BIN_WHERE, &x, &y, &cnd, EMBER_FLOAT32, DIMS(5, 70), 1, "where (5,1) (5,70) (70,)");
+        tt_free(&cnd);
+        tt_free(&x);
+        tt_free(&y);
+    }
+
+    /* in-place runs of the next-to-last dim (the tight row loop): (N,) rows,
+     * (A,1,M) + (1,B,M), a 1-d run, and a transposed (not contiguous) input */
+    {
+        tt a, b;
+        tt_new(&a, EMBER_FLOAT32, DIMS(6, 9, 33), NULL, false);
+        tt_new(&b, EMBER_FLOAT32, DIMS(33), NULL, false);
+        fill(&a.t);
+        fill(&b.t);
+        check_bin(BIN_ADD, &a, &b, NULL, EMBER_FLOAT32, DIMS(6, 9, 33), 1, "add (6,9,33)+(33,)");
+        tt_free(&a);
+        tt_free(&b);
+        tt_new(&a, EMBER_FLOAT32, DIMS(5, 1, 40), NULL, false);
+        tt_new(&b, EMBER_FLOAT32, DIMS(1, 7, 40), NULL, false);
+        fill(&a.t);
+        fill(&b.t);
+        check_bin(BIN_MUL, &a, &b, NULL, EMBER_FLOAT32, DIMS(5, 7, 40), 1, "mul (5,1,40)*(1,7,40)");
+        tt_free(&a);
+        tt_free(&b);
+        tt_new(&a, EMBER_FLOAT64, DIMS(100), NULL, false);
+        tt_new(&b, EMBER_FLOAT64, DIMS(100), NULL, false);
+        fill(&a.t);
+        fill(&b.t);
+        check_bin(BIN_ADD, &a, &b, NULL, EMBER_FLOAT64, DIMS(100), 0.5, "add (100,)+(100,)");
+        tt_free(&a);
+        tt_free(&b);
+        static const uint8_t tr[2] = {1, 0};
+        tt_new(&a, EMBER_FLOAT32, DIMS(12, 30), tr, false);
+        tt_new(&b, EMBER_FLOAT32, DIMS(12, 30), NULL, false);
+        fill(&a.t);
+        fill(&b.t);
+        check_bin(BIN_ADD, &a, &b, NULL, EMBER_FLOAT32, DIMS(12, 30), 1, "add transposed + (12,30)");
+        tt_free(&a);
+        tt_free(&b);
+    }
+}
+
 int main(void) {
     g_ctx.scratch = &g_arena;
     g_ctx.op_name = "";
@@ -733,5 +893,6 @@ int main(void) {
     test_conv();
     test_softmax();
     test_sum();
+    test_broadcast();
     return check_finish();
 }
