@@ -120,8 +120,9 @@ CONV_FOR_EACH_INT(DEF_CONV)
                                     if (hi > bn) hi = bn;                                          \
                                     const int64_t step = g->sw * xs[3];                            \
                                     const T *xj = xrow + base * xs[3];                             \
-                                    if (step == 1) /* unit stride: vectorizes */                \
-                                        for (int64_t j = lo; j < hi; j++) acc[j] += wv * LOAD(xj[j]); \
+                                    if (step == 1) /* unit stride: vectorizes */                   \
+                                        for (int64_t j = lo; j < hi; j++)                          \
+                                            acc[j] += wv * LOAD(xj[j]);                            \
                                     else                                                           \
                                         for (int64_t j = lo; j < hi; j++)                          \
                                             acc[j] += wv * LOAD(xj[j * step]);                     \
@@ -226,9 +227,10 @@ static void col_fill(char *col, const char *x, size_t es, const ek_conv_geom *g,
                         if (hi > seg) hi = seg;
                         if (hi < lo) hi = lo;
                         memset(d, 0, (size_t)lo * es);
-                        col_copy(d + lo * (int64_t)es,
-                                 xp + (iy * xs[2] + (base + lo * g->sw) * xs[3]) * (int64_t)es,
-                                 g->sw * xs[3], hi - lo, es);
+                        if (hi > lo) /* (the source is formed only when it is inside x) */
+                            col_copy(d + lo * (int64_t)es,
+                                     xp + (iy * xs[2] + (base + lo * g->sw) * xs[3]) * (int64_t)es,
+                                     g->sw * xs[3], hi - lo, es);
                         memset(d + hi * (int64_t)es, 0, (size_t)(seg - hi) * es);
                     }
                     t += seg;

@@ -1411,7 +1411,7 @@ void ek_fill_bytes(void *dst, int64_t numel, const void *value, size_t elsize) {
     }                                                                                              \
                                                                                                    \
     /* rows i0..i0+MR, columns j0..j0+NR of out; A, W, O point at (i0, 0), (0, j0), (i0, j0) */    \
-    static void mm_tile4_##SFX(T *O, int64_t ldo, const T *A, int64_t lda, const T *W,            \
+    static void mm_tile4_##SFX(T *O, int64_t ldo, const T *A, int64_t lda, const T *W,             \
                                int64_t ldw, int64_t k, const mm_epi_##SFX *e, int64_t i0,          \
                                int64_t j0) {                                                       \
         CT c[EK_MM_MR][EK_MM_NR];                                                                  \
@@ -1451,6 +1451,12 @@ void ek_fill_bytes(void *dst, int64_t numel, const void *value, size_t elsize) {
             e.bias = (const T *)bias->data;                                                        \
             e.si = bias->si;                                                                       \
             e.sj = bias->sj;                                                                       \
+        }                                                                                          \
+        if (k == 0) { /* no products (a and w may be NULL): out is the epilogue of 0 */            \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                for (int64_t j = 0; j < m; j++)                                                    \
+                    O[i * ldo + j] = STORE(mm_final_##SFX(&e, 0, i, j));                           \
+            return;                                                                                \
         }                                                                                          \
         const int64_t mfull = m - m % EK_MM_NR;                                                    \
         /* column panels outside: a panel of w (k, NR) stays in cache across row tiles */          \
@@ -1522,11 +1528,10 @@ EK_DEF_MATMUL_INT(i64, int64_t)
 
 void ek_gemm(int dtype, void *out, int64_t ldo, const void *a, int64_t lda, const void *w,
              int64_t ldw, int64_t n, int64_t k, int64_t m, double alpha, const ek_mm_bias *bias) {
-    /* With k == 0 nothing is read from a or w, which may then be NULL:
-     * point them at a dummy so that no arithmetic touches a null pointer. */
-    static const double dummy[1] = {0.0};
+    /* With k == 0 nothing is read from a or w, which may then be NULL: the
+     * float loops form no pointer into them then, the integer loops none
+     * outside their loop over k. */
     if (n == 0 || m == 0) return;
-    if (k == 0) a = w = dummy;
 #define EK_GEMM_CASE(CODE, SFX, T)                                                                 \
     case CODE:                                                                                     \
         matmul_##SFX((T *)out, ldo, (const T *)a, lda, (const T *)w, ldw, n, k, m, alpha, bias);   \

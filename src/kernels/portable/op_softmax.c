@@ -76,7 +76,8 @@ static inline float sm_expf_nonpos(float x) {
  * libm for double. */
 static inline float sm_exp_f32(float x) { return sm_expf_nonpos(x); }
 static inline double sm_exp_f64(double x) { return exp(x); }
-#define SM_EXP(CT, x) (sizeof(CT) == sizeof(float) ? (CT)sm_exp_f32((float)(x)) : (CT)sm_exp_f64((double)(x)))
+#define SM_EXP(CT, x)                                                                              \
+    (sizeof(CT) == sizeof(float) ? (CT)sm_exp_f32((float)(x)) : (CT)sm_exp_f64((double)(x)))
 
 /*
  * Rows (inner == 1): self viewed as (outer, len), each row normalized on
@@ -124,7 +125,8 @@ static inline double sm_exp_f64(double x) { return exp(x); }
                 }                                                                                  \
             } else {                                                                               \
                 for (int64_t i = 0; i < lfull; i += SM_LANES)                                      \
-                    for (int j = 0; j < SM_LANES; j++) lane[j] += SM_EXP(CT, LOAD(xr[i + j]) - max); \
+                    for (int j = 0; j < SM_LANES; j++)                                             \
+                        lane[j] += SM_EXP(CT, LOAD(xr[i + j]) - max);                              \
                 for (int64_t i = lfull; i < len; i++) sum += SM_EXP(CT, LOAD(xr[i]) - max);        \
             }                                                                                      \
             for (int j = 0; j < SM_LANES; j++) sum += lane[j];                                     \

@@ -41,8 +41,8 @@ typedef struct tt {
 
 /* x of the given sizes and dim order (NULL: contiguous) over fresh zeroed
  * storage; free it with tt_free. dynamic: an output the kernel resizes. */
-static ember_value *tt_new(tt *x, int dtype, const int32_t *sizes, size_t dim,
-                           const uint8_t *order, bool dynamic) {
+static ember_value *tt_new(tt *x, int dtype, const int32_t *sizes, size_t dim, const uint8_t *order,
+                           bool dynamic) {
     memset(x, 0, sizeof *x);
     int64_t n = 1;
     for (size_t i = 0; i < dim; i++) {
@@ -114,7 +114,9 @@ static double at(const ember_tensor *t, int64_t i) {
     return get(t->dtype, t->data, offset_of(t, i));
 }
 
-static void set_at(ember_tensor *t, int64_t i, double v) { put(t->dtype, t->data, offset_of(t, i), v); }
+static void set_at(ember_tensor *t, int64_t i, double v) {
+    put(t->dtype, t->data, offset_of(t, i), v);
+}
 
 /* Deterministic values in [-1, 1) (integers: -4 .. 4). */
 static uint32_t g_rng = 12345u;
@@ -184,8 +186,7 @@ static ember_value *int_list(const int64_t *vals, size_t n) {
     l->v.u.int_list.len = n;
     return &l->v;
 }
-#define IL(...)                                                                                    \
-    int_list((const int64_t[]){__VA_ARGS__}, sizeof((const int64_t[]){__VA_ARGS__}) / 8)
+#define IL(...) int_list((const int64_t[]){__VA_ARGS__}, sizeof((const int64_t[]){__VA_ARGS__}) / 8)
 
 #define DIMS(...) (const int32_t[]){__VA_ARGS__}, sizeof((const int32_t[]){__VA_ARGS__}) / 4
 
@@ -241,7 +242,9 @@ static bool close_to(const ember_tensor *got, const double *want, int64_t n, dou
     return true;
 }
 
-static const char *dt_name(int dtype) { return ember_dtype_name(dtype); }
+static const char *dt_name(int dtype) {
+    return ember_dtype_name(dtype);
+}
 
 /* ------------------------------------------------------------------------ */
 /* mm, bmm, addmm                                                            */
@@ -261,8 +264,7 @@ static void check_mm(int dtype, int32_t n, int32_t k, int32_t m, bool addmm) {
     double alpha = addmm ? (is_int ? 3 : 0.5) : 1, beta = addmm ? (is_int ? -2 : 1.5) : 0;
     ember_status st;
     if (addmm)
-        st = CALL("aten::addmm.out", &c.v, &a.v, &b.v,
-                  is_int ? v_int((int64_t)beta) : v_dbl(beta),
+        st = CALL("aten::addmm.out", &c.v, &a.v, &b.v, is_int ? v_int((int64_t)beta) : v_dbl(beta),
                   is_int ? v_int((int64_t)alpha) : v_dbl(alpha), &o.v, &o.v);
     else
         st = CALL("aten::mm.out", &a.v, &b.v, &o.v, &o.v);
@@ -274,9 +276,10 @@ static void check_mm(int dtype, int32_t n, int32_t k, int32_t m, bool addmm) {
             want[i * m + j] = alpha * s + beta * at(&c.t, j);
         }
     char what[96];
-    snprintf(what, sizeof what, "%s %s (%d,%d)@(%d,%d)", addmm ? "addmm" : "mm", dt_name(dtype),
-             n, k, k, m);
-    if (CHECK_OK(st)) CHECK_MSG(close_to(&o.t, want, (int64_t)n * m, tol_of(dtype), what), "%s", what);
+    snprintf(what, sizeof what, "%s %s (%d,%d)@(%d,%d)", addmm ? "addmm" : "mm", dt_name(dtype), n,
+             k, k, m);
+    if (CHECK_OK(st))
+        CHECK_MSG(close_to(&o.t, want, (int64_t)n * m, tol_of(dtype), what), "%s", what);
     free(want);
     tt_free(&a);
     tt_free(&b);
@@ -287,9 +290,8 @@ static void check_mm(int dtype, int32_t n, int32_t k, int32_t m, bool addmm) {
 static void test_mm(void) {
     check_section("mm register tiles");
     /* full 4x32 tiles, row remainders 1..3, column remainders, k = 0 and 1 */
-    const int32_t shapes[][3] = {{4, 8, 32},  {5, 7, 33},  {7, 40, 70}, {8, 64, 64},
-                                 {3, 5, 96},  {1, 17, 31}, {6, 0, 40}, {9, 1, 65},
-                                 {2, 130, 2}, {13, 33, 100}};
+    const int32_t shapes[][3] = {{4, 8, 32},  {5, 7, 33}, {7, 40, 70}, {8, 64, 64}, {3, 5, 96},
+                                 {1, 17, 31}, {6, 0, 40}, {9, 1, 65},  {2, 130, 2}, {13, 33, 100}};
     const int dtypes[] = {EMBER_FLOAT32, EMBER_FLOAT64, EMBER_FLOAT16, EMBER_BFLOAT16, EMBER_INT32};
     for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -556,9 +558,9 @@ static void test_softmax(void) {
                 set_at(&x.t, 80 + i, ninf);
                 set_at(&x.t, 120 + i, i == 5 ? INFINITY : rnd());
             }
-            const double deep[] = {0,    -1,   -20,  -80,  -87,  -87.5, -88,  -90,
-                                   -95,  -100, -102, -103, -103.5, -104, -105, -110,
-                                   -120, -149, -150, -151, -200, -1000, ninf};
+            const double deep[] = {0,    -1,   -20,  -80,  -87,    -87.5, -88,  -90,
+                                   -95,  -100, -102, -103, -103.5, -104,  -105, -110,
+                                   -120, -149, -150, -151, -200,   -1000, ninf};
             for (int64_t i = 0; i < 40; i++)
                 set_at(&x.t, 160 + i, deep[i % (int64_t)(sizeof deep / sizeof deep[0])]);
             char what[80];
@@ -649,8 +651,8 @@ static void check_sum_of(tt *x, const int64_t *dims, size_t nd, bool mean, const
         bool ok = o.t.numel == onum;
         for (int64_t i = 0; ok && i < onum; i++) {
             double g = at(&o.t, i), w = want[i];
-            double tol = 1e-6 * mag[i] / (mean && cnt[i] > 0 ? (double)cnt[i] : 1) +
-                         2e-7 * fabs(w) + 1e-30;
+            double tol =
+                1e-6 * mag[i] / (mean && cnt[i] > 0 ? (double)cnt[i] : 1) + 2e-7 * fabs(w) + 1e-30;
             if (isnan(w) ? isnan(g) : (isinf(w) ? g == w : fabs(g - w) <= tol)) continue;
             printf("  %s: element %lld: got %.9g, want %.9g\n", what, (long long)i, g, w);
             ok = false;
@@ -765,12 +767,13 @@ static void check_bin(bin_op op, tt *a, tt *b, tt *c, int odt, const int32_t *os
     for (int64_t i = 0; i < o.t.numel; i++) {
         double x = at(&a->t, bcast_index(&a->t, osz, od, i));
         double y = at(&b->t, bcast_index(&b->t, osz, od, i));
-        double w = op == BIN_ADD   ? x + alpha * y
-                   : op == BIN_MUL ? x * y
-                                   : (((const uint8_t *)c->t.data)[offset_of(
-                                          &c->t, bcast_index(&c->t, osz, od, i))]
-                                          ? x
-                                          : y);
+        double w =
+            op == BIN_ADD ? x + alpha * y
+            : op == BIN_MUL
+                ? x * y
+                : (((const uint8_t *)c->t.data)[offset_of(&c->t, bcast_index(&c->t, osz, od, i))]
+                       ? x
+                       : y);
         want[i] = w;
     }
     if (CHECK_MSG(st == EMBER_OK, "%s: %s", what, ember_last_error()))
@@ -842,7 +845,8 @@ static void test_broadcast(void) {
         for (int i = 0; i < 5; i++) ((uint8_t *)cnd.t.data)[i] = (uint8_t)(i % 2);
         fill(&x.t);
         fill(&y.t);
-        check_bin(BIN_WHERE, &x, &y, &cnd, EMBER_FLOAT32, DIMS(5, 70), 1, "where (5,1) (5,70) (70,)");
+        check_bin(BIN_WHERE, &x, &y, &cnd, EMBER_FLOAT32, DIMS(5, 70), 1,
+                  "where (5,1) (5,70) (70,)");
         tt_free(&cnd);
         tt_free(&x);
         tt_free(&y);
@@ -878,7 +882,8 @@ static void test_broadcast(void) {
         tt_new(&b, EMBER_FLOAT32, DIMS(12, 30), NULL, false);
         fill(&a.t);
         fill(&b.t);
-        check_bin(BIN_ADD, &a, &b, NULL, EMBER_FLOAT32, DIMS(12, 30), 1, "add transposed + (12,30)");
+        check_bin(BIN_ADD, &a, &b, NULL, EMBER_FLOAT32, DIMS(12, 30), 1,
+                  "add transposed + (12,30)");
         tt_free(&a);
         tt_free(&b);
     }
