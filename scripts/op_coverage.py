@@ -7,7 +7,9 @@ the operator list derived from torch (ember.ops_coverage), prints a compact
 summary and writes a table op x dtype to docs/ops.md. It runs nothing
 itself, so `make test` prints it right after the tests at no cost.
 
-usage: .venv/bin/python scripts/op_coverage.py [--results FILE] [--markdown FILE | --summary-only]
+usage: .venv/bin/python scripts/op_coverage.py [--results FILE...] [--markdown FILE | --summary-only]
+
+Several results files (the shards of one run, EMBER_OPS_SHARD) are merged.
 """
 
 from __future__ import annotations
@@ -41,6 +43,20 @@ LEGEND = """\
 def default_results() -> str:
     d = os.environ.get("EMBER_OP_SAMPLES", os.path.join("build", "op-samples"))
     return os.path.join(d if os.path.isabs(d) else os.path.join(ROOT, d), "results.json")
+
+
+def merge_results(paths: List[str]) -> Dict[str, Any]:
+    """One results dict from the results.json of each shard of a run."""
+    merged: Dict[str, Any] = {}
+    for path in paths:
+        with open(path) as f:
+            part = json.load(f)
+        if not merged:
+            merged = dict(part, ops=dict(part.get("ops", {})))
+            continue
+        merged["ops"].update(part.get("ops", {}))
+        merged["seconds"] = round(merged.get("seconds", 0) + part.get("seconds", 0), 1)
+    return merged
 
 
 def cell(d: Dict[str, Any]) -> str:
@@ -218,17 +234,18 @@ under ASan + UBSan.
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--results", default=default_results(), help="results.json of the sample tests")
+    ap.add_argument("--results", nargs="+", default=[default_results()],
+                    help="results.json of the sample tests (several: the shards of one run)")
     ap.add_argument("--markdown", default=os.path.join(ROOT, "docs", "ops.md"),
                     help="table to write (default docs/ops.md)")
     ap.add_argument("--summary-only", action="store_true", help="print the summary, write nothing")
     args = ap.parse_args()
-    if not os.path.exists(args.results):
-        print(f"op coverage: no results at {os.path.relpath(args.results, ROOT)}; run "
+    missing = [p for p in args.results if not os.path.exists(p)]
+    if missing:
+        print(f"op coverage: no results at {os.path.relpath(missing[0], ROOT)}; run "
               "pytest tests/python/ops first")
         return 0 if args.summary_only else 1
-    with open(args.results) as f:
-        results = json.load(f)
+    results = merge_results(args.results)
     import warnings
 
     with warnings.catch_warnings():

@@ -79,13 +79,24 @@ class Config:
     candidates: Optional[int]   # OpInfos per op; None: all
     scan: Optional[int]         # samples looked at per (OpInfo, dtype); None: all
     batch: int                  # samples per program
+    shard: Tuple[int, int] = (0, 1)  # (k, n): this run takes the ops i with i % n == k
+
+    def takes(self, index: int) -> bool:
+        return index % self.shard[1] == self.shard[0]
 
     @staticmethod
     def from_env() -> "Config":
+        shard = (0, 1)
+        spec = os.environ.get("EMBER_OPS_SHARD", "")
+        if spec:
+            m = re.fullmatch(r"(\d+)/(\d+)", spec)
+            if m is None or not 0 <= int(m.group(1)) < int(m.group(2)):
+                raise ValueError(f"EMBER_OPS_SHARD={spec!r}: expected k/n with 0 <= k < n")
+            shard = (int(m.group(1)), int(m.group(2)))
         if os.environ.get("EMBER_OPS_FULL", "") not in ("", "0"):
-            return Config(full=True, cap=None, candidates=None, scan=None, batch=160)
+            return Config(full=True, cap=None, candidates=None, scan=None, batch=160, shard=shard)
         cap = int(os.environ.get("EMBER_OPS_CAP", "3"))
-        return Config(full=False, cap=cap, candidates=3, scan=20, batch=160)
+        return Config(full=False, cap=cap, candidates=3, scan=20, batch=160, shard=shard)
 
 
 def progress(message: str) -> None:
@@ -252,6 +263,10 @@ class Sample:
     checks: List[str] = dataclasses.field(default_factory=list)  # per output, for the C test
     status: str = "pending"     # pass | fail | skip | no-kernel
     reason: str = ""
+
+    def release(self) -> None:
+        """Drops the tensors once the sample ran and its program was written."""
+        self.leaves, self.inputs, self.expected, self.alternate = [], [], [], None
 
     def call(self, tensors: Sequence[torch.Tensor]) -> List[torch.Tensor]:
         it = iter(tensors)
@@ -802,14 +817,40 @@ def run_batch(samples: List[Sample], written: List[Built], isolate: bool = False
     written.append(built)
 
 
-def run_samples(samples: List[Sample], cfg: Config) -> List[Built]:
-    """Runs every pending sample in batches of cfg.batch; returns the programs that ran."""
-    written: List[Built] = []
-    pending = [s for s in samples if s.status == "pending"]
-    for start in range(0, len(pending), cfg.batch):
-        progress(f"samples {start}-{min(start + cfg.batch, len(pending))} of {len(pending)}")
-        run_batch(pending[start:start + cfg.batch], written, isolate=cfg.full)
-    return written
+class Runner:
+    """Runs samples in batches of cfg.batch as they are collected, writes each
+    program that ran for the C test, then drops the samples' tensors: memory
+    stays at about one op's samples, even in the full mode."""
+
+    def __init__(self, cfg: Config, writer: "SampleWriter") -> None:
+        self.cfg = cfg
+        self.writer = writer
+        self.pending: List[Sample] = []
+        self.ran = 0
+        self.programs = 0
+
+    def add(self, samples: Sequence[Sample]) -> None:
+        self.pending.extend(s for s in samples if s.status == "pending")
+        while len(self.pending) >= self.cfg.batch:
+            batch, self.pending = self.pending[:self.cfg.batch], self.pending[self.cfg.batch:]
+            self._run(batch)
+
+    def finish(self) -> None:
+        if self.pending:
+            batch, self.pending = self.pending, []
+            self._run(batch)
+        self.writer.finish()
+
+    def _run(self, batch: List[Sample]) -> None:
+        progress(f"samples {self.ran}-{self.ran + len(batch)}")
+        written: List[Built] = []
+        run_batch(batch, written, isolate=self.cfg.full)
+        for built in written:
+            self.writer.write(f"batch{self.programs:03d}", built)
+            self.programs += 1
+        for s in batch:
+            s.release()
+        self.ran += len(batch)
 
 
 # --------------------------------------------------------------------------- #
@@ -934,6 +975,7 @@ class Results:
     def write(self, path: str) -> None:
         data = {
             "mode": "full" if self.cfg.full else "default",
+            "shard": f"{self.cfg.shard[0]}/{self.cfg.shard[1]}",
             "cap": self.cfg.cap,
             "torch": torch.__version__,
             "seconds": round(time.time() - self.started, 1),
@@ -981,8 +1023,10 @@ def run_all(entries: Sequence[ops_coverage.OpEntry], cfg: Config) -> Dict[str, O
     """
     results = Results(cfg)
     outcomes: Dict[str, OpOutcome] = {}
-    pending: List[Sample] = []
-    for entry in entries:
+    runner = Runner(cfg, SampleWriter(samples_dir()))
+    for index, entry in enumerate(entries):
+        if not cfg.takes(index):
+            continue
         op = entry.op
         if ops_coverage.is_symbolic(op):
             outcomes[entry.name] = OpOutcome(entry, "symbolic", note="works on sizes, not data")
@@ -1006,7 +1050,7 @@ def run_all(entries: Sequence[ops_coverage.OpEntry], cfg: Config) -> Dict[str, O
             outcome = OpOutcome(entry, "tested", [], supported, pools, hand_written=True,
                                 note="no OpInfo reaches it: hand-written samples")
             outcomes[entry.name] = outcome
-            pending.extend(outcome.samples)
+            runner.add(outcome.samples)
             continue
         progress(f"collecting samples of {entry.name}")
         pools = (collect_composite(op, key, infos, cfg) if composite
@@ -1018,11 +1062,8 @@ def run_all(entries: Sequence[ops_coverage.OpEntry], cfg: Config) -> Dict[str, O
                     + " although an OpInfo lists it")
         outcome = OpOutcome(entry, "tested", infos, supported, pools, note=note, refused=refused)
         outcomes[entry.name] = outcome
-        pending.extend(outcome.samples)
-    writer = SampleWriter(samples_dir())
-    for i, built in enumerate(run_samples(pending, cfg)):
-        writer.write(f"batch{i:03d}", built)
-    writer.finish()
+        runner.add(outcome.samples)
+    runner.finish()
     for name, o in outcomes.items():
         has_samples = o.infos or o.hand_written
         dtypes = o.dtype_results() if o.status in ("tested", "no-kernel") and has_samples else {}
