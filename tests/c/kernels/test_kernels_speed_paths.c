@@ -47,9 +47,12 @@ static ember_value *tt_new(tt *x, int dtype, const int32_t *sizes, size_t dim, c
     int64_t n = 1;
     for (size_t i = 0; i < dim; i++) {
         x->sizes[i] = x->bounds[i] = sizes[i];
-        x->order[i] = order != NULL ? order[i] : (uint8_t)i;
         n *= sizes[i];
     }
+    /* the order as a whole array: a loop of byte stores up to dim makes
+     * gcc -O3 warn about a store past MAXD it cannot rule out */
+    for (size_t i = 0; i < MAXD; i++) x->order[i] = (uint8_t)i;
+    if (order != NULL) memcpy(x->order, order, dim < MAXD ? dim : MAXD);
     size_t bytes = (size_t)n * ember_dtype_size(dtype);
     x->t.data = calloc(bytes > 0 ? bytes : 1, 1);
     x->t.sizes = x->sizes;
