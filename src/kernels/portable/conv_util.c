@@ -118,14 +118,17 @@ CONV_FOR_EACH_INT(DEF_CONV)
                                     int64_t lo = base >= 0 ? 0 : (-base + g->sw - 1) / g->sw;      \
                                     int64_t hi = base >= g->w ? 0 : (g->w - base + g->sw - 1) / g->sw; \
                                     if (hi > bn) hi = bn;                                          \
-                                    const int64_t step = g->sw * xs[3];                            \
-                                    const T *xj = xrow + base * xs[3];                             \
+                                    if (lo >= hi) continue;                                        \
+                                    const int64_t step = g->sw * xs[3], cnt = hi - lo;             \
+                                    /* input of column lo: a pointer inside the row */             \
+                                    const T *xj = xrow + (base + lo * g->sw) * xs[3];              \
+                                    CT *aj = acc + lo;                                             \
                                     if (step == 1) /* unit stride: vectorizes */                   \
-                                        for (int64_t j = lo; j < hi; j++)                          \
-                                            acc[j] += wv * LOAD(xj[j]);                            \
+                                        for (int64_t j = 0; j < cnt; j++)                          \
+                                            aj[j] += wv * LOAD(xj[j]);                             \
                                     else                                                           \
-                                        for (int64_t j = lo; j < hi; j++)                          \
-                                            acc[j] += wv * LOAD(xj[j * step]);                     \
+                                        for (int64_t j = 0; j < cnt; j++)                          \
+                                            aj[j] += wv * LOAD(xj[j * step]);                      \
                                 }                                                                  \
                             }                                                                      \
                         }                                                                          \
