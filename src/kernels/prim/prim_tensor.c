@@ -37,7 +37,9 @@ static ember_status scalar_slot(ember_kernel_ctx *ctx, ember_value **args, size_
     return EMBER_OK;
 }
 
-ember_status ek_prim_sym_size_int(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
+/* sym_size.int / sym_stride.int: the size or stride of one dim of self. */
+static ember_status dim_fact(ember_kernel_ctx *ctx, ember_value **args, size_t nargs,
+                             const char *name, bool stride) {
     ember_tensor *self;
     int64_t dim;
     size_t d;
@@ -47,11 +49,19 @@ ember_status ek_prim_sym_size_int(ember_kernel_ctx *ctx, ember_value **args, siz
     EK_TRY(ek_arg_int(ctx, args, 1, &dim));
     EK_TRY(scalar_slot(ctx, args, 2, &out));
     if (self->dim == 0)
-        return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT, "sym_size: tensor has no dims");
+        return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT, "%s: tensor has no dims", name);
     EK_TRY(ek_norm_dim(ctx, dim, self->dim, &d));
     out->tag = EMBER_TAG_INT;
-    out->u.i = self->sizes[d];
+    out->u.i = stride ? self->strides[d] : self->sizes[d];
     return EMBER_OK;
+}
+
+ember_status ek_prim_sym_size_int(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
+    return dim_fact(ctx, args, nargs, "sym_size", false);
+}
+
+ember_status ek_prim_sym_stride_int(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
+    return dim_fact(ctx, args, nargs, "sym_stride", true);
 }
 
 ember_status ek_prim_sym_numel(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
@@ -62,23 +72,6 @@ ember_status ek_prim_sym_numel(ember_kernel_ctx *ctx, ember_value **args, size_t
     EK_TRY(scalar_slot(ctx, args, 1, &out));
     out->tag = EMBER_TAG_INT;
     out->u.i = self->numel;
-    return EMBER_OK;
-}
-
-ember_status ek_prim_sym_stride_int(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
-    ember_tensor *self;
-    int64_t dim;
-    size_t d;
-    ember_value *out;
-    EK_TRY(ek_check_nargs(ctx, nargs, 3));
-    EK_TRY(ek_arg_tensor_meta(ctx, args, 0, &self));
-    EK_TRY(ek_arg_int(ctx, args, 1, &dim));
-    EK_TRY(scalar_slot(ctx, args, 2, &out));
-    if (self->dim == 0)
-        return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT, "sym_stride: tensor has no dims");
-    EK_TRY(ek_norm_dim(ctx, dim, self->dim, &d));
-    out->tag = EMBER_TAG_INT;
-    out->u.i = self->strides[d];
     return EMBER_OK;
 }
 
