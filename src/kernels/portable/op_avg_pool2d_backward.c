@@ -78,9 +78,8 @@ static uint64_t avg_share_i64(int64_t g, int64_t d) {
     return d == -1 ? 0u - (uint64_t)g : (uint64_t)(g / d);
 }
 #define AVG_SHARE_I64(CT, g, d) avg_share_i64((g), (d))
-#define AVG_ID(x) (x)
 #define AVG_U2I(v) ((int64_t)(v))
-DEF_AVG_POOL_BWD(i64, int64_t, uint64_t, AVG_ID, AVG_U2I, AVG_SHARE_I64)
+DEF_AVG_POOL_BWD(i64, int64_t, uint64_t, EK_IDENT, AVG_U2I, AVG_SHARE_I64)
 
 ember_status ek_op_avg_pool2d_backward_grad_input(ember_kernel_ctx *ctx, ember_value **args,
                                                   size_t nargs) {
