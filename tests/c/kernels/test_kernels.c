@@ -14,6 +14,7 @@
 #include "check.h"
 #include "core/internal.h"
 #include "ember/kernel.h"
+#include "kernel_test.h"
 
 /* ------------------------------------------------------------------------ */
 /* Fixtures: tensors, values, kernel calls                                   */
@@ -21,44 +22,11 @@
 
 #define MAXD EMBER_MAX_DIM
 
-/* A tensor and the arrays it points into. */
-typedef struct tt {
-    ember_tensor t;
-    int32_t sizes[MAXD];
-    int32_t bounds[MAXD];
-    uint8_t order[MAXD];
-    int64_t strides[MAXD];
-    ember_value v;
-} tt;
-
-/* Sets up x over data (capacity bytes) with the given bounds; sizes start at
- * the bounds. dynamic: DYNAMIC_BOUND (outputs a kernel resizes). order may be
- * NULL for the default dim order. */
+/* x over data (capacity bytes); sizes start at the bounds. dynamic: an
+ * output a kernel resizes; order NULL: contiguous. */
 static ember_tensor *tt_make(tt *x, int dtype, const int32_t *sizes, size_t dim, void *data,
                              size_t capacity, bool dynamic, const uint8_t *order) {
-    memset(x, 0, sizeof *x);
-    for (size_t i = 0; i < dim; i++) {
-        x->sizes[i] = x->bounds[i] = sizes[i];
-        x->order[i] = order != NULL ? order[i] : (uint8_t)i;
-    }
-    x->t.data = data;
-    x->t.sizes = x->sizes;
-    x->t.bounds = x->bounds;
-    x->t.dim_order = x->order;
-    x->t.strides = x->strides;
-    x->t.dim = (uint32_t)dim;
-    x->t.dtype = (uint8_t)dtype;
-    x->t.dynamism = dynamic ? EMBER_SHAPE_DYNAMIC_BOUND : EMBER_SHAPE_STATIC;
-    x->t.storage = EMBER_STORAGE_PLANNED;
-    x->t.capacity = capacity;
-    int64_t n = 1;
-    for (size_t i = 0; i < dim; i++) n *= sizes[i];
-    x->t.numel = n;
-    x->t.nbytes = (size_t)n * ember_dtype_size(dtype);
-    ember_tensor_compute_strides(&x->t);
-    x->v.tag = EMBER_TAG_TENSOR;
-    x->v.u.t = &x->t;
-    return &x->t;
+    return tt_init(x, dtype, sizes, dim, data, capacity, dynamic, order)->u.t;
 }
 
 /* An input tensor over a data array (its size is its capacity). */
@@ -107,65 +75,20 @@ static ember_value v_str(const char *s) {
     return v;
 }
 
-/* A boxed int list (items point at Int values, as in a loaded method). */
-typedef struct il {
-    ember_value v;
-    ember_value items[MAXD];
-    ember_value *ptrs[MAXD];
-    int64_t unboxed[MAXD];
-} il;
-
-static ember_value *il_make(il *l, const int64_t *vals, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        l->items[i] = v_int(vals[i]);
-        l->ptrs[i] = &l->items[i];
-    }
-    l->v.tag = EMBER_TAG_INT_LIST;
-    l->v.u.int_list.items = l->ptrs;
-    l->v.u.int_list.unboxed = l->unboxed;
-    l->v.u.int_list.len = n;
-    return &l->v;
-}
 #define IL(l, ...)                                                                                 \
-    il_make(&(l), (const int64_t[]){__VA_ARGS__},                                                  \
+    il_init(&(l), (const int64_t[]){__VA_ARGS__},                                                  \
             sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
-#define IL0(l) il_make(&(l), NULL, 0)
-
-/* A tensor list value over tensors. */
-typedef struct tl {
-    ember_value v;
-    ember_value *ptrs[8];
-} tl;
-
-static ember_value *tl_make(tl *l, tt **xs, size_t n, bool optional) {
-    for (size_t i = 0; i < n; i++) l->ptrs[i] = xs[i] != NULL ? &xs[i]->v : NULL;
-    l->v.tag = optional ? EMBER_TAG_OPTIONAL_TENSOR_LIST : EMBER_TAG_TENSOR_LIST;
-    l->v.u.tensor_list.items = l->ptrs;
-    l->v.u.tensor_list.len = n;
-    return &l->v;
-}
+#define IL0(l) il_init(&(l), NULL, 0)
 
 /* The kernel context: a scratch arena, as a method would hand it. */
 static uint8_t g_scratch[1 << 16];
 static ember_arena g_arena;
 static struct ember_kernel_ctx g_ctx;
 
-static ember_kernel_fn kernel(const char *name) {
-    for (size_t i = 0; i < ember_portable_kernel_count(); i++)
-        if (strcmp(ember_portable_kernel_at(i)->name, name) == 0)
-            return ember_portable_kernel_at(i)->fn;
-    printf("no kernel %s\n", name);
-    return NULL;
-}
-
 /* Calls kernel name with the given argument values. */
 static ember_status call_(const char *name, ember_value **args, size_t n) {
-    ember_kernel_fn fn = kernel(name);
-    if (fn == NULL) return EMBER_ERR_OPERATOR_MISSING;
     ember_arena_reset(&g_arena);
-    g_ctx.op_name = name;
-    ember_clear_error();
-    return fn(&g_ctx, args, n);
+    return kt_call(&g_ctx, name, args, n);
 }
 #define CALL(name, ...)                                                                            \
     call_((name), (ember_value *[]){__VA_ARGS__},                                                  \
@@ -225,7 +148,7 @@ static void test_registry(void) {
     ember_kernels_clear();
     CHECK_OK(ember_portable_kernels_register());
     const char *key = "aten::addmm.out";
-    CHECK(ember_kernel_find(key, strlen(key)) == kernel(key));
+    CHECK(ember_kernel_find(key, strlen(key)) == kt_kernel(key));
     key = "executorch_prim::et_view.default";
     CHECK(ember_kernel_find(key, strlen(key)) != NULL);
     ember_kernels_clear();
@@ -821,7 +744,7 @@ static void test_norms(void) {
     tt *ol[3] = {&ty, &tm, &tr};
     il ns;
     CHECK_OK(CALL("aten::native_layer_norm.out", &tx.v, IL(ns, C), &tw.v, &tb.v, VP(v_dbl(1e-5)),
-                  &ty.v, &tm.v, &tr.v, tl_make(&outs, ol, 3, false)));
+                  &ty.v, &tm.v, &tr.v, tl_init(&outs, ol, 3, false)));
     bool ok = true;
     for (int r = 0; r < R; r++) {
         double m = 0, v = 0;
@@ -838,13 +761,13 @@ static void test_norms(void) {
     CHECK(SHAPE_IS(&tm.t, 1, R, 1));
     /* no weight and bias; normalized over the last two dims */
     CHECK_OK(CALL("aten::native_layer_norm.out", &tx.v, IL(ns, R, C), VP(v_none()), VP(v_none()),
-                  VP(v_dbl(1e-5)), &ty.v, &tm.v, &tr.v, tl_make(&outs, ol, 3, false)));
+                  VP(v_dbl(1e-5)), &ty.v, &tm.v, &tr.v, tl_init(&outs, ol, 3, false)));
     CHECK(SHAPE_IS(&tm.t, 1, 1, 1));
     double s = 0;
     for (int i = 0; i < R * C; i++) s += y[i];
     CHECK(fabs(s) < 1e-4);
     CHECK_STATUS(CALL("aten::native_layer_norm.out", &tx.v, IL(ns, 7), &tw.v, &tb.v,
-                      VP(v_dbl(1e-5)), &ty.v, &tm.v, &tr.v, tl_make(&outs, ol, 3, false)),
+                      VP(v_dbl(1e-5)), &ty.v, &tm.v, &tr.v, tl_init(&outs, ol, 3, false)),
                  EMBER_ERR_SHAPE_MISMATCH);
 
     /* batch norm (inference) over (2, 3, 2, 2) */
@@ -864,7 +787,7 @@ static void test_norms(void) {
     tt *bol[3] = {&tby, &te1, &te2};
     CHECK_OK(CALL("aten::_native_batch_norm_legit_no_training.out", &tbx.v, &tbw.v, &tbb.v, &tbm.v,
                   &tbv.v, VP(v_dbl(0.1)), VP(v_dbl(1e-5)), &tby.v, &te1.v, &te2.v,
-                  tl_make(&bouts, bol, 3, false)));
+                  tl_init(&bouts, bol, 3, false)));
     ok = true;
     for (int i = 0; i < 24; i++) {
         int c = (i / 4) % 3;
@@ -876,7 +799,7 @@ static void test_norms(void) {
     IN(tbm, EMBER_FLOAT32, bm, 2);
     CHECK_STATUS(CALL("aten::_native_batch_norm_legit_no_training.out", &tbx.v, &tbw.v, &tbb.v,
                       &tbm.v, &tbv.v, VP(v_dbl(0.1)), VP(v_dbl(1e-5)), &tby.v, &te1.v, &te2.v,
-                      tl_make(&bouts, bol, 3, false)),
+                      tl_init(&bouts, bol, 3, false)),
                  EMBER_ERR_SHAPE_MISMATCH);
 }
 
@@ -1009,7 +932,7 @@ static void test_pool(void) {
     OUT(ti, EMBER_INT64, ind, 1, 2, 2, 2);
     tt *ol[2] = {&ty, &ti};
     CHECK_OK(CALL("aten::max_pool2d_with_indices.out", &tx.v, IL(k, 2, 2), IL(s, 2, 2), IL(p, 0, 0),
-                  IL(d, 1, 1), VP(v_bool(false)), &ty.v, &ti.v, tl_make(&outs, ol, 2, false)));
+                  IL(d, 1, 1), VP(v_bool(false)), &ty.v, &ti.v, tl_init(&outs, ol, 2, false)));
     bool ok = true;
     for (int c = 0; c < 2; c++)
         for (int oy = 0; oy < 2; oy++)
@@ -1035,14 +958,14 @@ static void test_pool(void) {
     OUT(ty, EMBER_FLOAT32, y9, 1, 1, 3, 3);
     OUT(ti, EMBER_INT64, i9, 1, 1, 3, 3);
     CHECK_OK(CALL("aten::max_pool2d_with_indices.out", &tx.v, IL(k, 3), IL(s, 2), IL(p, 1),
-                  IL(d, 1), VP(v_bool(true)), &ty.v, &ti.v, tl_make(&outs, ol, 2, false)));
+                  IL(d, 1), VP(v_bool(true)), &ty.v, &ti.v, tl_init(&outs, ol, 2, false)));
     CHECK(SHAPE_IS(&ty.t, 1, 1, 3, 3));
     CHECK(y9[0] == 6 && i9[0] == 6 && y9[4] == 18 && y9[8] == 24);
     CHECK_OK(CALL("aten::max_pool2d_with_indices.out", &tx.v, IL(k, 2, 2), IL0(s), IL(p, 0),
-                  IL(d, 1), VP(v_bool(false)), &ty.v, &ti.v, tl_make(&outs, ol, 2, false)));
+                  IL(d, 1), VP(v_bool(false)), &ty.v, &ti.v, tl_init(&outs, ol, 2, false)));
     CHECK(SHAPE_IS(&ty.t, 1, 1, 2, 2) && y9[0] == 6 && y9[3] == 18);
     CHECK_STATUS(CALL("aten::max_pool2d_with_indices.out", &tx.v, IL(k, 2), IL(s, 2), IL(p, 2),
-                      IL(d, 1), VP(v_bool(false)), &ty.v, &ti.v, tl_make(&outs, ol, 2, false)),
+                      IL(d, 1), VP(v_bool(false)), &ty.v, &ti.v, tl_init(&outs, ol, 2, false)),
                  EMBER_ERR_INVALID_ARGUMENT); /* padding above half the kernel */
 
     /* avg pool 3x3 stride 2 padding 1 on 5x5: count_include_pad on and off */
@@ -1294,13 +1217,13 @@ static void test_join_split(void) {
     tt_make(&te, EMBER_FLOAT32, (const int32_t[]){0}, 1, NULL, 0, false, NULL);
     OUT(to, EMBER_FLOAT32, o, 2, 5);
     tt *l3[3] = {&ta, &te, &tb};
-    CHECK_OK(CALL("aten::cat.out", tl_make(&list, l3, 3, false), VP(v_int(-1)), &to.v, &to.v));
+    CHECK_OK(CALL("aten::cat.out", tl_init(&list, l3, 3, false), VP(v_int(-1)), &to.v, &to.v));
     float want[10] = {0, 1, 2, 10, 11, 3, 4, 5, 12, 13};
     CHECK(SHAPE_IS(&to.t, 2, 5) && close_f(o, want, 10, 0));
-    CHECK_STATUS(CALL("aten::cat.out", tl_make(&list, l3, 3, false), VP(v_int(0)), &to.v, &to.v),
+    CHECK_STATUS(CALL("aten::cat.out", tl_init(&list, l3, 3, false), VP(v_int(0)), &to.v, &to.v),
                  EMBER_ERR_SHAPE_MISMATCH);
     tt *alias[2] = {&ta, &to};
-    CHECK_STATUS(CALL("aten::cat.out", tl_make(&list, alias, 2, false), VP(v_int(1)), &to.v, &to.v),
+    CHECK_STATUS(CALL("aten::cat.out", tl_init(&list, alias, 2, false), VP(v_int(1)), &to.v, &to.v),
                  EMBER_ERR_INVALID_PROGRAM);
     /* int32 and float inputs into a float out */
     int32_t ib[2] = {7, 8};
@@ -1308,12 +1231,12 @@ static void test_join_split(void) {
     IN(tib, EMBER_INT32, ib, 2, 1);
     tt *l2[2] = {&ta, &tib};
     OUT(to, EMBER_FLOAT32, o, 2, 4);
-    CHECK_OK(CALL("aten::cat.out", tl_make(&list, l2, 2, false), VP(v_int(1)), &to.v, &to.v));
+    CHECK_OK(CALL("aten::cat.out", tl_init(&list, l2, 2, false), VP(v_int(1)), &to.v, &to.v));
     CHECK(o[3] == 7 && o[7] == 8);
 
     OUT(to, EMBER_FLOAT32, o, 2, 3, 2);
     tt *s2[2] = {&ta, &ta};
-    CHECK_OK(CALL("aten::stack.out", tl_make(&list, s2, 2, false), VP(v_int(2)), &to.v, &to.v));
+    CHECK_OK(CALL("aten::stack.out", tl_init(&list, s2, 2, false), VP(v_int(2)), &to.v, &to.v));
     CHECK(SHAPE_IS(&to.t, 2, 3, 2) && o[0] == 0 && o[1] == 0 && o[2] == 1 && o[11] == 5);
 
     /* split_with_sizes_copy along the last dim, as the transformer's qkv split */
@@ -1327,7 +1250,7 @@ static void test_join_split(void) {
     OUT(t2, EMBER_FLOAT32, p2, 2, 3);
     tt *outs[3] = {&t0, &t1, &t2};
     tl ol;
-    ember_value *olv = tl_make(&ol, outs, 3, false);
+    ember_value *olv = tl_init(&ol, outs, 3, false);
     CHECK_OK(
         CALL("aten::split_with_sizes_copy.out", &tx.v, IL(sz, 2, 1, 3), VP(v_int(-1)), olv, olv));
     CHECK(p0[0] == 0 && p0[1] == 1 && p0[2] == 6 && p1[0] == 2 && p1[1] == 8 && p2[0] == 3 &&
@@ -1342,7 +1265,7 @@ static void test_join_split(void) {
     /* split_copy: 6 in pieces of 4 -> 4, 2 */
     OUT(t0, EMBER_FLOAT32, p0, 2, 4);
     OUT(t1, EMBER_FLOAT32, p1, 2, 2);
-    olv = tl_make(&ol, outs, 2, false);
+    olv = tl_init(&ol, outs, 2, false);
     CHECK_OK(CALL("aten::split_copy.Tensor_out", &tx.v, VP(v_int(4)), VP(v_int(1)), olv, olv));
     float hold[8];
     memcpy(hold, p0, sizeof p0);
@@ -1351,7 +1274,7 @@ static void test_join_split(void) {
     float u0[6], u1[6];
     OUT(t0, EMBER_FLOAT32, u0, 6);
     OUT(t1, EMBER_FLOAT32, u1, 6);
-    olv = tl_make(&ol, outs, 2, false);
+    olv = tl_init(&ol, outs, 2, false);
     CHECK_OK(CALL("aten::unbind_copy.int_out", &tx.v, VP(v_int(0)), olv, olv));
     CHECK(u0[5] == 5 && u1[0] == 6);
 }
@@ -1524,22 +1447,22 @@ static void test_indexing(void) {
     IN(tjv, EMBER_INT64, jv, 2);
     tt *l1[3] = {NULL, &tiv, &tjv};
     OUT(to, EMBER_FLOAT32, o, 2, 2);
-    CHECK_OK(CALL("aten::index.Tensor_out", &tx.v, tl_make(&idx, l1, 3, true), &to.v, &to.v));
+    CHECK_OK(CALL("aten::index.Tensor_out", &tx.v, tl_init(&idx, l1, 3, true), &to.v, &to.v));
     CHECK(SHAPE_IS(&to.t, 2, 2) && o[0] == 3 && o[1] == 9 && o[2] == 15 && o[3] == 21);
     /* non-adjacent: x[i, :, j] -> (2, 3) with the broadcast dim first */
     tt *l2[3] = {&tiv, NULL, &tjv};
     int64_t iv2[2] = {1, 0};
     IN(tiv, EMBER_INT64, iv2, 2);
     OUT(to, EMBER_FLOAT32, o, 2, 3);
-    CHECK_OK(CALL("aten::index.Tensor_out", &tx.v, tl_make(&idx, l2, 3, true), &to.v, &to.v));
+    CHECK_OK(CALL("aten::index.Tensor_out", &tx.v, tl_init(&idx, l2, 3, true), &to.v, &to.v));
     CHECK(SHAPE_IS(&to.t, 2, 3) && o[0] == 15 && o[1] == 19 && o[3] == 1 && o[5] == 9);
     /* a single index on dim 0 keeps the rest */
     tt *l3[1] = {&tiv};
     OUT(to, EMBER_FLOAT32, o, 2, 3, 4);
-    CHECK_OK(CALL("aten::index.Tensor_out", &tx.v, tl_make(&idx, l3, 1, true), &to.v, &to.v));
+    CHECK_OK(CALL("aten::index.Tensor_out", &tx.v, tl_init(&idx, l3, 1, true), &to.v, &to.v));
     CHECK(SHAPE_IS(&to.t, 2, 3, 4) && o[0] == 12 && o[12] == 0);
     iv2[0] = 2;
-    CHECK_STATUS(CALL("aten::index.Tensor_out", &tx.v, tl_make(&idx, l3, 1, true), &to.v, &to.v),
+    CHECK_STATUS(CALL("aten::index.Tensor_out", &tx.v, tl_init(&idx, l3, 1, true), &to.v, &to.v),
                  EMBER_ERR_DATA_OUT_OF_BOUNDS);
     /* a bool mask over the first two dims */
     uint8_t mask[6] = {0, 1, 0, 0, 0, 1};
@@ -1547,7 +1470,7 @@ static void test_indexing(void) {
     IN(tmask, EMBER_BOOL, mask, 2, 3);
     tt *l4[1] = {&tmask};
     OUT(to, EMBER_FLOAT32, o, 6, 4);
-    CHECK_OK(CALL("aten::index.Tensor_out", &tx.v, tl_make(&idx, l4, 1, true), &to.v, &to.v));
+    CHECK_OK(CALL("aten::index.Tensor_out", &tx.v, tl_init(&idx, l4, 1, true), &to.v, &to.v));
     CHECK(SHAPE_IS(&to.t, 2, 4) && o[0] == 4 && o[4] == 20 && o[7] == 23);
 
     /* index_select along dim 1; gather along dim 2 */
@@ -1576,21 +1499,21 @@ static void test_indexing(void) {
     IN(tvals, EMBER_FLOAT32, vals, 4);
     tt *lp[2] = {NULL, &tpv};
     OUT(to, EMBER_FLOAT32, o, 2, 3, 4);
-    CHECK_OK(CALL("aten::index_put.out", &tx.v, tl_make(&idx, lp, 2, true), &tvals.v,
+    CHECK_OK(CALL("aten::index_put.out", &tx.v, tl_init(&idx, lp, 2, true), &tvals.v,
                   VP(v_bool(false)), &to.v, &to.v));
     CHECK(SHAPE_IS(&to.t, 2, 3, 4) && o[0] == 100 && o[3] == 400 && o[4] == 4 && o[8] == 100 &&
           o[12] == 100 && o[16] == 16 && o[23] == 400);
     pv[1] = 2; /* a repeated index accumulates twice */
-    CHECK_OK(CALL("aten::index_put.out", &tx.v, tl_make(&idx, lp, 2, true), &tvals.v,
+    CHECK_OK(CALL("aten::index_put.out", &tx.v, tl_init(&idx, lp, 2, true), &tvals.v,
                   VP(v_bool(true)), &to.v, &to.v));
     CHECK(o[0] == 0 && o[8] == 208 && o[11] == 811 && o[20] == 220 && x[8] == 8);
     pv[0] = 3;
-    CHECK_STATUS(CALL("aten::index_put.out", &tx.v, tl_make(&idx, lp, 2, true), &tvals.v,
+    CHECK_STATUS(CALL("aten::index_put.out", &tx.v, tl_init(&idx, lp, 2, true), &tvals.v,
                       VP(v_bool(false)), &to.v, &to.v),
                  EMBER_ERR_DATA_OUT_OF_BOUNDS);
     /* a bool mask (2, 3) covers dims 0 and 1: rows (0, 1) and (1, 2) take v */
     tt *lpm[1] = {&tmask};
-    CHECK_OK(CALL("aten::index_put.out", &tx.v, tl_make(&idx, lpm, 1, true), &tvals.v,
+    CHECK_OK(CALL("aten::index_put.out", &tx.v, tl_init(&idx, lpm, 1, true), &tvals.v,
                   VP(v_bool(false)), &to.v, &to.v));
     CHECK(o[0] == 0 && o[4] == 100 && o[7] == 400 && o[8] == 8 && o[20] == 100 && o[23] == 400);
 }
@@ -1682,10 +1605,10 @@ static void test_more_ops(void) {
     OUT(tmi, EMBER_INT64, mi, 2);
     tt *ol[2] = {&tmv, &tmi};
     CHECK_OK(CALL("aten::max.dim_max", &tx.v, VP(v_int(1)), VP(v_bool(false)), &tmv.v, &tmi.v,
-                  tl_make(&outs, ol, 2, false)));
+                  tl_init(&outs, ol, 2, false)));
     CHECK(mv[0] == 3 && mi[0] == 2 && mv[1] == 6 && mi[1] == 2);
     CHECK_OK(CALL("aten::min.dim_min", &tx.v, VP(v_int(1)), VP(v_bool(false)), &tmv.v, &tmi.v,
-                  tl_make(&outs, ol, 2, false)));
+                  tl_init(&outs, ol, 2, false)));
     CHECK(mv[0] == -2 && mi[0] == 1 && mv[1] == -4 && mi[1] == 0);
 
     /* var with and without correction */
@@ -1714,7 +1637,7 @@ static void test_more_ops(void) {
     tt *gol[3] = {&tgy, &tgm, &tgr};
     CHECK_OK(CALL("aten::native_group_norm.out", &tg.v, &tgw.v, &tgb.v, VP(v_int(2)), VP(v_int(4)),
                   VP(v_int(2)), VP(v_int(2)), VP(v_dbl(1e-5)), &tgy.v, &tgm.v, &tgr.v,
-                  tl_make(&gouts, gol, 3, false)));
+                  tl_init(&gouts, gol, 3, false)));
     bool ok = true;
     for (int grp = 0; grp < 4; grp++) { /* (n, group) slabs of 4 elements */
         double m = 0, var = 0;
@@ -1731,7 +1654,7 @@ static void test_more_ops(void) {
     CHECK(ok);
     CHECK_STATUS(CALL("aten::native_group_norm.out", &tg.v, &tgw.v, &tgb.v, VP(v_int(2)),
                       VP(v_int(4)), VP(v_int(2)), VP(v_int(3)), VP(v_dbl(1e-5)), &tgy.v, &tgm.v,
-                      &tgr.v, tl_make(&gouts, gol, 3, false)),
+                      &tgr.v, tl_init(&gouts, gol, 3, false)),
                  EMBER_ERR_INVALID_ARGUMENT);
 
     /* nearest upsample 2x3 -> 4x5 (PyTorch: src = floor(dst * in / out)) */
@@ -2007,7 +1930,7 @@ static ember_value *junk_value(junk *j, int kind) {
         size_t n = jrand() % 6;
         for (size_t i = 0; i < n; i++)
             items[i] = jrand() % 4 == 0 ? junk_int() : (int64_t)(jrand() % 4);
-        return il_make(l, items, n);
+        return il_init(l, items, n);
     }
     default: {
         tl *l = &j->tlists[jrand() % 4];
@@ -2015,7 +1938,7 @@ static ember_value *junk_value(junk *j, int kind) {
         size_t n = jrand() % 4;
         for (size_t i = 0; i < n; i++)
             xs[i] = jrand() % 6 == 0 && kind == K_OTLIST ? NULL : &j->t[jrand() % POOL_T];
-        return tl_make(l, xs, n, kind == K_OTLIST);
+        return tl_init(l, xs, n, kind == K_OTLIST);
     }
     }
 }

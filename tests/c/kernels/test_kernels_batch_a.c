@@ -18,6 +18,7 @@
 #include "check.h"
 #include "core/internal.h"
 #include "ember/kernel.h"
+#include "kernel_test.h"
 
 /* ------------------------------------------------------------------------ */
 /* Fixtures                                                                  */
@@ -25,51 +26,13 @@
 
 #define MAXD EMBER_MAX_DIM
 
-/* A tensor, its shape arrays and the value that boxes it. */
-typedef struct tt {
-    ember_tensor t;
-    int32_t sizes[MAXD];
-    int32_t bounds[MAXD];
-    uint8_t order[MAXD];
-    int64_t strides[MAXD];
-    ember_value v;
-} tt;
-
-/* x over data (capacity bytes), sizes = bounds; order NULL = contiguous. */
-static ember_value *tensor(tt *x, int dtype, const int32_t *sizes, size_t dim, void *data,
-                           size_t capacity, bool dynamic, const uint8_t *order) {
-    memset(x, 0, sizeof *x);
-    int64_t n = 1;
-    for (size_t i = 0; i < dim; i++) {
-        x->sizes[i] = x->bounds[i] = sizes[i];
-        x->order[i] = order != NULL ? order[i] : (uint8_t)i;
-        n *= sizes[i];
-    }
-    x->t.data = data;
-    x->t.sizes = x->sizes;
-    x->t.bounds = x->bounds;
-    x->t.dim_order = x->order;
-    x->t.strides = x->strides;
-    x->t.dim = (uint32_t)dim;
-    x->t.dtype = (uint8_t)dtype;
-    x->t.dynamism = dynamic ? EMBER_SHAPE_DYNAMIC_BOUND : EMBER_SHAPE_STATIC;
-    x->t.storage = EMBER_STORAGE_PLANNED;
-    x->t.capacity = capacity;
-    x->t.numel = n;
-    x->t.nbytes = (size_t)n * ember_dtype_size(dtype);
-    ember_tensor_compute_strides(&x->t);
-    x->v.tag = EMBER_TAG_TENSOR;
-    x->v.u.t = &x->t;
-    return &x->v;
-}
-
 #define DIMS(...) (const int32_t[]){__VA_ARGS__}, sizeof((const int32_t[]){__VA_ARGS__}) / 4
 /* An input (static shape) and an output (bounds, resized by the kernel). */
 #define IN(x, dtype, data, ...)                                                                    \
-    tensor(&(x), (dtype), DIMS(__VA_ARGS__), (data), sizeof(data), false, NULL)
+    tt_init(&(x), (dtype), DIMS(__VA_ARGS__), (data), sizeof(data), false, NULL)
 #define OUT(x, dtype, buf, ...)                                                                    \
-    tensor(&(x), (dtype), DIMS(__VA_ARGS__), (buf), sizeof(buf), true, NULL)
-#define SCALAR(x, dtype, var) tensor(&(x), (dtype), NULL, 0, &(var), sizeof(var), false, NULL)
+    tt_init(&(x), (dtype), DIMS(__VA_ARGS__), (buf), sizeof(buf), true, NULL)
+#define SCALAR(x, dtype, var) tt_init(&(x), (dtype), NULL, 0, &(var), sizeof(var), false, NULL)
 
 static ember_value g_vals[64];
 static size_t g_nvals;
@@ -100,43 +63,13 @@ static ember_value *v_none(void) {
     return v;
 }
 
-/* An int list boxed as a loaded method boxes it (items are Int values). */
-typedef struct il {
-    ember_value v;
-    ember_value items[MAXD];
-    ember_value *ptrs[MAXD];
-    int64_t unboxed[MAXD];
-} il;
-
-static ember_value *int_list(il *l, const int64_t *vals, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        l->items[i].tag = EMBER_TAG_INT;
-        l->items[i].u.i = vals[i];
-        l->ptrs[i] = &l->items[i];
-    }
-    l->v.tag = EMBER_TAG_INT_LIST;
-    l->v.u.int_list.items = l->ptrs;
-    l->v.u.int_list.unboxed = l->unboxed;
-    l->v.u.int_list.len = n;
-    return &l->v;
-}
 #define IL(l, ...)                                                                                 \
-    int_list(&(l), (const int64_t[]){__VA_ARGS__},                                                 \
-             sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
+    il_init(&(l), (const int64_t[]){__VA_ARGS__},                                                  \
+            sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
 
 /* The TensorList a multi-output op gets last. */
-typedef struct tl {
-    ember_value v;
-    ember_value *ptrs[2];
-} tl;
-
 static ember_value *pair(tl *l, tt *a, tt *b) {
-    l->ptrs[0] = &a->v;
-    l->ptrs[1] = &b->v;
-    l->v.tag = EMBER_TAG_TENSOR_LIST;
-    l->v.u.tensor_list.items = l->ptrs;
-    l->v.u.tensor_list.len = 2;
-    return &l->v;
+    return tl_init(l, (tt *[]){a, b}, 2, false);
 }
 
 static uint8_t g_scratch[1 << 12];
@@ -144,16 +77,8 @@ static ember_arena g_arena;
 static struct ember_kernel_ctx g_ctx;
 
 static ember_status call_(const char *name, ember_value **args, size_t n) {
-    for (size_t i = 0; i < ember_portable_kernel_count(); i++) {
-        const ember_kernel *k = ember_portable_kernel_at(i);
-        if (strcmp(k->name, name) != 0) continue;
-        ember_arena_reset(&g_arena);
-        g_ctx.op_name = name;
-        ember_clear_error();
-        return k->fn(&g_ctx, args, n);
-    }
-    printf("no kernel %s\n", name);
-    return EMBER_ERR_OPERATOR_MISSING;
+    ember_arena_reset(&g_arena);
+    return kt_call(&g_ctx, name, args, n);
 }
 #define CALL(name, ...)                                                                            \
     call_((name), (ember_value *[]){__VA_ARGS__},                                                  \
@@ -573,7 +498,7 @@ static void test_fill(void) {
     CHECK(ember_half_to_float(hod[1]) == 1.0f);
     /* zero-size self */
     tt e, eo;
-    tensor(&e, EMBER_FLOAT32, DIMS(0, 3), NULL, 0, false, NULL);
+    tt_init(&e, EMBER_FLOAT32, DIMS(0, 3), NULL, 0, false, NULL);
     OUT(eo, EMBER_FLOAT32, od, 4, 3);
     CHECK_OK(CALL("aten::fill.Scalar_out", &e.v, v_int(1), &eo.v, &eo.v));
     CHECK(SHAPE_IS(&eo.t, 0, 3));
@@ -649,7 +574,7 @@ static void test_prod(void) {
     /* empty: product of nothing is 1 */
     tt e, eo;
     float eod[4] = {9, 9, 9, 9};
-    tensor(&e, EMBER_FLOAT32, DIMS(0, 4), NULL, 0, false, NULL);
+    tt_init(&e, EMBER_FLOAT32, DIMS(0, 4), NULL, 0, false, NULL);
     OUT(eo, EMBER_FLOAT32, eod, 4);
     CHECK_OK(CALL("aten::prod.int_out", &e.v, v_int(0), v_bool(false), v_none(), &eo.v, &eo.v));
     CHECK(SHAPE_IS(&eo.t, 4) && eod[0] == 1 && eod[3] == 1);
@@ -737,7 +662,7 @@ static void test_sort(void) {
     int32_t md[6] = {3, 1, 2, 1, 5, 2}, mvd[6];
     int64_t mid[6];
     IN(m, EMBER_INT32, md, 2, 3);
-    tensor(&mv, EMBER_INT32, DIMS(2, 3), mvd, sizeof mvd, true, (const uint8_t[]){1, 0});
+    tt_init(&mv, EMBER_INT32, DIMS(2, 3), mvd, sizeof mvd, true, (const uint8_t[]){1, 0});
     OUT(mi, EMBER_INT64, mid, 2, 3);
     CHECK_OK(CALL("aten::sort.values", &m.v, v_int(0), v_bool(false), &mv.v, &mi.v,
                   pair(&ret, &mv, &mi)));
@@ -805,7 +730,7 @@ static void test_sort(void) {
                   pair(&ret, &zv, &zi)));
     CHECK(zvd == 4 && zid == 0);
     tt e, ev, ei;
-    tensor(&e, EMBER_FLOAT32, DIMS(2, 0), NULL, 0, false, NULL);
+    tt_init(&e, EMBER_FLOAT32, DIMS(2, 0), NULL, 0, false, NULL);
     OUT(ev, EMBER_FLOAT32, vd, 2, 4);
     OUT(ei, EMBER_INT64, id, 2, 4);
     CHECK_OK(CALL("aten::sort.values", &e.v, v_int(1), v_bool(false), &ev.v, &ei.v,
@@ -954,7 +879,7 @@ static void test_nonzero(void) {
     /* column-major self: indices still come in row-major order */
     tt c;
     float cd[6] = {1, 0, 0, 1, 1, 0}; /* (2, 3) stored by columns: [[1,0,1],[0,1,0]] */
-    tensor(&c, EMBER_FLOAT32, DIMS(2, 3), cd, sizeof cd, false, (const uint8_t[]){1, 0});
+    tt_init(&c, EMBER_FLOAT32, DIMS(2, 3), cd, sizeof cd, false, (const uint8_t[]){1, 0});
     CHECK_OK(CALL("aten::nonzero.out", &c.v, &o.v, &o.v));
     CHECK(SHAPE_IS(&o.t, 3, 2) && EQ_I64(od, 0, 0, 0, 2, 1, 1));
     /* bool, 3-d */
@@ -1078,7 +1003,7 @@ static void test_rand(void) {
     float zd = -1;
     SCALAR(z, EMBER_FLOAT32, zd);
     il none_list;
-    CHECK_OK(CALL("aten::rand.out", int_list(&none_list, NULL, 0), &z.v, &z.v));
+    CHECK_OK(CALL("aten::rand.out", il_init(&none_list, NULL, 0), &z.v, &z.v));
     CHECK(zd >= 0 && zd < 1);
     OUT(o, EMBER_FLOAT32, u, 100, 200);
     CHECK_OK(CALL("aten::randn.out", IL(size, 0, 200), &o.v, &o.v));

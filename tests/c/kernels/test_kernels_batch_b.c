@@ -19,6 +19,7 @@
 #include "check.h"
 #include "core/internal.h"
 #include "ember/kernel.h"
+#include "kernel_test.h"
 
 /* ------------------------------------------------------------------------ */
 /* Fixtures                                                                  */
@@ -26,49 +27,11 @@
 
 #define MAXD EMBER_MAX_DIM
 
-/* A tensor with its own shape arrays and the value that boxes it. */
-typedef struct tt {
-    ember_tensor t;
-    int32_t sizes[MAXD];
-    int32_t bounds[MAXD];
-    uint8_t order[MAXD];
-    int64_t strides[MAXD];
-    ember_value v;
-} tt;
-
-/* x over data (capacity bytes) with sizes = bounds; order NULL: contiguous. */
-static ember_value *tensor(tt *x, int dtype, const int32_t *sizes, size_t dim, void *data,
-                           size_t capacity, bool dynamic, const uint8_t *order) {
-    memset(x, 0, sizeof *x);
-    int64_t n = 1;
-    for (size_t i = 0; i < dim; i++) {
-        x->sizes[i] = x->bounds[i] = sizes[i];
-        x->order[i] = order != NULL ? order[i] : (uint8_t)i;
-        n *= sizes[i];
-    }
-    x->t.data = data;
-    x->t.sizes = x->sizes;
-    x->t.bounds = x->bounds;
-    x->t.dim_order = x->order;
-    x->t.strides = x->strides;
-    x->t.dim = (uint32_t)dim;
-    x->t.dtype = (uint8_t)dtype;
-    x->t.dynamism = dynamic ? EMBER_SHAPE_DYNAMIC_BOUND : EMBER_SHAPE_STATIC;
-    x->t.storage = EMBER_STORAGE_PLANNED;
-    x->t.capacity = capacity;
-    x->t.numel = n;
-    x->t.nbytes = (size_t)n * ember_dtype_size(dtype);
-    ember_tensor_compute_strides(&x->t);
-    x->v.tag = EMBER_TAG_TENSOR;
-    x->v.u.t = &x->t;
-    return &x->v;
-}
-
 #define DIMS(...) (const int32_t[]){__VA_ARGS__}, sizeof((const int32_t[]){__VA_ARGS__}) / 4
 #define IN(x, dtype, data, ...)                                                                    \
-    tensor(&(x), (dtype), DIMS(__VA_ARGS__), (data), sizeof(data), false, NULL)
+    tt_init(&(x), (dtype), DIMS(__VA_ARGS__), (data), sizeof(data), false, NULL)
 #define OUT(x, dtype, buf, ...)                                                                    \
-    tensor(&(x), (dtype), DIMS(__VA_ARGS__), (buf), sizeof(buf), true, NULL)
+    tt_init(&(x), (dtype), DIMS(__VA_ARGS__), (buf), sizeof(buf), true, NULL)
 
 /* Boxed scalars from a ring (each test uses far fewer than its size). */
 static ember_value g_vals[256];
@@ -110,29 +73,12 @@ static ember_value *v_str(const char *s) {
     return v;
 }
 
-/* Int lists boxed as a loaded method boxes them (items are Int values). */
-typedef struct il {
-    ember_value v;
-    ember_value items[MAXD];
-    ember_value *ptrs[MAXD];
-    int64_t unboxed[MAXD];
-} il;
-
+/* Int lists from a ring (each test uses far fewer than its size). */
 static il g_lists[16];
 static size_t g_nlists;
 
 static ember_value *int_list(const int64_t *vals, size_t n) {
-    il *l = &g_lists[g_nlists++ % 16];
-    for (size_t i = 0; i < n; i++) {
-        l->items[i].tag = EMBER_TAG_INT;
-        l->items[i].u.i = vals[i];
-        l->ptrs[i] = &l->items[i];
-    }
-    l->v.tag = EMBER_TAG_INT_LIST;
-    l->v.u.int_list.items = l->ptrs;
-    l->v.u.int_list.unboxed = l->unboxed;
-    l->v.u.int_list.len = n;
-    return &l->v;
+    return il_init(&g_lists[g_nlists++ % 16], vals, n);
 }
 #define IL(...)                                                                                    \
     int_list((const int64_t[]){__VA_ARGS__}, sizeof((const int64_t[]){__VA_ARGS__}) / 8)
@@ -144,18 +90,8 @@ static ember_arena g_arena;
 static struct ember_kernel_ctx g_ctx;
 
 static ember_status call_(const char *name, ember_value **args, size_t n) {
-    ember_kernel_fn fn = NULL;
-    for (size_t i = 0; i < ember_portable_kernel_count(); i++)
-        if (strcmp(ember_portable_kernel_at(i)->name, name) == 0)
-            fn = ember_portable_kernel_at(i)->fn;
-    if (fn == NULL) {
-        printf("no kernel %s\n", name);
-        return EMBER_ERR_OPERATOR_MISSING;
-    }
     ember_arena_reset(&g_arena);
-    g_ctx.op_name = name;
-    ember_clear_error();
-    return fn(&g_ctx, args, n);
+    return kt_call(&g_ctx, name, args, n);
 }
 #define CALL(name, ...)                                                                            \
     call_((name), (ember_value *[]){__VA_ARGS__},                                                  \
@@ -228,7 +164,7 @@ static void test_scatter(void) {
     /* self in a transposed layout (dim order 1, 0): logical values unchanged */
     float xt[6] = {10, 40, 20, 50, 30, 60}; /* logical [[10,20,30],[40,50,60]] */
     tt st;
-    tensor(&st, EMBER_FLOAT32, DIMS(2, 3), xt, sizeof xt, false, (const uint8_t[]){1, 0});
+    tt_init(&st, EMBER_FLOAT32, DIMS(2, 3), xt, sizeof xt, false, (const uint8_t[]){1, 0});
     CHECK_OK(CALL("aten::scatter.src_out", &st.v, v_int(1), &i.v, &src.v, &o.v, &o.v));
     CHECK(NEAR(y, 1, 20, 2, 4, 3, 60));
 
@@ -236,10 +172,10 @@ static void test_scatter(void) {
     float x0 = 5, s0 = 9, y0 = 0;
     int64_t i0 = 0;
     tt t0, ti0, ts0, to0;
-    tensor(&t0, EMBER_FLOAT32, NULL, 0, &x0, sizeof x0, false, NULL);
-    tensor(&ti0, EMBER_INT64, NULL, 0, &i0, sizeof i0, false, NULL);
-    tensor(&ts0, EMBER_FLOAT32, NULL, 0, &s0, sizeof s0, false, NULL);
-    tensor(&to0, EMBER_FLOAT32, NULL, 0, &y0, sizeof y0, true, NULL);
+    tt_init(&t0, EMBER_FLOAT32, NULL, 0, &x0, sizeof x0, false, NULL);
+    tt_init(&ti0, EMBER_INT64, NULL, 0, &i0, sizeof i0, false, NULL);
+    tt_init(&ts0, EMBER_FLOAT32, NULL, 0, &s0, sizeof s0, false, NULL);
+    tt_init(&to0, EMBER_FLOAT32, NULL, 0, &y0, sizeof y0, true, NULL);
     CHECK_OK(CALL("aten::scatter_add.out", &t0.v, v_int(-1), &ti0.v, &ts0.v, &to0.v, &to0.v));
     CHECK(y0 == 14);
 
@@ -428,7 +364,7 @@ static void test_views(void) {
     tt s, o;
     IN(s, EMBER_FLOAT32, x, 3, 4);
     OUT(o, EMBER_FLOAT32, y, 12);
-    tensor(&o, EMBER_FLOAT32, DIMS(3, 4), y, sizeof y, true, NULL);
+    tt_init(&o, EMBER_FLOAT32, DIMS(3, 4), y, sizeof y, true, NULL);
     CHECK_OK(CALL("aten::as_strided_copy.out", &s.v, IL(2, 3), IL(1, 3), v_int(2), &o.v, &o.v));
     CHECK(SHAPE_IS(&o.t, 2, 3) && NEAR(y, 2, 5, 8, 3, 6, 9));
     CHECK_ERR(CALL("aten::as_strided_copy.out", &s.v, IL(2, 3), IL(1, 5), v_int(2), &o.v, &o.v),
@@ -444,7 +380,7 @@ static void test_views(void) {
                   &o.v)); /* empty: never reads */
     CHECK(SHAPE_IS(&o.t, 0, 3));
 
-    tensor(&o, EMBER_FLOAT32, DIMS(4), y, sizeof y, true, NULL);
+    tt_init(&o, EMBER_FLOAT32, DIMS(4), y, sizeof y, true, NULL);
     CHECK_OK(CALL("aten::diagonal_copy.out", &s.v, v_int(1), v_int(0), v_int(1), &o.v, &o.v));
     CHECK(SHAPE_IS(&o.t, 3) && NEAR(y, 1, 6, 11));
     CHECK_OK(CALL("aten::diagonal_copy.out", &s.v, v_int(-1), v_int(1), v_int(0), &o.v, &o.v));
@@ -502,7 +438,7 @@ static void test_pad(void) {
               EMBER_ERR_SHAPE_MISMATCH, "expected a 4-d or 5-d input");
     tt e;
     float none[1];
-    tensor(&e, EMBER_FLOAT32, DIMS(1, 0, 3), none, sizeof none, false, NULL);
+    tt_init(&e, EMBER_FLOAT32, DIMS(1, 0, 3), none, sizeof none, false, NULL);
     CHECK_ERR(CALL("aten::replication_pad2d.out", &e.v, IL(1, 1, 1, 1), &of.v, &of.v),
               EMBER_ERR_SHAPE_MISMATCH, "is empty");
 
@@ -617,17 +553,17 @@ static void test_pool3d(void) {
     int64_t ic[16], il_[16];
     const uint8_t cl[5] = {0, 2, 3, 4, 1};
     tt c_in, l_in, c_out, l_out, c_ind, l_ind;
-    tensor(&c_in, EMBER_FLOAT32, DIMS(1, 2, 2, 2, 3), xc, sizeof xc, false, NULL);
-    tensor(&l_in, EMBER_FLOAT32, DIMS(1, 2, 2, 2, 3), xl, sizeof xl, false, cl);
+    tt_init(&c_in, EMBER_FLOAT32, DIMS(1, 2, 2, 2, 3), xc, sizeof xc, false, NULL);
+    tt_init(&l_in, EMBER_FLOAT32, DIMS(1, 2, 2, 2, 3), xl, sizeof xl, false, cl);
     for (int c = 0; c < 2; c++)
         for (int v = 0; v < 12; v++) { /* v = (d * 2 + h) * 3 + w */
             xc[c * 12 + v] = (float)((v * 7 + c * 5) % 11);
             xl[v * 2 + c] = xc[c * 12 + v];
         }
-    tensor(&c_out, EMBER_FLOAT32, DIMS(1, 2, 2, 2, 4), yc, sizeof yc, true, NULL);
-    tensor(&l_out, EMBER_FLOAT32, DIMS(1, 2, 2, 2, 4), yl, sizeof yl, true, cl);
-    tensor(&c_ind, EMBER_INT64, DIMS(1, 2, 2, 2, 4), ic, sizeof ic, true, NULL);
-    tensor(&l_ind, EMBER_INT64, DIMS(1, 2, 2, 2, 4), il_, sizeof il_, true, cl);
+    tt_init(&c_out, EMBER_FLOAT32, DIMS(1, 2, 2, 2, 4), yc, sizeof yc, true, NULL);
+    tt_init(&l_out, EMBER_FLOAT32, DIMS(1, 2, 2, 2, 4), yl, sizeof yl, true, cl);
+    tt_init(&c_ind, EMBER_INT64, DIMS(1, 2, 2, 2, 4), ic, sizeof ic, true, NULL);
+    tt_init(&l_ind, EMBER_INT64, DIMS(1, 2, 2, 2, 4), il_, sizeof il_, true, cl);
     CHECK_OK(CALL("aten::max_pool3d_with_indices.out", &c_in.v, IL(1, 2, 2), IL(1), IL(0, 0, 1),
                   IL(1), v_bool(false), &c_out.v, &c_ind.v, &list.v));
     CHECK_OK(CALL("aten::max_pool3d_with_indices.out", &l_in.v, IL(1, 2, 2), IL(1), IL(0, 0, 1),
@@ -736,8 +672,8 @@ static void test_batch_norm(void) {
         for (int c = 0; c < 3; c++)
             for (int v = 0; v < 2; v++) xl[(n * 2 + v) * 3 + c] = xc[(n * 3 + c) * 2 + v];
     tt c_in, l_in, c_out, l_out, om, oi;
-    tensor(&c_in, EMBER_FLOAT32, DIMS(2, 3, 1, 2), xc, sizeof xc, false, NULL);
-    tensor(&l_in, EMBER_FLOAT32, DIMS(2, 3, 1, 2), xl, sizeof xl, false, cl);
+    tt_init(&c_in, EMBER_FLOAT32, DIMS(2, 3, 1, 2), xc, sizeof xc, false, NULL);
+    tt_init(&l_in, EMBER_FLOAT32, DIMS(2, 3, 1, 2), xl, sizeof xl, false, cl);
     OUT(c_out, EMBER_FLOAT32, yc, 2, 3, 1, 2);
     OUT(l_out, EMBER_FLOAT32, yl, 2, 3, 1, 2);
     OUT(om, EMBER_FLOAT32, m3, 3);
@@ -796,7 +732,7 @@ static void test_dist(void) {
     /* batch dims broadcast: (2, 1, 2) against (1, 2): out (2, 1, 1) */
     tt tab;
     IN(tab, EMBER_FLOAT32, a, 2, 1, 2);
-    tensor(&o, EMBER_FLOAT32, DIMS(2, 2, 2), y, sizeof y, true, NULL);
+    tt_init(&o, EMBER_FLOAT32, DIMS(2, 2, 2), y, sizeof y, true, NULL);
     CHECK_OK(CALL("aten::_cdist_forward.out", &tab.v, &tb.v, v_dbl(2), v_none(), &o.v, &o.v));
     CHECK(SHAPE_IS(&o.t, 2, 1, 1) && NEAR(y, 4, 3));
 
@@ -898,7 +834,7 @@ static void test_col2im(void) {
     /* the columns stored transposed (dim order 1, 0): the same sums */
     float colt[8] = {1, 10, 2, 20, 3, 30, 4, 40};
     tt st;
-    tensor(&st, EMBER_FLOAT32, DIMS(2, 4), colt, sizeof colt, false, (const uint8_t[]){1, 0});
+    tt_init(&st, EMBER_FLOAT32, DIMS(2, 4), colt, sizeof colt, false, (const uint8_t[]){1, 0});
     CHECK_OK(CALL("aten::col2im.out", &st.v, IL(2, 3), IL(1, 2), IL(1, 1), IL(0, 0), IL(1, 1),
                   &o.v, &o.v));
     CHECK(NEAR(y, 1, 2 + 10, 20, 3, 4 + 30, 40));
@@ -980,7 +916,7 @@ static void test_embedding_bag(void) {
     /* weight stored transposed (dim order 1, 0): the same bags */
     float wt[8] = {0, 1, 2, 3, 0, 10, 20, 30};
     tt twt;
-    tensor(&twt, EMBER_FLOAT32, DIMS(4, 2), wt, sizeof wt, false, (const uint8_t[]){1, 0});
+    tt_init(&twt, EMBER_FLOAT32, DIMS(4, 2), wt, sizeof wt, false, (const uint8_t[]){1, 0});
     CHECK_OK(CALL("aten::_embedding_bag.out", &twt.v, &ti.v, &to.v, v_bool(false), v_int(2),
                   v_bool(false), v_none(), v_bool(false), v_int(-1), &o0.v, &o1.v, &o2.v,
                   &o3max.v, &list.v));

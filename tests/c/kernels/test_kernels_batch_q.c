@@ -15,6 +15,7 @@
 #include "check.h"
 #include "core/internal.h"
 #include "ember/kernel.h"
+#include "kernel_test.h"
 
 /* ------------------------------------------------------------------------ */
 /* Fixtures (as in test_kernels.c)                                           */
@@ -22,44 +23,11 @@
 
 #define MAXD EMBER_MAX_DIM
 
-/* A tensor and the arrays it points into. */
-typedef struct tt {
-    ember_tensor t;
-    int32_t sizes[MAXD];
-    int32_t bounds[MAXD];
-    uint8_t order[MAXD];
-    int64_t strides[MAXD];
-    ember_value v;
-} tt;
-
-/* Sets up x over data (capacity bytes) with the given bounds; sizes start at
- * the bounds. dynamic: DYNAMIC_BOUND (outputs a kernel resizes). order may be
- * NULL for the default dim order. */
+/* x over data (capacity bytes); sizes start at the bounds. dynamic: an
+ * output a kernel resizes; order NULL: contiguous. */
 static ember_tensor *tt_make(tt *x, int dtype, const int32_t *sizes, size_t dim, void *data,
                              size_t capacity, bool dynamic, const uint8_t *order) {
-    memset(x, 0, sizeof *x);
-    for (size_t i = 0; i < dim; i++) {
-        x->sizes[i] = x->bounds[i] = sizes[i];
-        x->order[i] = order != NULL ? order[i] : (uint8_t)i;
-    }
-    x->t.data = data;
-    x->t.sizes = x->sizes;
-    x->t.bounds = x->bounds;
-    x->t.dim_order = x->order;
-    x->t.strides = x->strides;
-    x->t.dim = (uint32_t)dim;
-    x->t.dtype = (uint8_t)dtype;
-    x->t.dynamism = dynamic ? EMBER_SHAPE_DYNAMIC_BOUND : EMBER_SHAPE_STATIC;
-    x->t.storage = EMBER_STORAGE_PLANNED;
-    x->t.capacity = capacity;
-    int64_t n = 1;
-    for (size_t i = 0; i < dim; i++) n *= sizes[i];
-    x->t.numel = n;
-    x->t.nbytes = (size_t)n * ember_dtype_size(dtype);
-    ember_tensor_compute_strides(&x->t);
-    x->v.tag = EMBER_TAG_TENSOR;
-    x->v.u.t = &x->t;
-    return &x->t;
+    return tt_init(x, dtype, sizes, dim, data, capacity, dynamic, order)->u.t;
 }
 
 /* An input tensor over a data array (its size is its capacity). */
@@ -100,65 +68,20 @@ static ember_value v_none(void) {
     v.tag = EMBER_TAG_NONE;
     return v;
 }
-/* A boxed int list (items point at Int values, as in a loaded method). */
-typedef struct il {
-    ember_value v;
-    ember_value items[MAXD];
-    ember_value *ptrs[MAXD];
-    int64_t unboxed[MAXD];
-} il;
-
-static ember_value *il_make(il *l, const int64_t *vals, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        l->items[i] = v_int(vals[i]);
-        l->ptrs[i] = &l->items[i];
-    }
-    l->v.tag = EMBER_TAG_INT_LIST;
-    l->v.u.int_list.items = l->ptrs;
-    l->v.u.int_list.unboxed = l->unboxed;
-    l->v.u.int_list.len = n;
-    return &l->v;
-}
 #define IL(l, ...)                                                                                 \
-    il_make(&(l), (const int64_t[]){__VA_ARGS__},                                                  \
+    il_init(&(l), (const int64_t[]){__VA_ARGS__},                                                  \
             sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
-#define IL0(l) il_make(&(l), NULL, 0)
-
-/* A tensor list value over tensors. */
-typedef struct tl {
-    ember_value v;
-    ember_value *ptrs[8];
-} tl;
-
-static ember_value *tl_make(tl *l, tt **xs, size_t n, bool optional) {
-    for (size_t i = 0; i < n; i++) l->ptrs[i] = xs[i] != NULL ? &xs[i]->v : NULL;
-    l->v.tag = optional ? EMBER_TAG_OPTIONAL_TENSOR_LIST : EMBER_TAG_TENSOR_LIST;
-    l->v.u.tensor_list.items = l->ptrs;
-    l->v.u.tensor_list.len = n;
-    return &l->v;
-}
+#define IL0(l) il_init(&(l), NULL, 0)
 
 /* The kernel context: a scratch arena, as a method would hand it. */
 static uint8_t g_scratch[1 << 16];
 static ember_arena g_arena;
 static struct ember_kernel_ctx g_ctx;
 
-static ember_kernel_fn kernel(const char *name) {
-    for (size_t i = 0; i < ember_portable_kernel_count(); i++)
-        if (strcmp(ember_portable_kernel_at(i)->name, name) == 0)
-            return ember_portable_kernel_at(i)->fn;
-    printf("no kernel %s\n", name);
-    return NULL;
-}
-
 /* Calls kernel name with the given argument values. */
 static ember_status call_(const char *name, ember_value **args, size_t n) {
-    ember_kernel_fn fn = kernel(name);
-    if (fn == NULL) return EMBER_ERR_OPERATOR_MISSING;
     ember_arena_reset(&g_arena);
-    g_ctx.op_name = name;
-    ember_clear_error();
-    return fn(&g_ctx, args, n);
+    return kt_call(&g_ctx, name, args, n);
 }
 #define CALL(name, ...)                                                                            \
     call_((name), (ember_value *[]){__VA_ARGS__},                                                  \
@@ -294,7 +217,7 @@ static void test_conv_backward(void) {
     tl l;
     CHECK_OK(CALL("aten::convolution_backward.out", &g.v, &x.v, &w.v, IL(bs, 1), IL(st, 1),
                   IL(pd, 0), IL(dl, 1), VP(v_bool(false)), IL(op, 0), VP(v_int(1)),
-                  VP(bl_make(all, 3)), &gi.v, &gw.v, &gb.v, tl_make(&l, outs, 3, false)));
+                  VP(bl_make(all, 3)), &gi.v, &gw.v, &gb.v, tl_init(&l, outs, 3, false)));
     float wi[3] = {1, 2, 1}, ww[2] = {3, 5}, wb[1] = {2};
     CHECK(close_f(gid, wi, 3, 0));
     CHECK(close_f(gwd, ww, 2, 0));
@@ -304,38 +227,38 @@ static void test_conv_backward(void) {
     CHECK_OK(CALL("aten::convolution_backward.out", &g.v, &x.v, &w.v, VP(v_none()), IL(st, 1),
                   IL(pd, 0), IL(dl, 1), VP(v_bool(false)), IL(op, 0), VP(v_int(1)),
                   VP(bl_make((bool[]){false, true, false}, 3)), VP(v_none()), &gw.v, VP(v_none()),
-                  tl_make(&l, outs, 3, false)));
+                  tl_init(&l, outs, 3, false)));
     CHECK(gid[0] == -7 && gwd[1] == 5);
     /* ... but a requested one may not */
     CHECK_STATUS(CALL("aten::convolution_backward.out", &g.v, &x.v, &w.v, VP(v_none()), IL(st, 1),
                       IL(pd, 0), IL(dl, 1), VP(v_bool(false)), IL(op, 0), VP(v_int(1)),
                       VP(bl_make(first, 3)), VP(v_none()), &gw.v, &gb.v,
-                      tl_make(&l, outs, 3, false)),
+                      tl_init(&l, outs, 3, false)),
                  EMBER_ERR_INVALID_PROGRAM);
     /* mask of the wrong length, grad_output of the wrong shape, groups */
     CHECK_ERR(CALL("aten::convolution_backward.out", &g.v, &x.v, &w.v, VP(v_none()), IL(st, 1),
                    IL(pd, 0), IL(dl, 1), VP(v_bool(false)), IL(op, 0), VP(v_int(1)),
-                   VP(bl_make(all, 2)), &gi.v, &gw.v, &gb.v, tl_make(&l, outs, 3, false)),
+                   VP(bl_make(all, 2)), &gi.v, &gw.v, &gb.v, tl_init(&l, outs, 3, false)),
               EMBER_ERR_INVALID_ARGUMENT, "output_mask");
     tt g3;
     float g3d[3] = {0};
     IN(g3, EMBER_FLOAT32, g3d, 1, 1, 3);
     CHECK_ERR(CALL("aten::convolution_backward.out", &g3.v, &x.v, &w.v, VP(v_none()), IL(st, 1),
                    IL(pd, 0), IL(dl, 1), VP(v_bool(false)), IL(op, 0), VP(v_int(1)),
-                   VP(bl_make(all, 3)), &gi.v, &gw.v, &gb.v, tl_make(&l, outs, 3, false)),
+                   VP(bl_make(all, 3)), &gi.v, &gw.v, &gb.v, tl_init(&l, outs, 3, false)),
               EMBER_ERR_SHAPE_MISMATCH, "grad_output");
     CHECK_STATUS(CALL("aten::convolution_backward.out", &g.v, &x.v, &w.v, VP(v_none()), IL(st, 1),
                       IL(pd, 0), IL(dl, 1), VP(v_bool(false)), IL(op, 0), VP(v_int(0)),
-                      VP(bl_make(all, 3)), &gi.v, &gw.v, &gb.v, tl_make(&l, outs, 3, false)),
+                      VP(bl_make(all, 3)), &gi.v, &gw.v, &gb.v, tl_init(&l, outs, 3, false)),
                  EMBER_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(CALL("aten::convolution_backward.out", &g.v, &x.v, &w.v, IL(bs, 5), IL(st, 1),
                       IL(pd, 0), IL(dl, 1), VP(v_bool(false)), IL(op, 0), VP(v_int(1)),
-                      VP(bl_make(all, 3)), &gi.v, &gw.v, &gb.v, tl_make(&l, outs, 3, false)),
+                      VP(bl_make(all, 3)), &gi.v, &gw.v, &gb.v, tl_init(&l, outs, 3, false)),
                  EMBER_ERR_SHAPE_MISMATCH);
     /* a tag that is not a bool list */
     CHECK_STATUS(CALL("aten::convolution_backward.out", &g.v, &x.v, &w.v, VP(v_none()), IL(st, 1),
                       IL(pd, 0), IL(dl, 1), VP(v_bool(false)), IL(op, 0), VP(v_int(1)),
-                      VP(v_int(3)), &gi.v, &gw.v, &gb.v, tl_make(&l, outs, 3, false)),
+                      VP(v_int(3)), &gi.v, &gw.v, &gb.v, tl_init(&l, outs, 3, false)),
                  EMBER_ERR_INVALID_PROGRAM);
     /* transposed: the forward of w over [1, 1] is [1, 2, 1]; its input grad
      * for grad_output [1, 2, 3] is the plain convolution [3, 5] */
@@ -347,7 +270,7 @@ static void test_conv_backward(void) {
     tt *touts[3] = {&git, &gw, &gb};
     CHECK_OK(CALL("aten::convolution_backward.out", &gt.v, &xt.v, &w.v, VP(v_none()), IL(st, 1),
                   IL(pd, 0), IL(dl, 1), VP(v_bool(true)), IL(op, 0), VP(v_int(1)),
-                  VP(bl_make(all, 3)), &git.v, &gw.v, &gb.v, tl_make(&l, touts, 3, false)));
+                  VP(bl_make(all, 3)), &git.v, &gw.v, &gb.v, tl_init(&l, touts, 3, false)));
     float wit[2] = {3, 5}, wwt[2] = {3, 5}, wbt[1] = {6};
     CHECK(close_f(gitd, wit, 2, 0));
     CHECK(close_f(gwd, wwt, 2, 0));
@@ -426,23 +349,23 @@ static void test_norm_backward(void) {
     il ns;
     const char *k = "aten::native_layer_norm_backward.out";
     CHECK_OK(CALL(k, &dy.v, &x.v, IL(ns, 2), &m.v, &r.v, VP(v_none()), VP(v_none()),
-                  VP(bl_make(all, 3)), &o0.v, &o1.v, &o2.v, tl_make(&l, outs, 3, false)));
+                  VP(bl_make(all, 3)), &o0.v, &o1.v, &o2.v, tl_init(&l, outs, 3, false)));
     /* the gradient of a normalized pair along dy = [1, 0] cancels out */
     float w0[2] = {0, 0}, w1[2] = {-1, 0}, w2[2] = {1, 0};
     CHECK(close_f(o0d, w0, 2, 1e-6f));
     CHECK(close_f(o1d, w1, 2, 1e-6f));
     CHECK(close_f(o2d, w2, 2, 1e-6f));
     CHECK_STATUS(CALL(k, &dy.v, &x.v, IL(ns, 3), &m.v, &r.v, VP(v_none()), VP(v_none()),
-                      VP(bl_make(all, 3)), &o0.v, &o1.v, &o2.v, tl_make(&l, outs, 3, false)),
+                      VP(bl_make(all, 3)), &o0.v, &o1.v, &o2.v, tl_init(&l, outs, 3, false)),
                  EMBER_ERR_SHAPE_MISMATCH);
     tt m2;
     float m2d[2] = {0};
     IN(m2, EMBER_FLOAT32, m2d, 2);
     CHECK_ERR(CALL(k, &dy.v, &x.v, IL(ns, 2), &m2.v, &r.v, VP(v_none()), VP(v_none()),
-                   VP(bl_make(all, 3)), &o0.v, &o1.v, &o2.v, tl_make(&l, outs, 3, false)),
+                   VP(bl_make(all, 3)), &o0.v, &o1.v, &o2.v, tl_init(&l, outs, 3, false)),
               EMBER_ERR_SHAPE_MISMATCH, "mean");
     CHECK_STATUS(CALL(k, &dy.v, &x.v, IL(ns, 2), &m.v, &r.v, VP(v_none()), VP(v_none()),
-                      VP(bl_make(all, 1)), &o0.v, &o1.v, &o2.v, tl_make(&l, outs, 3, false)),
+                      VP(bl_make(all, 1)), &o0.v, &o1.v, &o2.v, tl_init(&l, outs, 3, false)),
                  EMBER_ERR_INVALID_ARGUMENT);
 
     /* group norm: N 1, C 2, HxW 1, one group: the same numbers per channel */
@@ -457,24 +380,24 @@ static void test_norm_backward(void) {
     const char *kg = "aten::native_group_norm_backward.out";
     CHECK_OK(CALL(kg, &gdy.v, &gx.v, &m.v, &r.v, VP(v_none()), VP(v_int(1)), VP(v_int(2)),
                   VP(v_int(1)), VP(v_int(1)), VP(bl_make(all, 3)), &go0.v, &go1.v, &go2.v,
-                  tl_make(&l, gouts, 3, false)));
+                  tl_init(&l, gouts, 3, false)));
     CHECK(close_f(go0d, w0, 2, 1e-6f));
     CHECK(close_f(go1d, w1, 2, 1e-6f));
     CHECK(close_f(go2d, w2, 2, 1e-6f));
     CHECK_STATUS(CALL(kg, &gdy.v, &gx.v, &m.v, &r.v, VP(v_none()), VP(v_int(1)), VP(v_int(2)),
                       VP(v_int(1)), VP(v_int(3)), VP(bl_make(all, 3)), &go0.v, &go1.v, &go2.v,
-                      tl_make(&l, gouts, 3, false)),
+                      tl_init(&l, gouts, 3, false)),
                  EMBER_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(CALL(kg, &gdy.v, &gx.v, &m.v, &r.v, VP(v_none()), VP(v_int(1)), VP(v_int(2)),
                       VP(v_int(2)), VP(v_int(1)), VP(bl_make(all, 3)), &go0.v, &go1.v, &go2.v,
-                      tl_make(&l, gouts, 3, false)),
+                      tl_init(&l, gouts, 3, false)),
                  EMBER_ERR_SHAPE_MISMATCH);
     tt gd64;
     double gd64d[2] = {0};
     IN(gd64, EMBER_FLOAT64, gd64d, 1, 2, 1);
     CHECK_STATUS(CALL(kg, &gd64.v, &gx.v, &m.v, &r.v, VP(v_none()), VP(v_int(1)), VP(v_int(2)),
                       VP(v_int(1)), VP(v_int(1)), VP(bl_make(all, 3)), &go0.v, &go1.v, &go2.v,
-                      tl_make(&l, gouts, 3, false)),
+                      tl_init(&l, gouts, 3, false)),
                  EMBER_ERR_TYPE_MISMATCH);
 }
 
@@ -652,14 +575,14 @@ static void test_choose_qparams(void) {
     tl l;
     const char *k = "quantized_decomposed::choose_qparams.Tensor_out";
     CHECK_OK(CALL(k, &x.v, VP(v_int(0)), VP(v_int(255)), VP(v_dbl(1e-6)), VP(v_int(EMBER_UINT8)),
-                  &s.v, &z.v, tl_make(&l, outs, 2, false)));
+                  &s.v, &z.v, tl_init(&l, outs, 2, false)));
     CHECK_NEAR(sd[0], (double)(4.0f / 255.0f), 1e-9);
     CHECK_EQ_INT(zd[0], 64); /* 0 - round(-1 / (4 / 255)) = round(63.75) */
     CHECK_STATUS(CALL(k, &x.v, VP(v_int(1)), VP(v_int(255)), VP(v_dbl(1e-6)),
-                      VP(v_int(EMBER_UINT8)), &s.v, &z.v, tl_make(&l, outs, 2, false)),
+                      VP(v_int(EMBER_UINT8)), &s.v, &z.v, tl_init(&l, outs, 2, false)),
                  EMBER_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(CALL(k, &x.v, VP(v_int(0)), VP(v_int(255)), VP(v_dbl(1e-6)),
-                      VP(v_int(EMBER_UINT8)), &z.v, &s.v, tl_make(&l, outs, 2, false)),
+                      VP(v_int(EMBER_UINT8)), &z.v, &s.v, tl_init(&l, outs, 2, false)),
                  EMBER_ERR_TYPE_MISMATCH);
 
     /* per token: [0, 2.55] gives scale 0.01 and zero point -128 */
@@ -672,7 +595,7 @@ static void test_choose_qparams(void) {
     OUT(tz, EMBER_INT64, tzd, 1, 1);
     tt *touts[2] = {&ts, &tz};
     const char *kt = "quantized_decomposed::choose_qparams_per_token_asymmetric.out";
-    CHECK_OK(CALL(kt, &t.v, VP(v_int(EMBER_INT8)), &ts.v, &tz.v, tl_make(&l, touts, 2, false)));
+    CHECK_OK(CALL(kt, &t.v, VP(v_int(EMBER_INT8)), &ts.v, &tz.v, tl_init(&l, touts, 2, false)));
     CHECK_NEAR(tsd[0], 0.01, 1e-7);
     CHECK_EQ_INT(tzd[0], -128);
     CHECK(SHAPE_IS(&ts.t, 1, 1));
@@ -680,7 +603,7 @@ static void test_choose_qparams(void) {
     int32_t tid[2] = {0, 1};
     IN(ti, EMBER_INT32, tid, 1, 2);
     CHECK_STATUS(CALL(kt, &ti.v, VP(v_int(EMBER_INT8)), &ts.v, &tz.v,
-                      tl_make(&l, touts, 2, false)),
+                      tl_init(&l, touts, 2, false)),
                  EMBER_ERR_NOT_SUPPORTED);
 }
 

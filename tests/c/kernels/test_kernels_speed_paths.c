@@ -21,6 +21,7 @@
 #include "check.h"
 #include "core/internal.h"
 #include "ember/kernel.h"
+#include "kernel_test.h"
 
 /* ------------------------------------------------------------------------ */
 /* Fixtures                                                                  */
@@ -28,48 +29,13 @@
 
 #define MAXD EMBER_MAX_DIM
 
-/* A tensor with its own shape arrays, its data (malloc'd) and the value
- * that boxes it. */
-typedef struct tt {
-    ember_tensor t;
-    int32_t sizes[MAXD];
-    int32_t bounds[MAXD];
-    uint8_t order[MAXD];
-    int64_t strides[MAXD];
-    ember_value v;
-} tt;
-
 /* x of the given sizes and dim order (NULL: contiguous) over fresh zeroed
  * storage; free it with tt_free. dynamic: an output the kernel resizes. */
 static ember_value *tt_new(tt *x, int dtype, const int32_t *sizes, size_t dim, const uint8_t *order,
                            bool dynamic) {
-    memset(x, 0, sizeof *x);
-    int64_t n = 1;
-    for (size_t i = 0; i < dim; i++) {
-        x->sizes[i] = x->bounds[i] = sizes[i];
-        n *= sizes[i];
-    }
-    /* the order as a whole array: a loop of byte stores up to dim makes
-     * gcc -O3 warn about a store past MAXD it cannot rule out */
-    for (size_t i = 0; i < MAXD; i++) x->order[i] = (uint8_t)i;
-    if (order != NULL) memcpy(x->order, order, dim < MAXD ? dim : MAXD);
-    size_t bytes = (size_t)n * ember_dtype_size(dtype);
-    x->t.data = calloc(bytes > 0 ? bytes : 1, 1);
-    x->t.sizes = x->sizes;
-    x->t.bounds = x->bounds;
-    x->t.dim_order = x->order;
-    x->t.strides = x->strides;
-    x->t.dim = (uint32_t)dim;
-    x->t.dtype = (uint8_t)dtype;
-    x->t.dynamism = dynamic ? EMBER_SHAPE_DYNAMIC_BOUND : EMBER_SHAPE_STATIC;
-    x->t.storage = EMBER_STORAGE_PLANNED;
-    x->t.capacity = bytes;
-    x->t.numel = n;
-    x->t.nbytes = bytes;
-    ember_tensor_compute_strides(&x->t);
-    x->v.tag = EMBER_TAG_TENSOR;
-    x->v.u.t = &x->t;
-    return &x->v;
+    size_t bytes = ember_dtype_size(dtype);
+    for (size_t i = 0; i < dim; i++) bytes *= (size_t)sizes[i];
+    return tt_init(x, dtype, sizes, dim, calloc(bytes > 0 ? bytes : 1, 1), bytes, dynamic, order);
 }
 
 static void tt_free(tt *x) {
@@ -166,28 +132,12 @@ static ember_value *v_none(void) {
     return v;
 }
 
-typedef struct il {
-    ember_value v;
-    ember_value items[MAXD];
-    ember_value *ptrs[MAXD];
-    int64_t unboxed[MAXD];
-} il;
-
+/* Int lists from a ring (each case uses far fewer than its size). */
 static il g_lists[16];
 static size_t g_nlists;
 
 static ember_value *int_list(const int64_t *vals, size_t n) {
-    il *l = &g_lists[g_nlists++ % 16];
-    for (size_t i = 0; i < n; i++) {
-        l->items[i].tag = EMBER_TAG_INT;
-        l->items[i].u.i = vals[i];
-        l->ptrs[i] = &l->items[i];
-    }
-    l->v.tag = EMBER_TAG_INT_LIST;
-    l->v.u.int_list.items = l->ptrs;
-    l->v.u.int_list.unboxed = l->unboxed;
-    l->v.u.int_list.len = n;
-    return &l->v;
+    return il_init(&g_lists[g_nlists++ % 16], vals, n);
 }
 #define IL(...) int_list((const int64_t[]){__VA_ARGS__}, sizeof((const int64_t[]){__VA_ARGS__}) / 8)
 
@@ -200,18 +150,8 @@ static ember_arena g_arena;
 static struct ember_kernel_ctx g_ctx;
 
 static ember_status call_(const char *name, ember_value **args, size_t n) {
-    ember_kernel_fn fn = NULL;
-    for (size_t i = 0; i < ember_portable_kernel_count(); i++)
-        if (strcmp(ember_portable_kernel_at(i)->name, name) == 0)
-            fn = ember_portable_kernel_at(i)->fn;
-    if (fn == NULL) {
-        printf("no kernel %s\n", name);
-        return EMBER_ERR_OPERATOR_MISSING;
-    }
     ember_arena_init(&g_arena, g_scratch_size > 0 ? g_scratch : NULL, g_scratch_size);
-    g_ctx.op_name = name;
-    ember_clear_error();
-    return fn(&g_ctx, args, n);
+    return kt_call(&g_ctx, name, args, n);
 }
 #define CALL(name, ...)                                                                            \
     call_((name), (ember_value *[]){__VA_ARGS__},                                                  \

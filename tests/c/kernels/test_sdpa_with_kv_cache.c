@@ -19,44 +19,13 @@
 #include "check.h"
 #include "core/internal.h"
 #include "ember/kernel.h"
+#include "kernel_test.h"
 
 #define KEY "ember::sdpa_with_kv_cache.out"
 
-/* A 4-d (or 1-d) tensor over caller data. */
-typedef struct tt {
-    ember_tensor t;
-    int32_t sizes[4];
-    int32_t bounds[4];
-    uint8_t order[4];
-    int64_t strides[4];
-    ember_value v;
-} tt;
-
 static ember_value *tt_make(tt *x, int dtype, const int32_t *sizes, size_t dim, void *data,
                             size_t capacity, bool dynamic) {
-    memset(x, 0, sizeof *x);
-    int64_t n = 1;
-    for (size_t i = 0; i < dim; i++) {
-        x->sizes[i] = x->bounds[i] = sizes[i];
-        x->order[i] = (uint8_t)i;
-        n *= sizes[i];
-    }
-    x->t.data = data;
-    x->t.sizes = x->sizes;
-    x->t.bounds = x->bounds;
-    x->t.dim_order = x->order;
-    x->t.strides = x->strides;
-    x->t.dim = (uint32_t)dim;
-    x->t.dtype = (uint8_t)dtype;
-    x->t.dynamism = dynamic ? EMBER_SHAPE_DYNAMIC_BOUND : EMBER_SHAPE_STATIC;
-    x->t.storage = EMBER_STORAGE_PLANNED;
-    x->t.capacity = capacity;
-    x->t.numel = n;
-    x->t.nbytes = (size_t)n * ember_dtype_size(dtype);
-    ember_tensor_compute_strides(&x->t);
-    x->v.tag = EMBER_TAG_TENSOR;
-    x->v.u.t = &x->t;
-    return &x->v;
+    return tt_init(x, dtype, sizes, dim, data, capacity, dynamic, NULL);
 }
 
 static ember_value *t4(tt *x, int dtype, int32_t a, int32_t b, int32_t c, int32_t d, void *data,
@@ -85,20 +54,9 @@ static uint8_t g_scratch[1 << 16];
 static ember_arena g_arena;
 static struct ember_kernel_ctx g_ctx;
 
-static ember_kernel_fn kernel(void) {
-    for (size_t i = 0; i < ember_portable_kernel_count(); i++)
-        if (strcmp(ember_portable_kernel_at(i)->name, KEY) == 0)
-            return ember_portable_kernel_at(i)->fn;
-    return NULL;
-}
-
 static ember_status call(ember_value **args, size_t n) {
-    ember_kernel_fn fn = kernel();
-    if (fn == NULL) return EMBER_ERR_OPERATOR_MISSING;
     ember_arena_reset(&g_arena);
-    g_ctx.op_name = KEY;
-    ember_clear_error();
-    return fn(&g_ctx, args, n);
+    return kt_call(&g_ctx, KEY, args, n);
 }
 
 static uint32_t g_seed = 2024;
@@ -509,7 +467,7 @@ int main(void) {
     g_ctx.op_name = KEY;
     g_ctx.instruction = 0;
 
-    if (!CHECK(kernel() != NULL)) return check_finish();
+    if (!CHECK(kt_kernel(KEY) != NULL)) return check_finish();
     run_f32("prefill at 0, head size 5", 1, 4, 2, 5, 8, 0, NULL);
     run_f32("prefill after cached rows, batch 2", 2, 3, 2, 5, 8, 2, NULL);
     run_f32("decode step, head size 16", 1, 1, 3, 16, 10, 6, NULL);

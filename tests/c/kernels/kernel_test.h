@@ -1,0 +1,129 @@
+/*
+ * tests/c/kernels/kernel_test.h — what the kernel tests build their calls
+ * from (header only): tensors and int lists over memory the test owns, and
+ * the portable kernels looked up by key.
+ *
+ *     tt x;                        a tensor, its shape arrays and its boxed value
+ *     tt_init(&x, dtype, sizes, dim, data, capacity, dynamic, order)
+ *                                  -> &x.v (x.v.u.t == &x.t)
+ *     il l;                        a boxed int list, as a loaded method boxes it
+ *     il_init(&l, vals, n)         -> &l.v
+ *     tl l;                        a boxed (optional) tensor list of up to 8
+ *     tl_init(&l, xs, n, optional) -> &l.v (NULL entries: None, if optional)
+ *     kt_kernel(key)               the portable kernel "aten::add.out", or NULL
+ *     kt_call(ctx, key, args, n)   calls it with ctx (op_name set, last error
+ *                                  cleared); EMBER_ERR_OPERATOR_MISSING if absent
+ *
+ * Sizes start at their bounds; `dynamic` makes the tensor DYNAMIC_BOUND (an
+ * output a kernel resizes), else it is STATIC; `order` NULL is the contiguous
+ * dim order. Strides come from the dim order, as at method load. Each test
+ * file wraps these in the short macros it likes (IN, OUT, IL, ...).
+ */
+#ifndef EMBER_TESTS_KERNEL_TEST_H
+#define EMBER_TESTS_KERNEL_TEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "ember/ember.h"
+#include "ember/kernel.h"
+
+/* A tensor and the arrays it points into. */
+typedef struct tt {
+    ember_tensor t;
+    int32_t sizes[EMBER_MAX_DIM];
+    int32_t bounds[EMBER_MAX_DIM];
+    uint8_t order[EMBER_MAX_DIM];
+    int64_t strides[EMBER_MAX_DIM];
+    ember_value v;
+} tt;
+
+/* Sets up x over data (capacity bytes) with sizes = bounds = sizes[0..dim). */
+static inline ember_value *tt_init(tt *x, int dtype, const int32_t *sizes, size_t dim,
+                                   void *data, size_t capacity, bool dynamic,
+                                   const uint8_t *order) {
+    memset(x, 0, sizeof *x);
+    int64_t n = 1;
+    for (size_t i = 0; i < dim; i++) {
+        x->sizes[i] = x->bounds[i] = sizes[i];
+        n *= sizes[i];
+    }
+    /* the order as a whole array: a loop of byte stores up to dim makes
+     * gcc -O3 warn about a store past EMBER_MAX_DIM it cannot rule out */
+    for (size_t i = 0; i < EMBER_MAX_DIM; i++) x->order[i] = (uint8_t)i;
+    if (order != NULL) memcpy(x->order, order, dim < EMBER_MAX_DIM ? dim : EMBER_MAX_DIM);
+    x->t.data = data;
+    x->t.sizes = x->sizes;
+    x->t.bounds = x->bounds;
+    x->t.dim_order = x->order;
+    x->t.strides = x->strides;
+    x->t.dim = (uint32_t)dim;
+    x->t.dtype = (uint8_t)dtype;
+    x->t.dynamism = dynamic ? EMBER_SHAPE_DYNAMIC_BOUND : EMBER_SHAPE_STATIC;
+    x->t.storage = EMBER_STORAGE_PLANNED;
+    x->t.capacity = capacity;
+    x->t.numel = n;
+    x->t.nbytes = (size_t)n * ember_dtype_size(dtype);
+    ember_tensor_compute_strides(&x->t);
+    x->v.tag = EMBER_TAG_TENSOR;
+    x->v.u.t = &x->t;
+    return &x->v;
+}
+
+/* A boxed int list: items point at Int values, as in a loaded method. */
+typedef struct il {
+    ember_value v;
+    ember_value items[EMBER_MAX_DIM];
+    ember_value *ptrs[EMBER_MAX_DIM];
+    int64_t unboxed[EMBER_MAX_DIM];
+} il;
+
+static inline ember_value *il_init(il *l, const int64_t *vals, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        l->items[i].tag = EMBER_TAG_INT;
+        l->items[i].u.i = vals[i];
+        l->ptrs[i] = &l->items[i];
+    }
+    l->v.tag = EMBER_TAG_INT_LIST;
+    l->v.u.int_list.items = l->ptrs;
+    l->v.u.int_list.unboxed = l->unboxed;
+    l->v.u.int_list.len = n;
+    return &l->v;
+}
+
+/* A boxed tensor list over tensors the test owns. */
+typedef struct tl {
+    ember_value v;
+    ember_value *ptrs[8];
+} tl;
+
+static inline ember_value *tl_init(tl *l, tt **xs, size_t n, bool optional) {
+    for (size_t i = 0; i < n; i++) l->ptrs[i] = xs[i] != NULL ? &xs[i]->v : NULL;
+    l->v.tag = optional ? EMBER_TAG_OPTIONAL_TENSOR_LIST : EMBER_TAG_TENSOR_LIST;
+    l->v.u.tensor_list.items = l->ptrs;
+    l->v.u.tensor_list.len = n;
+    return &l->v;
+}
+
+static inline ember_kernel_fn kt_kernel(const char *key) {
+    for (size_t i = 0; i < ember_portable_kernel_count(); i++)
+        if (strcmp(ember_portable_kernel_at(i)->name, key) == 0)
+            return ember_portable_kernel_at(i)->fn;
+    printf("no kernel %s\n", key);
+    return NULL;
+}
+
+static inline ember_status kt_call(struct ember_kernel_ctx *ctx, const char *key,
+                                   ember_value **args, size_t n) {
+    ember_kernel_fn fn = kt_kernel(key);
+    if (fn == NULL) return EMBER_ERR_OPERATOR_MISSING;
+    ctx->op_name = key;
+    ember_clear_error();
+    return fn(ctx, args, n);
+}
+
+#endif /* EMBER_TESTS_KERNEL_TEST_H */
