@@ -4,7 +4,9 @@
   programs (kernel names `dim_order_ops::*`). ember registers them with torch
   under its own namespace, `ember_dim_order`, so that it never collides with
   another library that registers `dim_order_ops` in the same process; the
-  emitter writes them under their runtime name (see `kernel_name`).
+  emitter writes them under their runtime name (see `kernel_name`). A dim
+  order is any permutation of a tensor's dims, outermost first; the ops take
+  every one, not only those a torch.memory_format names.
 - Which operators an edge program may contain (core ATen, view_copy, symbolic
   shape ops, custom namespaces).
 - The symbolic-integer ops and the runtime prim kernels they become.
@@ -20,6 +22,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch._ops import OpOverload
+from torch.fx import Node
+
+from .errors import ExportError, source_location
 
 # --------------------------------------------------------------------------- #
 # dim-order operators
@@ -46,71 +51,146 @@ _DIM_ORDER_SCHEMAS = [
 _library: Optional[torch.library.Library] = None
 
 
-def memory_format_of(dim_order: Optional[Sequence[int]]) -> Optional[torch.memory_format]:
-    """The torch memory format a dim order stands for (None: keep the input's)."""
-    if dim_order is None:
-        return None
-    d = list(dim_order)
-    if d == list(range(len(d))):
-        return torch.contiguous_format
-    if len(d) == 4 and d == [0, 2, 3, 1]:
-        return torch.channels_last
-    if len(d) == 5 and d == [0, 2, 3, 4, 1]:
-        return torch.channels_last_3d
-    raise ValueError(f"dim order {d} has no torch memory format")
+def check_dim_order(dim_order: Sequence[int], ndim: int) -> List[int]:
+    """dim_order as a list, if it is a valid dim order for a tensor of rank ndim: every
+    dimension 0..ndim-1 exactly once, outermost first. Raises ValueError otherwise."""
+    order = [int(d) for d in dim_order]
+    if sorted(order) != list(range(ndim)):
+        must = f"list each of the dims 0..{ndim - 1} once" if ndim else "be empty"
+        raise ValueError(f"dim_order {order} is not a dim order of a rank-{ndim} tensor: "
+                         f"it must {must}")
+    return order
+
+
+def dense_strides(sizes: Sequence[Any], dim_order: Sequence[int]) -> List[Any]:
+    """The strides of a dense tensor of these sizes laid out in dim_order (outermost
+    first); sizes 0 and 1 count as 1, as in torch and the runtime."""
+    strides: List[Any] = [1] * len(sizes)
+    step: Any = 1
+    for d in reversed(dim_order):
+        strides[d] = step
+        step = step * torch.sym_max(sizes[d], 1)
+    return strides
+
+
+def preserved_dim_order(t: torch.Tensor) -> List[int]:
+    """The dim order torch's preserve_format gives a copy of t: t's own for a dense t,
+    else the order torch picks for an expanded or overlapping tensor (no memory is
+    allocated: the copy is made on the meta device). Contiguous where symbolic
+    strides cannot be ordered (sizes known only at run time); any order is valid
+    for a copy, and the program records the one chosen."""
+    try:
+        return [int(d) for d in torch.empty_like(t, device="meta").dim_order()]
+    except Exception:  # a guard on a data-dependent size
+        return list(range(t.dim()))
 
 
 def dim_order_of(memory_format: Optional[torch.memory_format], like: Any, ndim: int) -> List[int]:
     """The dim order for a memory format; preserve_format keeps `like`'s order."""
     if memory_format in (None, torch.preserve_format):
         if isinstance(like, torch.Tensor):
-            return [int(d) for d in like.dim_order()]
+            return preserved_dim_order(like)
         return list(range(ndim))
     if memory_format == torch.contiguous_format:
         return list(range(ndim))
-    if memory_format == torch.channels_last:
+    if memory_format == torch.channels_last and ndim == 4:
         return [0, 2, 3, 1]
-    if memory_format == torch.channels_last_3d:
+    if memory_format == torch.channels_last_3d and ndim == 5:
         return [0, 2, 3, 4, 1]
-    raise ValueError(f"memory format {memory_format} is not supported")
+    raise ValueError(f"memory format {memory_format} does not apply to a rank-{ndim} tensor")
+
+
+# Eager kernels of the dim-order ops. Each builds its result directly in the
+# dim order asked for (torch.empty_permuted, or out re-strided in place), so
+# every permutation of every rank works, not only the orders that a
+# torch.memory_format names. dim_order=None keeps the input's layout
+# (preserve_format) or, for empty, is contiguous.
+
+
+def _order(op: str, ndim: int, dim_order: Optional[Sequence[int]],
+           like: Optional[torch.Tensor] = None) -> List[int]:
+    """The layout op makes: dim_order, checked; if None, like's (else contiguous)."""
+    if dim_order is None:
+        return preserved_dim_order(like) if like is not None else list(range(ndim))
+    try:
+        return check_dim_order(dim_order, ndim)
+    except ValueError as e:
+        raise ValueError(f"{DIM_ORDER_NAMESPACE}::{op}: {e}") from None
+
+
+def _restride_out(out: torch.Tensor, sizes: Sequence[Any], dim_order: List[int]) -> None:
+    """Resizes out in place to sizes, laid out in dim_order (its storage grows if needed)."""
+    strides = dense_strides(sizes, dim_order)
+    if list(out.shape) != list(sizes) or list(out.stride()) != strides:
+        out.resize_(sizes)  # storage for every element; the strides come next
+        out.as_strided_(sizes, strides)
+
+
+def _copy(op: str, self: torch.Tensor, dim_order: Optional[Sequence[int]], non_blocking: bool,
+          **options: Any) -> torch.Tensor:
+    out = torch.empty_permuted(self.shape, _order(op, self.dim(), dim_order, self), **options)
+    return out.copy_(self, non_blocking=non_blocking)
+
+
+def _copy_out(op: str, self: torch.Tensor, dim_order: Optional[Sequence[int]],
+              non_blocking: bool, out: torch.Tensor) -> torch.Tensor:
+    _restride_out(out, self.shape, _order(op, self.dim(), dim_order, self))
+    return out.copy_(self, non_blocking=non_blocking)
+
+
+def _to_dim_order_copy(self, *, dtype=None, layout=None, device=None, pin_memory=None,
+                       non_blocking=False, dim_order=None):
+    return _copy("_to_dim_order_copy", self, dim_order, non_blocking,
+                 dtype=self.dtype if dtype is None else dtype, layout=layout,
+                 device=self.device if device is None else device, pin_memory=bool(pin_memory))
+
+
+def _to_dim_order_copy_out(self, *, non_blocking=False, dim_order=None, out):
+    return _copy_out("_to_dim_order_copy.out", self, dim_order, non_blocking, out)
+
+
+def _clone_dim_order(self, *, non_blocking=False, dim_order=None):
+    return _copy("_clone_dim_order", self, dim_order, non_blocking, dtype=self.dtype,
+                 device=self.device)
+
+
+def _clone_dim_order_out(self, *, non_blocking=False, dim_order=None, out):
+    if out.dtype != self.dtype:
+        raise RuntimeError(f"{DIM_ORDER_NAMESPACE}::_clone_dim_order.out: out has dtype "
+                           f"{out.dtype}, self has {self.dtype}")
+    return _copy_out("_clone_dim_order.out", self, dim_order, non_blocking, out)
+
+
+def _empty_dim_order(size, *, dtype=None, layout=None, device=None, pin_memory=None,
+                     dim_order=None):
+    order = _order("_empty_dim_order", len(size), dim_order)
+    return torch.empty_permuted(size, order, dtype=dtype, layout=layout, device=device,
+                                pin_memory=bool(pin_memory))
+
+
+def _empty_dim_order_out(size, *, dim_order=None, out):
+    _restride_out(out, size, _order("_empty_dim_order.out", len(size), dim_order))
+    return out
 
 
 def _register_dim_order_ops() -> None:
+    """Defines the ops under DIM_ORDER_NAMESPACE. They are explicit kernels (with the
+    same functions as fake kernels for tracing), so a graph that calls them keeps
+    them: torch.export and decompositions never rewrite them into other ops."""
     global _library
     if _library is not None:
         return
     lib = torch.library.Library(DIM_ORDER_NAMESPACE, "DEF")
     for s in _DIM_ORDER_SCHEMAS:
         lib.define(s)
-
-    def to_copy(self, *, dtype=None, layout=None, device=None, pin_memory=None,
-                non_blocking=False, dim_order=None):
-        return torch.ops.aten._to_copy.default(
-            self, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory,
-            non_blocking=non_blocking, memory_format=memory_format_of(dim_order))
-
-    def to_copy_out(self, *, non_blocking=False, dim_order=None, out):
-        return torch.ops.aten._to_copy.out(self, non_blocking=non_blocking,
-                                           memory_format=memory_format_of(dim_order), out=out)
-
-    def clone(self, *, non_blocking=False, dim_order=None):
-        return torch.ops.aten.clone.default(self, memory_format=memory_format_of(dim_order))
-
-    def clone_out(self, *, non_blocking=False, dim_order=None, out):
-        return torch.ops.aten.clone.out(self, memory_format=memory_format_of(dim_order), out=out)
-
-    def empty(size, *, dtype=None, layout=None, device=None, pin_memory=None, dim_order=None):
-        return torch.ops.aten.empty.memory_format(
-            size, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory,
-            memory_format=memory_format_of(dim_order))
-
-    def empty_out(size, *, dim_order=None, out):
-        return torch.ops.aten.empty.out(size, memory_format=memory_format_of(dim_order), out=out)
-
-    for name, fn in (("_to_dim_order_copy", to_copy), ("_to_dim_order_copy.out", to_copy_out),
-                     ("_clone_dim_order", clone), ("_clone_dim_order.out", clone_out),
-                     ("_empty_dim_order", empty), ("_empty_dim_order.out", empty_out)):
-        lib.impl(name, fn, "CompositeImplicitAutograd")
+    for name, fn in (("_to_dim_order_copy", _to_dim_order_copy),
+                     ("_to_dim_order_copy.out", _to_dim_order_copy_out),
+                     ("_clone_dim_order", _clone_dim_order),
+                     ("_clone_dim_order.out", _clone_dim_order_out),
+                     ("_empty_dim_order", _empty_dim_order),
+                     ("_empty_dim_order.out", _empty_dim_order_out)):
+        lib.impl(name, fn, "CompositeExplicitAutograd")
+        torch.library.register_fake(f"{DIM_ORDER_NAMESPACE}::{name}", fn, lib=lib)
     _library = lib
 
 
@@ -123,6 +203,41 @@ def dim_order_ops() -> Dict[str, OpOverload]:
         "clone": ns._clone_dim_order.default,
         "empty": ns._empty_dim_order.default,
     }
+
+
+def is_dim_order_op(target: Any) -> bool:
+    """Whether target is a dim-order op, ember's or the reference exporter's (both run
+    as `dim_order_ops::*` kernels), functional or out variant."""
+    return isinstance(target, OpOverload) and \
+        kernel_name(target)[0].startswith(RUNTIME_NAMESPACES[DIM_ORDER_NAMESPACE] + "::")
+
+
+def dim_order_arg(node: Node) -> Optional[List[int]]:
+    """The dim_order argument of a dim-order op node, checked against the rank of the
+    tensor the op makes; None for other nodes and where the op keeps its input's
+    order. Raises ExportError naming the node and its source line when the order is
+    not a permutation of that rank."""
+    if node.op != "call_function" or not is_dim_order_op(node.target):
+        return None
+    order = node.kwargs.get("dim_order")
+    if order is None:
+        return None
+    src = node.args[0]
+    if isinstance(src, Node):
+        val = src.meta.get("val")
+        ndim = val.dim() if isinstance(val, torch.Tensor) else None
+    else:  # _empty_dim_order: a list of sizes
+        ndim = len(src)
+    try:
+        if ndim is None:
+            raise ValueError(f"dim_order {list(order)} cannot be checked: the op's input "
+                             "has no traced tensor value")
+        return check_dim_order(order, ndim)
+    except (TypeError, ValueError) as e:
+        raise ExportError(
+            f"{op_display_name(node.target)} (node {node.name}, from {source_location(node)}): "
+            f"{e}. A dim order lists every dimension once, outermost first: [0, 2, 1] "
+            "stores a [B, C, T] tensor as [B, T, C].") from None
 
 
 # --------------------------------------------------------------------------- #

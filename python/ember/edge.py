@@ -6,6 +6,7 @@ Steps, each a small function over the graph:
    minus the ops the caller preserves;
 2. IR validity: only core ATen, custom-namespace ops, symbolic-size ops and
    the caller's exceptions remain, else an error names the op and its source line;
+   every dim-order op's dim_order is a permutation of its tensor's dims;
 3. view ops become their `_copy` variants (view -> view_copy, permute ->
    permute_copy, ...), asserts that only guard the trace go away;
 4. Python scalars passed where a schema wants a Tensor become 0-dim constant
@@ -13,8 +14,10 @@ Steps, each a small function over the graph:
    add/sub/mul/div/minimum directly in the dtype the op computes in), and
    tensor arguments of those ops are cast to that dtype, so kernels never see
    mixed dtypes there;
-5. no-op copies disappear;
-6. `_to_copy`, `clone`, `empty` become the dim-order ops.
+5. values are traced again (copies of views are contiguous, and layouts flow
+   downstream), then no-op copies disappear;
+6. `_to_copy`, `clone`, `empty` become the dim-order ops; preserve_format keeps
+   the input's layout as this program has it, whatever permutation that is.
 """
 
 from __future__ import annotations
@@ -105,6 +108,14 @@ def check_ir_validity(gm: GraphModule, allowed: Sequence[OpOverload] = ()) -> No
         "with a partitioner), or, if your runtime has a kernel for them, allow them with "
         f"EdgeCompileConfig(_core_aten_ops_exception_list=[{hint}]). "
         "EdgeCompileConfig(_check_ir_validity=False) turns the check off.")
+
+
+def check_dim_orders(gm: GraphModule) -> None:
+    """Raises ExportError naming the first dim-order op (in gm or its control-flow
+    branches) whose dim_order is not a permutation of its tensor's dims."""
+    for g in [gm] + subgraphs(gm):
+        for n in g.graph.nodes:
+            dialect.dim_order_arg(n)
 
 
 # Functional variants that torch's decomposition writes for mutating core ops,
@@ -337,6 +348,7 @@ def convert_to_edge(ep: ExportedProgram, config: EdgeCompileConfig,
                     preserve: Sequence[OpOverload] = ()) -> ExportedProgram:
     """One exported ATen program -> its edge program (a new ExportedProgram)."""
     preserve = list(config.preserve_ops) + list(preserve)
+    check_dim_orders(ep.graph_module)  # before decomposition traces the graph again
     ep = decompose(ep, preserve)
     gm = ep.graph_module
     graphs = [gm] + subgraphs(gm)  # the method and its control-flow branches
@@ -352,13 +364,17 @@ def convert_to_edge(ep: ExportedProgram, config: EdgeCompileConfig,
     lifter = lift_scalars(ep, gm)
     for g in graphs[1:]:
         lift_scalars(None, g)
+    # The copies that replaced views are contiguous where the views were strided,
+    # and ops downstream inherit layouts: trace the values again so that the
+    # passes below see the layouts of this program, not of the eager one (a
+    # preserve_format copy keeps its input's layout as it is here).
+    repropagate_vals(gm)
     for g in graphs:
         remove_noops(g)
         if not config._skip_dim_order:
             use_dim_order_ops(g)
         g.graph.eliminate_dead_code()
         g.recompile()
-    repropagate_vals(gm)
     assign_debug_handles(gm)
     sig = resync_signature(gm, ep.graph_signature, lifter.specs)
     constants = dict(ep.constants)

@@ -39,7 +39,11 @@ from .memory_planning import MemoryPlan
 from .passes.views import is_elided_view
 from .tensor_spec import TensorSpec, scalar_type
 
-_MEMORY_FORMATS = {torch.contiguous_format: 0, torch.preserve_format: 1}
+# MemoryFormat arguments as c10 numbers them. The reference runtime knows only the
+# first two; a channels-last argument (full_like, sym_is_contiguous) runs in ember,
+# whose kernels take the layout from out's dim order.
+_MEMORY_FORMATS = {torch.contiguous_format: 0, torch.preserve_format: 1,
+                   torch.channels_last: 2, torch.channels_last_3d: 3}
 _LAYOUTS = {torch.strided: 0, torch.sparse_coo: 1}
 
 

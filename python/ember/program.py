@@ -69,7 +69,7 @@ class EdgeProgramManager:
     def transform(self, passes: Union[Sequence[Callable], Dict[str, Sequence[Callable]]],
                   compile_config: Optional[EdgeCompileConfig] = None) -> "EdgeProgramManager":
         """Runs torch.fx passes (GraphModule -> PassResult/GraphModule/None) on each method."""
-        from .edge import check_ir_validity
+        from .edge import check_dim_orders, check_ir_validity
 
         config = compile_config or self.compile_config
         out: Dict[str, ExportedProgram] = {}
@@ -83,6 +83,7 @@ class EdgeProgramManager:
                 gm = run_graph_pass(gm, p)
             gm.graph.eliminate_dead_code()
             assign_debug_handles(gm)
+            check_dim_orders(gm)
             if config._check_ir_validity:
                 check_ir_validity(gm, list(config._core_aten_ops_exception_list)
                                   + list(config.preserve_ops))

@@ -21,6 +21,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from . import schema as S
+from .dialect import dense_strides, preserved_dim_order
 from .errors import ExportError
 
 _SCALAR_TYPES = {
@@ -82,11 +83,6 @@ def upper_bound(size: Union[int, torch.SymInt]) -> int:
     return int(upper)
 
 
-def _dim_order(val: torch.Tensor) -> List[int]:
-    try:
-        return [int(d) for d in val.dim_order()]
-    except Exception:  # symbolic strides that cannot be ordered: assume contiguous
-        return list(range(val.dim()))
 
 
 @dataclass(eq=False)
@@ -116,11 +112,11 @@ class TensorSpec:
     def from_val(val: torch.Tensor) -> "TensorSpec":
         shape = [upper_bound(s) for s in val.shape]
         dynamic = any(not isinstance(s, int) and not s.node.expr.is_number for s in val.shape)
-        return TensorSpec(val.dtype, shape, _dim_order(val), dynamic)
+        return TensorSpec(val.dtype, shape, preserved_dim_order(val), dynamic)
 
     @staticmethod
     def from_tensor(t: torch.Tensor, const: bool = True) -> "TensorSpec":
-        spec = TensorSpec(t.dtype, list(t.shape), _dim_order(t), False)
+        spec = TensorSpec(t.dtype, list(t.shape), preserved_dim_order(t), False)
         spec.data = t.detach()
         spec.const = const
         return spec
@@ -131,6 +127,13 @@ class TensorSpec:
         for s in self.shape:
             n *= s
         return n
+
+    @property
+    def is_contiguous(self) -> bool:
+        """Whether the layout is row-major: the dim order is 0..n-1 but for dims of
+        size 0 or 1 (upper bound 1 when dynamic), whose place moves no element."""
+        return dense_strides(self.shape, self.dim_order) == \
+            dense_strides(self.shape, range(len(self.shape)))
 
     @property
     def nbytes(self) -> int:

@@ -197,3 +197,35 @@ class TinyKVDecoder(nn.Module):
         self.k_cache.index_copy_(1, pos, k)
         self.v_cache.index_copy_(1, pos, v)
         return self.head(F.scaled_dot_product_attention(q, self.k_cache, self.v_cache))
+
+
+class AudioEncoder(nn.Module):
+    """Whisper-style audio encoder: two conv1d over features [B, mels, T], the
+    sequence turned to [B, T, C] (a transpose), positional embeddings, one
+    attention layer and a linear head. In eager the transposed view flows into
+    copies that keep its layout (`.to`, `.clone`), the pattern that gives a
+    [0, 2, 1] dim order."""
+
+    MAX_T = 32
+
+    def __init__(self, mels: int = 8, dim: int = 16, heads: int = 2, classes: int = 5) -> None:
+        super().__init__()
+        self.heads, self.hd = heads, dim // heads
+        self.conv1 = nn.Conv1d(mels, dim, 3, padding=1)
+        self.conv2 = nn.Conv1d(dim, dim, 3, stride=2, padding=1)
+        self.pos = nn.Embedding(self.MAX_T // 2, dim)
+        self.ln = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, feats: torch.Tensor) -> torch.Tensor:
+        x = F.gelu(self.conv2(F.gelu(self.conv1(feats))))
+        x = x.permute(0, 2, 1)                                   # [B, T, C], strided
+        B, T, C = x.shape
+        x = (x + self.pos.weight[:T]).to(feats.dtype).clone()  # layout-preserving copies
+        q, k, v = self.qkv(self.ln(x)).split(C, dim=-1)
+        q, k, v = (t.reshape(B, T, self.heads, self.hd).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v)
+        x = x + self.out(y.transpose(1, 2).contiguous().reshape(B, T, C))
+        return self.head(x)

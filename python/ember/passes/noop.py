@@ -19,8 +19,10 @@ def _same_static_layout(a: torch.Tensor, b: torch.Tensor) -> bool:
         return all(isinstance(s, int) for s in t.shape) and all(
             isinstance(s, int) for s in t.stride())
 
+    # Strides of dims of size 0 or 1 move no element: any layout that agrees on
+    # the other dims is the same layout, whatever dim order either one names.
     return (static(a) and static(b) and a.dtype == b.dtype and tuple(a.shape) == tuple(b.shape)
-            and a.stride() == b.stride())
+            and all(x == y for x, y, n in zip(a.stride(), b.stride(), a.shape) if n > 1))
 
 
 _NOOP_CANDIDATES = {
@@ -49,9 +51,6 @@ def remove_noops(gm: GraphModule) -> None:
         if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
             continue
         if n.target == aten.permute_copy.default and list(n.args[1]) != list(range(a.dim())):
-            continue
-        if n.target == aten._to_copy.default and n.kwargs.get("memory_format") not in (
-                None, torch.preserve_format) and not a.is_contiguous():
             continue
         if _same_static_layout(a, b):
             n.replace_all_uses_with(src)

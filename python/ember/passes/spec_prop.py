@@ -18,6 +18,7 @@ from torch.export.graph_signature import ExportGraphSignature, InputKind
 from torch.fx import GraphModule, Node
 from torch.utils import _pytree as pytree
 
+from .. import dialect
 from ..graph_utils import cond_branches, is_cond
 from ..tensor_spec import TensorSpec, spec_of, tensor_specs
 
@@ -30,10 +31,17 @@ def _placeholder_data(ep: ExportedProgram, fqn: str) -> Optional[torch.Tensor]:
     return None
 
 
-def _contiguous_data(t: torch.Tensor) -> torch.Tensor:
+def _constant_data(t: torch.Tensor) -> torch.Tensor:
+    """Weights and buffers as the program stores them: contiguous, or channels-last
+    (4-d or 5-d) where they already are, as the reference stores them. Kernels read
+    any dim order, but contiguous weights take their fastest paths, and a weight
+    stored transposed (a parameter made with `.t()`) is a layout nobody asked for."""
     t = t.detach().cpu()
-    if t.is_contiguous() or (t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last)):
+    if t.is_contiguous():
         return t
+    for ndim, fmt in ((4, torch.channels_last), (5, torch.channels_last_3d)):
+        if t.dim() == ndim and t.is_contiguous(memory_format=fmt):
+            return t
     return t.contiguous()
 
 
@@ -51,6 +59,12 @@ def _propagate_body(gm: GraphModule) -> None:
             _propagate_cond(gm, node)
         elif "spec" not in node.meta:
             node.meta["spec"] = spec_of(node.meta.get("val"))
+            order = dialect.dim_order_arg(node)
+            if order is not None:
+                # The op's own argument decides its layout; the traced strides may
+                # not (dims of size 1 leave the order ambiguous), and the kernel
+                # checks that out's dim order is exactly this one.
+                node.meta["spec"].dim_order = order
 
 
 def _propagate_cond(gm: GraphModule, node: Node) -> None:
@@ -92,7 +106,7 @@ def propagate_specs(
             data = _placeholder_data(ep, fqn)
             if data is None:
                 raise RuntimeError(f"no data for {in_spec.kind.name.lower()} {fqn!r}")
-            data = _contiguous_data(data)
+            data = _constant_data(data)
             spec = TensorSpec.from_tensor(data, const=True)
             if in_spec.kind == InputKind.BUFFER and fqn in mutated:
                 spec.const = False

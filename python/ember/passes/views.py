@@ -42,7 +42,7 @@ def replace_view_copy_with_view(gm: GraphModule) -> int:
             continue
         if base_spec.dtype != spec.dtype or base_spec.dynamic != spec.dynamic:
             continue
-        if base_spec.dim_order != list(range(len(base_spec.shape))):
+        if not base_spec.is_contiguous or not spec.is_contiguous:
             continue  # a view of a permuted layout is not a plain reshape
         spec.base = base_spec
         node.target = dialect.et_view

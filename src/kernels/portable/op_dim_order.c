@@ -6,12 +6,16 @@
  * dim_order_ops::_empty_dim_order.out(int[] size, *, int[]? dim_order=None, Tensor(a!) out)
  *
  * The edge dialect's clone / _to_copy / empty: the layout asked for is
- * dim_order, which must be out's own (the program gives out that order).
- * _clone_dim_order keeps the dtype; _to_dim_order_copy converts to out's.
+ * dim_order, any permutation of the dims, which must be out's own (the
+ * program gives out that order). _clone_dim_order keeps the dtype;
+ * _to_dim_order_copy converts to out's.
  */
 #include "kernel_util.h"
 #include "ops.h"
 
+/* The dim_order argument, when given, must be a permutation of out's dims
+ * and out's own order: the program laid out out that way, and any
+ * permutation is one (the copy walks both tensors through their strides). */
 static ember_status check_dim_order(ember_kernel_ctx *ctx, ember_value **args, size_t i,
                                     const ember_tensor *out) {
     const int64_t *order;
@@ -19,11 +23,24 @@ static ember_status check_dim_order(ember_kernel_ctx *ctx, ember_value **args, s
     bool present;
     EK_TRY(ek_arg_opt_int_list(ctx, args, i, &order, &n, &present));
     if (!present) return EMBER_OK;
-    bool same = n == out->dim;
-    for (size_t k = 0; same && k < n; k++) same = order[k] == out->dim_order[k];
-    if (!same)
+    if (n != out->dim)
         return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT,
-                                 "dim_order argument differs from out's dim order");
+                                 "dim_order argument has %zu entries, out has rank %u", n,
+                                 (unsigned)out->dim);
+    bool seen[EMBER_MAX_DIM] = {false}; /* n == out->dim <= EMBER_MAX_DIM */
+    for (size_t k = 0; k < n; k++) {
+        if (order[k] < 0 || order[k] >= (int64_t)n || seen[order[k]])
+            return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT,
+                                     "dim_order argument is not a permutation: entry %zu is %lld",
+                                     k, (long long)order[k]);
+        seen[order[k]] = true;
+    }
+    for (size_t k = 0; k < n; k++)
+        if (order[k] != out->dim_order[k])
+            return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT,
+                                     "dim_order argument differs from out's dim order at "
+                                     "entry %zu (%lld, out has %u)",
+                                     k, (long long)order[k], (unsigned)out->dim_order[k]);
     return EMBER_OK;
 }
 
