@@ -11,11 +11,16 @@
 
 # Out variants of the quantized_decomposed ops (pt2e-quantized models).
 from . import quantized_ops as _quantized_ops  # noqa: F401
-from .config import EdgeCompileConfig, ExecutorchBackendConfig
-from .edge import to_edge, to_edge_transform_and_lower
+from .config import ExecutorchBackendConfig
+from .edge import EdgeCompileConfig
 from .errors import ExportError, IRValidityError
 from .memory_planning import MemoryPlan, MemoryPlanningPass
-from .program import EdgeProgramManager, ExecutorchProgramManager
+from .program import (
+    EdgeProgramManager,
+    ExecutorchProgramManager,
+    to_edge,
+    to_edge_transform_and_lower,
+)
 
 __all__ = [
     "to_edge",

@@ -1,25 +1,12 @@
-"""Configuration of to_edge and to_executorch (names follow ExecuTorch's)."""
+"""Configuration of to_executorch (names follow ExecuTorch's; to_edge's,
+EdgeCompileConfig, lives with it in `edge`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Dict, List, Optional, Union
 
-import torch
-
 from .memory_planning import MemoryPlanningPass
-
-
-@dataclass
-class EdgeCompileConfig:
-    # Reject ops outside core ATen (with the op name and its source line).
-    _check_ir_validity: bool = True
-    # Keep _to_copy / clone / empty instead of the dim-order ops.
-    _skip_dim_order: bool = False
-    # ATen ops allowed in the edge program although they are not core ATen.
-    _core_aten_ops_exception_list: List[torch._ops.OpOverload] = field(default_factory=list)
-    # Ops that the core-ATen decomposition leaves whole.
-    preserve_ops: List[torch._ops.OpOverload] = field(default_factory=list)
 
 
 @dataclass

@@ -10,7 +10,8 @@
 - Which operators an edge program may contain (core ATen, view_copy, symbolic
   shape ops, custom namespaces).
 - The symbolic-integer ops and the runtime prim kernels they become.
-- Marker functions of the execution graph (`alloc`, `et_view`).
+- Marker functions of the graphs (`call_delegate`, `alloc`, `et_view`,
+  `constant`).
 """
 
 from __future__ import annotations
@@ -335,8 +336,6 @@ def is_core_aten(op: OpOverload) -> bool:
 
 def is_allowed_edge_op(target: Any, extra: Sequence[OpOverload] = ()) -> bool:
     """Whether `target` may appear in an edge program outside a delegate."""
-    from .backend.lowered import call_delegate
-
     if target is operator.getitem or is_sym_op(target) or target in ASSERT_OPS or \
             target is call_delegate:
         return True
@@ -350,8 +349,22 @@ def is_allowed_edge_op(target: Any, extra: Sequence[OpOverload] = ()) -> bool:
 
 
 # --------------------------------------------------------------------------- #
-# Execution-graph markers (never executed; the emitter reads them)
+# Graph markers
 # --------------------------------------------------------------------------- #
+
+
+def call_delegate(lowered: Any, *args: Any) -> Any:
+    """Calls a lowered backend module (executorch_call_delegate): the edge and
+    execution graphs hold a delegated subgraph as `call_delegate(lowered, *inputs)`,
+    and the emitter writes it as a DelegateCall. Runs the subgraph when executed."""
+    return lowered(*args)
+
+
+def is_delegate_call(node: Node) -> bool:
+    return node.op == "call_function" and node.target is call_delegate
+
+
+# The execution graph's own markers: never executed, the emitter reads them.
 
 
 def alloc(spec: Any) -> Any:

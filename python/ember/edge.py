@@ -22,6 +22,7 @@ Steps, each a small function over the graph:
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -30,7 +31,7 @@ from torch.export import ExportedProgram
 from torch.fx import GraphModule, Node
 
 from . import dialect
-from .config import EdgeCompileConfig
+from .capture import delegate_ops_to_calls
 from .errors import IRValidityError, source_location
 from .graph_utils import (
     call_before,
@@ -42,12 +43,25 @@ from .graph_utils import (
     resync_signature,
     subgraphs,
 )
-from .backend.delegate_op import delegate_ops_to_calls
 from .passes.debug_handles import assign_debug_handles
 from .passes.noop import remove_noops
 from .passes.reinplace import is_auto_functionalized
 
 aten = torch.ops.aten
+
+
+@dataclass
+class EdgeCompileConfig:
+    """Configuration of to_edge (names follow ExecuTorch's)."""
+
+    # Reject ops outside core ATen (with the op name and its source line).
+    _check_ir_validity: bool = True
+    # Keep _to_copy / clone / empty instead of the dim-order ops.
+    _skip_dim_order: bool = False
+    # ATen ops allowed in the edge program although they are not core ATen.
+    _core_aten_ops_exception_list: List[torch._ops.OpOverload] = field(default_factory=list)
+    # Ops that the core-ATen decomposition leaves whole.
+    preserve_ops: List[torch._ops.OpOverload] = field(default_factory=list)
 
 # Binary ops whose kernels expect both tensors in the op's computation dtype,
 # with the kind of type promotion each one follows.
@@ -380,70 +394,3 @@ def convert_to_edge(ep: ExportedProgram, config: EdgeCompileConfig,
     constants = dict(ep.constants)
     constants.update(lifter.constants)
     return rebuild_program(ep, gm, sig, constants)
-
-
-def _as_dict(programs: Union[ExportedProgram, Dict[str, ExportedProgram]]
-             ) -> Dict[str, ExportedProgram]:
-    if isinstance(programs, ExportedProgram):
-        return {"forward": programs}
-    if isinstance(programs, dict) and all(isinstance(p, ExportedProgram)
-                                          for p in programs.values()):
-        return dict(programs)
-    raise TypeError("to_edge takes an ExportedProgram or a dict of them, keyed by method name")
-
-
-def to_edge(
-    programs: Union[ExportedProgram, Dict[str, ExportedProgram]],
-    constant_methods: Optional[Dict[str, Any]] = None,
-    compile_config: Optional[EdgeCompileConfig] = None,
-    generate_etrecord: bool = False,
-) -> "EdgeProgramManager":
-    """Converts exported programs (one, or {method name: program}) to edge programs."""
-    from .program import EdgeProgramManager
-
-    config = compile_config or EdgeCompileConfig()
-    edge = {name: convert_to_edge(ep, config) for name, ep in _as_dict(programs).items()}
-    return EdgeProgramManager(edge, constant_methods, config)
-
-
-def to_edge_transform_and_lower(
-    programs: Union[ExportedProgram, Dict[str, ExportedProgram]],
-    transform_passes: Optional[Union[Sequence[Any], Dict[str, Sequence[Any]]]] = None,
-    partitioner: Optional[Union[Any, List[Any], Dict[str, List[Any]]]] = None,
-    constant_methods: Optional[Dict[str, Any]] = None,
-    compile_config: Optional[EdgeCompileConfig] = None,
-    generate_etrecord: bool = False,
-) -> "EdgeProgramManager":
-    """to_edge, then the transform passes, then lowering with each partitioner in turn.
-
-    Ops a partitioner asks to keep whole (`ops_to_not_decompose`) are kept out
-    of the decomposition, so that the partitioner can match them.
-    """
-    from .program import EdgeProgramManager
-
-    config = compile_config or EdgeCompileConfig()
-    progs = _as_dict(programs)
-    if partitioner is None:
-        per_method: Dict[str, List[Any]] = {name: [] for name in progs}
-    elif isinstance(partitioner, dict):
-        per_method = {name: list(partitioner.get(name, [])) for name in progs}
-    else:
-        plist = list(partitioner) if isinstance(partitioner, (list, tuple)) else [partitioner]
-        per_method = {name: plist for name in progs}
-
-    edge: Dict[str, ExportedProgram] = {}
-    for name, ep in progs.items():
-        keep: List[OpOverload] = []
-        for p in per_method[name]:
-            ops, _ = p.ops_to_not_decompose(ep)
-            keep.extend(op for op in ops if not op.is_view)
-        edge[name] = convert_to_edge(ep, config, preserve=keep)
-    manager = EdgeProgramManager(edge, constant_methods, config)
-    if transform_passes is not None:
-        manager = manager.transform(transform_passes)
-    rounds = max((len(v) for v in per_method.values()), default=0)
-    for i in range(rounds):
-        manager = manager.to_backend(
-            {name: plist[i] for name, plist in per_method.items() if i < len(plist)})
-    return manager
-

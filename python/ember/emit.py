@@ -35,6 +35,7 @@ from torch.utils import _pytree as pytree
 from . import dialect
 from . import schema as S
 from .errors import ExportError, source_location, stack_frames
+from .graph_utils import cond_branches
 from .memory_planning import MemoryPlan
 from .passes.views import is_elided_view
 from .tensor_spec import TensorSpec, scalar_type
@@ -320,8 +321,6 @@ class MethodEmitter:
     def _cond(self, node: Node, gm: GraphModule) -> List[int]:
         """torch.cond as jumps: [JumpFalse pred -> else] then-branch, moves, [jump -> end]
         else-branch, moves. Results are moved (aliased) into the cond's own values."""
-        from .graph_utils import cond_branches
-
         pred = self.arg(node.args[0])
         operands = [self.arg(o) for o in node.args[3]]
         outs = [self.tensor(s) for s in node.meta["spec"]]
@@ -401,9 +400,7 @@ class MethodEmitter:
             return self._python_sym_op(node)
         if target in dialect.ASSERT_OPS:
             return None
-        from .backend.lowered import is_delegate_call
-
-        if is_delegate_call(node):
+        if dialect.is_delegate_call(node):
             return self._delegate_call(node)
         if isinstance(target, OpOverload):
             return self._op(node)

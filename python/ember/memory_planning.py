@@ -24,6 +24,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 from torch.fx import GraphModule, Node
 from torch.utils import _pytree as pytree
 
+from .graph_utils import cond_branches, is_cond
 from .tensor_spec import TensorSpec, tensor_specs
 
 
@@ -164,8 +165,6 @@ class MemoryPlanningPass:
 
 def _timeline(gm: GraphModule) -> List[Node]:
     """Nodes in execution order: a torch.cond's branches run where the cond is."""
-    from .graph_utils import cond_branches, is_cond
-
     out: List[Node] = []
     for n in gm.graph.nodes:
         if is_cond(n):

@@ -1,4 +1,5 @@
-"""EdgeProgramManager and ExecutorchProgramManager: the two stages users hold.
+"""The entry points (to_edge, to_edge_transform_and_lower) and the two stages users
+hold: EdgeProgramManager and ExecutorchProgramManager.
 
     edge = to_edge(ep)                       # EdgeProgramManager
     edge = edge.transform([my_pass])         # still edge
@@ -18,8 +19,13 @@ import torch
 from torch.export import ExportedProgram
 from torch.fx import GraphModule
 
+from . import dialect
 from . import schema as S
-from .config import EdgeCompileConfig, ExecutorchBackendConfig
+from .backend import lowered as _lowered
+from .backend.lowered import all_handle_nodes
+from .backend.lowering import to_backend
+from .config import ExecutorchBackendConfig
+from .edge import EdgeCompileConfig, check_dim_orders, check_ir_validity, convert_to_edge
 from .emit import MethodEmitter, ProgramState, emit_constant_method
 from .errors import ExportError, source_location
 from .graph_utils import (
@@ -30,11 +36,12 @@ from .graph_utils import (
     subgraphs,
 )
 from .memory_planning import MemoryPlan, format_report
-from .passes.debug_handles import assign_debug_handles, handle_nodes
+from .passes.constant_folding import fold_constants
+from .passes.debug_handles import assign_debug_handles
 from .passes.out_variants import to_out_variants
 from .passes.reinplace import reinplace_functionalized
 from .passes.spec_prop import propagate_specs
-from .passes.views import replace_view_copy_with_view
+from .passes.views import is_elided_view, replace_view_copy_with_view
 from .passes.write_back import insert_write_back
 from .serialize import ProgramData, serialize_pte
 
@@ -69,8 +76,6 @@ class EdgeProgramManager:
     def transform(self, passes: Union[Sequence[Callable], Dict[str, Sequence[Callable]]],
                   compile_config: Optional[EdgeCompileConfig] = None) -> "EdgeProgramManager":
         """Runs torch.fx passes (GraphModule -> PassResult/GraphModule/None) on each method."""
-        from .edge import check_dim_orders, check_ir_validity
-
         config = compile_config or self.compile_config
         out: Dict[str, ExportedProgram] = {}
         for name, ep in self._edge_programs.items():
@@ -93,8 +98,6 @@ class EdgeProgramManager:
 
     def to_backend(self, partitioner: Any) -> "EdgeProgramManager":
         """Delegates the subgraphs the partitioner tags to their backends."""
-        from .backend.lowering import to_backend
-
         if isinstance(partitioner, dict):
             per_method = partitioner
         else:
@@ -131,8 +134,6 @@ def _lower_method(name: str, ep: ExportedProgram, config: ExecutorchBackendConfi
     gm.graph.eliminate_dead_code()
     propagate_specs(gm, ep, sig, returned, config.init_mutable_buffers)
     if config.fold_constants:
-        from .passes.constant_folding import fold_constants
-
         fold_constants(gm)
     graphs = [gm] + subgraphs(gm)
     for g in graphs:
@@ -153,8 +154,6 @@ def _lower_method(name: str, ep: ExportedProgram, config: ExecutorchBackendConfi
 
 def kernels_called(gm: GraphModule) -> Dict[str, List[torch.fx.Node]]:
     """Kernel name -> nodes calling it, for an execution graph."""
-    from . import dialect
-
     out: Dict[str, List[torch.fx.Node]] = {}
     nodes = [n for g in [gm] + subgraphs(gm) for n in g.graph.nodes]
     for n in nodes:
@@ -204,8 +203,6 @@ def _runtime_kernels() -> Optional[_RuntimeKernels]:
 
 
 def check_kernels(method: str, gm: GraphModule, available: Any) -> None:
-    from .passes.views import is_elided_view
-
     missing = {}
     for key, nodes in kernels_called(gm).items():
         if key == "executorch_prim::et_view.default" and all(
@@ -349,7 +346,7 @@ class ExecutorchProgramManager:
         """
         if method_name not in self._methods:
             raise KeyError(f"no method {method_name!r}; methods are {sorted(self._methods)}")
-        nodes = handle_nodes(self._methods[method_name].ep.graph_module)
+        nodes = all_handle_nodes(self._methods[method_name].ep.graph_module)
         if handle not in nodes:
             raise KeyError(f"method {method_name!r} has no node with debug handle {handle}")
         return DebugHandleInfo.of(handle, nodes[handle])
@@ -361,3 +358,81 @@ class ExecutorchProgramManager:
     def memory_planning_report(self) -> str:
         """Planned bytes per method and buffer against the naive sum of tensor sizes."""
         return format_report(list(self.memory_plans.values()))
+
+
+
+def _executorch_program(methods: Dict[str, ExportedProgram],
+                        config: Optional[ExecutorchBackendConfig]) -> ExecutorchProgramManager:
+    return ExecutorchProgramManager(methods, None, config or ExecutorchBackendConfig())
+
+
+# A lowered module emitted as a program of its own (LoweredBackendModule.program)
+# goes through this stage, which the backends stage below it does not import.
+_lowered.program_builder = _executorch_program
+
+# --------------------------------------------------------------------------- #
+# Entry points
+# --------------------------------------------------------------------------- #
+
+
+def _as_dict(programs: Union[ExportedProgram, Dict[str, ExportedProgram]]
+             ) -> Dict[str, ExportedProgram]:
+    if isinstance(programs, ExportedProgram):
+        return {"forward": programs}
+    if isinstance(programs, dict) and all(isinstance(p, ExportedProgram)
+                                          for p in programs.values()):
+        return dict(programs)
+    raise TypeError("to_edge takes an ExportedProgram or a dict of them, keyed by method name")
+
+
+def to_edge(
+    programs: Union[ExportedProgram, Dict[str, ExportedProgram]],
+    constant_methods: Optional[Dict[str, Any]] = None,
+    compile_config: Optional[EdgeCompileConfig] = None,
+    generate_etrecord: bool = False,
+) -> "EdgeProgramManager":
+    """Converts exported programs (one, or {method name: program}) to edge programs."""
+    config = compile_config or EdgeCompileConfig()
+    edge = {name: convert_to_edge(ep, config) for name, ep in _as_dict(programs).items()}
+    return EdgeProgramManager(edge, constant_methods, config)
+
+
+def to_edge_transform_and_lower(
+    programs: Union[ExportedProgram, Dict[str, ExportedProgram]],
+    transform_passes: Optional[Union[Sequence[Any], Dict[str, Sequence[Any]]]] = None,
+    partitioner: Optional[Union[Any, List[Any], Dict[str, List[Any]]]] = None,
+    constant_methods: Optional[Dict[str, Any]] = None,
+    compile_config: Optional[EdgeCompileConfig] = None,
+    generate_etrecord: bool = False,
+) -> "EdgeProgramManager":
+    """to_edge, then the transform passes, then lowering with each partitioner in turn.
+
+    Ops a partitioner asks to keep whole (`ops_to_not_decompose`) are kept out
+    of the decomposition, so that the partitioner can match them.
+    """
+    config = compile_config or EdgeCompileConfig()
+    progs = _as_dict(programs)
+    if partitioner is None:
+        per_method: Dict[str, List[Any]] = {name: [] for name in progs}
+    elif isinstance(partitioner, dict):
+        per_method = {name: list(partitioner.get(name, [])) for name in progs}
+    else:
+        plist = list(partitioner) if isinstance(partitioner, (list, tuple)) else [partitioner]
+        per_method = {name: plist for name in progs}
+
+    edge: Dict[str, ExportedProgram] = {}
+    for name, ep in progs.items():
+        keep: List[OpOverload] = []
+        for p in per_method[name]:
+            ops, _ = p.ops_to_not_decompose(ep)
+            keep.extend(op for op in ops if not op.is_view)
+        edge[name] = convert_to_edge(ep, config, preserve=keep)
+    manager = EdgeProgramManager(edge, constant_methods, config)
+    if transform_passes is not None:
+        manager = manager.transform(transform_passes)
+    rounds = max((len(v) for v in per_method.values()), default=0)
+    for i in range(rounds):
+        manager = manager.to_backend(
+            {name: plist[i] for name, plist in per_method.items() if i < len(plist)})
+    return manager
+

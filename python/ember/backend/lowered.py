@@ -2,14 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+import operator
+from typing import Any, Callable, Dict, List, Optional
 
 import torch
 from torch.export import ExportedProgram
+from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
+from torch.export.graph_signature import (
+    ExportGraphSignature,
+    InputKind,
+    InputSpec,
+    OutputKind,
+    OutputSpec,
+    TensorArgument,
+)
 from torch.fx import Node
 from torch.utils import _pytree as pytree
 
+from ..capture import ember_call_delegate
+from ..dialect import call_delegate, is_delegate_call
+from ..graph_utils import EdgeVerifier
+from ..passes.debug_handles import handle_nodes, node_handles
 from .backend_details import CompileSpec
+
+__all__ = ["LoweredBackendModule", "all_handle_nodes", "call_delegate", "is_delegate_call",
+           "standalone_program"]
+
+# Emits and serializes a program (an ExecutorchProgramManager) from
+# {method: edge program} and a config. The program stage, which sits above
+# the backends, installs it (ember.program), so that a lowered module can be
+# a program of its own without this stage importing the ones above it.
+program_builder: Optional[Callable[[Dict[str, ExportedProgram], Any], Any]] = None
 
 
 class LoweredBackendModule(torch.nn.Module):
@@ -37,8 +60,6 @@ class LoweredBackendModule(torch.nn.Module):
 
     def debug_handles(self) -> List[int]:
         """Debug handles of the nodes this delegate runs (the edge program's numbering)."""
-        from ..passes.debug_handles import node_handles
-
         return node_handles(self.original_module_nodes)
 
     def delegate_map(self) -> Dict[Any, List[int]]:
@@ -56,12 +77,11 @@ class LoweredBackendModule(torch.nn.Module):
 
     def program(self, config: Optional[Any] = None) -> Any:
         """This module alone as a program: one delegate call on the subgraph's
-        inputs (the whole-program lowering flow). An ExecutorchProgramManager."""
-        from ..config import ExecutorchBackendConfig
-        from ..program import ExecutorchProgramManager
-
-        return ExecutorchProgramManager({"forward": _standalone_program(self)}, None,
-                                        config or ExecutorchBackendConfig())
+        inputs (the whole-program lowering flow). An ExecutorchProgramManager;
+        config is an ExecutorchBackendConfig (None: the default)."""
+        if program_builder is None:
+            raise RuntimeError("import ember to emit a lowered module as a program")
+        return program_builder({"forward": standalone_program(self)}, config)
 
     def buffer(self, config: Optional[Any] = None) -> bytes:
         """The .pte bytes of program()."""
@@ -70,29 +90,23 @@ class LoweredBackendModule(torch.nn.Module):
     def forward(self, *args: Any) -> Any:
         # Traced by torch.export as one delegate call (composition); in eager
         # PyTorch it runs the subgraph the backend was given.
-        from .delegate_op import ember_call_delegate
-
         out = ember_call_delegate(self, *args)
         spec = self.original_module.call_spec.out_spec
         return pytree.tree_unflatten(list(out), spec) if spec is not None else out
 
 
-def _standalone_program(lowered: "LoweredBackendModule") -> ExportedProgram:
+def all_handle_nodes(gm: torch.fx.GraphModule) -> Dict[int, Node]:
+    """Debug handle -> node over gm, its branches and the programs of its lowered modules."""
+    out = handle_nodes(gm)
+    for _, mod in gm.named_children():
+        if isinstance(mod, LoweredBackendModule):
+            for h, n in all_handle_nodes(mod.original_module.graph_module).items():
+                out.setdefault(h, n)
+    return out
+
+
+def standalone_program(lowered: "LoweredBackendModule") -> ExportedProgram:
     """An edge program that only calls `lowered` on the user inputs of its subgraph."""
-    import operator
-
-    from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
-    from torch.export.graph_signature import (
-        ExportGraphSignature,
-        InputKind,
-        InputSpec,
-        OutputKind,
-        OutputSpec,
-        TensorArgument,
-    )
-
-    from ..graph_utils import EdgeVerifier
-
     sub = lowered.original_module
     kinds = {s.arg.name: s.kind for s in sub.graph_signature.input_specs}
     user_outputs = [s.arg.name for s in sub.graph_signature.output_specs
@@ -131,12 +145,3 @@ def _standalone_program(lowered: "LoweredBackendModule") -> ExportedProgram:
     return ExportedProgram(root=gm, graph=gm.graph, graph_signature=sig, state_dict={},
                            range_constraints=sub.range_constraints, module_call_graph=calls,
                            example_inputs=None, constants={}, verifiers=[EdgeVerifier])
-
-
-def call_delegate(lowered: LoweredBackendModule, *args: Any) -> Any:
-    """Graph marker for a delegate call (executorch_call_delegate)."""
-    return lowered(*args)
-
-
-def is_delegate_call(node: Node) -> bool:
-    return node.op == "call_function" and node.target is call_delegate

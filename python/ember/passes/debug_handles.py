@@ -18,6 +18,7 @@ from typing import Dict, Iterator, List
 
 from torch.fx import GraphModule, Node
 
+from ..dialect import is_delegate_call
 from ..graph_utils import subgraphs
 
 KEY = "debug_handle"
@@ -26,8 +27,6 @@ KEY = "debug_handle"
 def is_numbered(n: Node) -> bool:
     """Operator nodes carry handles; getitem and the delegate call itself do not
     (a delegate call stands for the handles of the nodes its backend took)."""
-    from ..backend.lowered import is_delegate_call
-
     return n.op == "call_function" and n.target is not operator.getitem and \
         not is_delegate_call(n)
 
@@ -56,18 +55,13 @@ def assign_debug_handles(gm: GraphModule) -> None:
 
 
 def handle_nodes(gm: GraphModule) -> Dict[int, Node]:
-    """Handle -> node over gm, its branches and the programs of its lowered modules."""
-    from ..backend.lowered import LoweredBackendModule
-
+    """Handle -> node over gm and its branches (backend.lowered.all_handle_nodes
+    also looks inside lowered modules)."""
     out: Dict[int, Node] = {}
     for n in _operator_nodes(gm):
         h = n.meta.get(KEY)
         if isinstance(h, int):
             out.setdefault(h, n)
-    for _, mod in gm.named_children():
-        if isinstance(mod, LoweredBackendModule):
-            for h, n in handle_nodes(mod.original_module.graph_module).items():
-                out.setdefault(h, n)
     return out
 
 

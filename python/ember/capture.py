@@ -1,4 +1,4 @@
-"""`ember_call_delegate`: a lowered module that torch.export can trace through.
+"""Capture: `ember_call_delegate`, through which torch.export traces a lowered module.
 
 A LoweredBackendModule used inside a bigger model (the composition flow)
 must reach the exported graph as one opaque call, not as the operators of
@@ -10,8 +10,8 @@ operator, which torch.export records as
     %getitem = getitem(%ember_call_delegate, 0)
 
 with the lowered module registered on the traced root. to_edge turns the
-node into the `call_delegate` marker that the emitter writes as a
-DelegateCall. Outside tracing (eager, fake tensors), it runs the subgraph
+node into the `call_delegate` marker (`dialect`) that the emitter writes as
+a DelegateCall. Outside tracing (eager, fake tensors), it runs the subgraph
 the backend was given, so the composed model still runs in PyTorch.
 """
 
@@ -26,6 +26,8 @@ from torch._ops import HigherOrderOperator
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import ProxyTorchDispatchMode, track_tensor_tree
 from torch.utils import _pytree as pytree
+
+from .dialect import call_delegate
 
 
 class EmberCallDelegate(HigherOrderOperator):
@@ -97,8 +99,6 @@ def is_delegate_op(node: torch.fx.Node) -> bool:
 
 def delegate_ops_to_calls(gm: torch.fx.GraphModule) -> int:
     """Turns traced ember_call_delegate nodes into the emitter's call_delegate marker."""
-    from .lowered import call_delegate
-
     count = 0
     for n in gm.graph.nodes:
         if is_delegate_op(n):
