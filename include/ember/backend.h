@@ -5,9 +5,11 @@
  * load the runtime finds the registered backend with that id, checks
  * is_available(), and calls init() with the preprocessed payload and compile
  * specs; the payload is released right after init returns, so a backend
- * copies (or packs) whatever it keeps. execute() receives the delegate
- * call's arguments (flattened inputs, then outputs); destroy() runs when the
- * method is destroyed.
+ * copies (or packs) whatever it keeps. Data the payload refers to by key
+ * (weights in the program's named data) is read at init with
+ * ember_backend_get_data(). execute() receives the delegate call's arguments
+ * (flattened inputs, then outputs); destroy() runs when the method is
+ * destroyed.
  */
 #ifndef EMBER_BACKEND_H
 #define EMBER_BACKEND_H
@@ -29,13 +31,43 @@ typedef struct ember_compile_spec {
     size_t value_size;
 } ember_compile_spec;
 
+struct ember_threadpool;
+
 /** What a backend gets at init besides its payload. */
 typedef struct ember_backend_init_ctx {
     /** The method allocator: memory that lives as long as the method. */
     ember_allocator *allocator;
     /** Index of this delegate in the method's delegate table. */
     size_t delegate_index;
+    /** The program the delegate belongs to (for ember_backend_get_data). */
+    const ember_program *program;
+    /** The threads the method may use (NULL: the calling thread only); it
+     * outlives the method, so a backend may keep it for execute(). */
+    struct ember_threadpool *threadpool;
 } ember_backend_init_ctx;
+
+/** Named data lent to a backend during init. Fields after size are private. */
+typedef struct ember_backend_data {
+    const void *data;   /**< the bytes (read-only; may be mapped file pages) */
+    size_t size;
+    const ember_data_loader *loader_;
+    ember_buffer buffer_;
+} ember_backend_data;
+
+/**
+ * Loads the named data blob `key` (key_len bytes, not NUL-terminated) of the
+ * delegate's program, e.g. a weight that an XNNPACK payload names by its
+ * hash. The bytes stay valid until ember_backend_release_data(), which the
+ * backend must call before init returns (pack or copy what it keeps).
+ * @return EMBER_OK, EMBER_ERR_NOT_FOUND (no such key; the message names it),
+ *         EMBER_ERR_INVALID_ARGUMENT, or the loader's status (IO, OUT_OF_MEMORY).
+ * Thread-safe as far as the program's data loader is.
+ */
+ember_status ember_backend_get_data(const ember_backend_init_ctx *ctx, const char *key,
+                                    size_t key_len, ember_backend_data *out);
+
+/** Gives back data from ember_backend_get_data(). Safe on a zeroed struct. */
+void ember_backend_release_data(ember_backend_data *data);
 
 /** A backend. Fill in struct_size = sizeof(ember_backend). */
 typedef struct ember_backend {

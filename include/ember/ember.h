@@ -279,7 +279,8 @@ typedef enum ember_segment_kind {
     EMBER_SEGMENT_PROGRAM = 0,
     EMBER_SEGMENT_CONSTANT = 1,
     EMBER_SEGMENT_BACKEND = 2,
-    EMBER_SEGMENT_MUTABLE = 3
+    EMBER_SEGMENT_MUTABLE = 3,
+    EMBER_SEGMENT_NAMED_DATA = 4 /**< data a backend looks up by key (weights) */
 } ember_segment_kind;
 
 /** Bytes handed out by a loader; give them back with the loader's release. */
@@ -475,6 +476,22 @@ typedef struct ember_memory {
     size_t scratch_size;
 } ember_memory;
 
+struct ember_threadpool;
+
+/** Options for ember_method_load_with(); zero them, then set struct_size. */
+typedef struct ember_method_options {
+    size_t struct_size;
+    /** Memory to run in; NULL selects the platform heap (see ember_method_load). */
+    const ember_memory *memory;
+    /**
+     * Threads that kernels and delegates may split their work across
+     * (ember/threadpool.h); NULL runs everything on the calling thread. The
+     * pool must outlive the method, and two methods sharing a pool must not
+     * execute at the same time.
+     */
+    struct ember_threadpool *threadpool;
+} ember_method_options;
+
 /**
  * Loads a method: builds its values, resolves every operator to a registered
  * kernel (reporting all missing operators at once), initializes delegates,
@@ -493,6 +510,15 @@ typedef struct ember_memory {
  */
 ember_status ember_method_load(const ember_program *program, const char *name,
                                const ember_memory *memory, ember_method **out);
+
+/**
+ * ember_method_load() with options (memory, thread pool); options NULL is the
+ * same as ember_method_load(program, name, NULL, out).
+ * @return as ember_method_load(), and EMBER_ERR_INVALID_ARGUMENT for an
+ *         options struct_size this library does not know.
+ */
+ember_status ember_method_load_with(const ember_program *program, const char *name,
+                                    const ember_method_options *options, ember_method **out);
 
 /** Destroys delegates and frees heap memory of the method. NULL is a no-op. */
 void ember_method_destroy(ember_method *method);

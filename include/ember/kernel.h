@@ -71,6 +71,14 @@ const ember_kernel *ember_portable_kernel_at(size_t i);
  */
 void ember_portable_kernels_seed(uint64_t seed);
 
+struct ember_threadpool;
+
+/**
+ * The threads this call may split its work across (ember/threadpool.h):
+ * the method's pool, or NULL to run on the calling thread only.
+ */
+struct ember_threadpool *ember_kernel_threadpool(const ember_kernel_ctx *ctx);
+
 /**
  * Scratch memory for this call, size bytes aligned to align; NULL if the
  * method's scratch is exhausted (report EMBER_ERR_OUT_OF_MEMORY then).

@@ -32,6 +32,7 @@ struct ember_kernel_ctx {
     ember_arena *scratch;    /* reset after every instruction */
     const char *op_name;     /* kernel key of the running instruction */
     size_t instruction;      /* index of the running instruction */
+    struct ember_threadpool *threadpool; /* the method's threads; NULL: the caller only */
 };
 
 /** Allocates from an allocator; NULL on failure or overflow. */

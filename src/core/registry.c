@@ -67,6 +67,10 @@ const ember_backend *ember_backend_find(const char *id, size_t len) {
     return NULL;
 }
 
+struct ember_threadpool *ember_kernel_threadpool(const ember_kernel_ctx *ctx) {
+    return ctx != NULL ? ctx->threadpool : NULL;
+}
+
 void *ember_kernel_scratch(ember_kernel_ctx *ctx, size_t size, size_t align) {
     if (ctx == NULL || ctx->scratch == NULL) return NULL;
     return ember_alloc(&ctx->scratch->base, size, align);

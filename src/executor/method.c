@@ -60,6 +60,7 @@ struct ember_method {
     size_t num_planned;
     ember_arena scratch;
     ember_kernel_ctx kctx;
+    struct ember_threadpool *threadpool;
 };
 
 /* Allocation that reports out-of-memory with what it was for. */
@@ -413,7 +414,7 @@ static ember_status init_delegate(ember_method *m, ember_allocator *a, uint32_t 
     } else {
         TRY(pte_load_segment(p, d.index, EMBER_SEGMENT_BACKEND, &payload));
     }
-    ember_backend_init_ctx ctx = {a, i};
+    ember_backend_init_ctx ctx = {a, i, p, m->threadpool};
     ember_clear_error();
     void *handle = NULL;
     ember_status st = b->init(&ctx, payload.data, payload.size, specs, d.specs.len, &handle);
@@ -472,6 +473,16 @@ ember_status ember_program_method_arena_size(const ember_program *program, const
 
 ember_status ember_method_load(const ember_program *program, const char *name,
                                const ember_memory *memory, ember_method **out) {
+    ember_method_options options;
+    memset(&options, 0, sizeof options);
+    options.struct_size = sizeof options;
+    options.memory = memory;
+    return ember_method_load_with(program, name, &options, out);
+}
+
+ember_status ember_method_load_with(const ember_program *program, const char *name,
+                                    const ember_method_options *options, ember_method **out) {
+    const ember_memory *memory = options != NULL ? options->memory : NULL;
     const pte_plan *plan;
     ember_heap_allocator heap;
     ember_allocator *a;
@@ -480,6 +491,9 @@ ember_status ember_method_load(const ember_program *program, const char *name,
 
     if (out == NULL) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL output");
     *out = NULL;
+    if (options != NULL && options->struct_size < sizeof(ember_method_options))
+        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT,
+                               "ember_method_options.struct_size is wrong");
     if (memory != NULL && memory->struct_size < sizeof(ember_memory))
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "ember_memory.struct_size is wrong");
     TRY(pte_find_plan(program, name, &plan));
@@ -493,6 +507,8 @@ ember_status ember_method_load(const ember_program *program, const char *name,
     if (a == &heap.base) a = &m->heap.base;
     m->program = program;
     m->plan = plan;
+    m->threadpool = options != NULL ? options->threadpool : NULL;
+    m->kctx.threadpool = m->threadpool;
 
     st = build(m, a, memory, false);
     if (st == EMBER_OK) st = init_mutable(m);

@@ -413,6 +413,24 @@ void pte_release(const ember_program *p, ember_buffer *buf) {
     buf->size = 0;
 }
 
+ember_status pte_named_data(const ember_program *p, const char *key, size_t len,
+                            uint32_t *segment) {
+    /* Entries were checked at load. */
+    for (uint32_t i = 0; i < p->named_data.len; i++) {
+        fb_table t;
+        fb_str k;
+        bool present;
+        fb_vec_table(&p->r, &p->named_data, i, &t);
+        fb_str_field(&p->r, &t, NAMED_DATA_KEY, &k, &present);
+        if (k.len == len && memcmp(k.data, key, len) == 0) {
+            fb_u32(&p->r, &t, NAMED_DATA_SEGMENT, 0, segment);
+            return EMBER_OK;
+        }
+    }
+    return ember_set_error(EMBER_ERR_NOT_FOUND, "no named data '%.*s'", (int)(len < 256 ? len : 256),
+                           key);
+}
+
 ember_status pte_find_plan(const ember_program *p, const char *name, const pte_plan **out) {
     if (p == NULL || name == NULL) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL argument");
     for (size_t i = 0; i < p->num_plans; i++) {
@@ -480,7 +498,8 @@ static ember_status read_segments(ember_program *p) {
         !fb_vec_field(r, &p->root, PROGRAM_CONSTANT_BUFFER, 4, &p->constant_buffers, &present) ||
         !fb_vec_field(r, &p->root, PROGRAM_DELEGATE_DATA, 4, &p->delegate_data, &present) ||
         !fb_table_field(r, &p->root, PROGRAM_CONSTANT_SEGMENT, &cs, &has_cs) ||
-        !fb_vec_field(r, &p->root, PROGRAM_MUTABLE_SEGMENTS, 4, &muts, &present))
+        !fb_vec_field(r, &p->root, PROGRAM_MUTABLE_SEGMENTS, 4, &muts, &present) ||
+        !fb_vec_field(r, &p->root, PROGRAM_NAMED_DATA, 4, &p->named_data, &present))
         return bad("program table is malformed");
     /* Without an extended header segment_data_size is 0, so only empty
      * segments pass the check below (the exporter writes one for a program
@@ -500,6 +519,18 @@ static ember_status read_segments(ember_program *p) {
         fb_table t;
         if (!fb_vec_table(r, &p->delegate_data, i, &t))
             return bad("inline delegate data %u is malformed", i);
+    }
+    for (uint32_t i = 0; i < p->named_data.len; i++) {
+        fb_table t;
+        fb_str key;
+        uint32_t segment;
+        if (!fb_vec_table(r, &p->named_data, i, &t) ||
+            !fb_str_field(r, &t, NAMED_DATA_KEY, &key, &present) || !present ||
+            !fb_u32(r, &t, NAMED_DATA_SEGMENT, 0, &segment))
+            return bad("named data %u is malformed", i);
+        if (segment >= p->segments.len)
+            return bad("named data %u ('%s'): segment %u out of range (%u)", i, key.data, segment,
+                       p->segments.len);
     }
     for (uint32_t i = 0; i < p->constant_buffers.len; i++) {
         fb_table t;
@@ -750,4 +781,30 @@ ember_status ember_program_operator_name(const ember_program *program, const cha
     for (uint32_t k = 0; k < overload.len && n + 1 < cap; k++) buf[n++] = overload.data[k];
     buf[n] = '\0';
     return EMBER_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Named data for backends                                                */
+/* ---------------------------------------------------------------------- */
+
+ember_status ember_backend_get_data(const ember_backend_init_ctx *ctx, const char *key,
+                                    size_t key_len, ember_backend_data *out) {
+    if (out != NULL) memset(out, 0, sizeof *out);
+    if (ctx == NULL || ctx->program == NULL || key == NULL || out == NULL)
+        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "named data: NULL argument");
+    const ember_program *p = ctx->program;
+    uint32_t segment;
+    TRY(pte_named_data(p, key, key_len, &segment));
+    TRY(pte_load_segment(p, segment, EMBER_SEGMENT_NAMED_DATA, &out->buffer_));
+    out->loader_ = p->loader;
+    out->data = out->buffer_.data;
+    out->size = out->buffer_.size;
+    return EMBER_OK;
+}
+
+void ember_backend_release_data(ember_backend_data *data) {
+    if (data == NULL) return;
+    if (data->loader_ != NULL && data->buffer_.data != NULL && data->loader_->release != NULL)
+        data->loader_->release(data->loader_->ctx, &data->buffer_);
+    memset(data, 0, sizeof *data);
 }

@@ -13,7 +13,8 @@
 enum {
     PROGRAM_VERSION = 0, PROGRAM_EXECUTION_PLAN = 1, PROGRAM_CONSTANT_BUFFER = 2,
     PROGRAM_DELEGATE_DATA = 3, PROGRAM_SEGMENTS = 4, PROGRAM_CONSTANT_SEGMENT = 5,
-    PROGRAM_MUTABLE_SEGMENTS = 6,
+    PROGRAM_MUTABLE_SEGMENTS = 6, PROGRAM_NAMED_DATA = 7,
+    NAMED_DATA_KEY = 0, NAMED_DATA_SEGMENT = 1,
     PLAN_NAME = 0, PLAN_VALUES = 2, PLAN_INPUTS = 3, PLAN_OUTPUTS = 4, PLAN_CHAINS = 5,
     PLAN_OPERATORS = 6, PLAN_DELEGATES = 7, PLAN_BUFFER_SIZES = 8,
     EVALUE_TYPE = 0, EVALUE_VAL = 1,
@@ -60,6 +61,7 @@ struct ember_program {
     uint32_t mutable_segment;    /* its segment index */
     bool has_mutable;
     fb_vec delegate_data;        /* BackendDelegateInlineData tables */
+    fb_vec named_data;           /* NamedData tables: key -> segment */
     pte_plan *plans;
     size_t num_plans;
 };
@@ -123,5 +125,10 @@ ember_status pte_buffer_size(const ember_program *p, const pte_plan *plan, uint3
 ember_status pte_load_segment(const ember_program *p, uint32_t index, ember_segment_kind kind,
                               ember_buffer *out);
 void pte_release(const ember_program *p, ember_buffer *buf);
+
+/* The segment that named data `key` (len bytes) lives in: the first entry of
+ * that key. EMBER_ERR_NOT_FOUND (message names the key) if there is none. */
+ember_status pte_named_data(const ember_program *p, const char *key, size_t len,
+                            uint32_t *segment);
 
 #endif /* EMBER_FORMAT_PROGRAM_H */
