@@ -61,10 +61,22 @@ static bool field_pos(const fb_reader *r, const fb_table *t, unsigned id, unsign
     }
 
 SCALAR_FIELD(fb_u8, uint8_t, 1, r->buf[pos])
+SCALAR_FIELD(fb_i16, int16_t, 2, fb_rd_u16(r->buf + pos))
 SCALAR_FIELD(fb_u32, uint32_t, 4, fb_rd_u32(r->buf + pos))
 SCALAR_FIELD(fb_i32, int32_t, 4, fb_rd_u32(r->buf + pos))
 SCALAR_FIELD(fb_u64, uint64_t, 8, fb_rd_u64(r->buf + pos))
 SCALAR_FIELD(fb_i64, int64_t, 8, fb_rd_u64(r->buf + pos))
+
+bool fb_f32(const fb_reader *r, const fb_table *t, unsigned id, float def, float *out) {
+    uint32_t bits;
+    if (!fb_u32(r, t, id, 0, &bits)) return false;
+    if (!fb_has(r, t, id)) {
+        *out = def;
+        return true;
+    }
+    memcpy(out, &bits, sizeof *out);
+    return true;
+}
 
 bool fb_f64(const fb_reader *r, const fb_table *t, unsigned id, double def, double *out) {
     uint64_t bits;
@@ -147,6 +159,18 @@ bool fb_vec_str(const fb_reader *r, const fb_vec *v, uint32_t i, fb_str *out) {
 
 /* Vector element reads: the vector's extent was checked when it was read,
  * so an index below len is inside the buffer. */
+uint16_t fb_vec_u16(const fb_reader *r, const fb_vec *v, uint32_t i) {
+    return i < v->len ? fb_rd_u16(r->buf + v->pos + 2u * i) : 0;
+}
+uint32_t fb_vec_u32(const fb_reader *r, const fb_vec *v, uint32_t i) {
+    return i < v->len ? fb_rd_u32(r->buf + v->pos + 4u * i) : 0;
+}
+float fb_vec_f32(const fb_reader *r, const fb_vec *v, uint32_t i) {
+    uint32_t bits = fb_vec_u32(r, v, i);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
 int32_t fb_vec_i32(const fb_reader *r, const fb_vec *v, uint32_t i) {
     return i < v->len ? (int32_t)fb_rd_u32(r->buf + v->pos + 4u * i) : 0;
 }

@@ -53,10 +53,12 @@ bool fb_has(const fb_reader *r, const fb_table *t, unsigned id);
 /* Scalar fields: false if the field lies outside the table or buffer; an
  * absent field yields def. */
 bool fb_u8(const fb_reader *r, const fb_table *t, unsigned id, uint8_t def, uint8_t *out);
+bool fb_i16(const fb_reader *r, const fb_table *t, unsigned id, int16_t def, int16_t *out);
 bool fb_u32(const fb_reader *r, const fb_table *t, unsigned id, uint32_t def, uint32_t *out);
 bool fb_i32(const fb_reader *r, const fb_table *t, unsigned id, int32_t def, int32_t *out);
 bool fb_u64(const fb_reader *r, const fb_table *t, unsigned id, uint64_t def, uint64_t *out);
 bool fb_i64(const fb_reader *r, const fb_table *t, unsigned id, int64_t def, int64_t *out);
+bool fb_f32(const fb_reader *r, const fb_table *t, unsigned id, float def, float *out);
 bool fb_f64(const fb_reader *r, const fb_table *t, unsigned id, double def, double *out);
 
 /* Reference fields: *present tells whether the field exists. */
@@ -69,6 +71,9 @@ bool fb_str_field(const fb_reader *r, const fb_table *t, unsigned id, fb_str *ou
 /* Vector elements (i < v->len is the caller's job; checked again here). */
 bool fb_vec_table(const fb_reader *r, const fb_vec *v, uint32_t i, fb_table *out);
 bool fb_vec_str(const fb_reader *r, const fb_vec *v, uint32_t i, fb_str *out);
+uint16_t fb_vec_u16(const fb_reader *r, const fb_vec *v, uint32_t i);
+uint32_t fb_vec_u32(const fb_reader *r, const fb_vec *v, uint32_t i);
+float fb_vec_f32(const fb_reader *r, const fb_vec *v, uint32_t i);
 int32_t fb_vec_i32(const fb_reader *r, const fb_vec *v, uint32_t i);
 int64_t fb_vec_i64(const fb_reader *r, const fb_vec *v, uint32_t i);
 uint64_t fb_vec_u64(const fb_reader *r, const fb_vec *v, uint32_t i);

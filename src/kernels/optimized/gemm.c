@@ -1,0 +1,112 @@
+/*
+ * f32 GEMM: configurations by instruction set, weight packing, and the
+ * driver that spreads tiles of the output over the thread pool (gemm.h).
+ */
+#include "gemm.h"
+
+#include <string.h>
+
+#include "core/internal.h"
+#include "ember/threadpool.h"
+
+static const eko_f32_gemm_config g_configs[EKO_ISA_COUNT] = {
+    [EKO_ISA_SCALAR] = {EKO_ISA_SCALAR, 4, 8, eko_f32_gemm_4x8_scalar},
+#ifdef EMBER_HAVE_AVX2_KERNELS
+    [EKO_ISA_AVX2] = {EKO_ISA_AVX2, 6, 16, eko_f32_gemm_6x16_avx2},
+#endif
+#ifdef EMBER_HAVE_AVX512_KERNELS
+    [EKO_ISA_AVX512] = {EKO_ISA_AVX512, 8, 32, eko_f32_gemm_8x32_avx512},
+#endif
+};
+
+const eko_f32_gemm_config *eko_f32_gemm_config_for(eko_isa isa) {
+    if ((unsigned)isa >= EKO_ISA_COUNT || g_configs[isa].ukernel == NULL) return NULL;
+    return &g_configs[isa];
+}
+
+const eko_f32_gemm_config *eko_f32_gemm_config_active(void) {
+    const eko_f32_gemm_config *cfg = eko_f32_gemm_config_for(eko_isa_active());
+    return cfg != NULL ? cfg : &g_configs[EKO_ISA_SCALAR];
+}
+
+bool eko_f32_packed_size(const eko_f32_gemm_config *cfg, size_t n, size_t k, size_t *floats) {
+    size_t panels = n / cfg->nr + (n % cfg->nr != 0), per_panel;
+    /* each panel: nr biases, then k rows of nr weights */
+    return !ember_add_overflow(k, 1, &per_panel) &&
+           !ember_mul_overflow(per_panel, cfg->nr, &per_panel) &&
+           !ember_mul_overflow(per_panel, panels, floats);
+}
+
+void eko_f32_pack(const eko_f32_gemm_config *cfg, size_t n, size_t k, const float *w, bool k_major,
+                  const float *bias, float *out) {
+    const size_t nr = cfg->nr;
+    for (size_t n0 = 0; n0 < n; n0 += nr) {
+        const size_t nc = n - n0 < nr ? n - n0 : nr;
+        for (size_t j = 0; j < nr; j++) out[j] = bias != NULL && j < nc ? bias[n0 + j] : 0.0f;
+        out += nr;
+        for (size_t kk = 0; kk < k; kk++, out += nr) {
+            for (size_t j = 0; j < nc; j++)
+                out[j] = k_major ? w[kk * n + n0 + j] : w[(n0 + j) * k + kk];
+            for (size_t j = nc; j < nr; j++) out[j] = 0.0f;
+        }
+    }
+}
+
+/* One product split in tiles: a block of rows by a group of panels. */
+typedef struct gemm_job {
+    const eko_f32_gemm_config *cfg;
+    size_t m, n, k;
+    const float *a;
+    size_t a_stride;
+    const float *packed;
+    float *c;
+    size_t c_stride;
+    float min, max;
+    size_t panels, panel_floats;
+    size_t rows_per_block, panels_per_group, groups;
+} gemm_job;
+
+static void gemm_tiles(void *ctx, size_t thread, size_t start, size_t count) {
+    const gemm_job *j = ctx;
+    const size_t mr = j->cfg->mr, nr = j->cfg->nr;
+    (void)thread;
+    for (size_t t = start; t < start + count; t++) {
+        const size_t block = t / j->groups, group = t % j->groups;
+        const size_t m0 = block * j->rows_per_block;
+        const size_t m1 = m0 + j->rows_per_block < j->m ? m0 + j->rows_per_block : j->m;
+        const size_t p0 = group * j->panels_per_group;
+        const size_t p1 = p0 + j->panels_per_group < j->panels ? p0 + j->panels_per_group
+                                                               : j->panels;
+        /* panel outside, rows inside: a panel is read from memory once per
+         * block and from cache for the rest of its rows */
+        for (size_t p = p0; p < p1; p++) {
+            const size_t n0 = p * nr, nc = j->n - n0 < nr ? j->n - n0 : nr;
+            const float *w = j->packed + p * j->panel_floats;
+            for (size_t r = m0; r < m1; r += mr) {
+                const size_t rows = m1 - r < mr ? m1 - r : mr;
+                j->cfg->ukernel(rows, nc, j->k, j->a + r * j->a_stride, j->a_stride, w,
+                                j->c + r * j->c_stride + n0, j->c_stride, j->min, j->max);
+            }
+        }
+    }
+}
+
+void eko_f32_gemm(const eko_f32_gemm_config *cfg, struct ember_threadpool *pool, size_t m,
+                  size_t n, size_t k, const float *a, size_t a_stride, const float *packed,
+                  float *c, size_t c_stride, float min, float max) {
+    if (m == 0 || n == 0) return;
+    gemm_job j = {cfg, m, n, k, a, a_stride, packed, c, c_stride, min, max, 0, 0, 0, 0, 0};
+    j.panels = n / cfg->nr + (n % cfg->nr != 0);
+    j.panel_floats = (k + 1) * cfg->nr;
+    const size_t threads = ember_threadpool_size(pool);
+    /* Rows in blocks of 64 (a multiple of every MR): enough reuse of a panel,
+     * small enough that large M gives tiles to every thread. Panels in groups
+     * so that there are about four tiles per thread. */
+    j.rows_per_block = m <= 64 ? m : 64;
+    const size_t blocks = m / j.rows_per_block + (m % j.rows_per_block != 0);
+    size_t want = threads * 4 / blocks + 1;
+    j.panels_per_group = threads == 1 ? j.panels : j.panels / want + (j.panels % want != 0);
+    if (j.panels_per_group == 0) j.panels_per_group = 1;
+    j.groups = j.panels / j.panels_per_group + (j.panels % j.panels_per_group != 0);
+    ember_parallel_1d(pool, gemm_tiles, &j, blocks * j.groups, 1);
+}
