@@ -30,7 +30,7 @@ function(ember_add_c_tests dir)
       RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/tests/${sub}")
     target_include_directories(${target} PRIVATE "${PROJECT_SOURCE_DIR}/src" "${dir}")
     target_link_libraries(${target} PRIVATE
-      ember_module ember_kernels_portable ember_core ember_npy)
+      ember_module ember_backends ember_kernels_portable ember_core ember_npy)
     # Tests of the LLM extension (tests/c/llm) link it too.
     if(sub MATCHES "^llm" AND TARGET ember_llm)
       target_link_libraries(${target} PRIVATE ember_llm)

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "ember/ember.h"
+#include "ember/backend.h"
 #include "ember/kernel.h"
 #include "npy.h"
 
@@ -666,6 +667,7 @@ int main(int argc, char **argv) {
     r.loader_open = true;
 
     if ((st = ember_portable_kernels_register()) != EMBER_OK) die_status(st, "registering kernels");
+    if ((st = ember_xnnpack_backend_register()) != EMBER_OK) die_status(st, "registering backends");
 
     if ((st = ember_program_load(&r.loader.base, NULL, &r.program)) != EMBER_OK) {
         char what[4200];

@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "ember/backend.h"
 #include "ember/kernel.h"
 
 struct ember_module {
@@ -20,13 +21,14 @@ struct ember_module {
     size_t num_methods;
 };
 
-/* Set once the portable kernels are registered, so repeated loads do not
- * fill the registry with copies of the same table. */
+/* Set once the portable kernels and the CPU backend are registered, so
+ * repeated loads do not fill the registry with copies of the same table. */
 static bool g_portable_registered;
 
 static ember_status register_portable_once(void) {
     if (g_portable_registered) return EMBER_OK;
     ember_status st = ember_portable_kernels_register();
+    if (st == EMBER_OK) st = ember_xnnpack_backend_register();
     if (st == EMBER_OK) g_portable_registered = true;
     return st;
 }

@@ -95,6 +95,14 @@ typedef struct ember_backend {
  */
 ember_status ember_backend_register(const ember_backend *backend);
 
+/**
+ * Registers ember's CPU backend under the id "XnnpackBackend": it runs the
+ * payloads of ExecuTorch's XNNPACK delegate (float32 subgraphs) on ember's
+ * own optimized kernels, splitting work over the method's thread pool.
+ * @return as ember_backend_register().
+ */
+ember_status ember_xnnpack_backend_register(void);
+
 /** Removes every registered backend. */
 void ember_backends_clear(void);
 

@@ -91,6 +91,19 @@ static void gemm_tiles(void *ctx, size_t thread, size_t start, size_t count) {
     }
 }
 
+void eko_f32_gemm_serial(const eko_f32_gemm_config *cfg, size_t m, size_t n, size_t k,
+                         const float *a, size_t a_stride, const float *packed, float *c,
+                         size_t c_stride, float min, float max) {
+    if (m == 0 || n == 0) return;
+    gemm_job j = {cfg, m, n, k, a, a_stride, packed, c, c_stride, min, max, 0, 0, 0, 0, 0};
+    j.panels = n / cfg->nr + (n % cfg->nr != 0);
+    j.panel_floats = (k + 1) * cfg->nr;
+    j.rows_per_block = m;
+    j.panels_per_group = j.panels;
+    j.groups = 1;
+    gemm_tiles(&j, 0, 0, 1);
+}
+
 void eko_f32_gemm(const eko_f32_gemm_config *cfg, struct ember_threadpool *pool, size_t m,
                   size_t n, size_t k, const float *a, size_t a_stride, const float *packed,
                   float *c, size_t c_stride, float min, float max) {

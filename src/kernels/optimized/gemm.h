@@ -68,6 +68,12 @@ void eko_f32_gemm(const eko_f32_gemm_config *cfg, struct ember_threadpool *pool,
                   size_t n, size_t k, const float *a, size_t a_stride, const float *packed,
                   float *c, size_t c_stride, float min, float max);
 
+/** eko_f32_gemm on the calling thread only (for callers that split work
+ * themselves, e.g. by rows of an im2col block or by batch). */
+void eko_f32_gemm_serial(const eko_f32_gemm_config *cfg, size_t m, size_t n, size_t k,
+                         const float *a, size_t a_stride, const float *packed, float *c,
+                         size_t c_stride, float min, float max);
+
 /* The micro-kernels, by instruction set (one file each). */
 void eko_f32_gemm_4x8_scalar(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
                              const float *w, float *c, size_t c_stride, float min, float max);

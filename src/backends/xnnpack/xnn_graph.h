@@ -1,0 +1,220 @@
+/*
+ * xnn_graph.h — the XNNPACK delegate payload as the backend holds it.
+ *
+ * ExecuTorch's XNNPACK delegate stores a subgraph in its own format: an
+ * "XH00" header, then an XNNGraph flatbuffer ("XN01"; schema
+ * backends/xnnpack/serialization/schema.fbs of the executorch package), then
+ * constant data, which current exporters keep in the program's named data
+ * instead. xnn_read.c decodes and verifies it into the structures below;
+ * xnn_shape.c infers shapes, xnn_plan.c plans the intermediates' memory,
+ * xnn_pack.c packs weights, and the xnn_run_*.c files run the nodes.
+ *
+ * Values are tensors; nodes refer to them by index (the file's id_out,
+ * remapped). Layouts follow XNNPACK: spatial ops work on NHWC, and the
+ * exporter inserts transposes at the delegate's edges.
+ */
+#ifndef EMBER_BACKENDS_XNNPACK_XNN_GRAPH_H
+#define EMBER_BACKENDS_XNNPACK_XNN_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/internal.h"
+#include "ember/backend.h"
+#include "ember/threadpool.h"
+
+#define XNN_MAX_DIMS 6
+#define XNN_INVALID_ID UINT32_MAX
+/* Most externals a payload may declare (ExecuTorch's runtime has the same cap). */
+#define XNN_MAX_EXTERNS 4096
+
+/* XNNDatatype, as the flatbuffer numbers it. */
+enum {
+    XNN_DT_INVALID = 0, XNN_DT_FP32 = 1, XNN_DT_FP16 = 2, XNN_DT_QINT8 = 3, XNN_DT_QUINT8 = 4,
+    XNN_DT_QINT32 = 5, XNN_DT_QCINT8 = 6, XNN_DT_QCINT32 = 7, XNN_DT_QCINT4 = 8,
+    XNN_DT_QDINT8 = 9, XNN_DT_QBINT4 = 10, XNN_DT_QPINT8 = 11, XNN_DT_INT32 = 12,
+    XNN_DT_PFP32 = 13, XNN_DT_BF16 = 14, XNN_DT_COUNT = 15
+};
+
+/* Value flags. */
+#define XNN_VALUE_EXTERNAL_INPUT 0x1u
+#define XNN_VALUE_EXTERNAL_OUTPUT 0x2u
+
+/* Node flags. */
+#define XNN_FLAG_TRANSPOSE_WEIGHTS 0x1u /* fully connected: filter [IC, OC]; bmm: B is [N, K] */
+#define XNN_FLAG_TENSORFLOW_LEGACY 0x4u /* resize: no half-pixel offset */
+#define XNN_FLAG_ALIGN_CORNERS 0x8u
+#define XNN_FLAG_KEEP_DIMS 0x40u
+
+/* XNodeUnion tags. The X-macro rows in xnn_nodes.def name every one. */
+enum {
+#define XNN_NODE(tag, name, kind) XNN_NODE_##name = tag,
+#include "xnn_nodes.def"
+#undef XNN_NODE
+    XNN_NODE_MAX_TAG = 47
+};
+
+/* How a node's table is laid out in the file (which reader decodes it). */
+typedef enum xnn_kind {
+    XNN_K_1X1,      /* _XNNNode1x1: input, output, flags */
+    XNN_K_2X1,      /* _XNNNode2x1: input1, input2, output, flags */
+    XNN_K_FC,       /* XNNFullyConnected */
+    XNN_K_CONV,     /* _XNNNodeConv */
+    XNN_K_POOL,     /* _XNNPooling2D */
+    XNN_K_ARGMAX,   /* XNNArgMaxPooling2d */
+    XNN_K_CAT,      /* _XNNCat */
+    XNN_K_TRANSPOSE,
+    XNN_K_RESHAPE,
+    XNN_K_SLICE,
+    XNN_K_PAD,
+    XNN_K_RESIZE,
+    XNN_K_ELU,
+    XNN_K_LEAKY,
+    XNN_K_SDPA
+} xnn_kind;
+
+/* Quantization of a value (issue-level support: fp32 graphs run; quantized
+ * values are decoded and verified, and refused by the nodes that meet them). */
+typedef enum xnn_quant {
+    XNN_Q_NONE = 0, XNN_Q_PER_CHANNEL = 1, XNN_Q_PER_TENSOR = 2, XNN_Q_PER_TOKEN = 3,
+    XNN_Q_PER_CHANNEL_GROUP = 4
+} xnn_quant;
+
+typedef struct xnn_value {
+    uint8_t dtype;
+    uint8_t rank;
+    uint8_t quant;               /* xnn_quant */
+    uint32_t flags;              /* XNN_VALUE_EXTERNAL_* */
+    uint32_t external_id;        /* delegate argument index, or XNN_INVALID_ID */
+    uint32_t id;                 /* the file's id_out */
+    size_t dims[XNN_MAX_DIMS];   /* as serialized: upper bounds for dynamic shapes */
+    size_t shape[XNN_MAX_DIMS];  /* the current shape (xnn_shape.c) */
+    /* constants: their bytes, owned by the backend (copied at init) */
+    const void *constant;
+    size_t constant_bytes;
+    /* quantization parameters */
+    float scale;
+    int32_t zero_point;
+    int32_t channel_dim, group_size;
+    uint32_t num_nonbatch_dims;
+    /* planning: the nodes that make and last read it, its bytes in the arena */
+    int32_t first, last;
+    size_t offset, capacity;
+    bool planned;                /* lives in the arena */
+    void *data;                  /* bound before every run */
+} xnn_value;
+
+typedef struct xnn_conv_params {
+    uint32_t pad_top, pad_right, pad_bottom, pad_left;
+    uint32_t kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w;
+    uint32_t group_in, group_out, groups, adj_h, adj_w;
+} xnn_conv_params;
+
+typedef struct xnn_node {
+    uint8_t type;                /* XNN_NODE_* */
+    uint8_t kind;                /* xnn_kind */
+    uint8_t nin, nout;
+    uint32_t debug_handle;
+    uint32_t flags;
+    float out_min, out_max;      /* output_min_max (-inf, +inf when absent) */
+    uint32_t in[5];              /* value indices; XNN_INVALID_ID for an absent bias */
+    uint32_t out[2];
+    union {
+        xnn_conv_params conv;    /* convolutions and pooling (kernel = window) */
+        struct {
+            uint32_t n;
+            uint32_t v[XNN_MAX_DIMS];
+        } perm;                  /* transpose perm; reshape new shape */
+        struct {
+            uint32_t n;
+            uint32_t offsets[XNN_MAX_DIMS], sizes[XNN_MAX_DIMS];
+        } slice;
+        struct {
+            uint32_t pre[XNN_MAX_DIMS], post[XNN_MAX_DIMS];
+            float value;
+        } pad;
+        struct {
+            uint32_t height, width;
+        } resize;
+        uint32_t axis;           /* concatenate */
+        float alpha;             /* ELU alpha, LeakyReLU slope */
+    } p;
+    /* weights packed at init (fully connected, convolutions) */
+    float *packed;
+    /* scratch bytes this node needs while it runs (im2col, packed operands) */
+    size_t scratch_bytes;
+    size_t scratch_offset;
+} xnn_node;
+
+/* A decoded, verified, planned delegate. */
+typedef struct xnn_graph {
+    xnn_value *values;
+    uint32_t num_values;
+    xnn_node *nodes;
+    uint32_t num_nodes;
+    uint32_t num_externs;
+    uint32_t *inputs, *outputs;  /* value indices of the externals, by external id */
+    uint32_t num_inputs, num_outputs;
+    uint8_t *arena;              /* intermediates and node scratch */
+    size_t arena_bytes;
+    ember_threadpool *threadpool;
+    int isa;                     /* eko_isa the weights were packed for */
+} xnn_graph;
+
+/* Where a constant's bytes are, until init packs or copies them: the
+ * program's named data (key) or the payload (bytes, valid during init). */
+typedef struct xnn_const_source {
+    bool present;
+    const char *key;
+    size_t key_len;
+    const uint8_t *bytes;
+    size_t size;     /* bytes there (named data: checked when loaded) */
+    size_t needed;   /* bytes the value's shape needs */
+} xnn_const_source;
+
+#define TRY_RET(expr)                                                                             \
+    do {                                                                                          \
+        ember_status st_ = (expr);                                                                \
+        if (st_ != EMBER_OK) return st_;                                                          \
+    } while (0)
+
+/* Names for messages. */
+const char *xnn_node_name(uint8_t type);
+const char *xnn_dtype_name(uint8_t dtype);
+
+/* Fails naming a node: "xnnpack node <i> (<name>, debug handle <h>): ..." */
+ember_status xnn_node_fail(const xnn_graph *g, uint32_t node, ember_status st, const char *fmt,
+                           ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* Decodes and verifies a payload (xnn_read.c); *sources (one per value, from
+ * ctx->allocator) says where each constant's bytes are. */
+ember_status xnn_read(const ember_backend_init_ctx *ctx, const uint8_t *payload, size_t size,
+                      xnn_graph *g, xnn_const_source **sources);
+
+/* Shapes of every value from the current input shapes (xnn_shape.c).
+ * check_capacity: fail if a planned value would outgrow its bytes. */
+ember_status xnn_infer_shapes(xnn_graph *g, bool check_capacity);
+
+/* Lifetimes, scratch needs and arena offsets (xnn_plan.c). */
+ember_status xnn_plan(xnn_graph *g, ember_allocator *a);
+
+/* Loads every constant (named data through ctx), packs the weights of the
+ * nodes that multiply by them and keeps a copy of the others (xnn_pack.c). */
+ember_status xnn_pack(xnn_graph *g, const ember_backend_init_ctx *ctx,
+                      const xnn_const_source *sources);
+
+/* Runs node i (xnn_run.c dispatches to the node families). */
+ember_status xnn_run_node(xnn_graph *g, uint32_t i);
+
+/* Element count of a shape, bytes of a value at dims; false on overflow. */
+bool xnn_numel(const size_t *dims, size_t rank, size_t *numel);
+bool xnn_value_bytes(const xnn_value *v, const size_t *dims, size_t *bytes);
+/* Bytes per element (0 for the 4-bit types). */
+size_t xnn_dtype_size(uint8_t dtype);
+
+#endif /* EMBER_BACKENDS_XNNPACK_XNN_GRAPH_H */

@@ -1,0 +1,190 @@
+/*
+ * Constants of an XNNPACK subgraph (xnn_graph.h): loaded once at init, from
+ * the program's named data or the payload, and either packed into the
+ * layout the matrix-product kernels stream (fully connected filters and
+ * biases, convolution filters, constant batch-matmul operands) or copied for
+ * the nodes that read them as they are. The named data is given back right
+ * after, so a weight is held twice only while it is being packed.
+ */
+#include <string.h>
+
+#include "kernels/optimized/gemm.h"
+#include "xnn_graph.h"
+
+/* A constant's bytes while init uses them. */
+typedef struct loaded {
+    ember_backend_data named;
+    const float *f;     /* the bytes as floats (aligned) */
+    size_t size;
+} loaded;
+
+static ember_status load(xnn_graph *g, const ember_backend_init_ctx *ctx,
+                         const xnn_const_source *sources, uint32_t vi, uint32_t node,
+                         loaded *out) {
+    const xnn_const_source *src = &sources[vi];
+    memset(out, 0, sizeof *out);
+    const void *bytes = src->bytes;
+    size_t size = src->size;
+    if (src->key != NULL) {
+        ember_status st = ember_backend_get_data(ctx, src->key, src->key_len, &out->named);
+        if (st != EMBER_OK)
+            return xnn_node_fail(g, node, st, "constant value %u: named data '%.*s': %s", vi,
+                                 (int)(src->key_len < 80 ? src->key_len : 80), src->key,
+                                 ember_last_error());
+        bytes = out->named.data;
+        size = out->named.size;
+    }
+    if (size < src->needed) {
+        ember_backend_release_data(&out->named);
+        return xnn_node_fail(g, node, EMBER_ERR_INVALID_PROGRAM,
+                             "constant value %u has %zu bytes, its shape needs %zu", vi, size,
+                             src->needed);
+    }
+    if (((uintptr_t)bytes % _Alignof(float)) != 0) {
+        /* misaligned data: read it through an aligned copy */
+        void *copy = ember_alloc(ctx->allocator, src->needed, 64);
+        if (copy == NULL) {
+            ember_backend_release_data(&out->named);
+            return ember_backend_fail(EMBER_ERR_OUT_OF_MEMORY, "xnnpack: no memory");
+        }
+        memcpy(copy, bytes, src->needed);
+        ember_backend_release_data(&out->named);
+        bytes = copy;
+    }
+    out->f = bytes;
+    out->size = src->needed;
+    return EMBER_OK;
+}
+
+static void unload(loaded *l) { ember_backend_release_data(&l->named); }
+
+static bool is_const(const xnn_const_source *sources, uint32_t vi) {
+    return vi != XNN_INVALID_ID && sources[vi].present;
+}
+
+/* Whether input k of node n is consumed in packed form (never read raw). */
+static bool packed_role(const xnn_node *n, uint32_t k, const xnn_const_source *sources) {
+    switch (n->type) {
+    case XNN_NODE_FullyConnected:
+        return (k == 1 || k == 2) && is_const(sources, n->in[1]);
+    case XNN_NODE_Conv2d:
+        return k == 1 || k == 2;
+    case XNN_NODE_ConvTranspose2d:
+        return k == 1;
+    case XNN_NODE_BatchMatrixMultiply:
+        return k == 1 && is_const(sources, n->in[1]);
+    default:
+        return false;
+    }
+}
+
+static float *alloc_packed(const ember_backend_init_ctx *ctx, size_t floats, size_t count) {
+    size_t bytes;
+    if (ember_mul_overflow(floats, count, &floats) || ember_mul_overflow(floats, 4, &bytes))
+        return NULL;
+    return ember_alloc(ctx->allocator, bytes, 64);
+}
+
+static ember_status pack_node(xnn_graph *g, const ember_backend_init_ctx *ctx,
+                              const xnn_const_source *sources, uint32_t ni) {
+    xnn_node *n = &g->nodes[ni];
+    const eko_f32_gemm_config *cfg = eko_f32_gemm_config_for((eko_isa)g->isa);
+    loaded w, b;
+    memset(&b, 0, sizeof b);
+    size_t floats, groups = 1, rows = 0, depth = 0, slice_floats = 0;
+    bool k_major = false;
+    const xnn_value *wv = &g->values[n->in[1]];
+    switch (n->type) {
+    case XNN_NODE_FullyConnected:
+        if (!is_const(sources, n->in[1])) return EMBER_OK; /* packed at every run */
+        k_major = n->flags & XNN_FLAG_TRANSPOSE_WEIGHTS;
+        rows = wv->dims[k_major ? 1 : 0];
+        depth = wv->dims[k_major ? 0 : 1];
+        break;
+    case XNN_NODE_Conv2d:
+        groups = n->p.conv.groups;
+        rows = n->p.conv.group_out;
+        depth = (size_t)n->p.conv.kernel_h * n->p.conv.kernel_w * n->p.conv.group_in;
+        break;
+    case XNN_NODE_ConvTranspose2d:
+        /* per group, rows (j, ky, kx) of the filter: the product gives every
+         * output tap of an input pixel (see xnn_run_conv.c) */
+        groups = n->p.conv.groups;
+        rows = (size_t)n->p.conv.group_out * n->p.conv.kernel_h * n->p.conv.kernel_w;
+        depth = n->p.conv.group_in;
+        break;
+    case XNN_NODE_BatchMatrixMultiply: {
+        if (!is_const(sources, n->in[1])) return EMBER_OK;
+        /* every batch slice of the constant operand packs on its own */
+        bool t = n->flags & XNN_FLAG_TRANSPOSE_WEIGHTS;
+        rows = wv->dims[wv->rank - (t ? 2 : 1)];
+        depth = wv->dims[wv->rank - (t ? 1 : 2)];
+        k_major = !t;
+        if (!xnn_numel(wv->dims, wv->rank - 2u, &groups))
+            return xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM, "operand too large");
+        break;
+    }
+    default:
+        return EMBER_OK;
+    }
+    if (!eko_f32_packed_size(cfg, rows, depth, &slice_floats) ||
+        ember_mul_overflow(slice_floats, groups, &floats))
+        return xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM, "weights too large to pack");
+    n->packed = alloc_packed(ctx, slice_floats, groups);
+    if (n->packed == NULL)
+        return xnn_node_fail(g, ni, EMBER_ERR_OUT_OF_MEMORY,
+                             "cannot allocate %zu floats of packed weights", floats);
+    TRY_RET(load(g, ctx, sources, n->in[1], ni, &w));
+    bool bias_in_pack = n->type != XNN_NODE_ConvTranspose2d && n->type != XNN_NODE_BatchMatrixMultiply;
+    if (bias_in_pack && n->in[2] != XNN_INVALID_ID) {
+        if (!is_const(sources, n->in[2])) {
+            unload(&w);
+            return xnn_node_fail(g, ni, EMBER_ERR_NOT_SUPPORTED,
+                                 "a bias that is not constant, with a constant filter");
+        }
+        ember_status st = load(g, ctx, sources, n->in[2], ni, &b);
+        if (st != EMBER_OK) {
+            unload(&w);
+            return st;
+        }
+    }
+    size_t slice = rows * depth;
+    for (size_t grp = 0; grp < groups; grp++)
+        eko_f32_pack(cfg, rows, depth, w.f + grp * slice, k_major,
+                     b.f != NULL ? b.f + grp * rows : NULL, n->packed + grp * slice_floats);
+    unload(&w);
+    unload(&b);
+    return EMBER_OK;
+}
+
+ember_status xnn_pack(xnn_graph *g, const ember_backend_init_ctx *ctx,
+                      const xnn_const_source *sources) {
+    g->isa = (int)eko_f32_gemm_config_active()->isa;
+    for (uint32_t ni = 0; ni < g->num_nodes; ni++) TRY_RET(pack_node(g, ctx, sources, ni));
+    /* copies of the constants some node reads as they are */
+    for (uint32_t vi = 0; vi < g->num_values; vi++) {
+        if (!sources[vi].present) continue;
+        uint32_t reader = XNN_INVALID_ID;
+        for (uint32_t ni = 0; ni < g->num_nodes && reader == XNN_INVALID_ID; ni++) {
+            const xnn_node *n = &g->nodes[ni];
+            for (uint32_t k = 0; k < n->nin; k++)
+                if (n->in[k] == vi && !packed_role(n, k, sources)) reader = ni;
+        }
+        if (reader == XNN_INVALID_ID) continue;
+        loaded c;
+        TRY_RET(load(g, ctx, sources, vi, reader, &c));
+        void *copy = ember_alloc(ctx->allocator, c.size, 64);
+        if (copy == NULL) {
+            unload(&c);
+            return ember_backend_fail(EMBER_ERR_OUT_OF_MEMORY,
+                                      "xnnpack: cannot allocate %zu bytes for constant %u",
+                                      c.size, vi);
+        }
+        memcpy(copy, c.f, c.size);
+        unload(&c);
+        g->values[vi].constant = copy;
+        g->values[vi].constant_bytes = c.size;
+        g->values[vi].data = copy;
+    }
+    return EMBER_OK;
+}

@@ -1,0 +1,254 @@
+/*
+ * Convolution nodes on NHWC activations (xnn_run.h).
+ *
+ * Conv2d: as a matrix product of im2col rows (KH x KW x group channels per
+ * output pixel, the order of the OHWI filter's rows) with the filter packed
+ * at init. Blocks of output pixels are spread over the threads, each making
+ * its block's rows in its own scratch and multiplying them on its own, so
+ * the rows are read from cache right after they are made. A 1x1 convolution
+ * with stride 1 and no padding multiplies the input itself.
+ * DepthwiseConv2d: a direct loop, channels innermost (contiguous in NHWC).
+ * ConvTranspose2d: the product of every input pixel with the filter gives
+ * all its output taps (columns (j, ky, kx)); each output pixel then gathers
+ * the taps that land on it, so threads write disjoint output rows.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ember/threadpool.h"
+#include "xnn_run.h"
+
+/* Output pixels per block of the im2col product. */
+#define CONV_BLOCK 64
+
+typedef struct conv_geom {
+    size_t n, h, w, c, oh, ow, oc;
+    size_t kh, kw, sh, sw, dh, dw, pt, pl;
+    size_t groups, gin, gout;
+} conv_geom;
+
+static conv_geom geom(xnn_graph *g, const xnn_node *n) {
+    const xnn_value *x = xr_in(g, n, 0), *y = xr_out(g, n, 0);
+    const xnn_conv_params *p = &n->p.conv;
+    conv_geom c = {x->shape[0], x->shape[1], x->shape[2], x->shape[3], y->shape[1], y->shape[2],
+                   y->shape[3], p->kernel_h, p->kernel_w, p->stride_h, p->stride_w,
+                   p->dilation_h, p->dilation_w, p->pad_top, p->pad_left, p->groups,
+                   p->group_in, p->group_out};
+    return c;
+}
+
+static bool is_direct(const conv_geom *c) {
+    return c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 && c->pl == 0 &&
+           c->groups == 1 && c->oh == c->h && c->ow == c->w;
+}
+
+bool xnn_conv_scratch(xnn_graph *g, uint32_t ni, size_t *bytes) {
+    const xnn_node *n = &g->nodes[ni];
+    conv_geom c = geom(g, n);
+    size_t floats;
+    if (n->type == XNN_NODE_Conv2d) {
+        if (is_direct(&c)) return true;
+        /* one block of im2col rows per thread */
+        size_t k = c.kh * c.kw * c.gin; /* the filter's row, checked at init */
+        if (ember_mul_overflow(k, CONV_BLOCK, &floats) ||
+            ember_mul_overflow(floats, ember_threadpool_size(g->threadpool), &floats))
+            return false;
+    } else {
+        /* deconvolution: every input pixel's taps, one group at a time */
+        size_t pixels, taps = c.gout * c.kh * c.kw;
+        if (ember_mul_overflow(c.n * c.h, c.w, &pixels) || ember_mul_overflow(pixels, taps, &floats))
+            return false;
+    }
+    return !ember_mul_overflow(floats, sizeof(float), bytes);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Conv2d                                                                 */
+/* ---------------------------------------------------------------------- */
+
+typedef struct conv_job {
+    xnn_graph *g;
+    const xnn_node *n;
+    conv_geom c;
+    size_t k, slice_floats, pixels;
+} conv_job;
+
+/* im2col rows for output pixels [p0, p0 + rows), group grp, into col. */
+static void im2col(const conv_geom *c, const float *x, size_t grp, size_t p0, size_t rows,
+                   float *col) {
+    const size_t k = c->kh * c->kw * c->gin;
+    for (size_t r = 0; r < rows; r++) {
+        size_t p = p0 + r, ox = p % c->ow, oy = (p / c->ow) % c->oh, b = p / (c->ow * c->oh);
+        float *dst = col + r * k;
+        for (size_t ky = 0; ky < c->kh; ky++) {
+            size_t iy = oy * c->sh + ky * c->dh; /* minus pt: checked below */
+            bool row_in = iy >= c->pt && iy - c->pt < c->h;
+            for (size_t kx = 0; kx < c->kw; kx++, dst += c->gin) {
+                size_t ix = ox * c->sw + kx * c->dw;
+                if (row_in && ix >= c->pl && ix - c->pl < c->w)
+                    memcpy(dst, x + ((b * c->h + iy - c->pt) * c->w + ix - c->pl) * c->c + grp * c->gin,
+                           c->gin * sizeof(float));
+                else
+                    memset(dst, 0, c->gin * sizeof(float));
+            }
+        }
+    }
+}
+
+static void conv_blocks(void *ctx, size_t thread, size_t start, size_t count) {
+    const conv_job *j = ctx;
+    const xnn_node *n = j->n;
+    const conv_geom *c = &j->c;
+    const float *x = xr_f(xr_in(j->g, n, 0));
+    float *y = xr_f(xr_out(j->g, n, 0));
+    float *col = xr_scratch(j->g, n) + thread * j->k * CONV_BLOCK;
+    for (size_t blk = start; blk < start + count; blk++) {
+        size_t p0 = blk * CONV_BLOCK, rows = j->pixels - p0 < CONV_BLOCK ? j->pixels - p0 : CONV_BLOCK;
+        for (size_t grp = 0; grp < c->groups; grp++) {
+            im2col(c, x, grp, p0, rows, col);
+            eko_f32_gemm_serial(xr_gemm(j->g), rows, c->gout, j->k, col, j->k,
+                                n->packed + grp * j->slice_floats, y + p0 * c->oc + grp * c->gout,
+                                c->oc, n->out_min, n->out_max);
+        }
+    }
+}
+
+static ember_status run_conv2d(xnn_graph *g, uint32_t ni) {
+    const xnn_node *n = &g->nodes[ni];
+    conv_job j = {g, n, geom(g, n), 0, 0, 0};
+    const conv_geom *c = &j.c;
+    j.k = c->kh * c->kw * c->gin;
+    j.pixels = c->n * c->oh * c->ow;
+    eko_f32_packed_size(xr_gemm(g), c->gout, j.k, &j.slice_floats);
+    if (is_direct(c)) {
+        eko_f32_gemm(xr_gemm(g), g->threadpool, j.pixels, c->oc, c->c, xr_f(xr_in(g, n, 0)), c->c,
+                     n->packed, xr_f(xr_out(g, n, 0)), c->oc, n->out_min, n->out_max);
+        return EMBER_OK;
+    }
+    ember_parallel_1d(g->threadpool, conv_blocks, &j, j.pixels / CONV_BLOCK + (j.pixels % CONV_BLOCK != 0),
+                      1);
+    return EMBER_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Depthwise                                                              */
+/* ---------------------------------------------------------------------- */
+
+typedef struct dw_job {
+    xnn_graph *g;
+    const xnn_node *n;
+    conv_geom c;
+} dw_job;
+
+/* Output rows (b, oy) [start, start + count). */
+static void dw_rows(void *ctx, size_t thread, size_t start, size_t count) {
+    const dw_job *j = ctx;
+    const conv_geom *c = &j->c;
+    const xnn_node *n = j->n;
+    const float *x = xr_f(xr_in(j->g, n, 0)), *w = xr_f(xr_in(j->g, n, 1));
+    const float *bias = n->in[2] != XNN_INVALID_ID ? xr_f(xr_in(j->g, n, 2)) : NULL;
+    float *y = xr_f(xr_out(j->g, n, 0));
+    const size_t oc = c->oc, mult = c->gout;
+    (void)thread;
+    for (size_t row = start; row < start + count; row++) {
+        size_t b = row / c->oh, oy = row % c->oh;
+        for (size_t ox = 0; ox < c->ow; ox++) {
+            float *out = y + (row * c->ow + ox) * oc;
+            for (size_t ch = 0; ch < oc; ch++) out[ch] = bias != NULL ? bias[ch] : 0.0f;
+            for (size_t ky = 0; ky < c->kh; ky++) {
+                size_t iy = oy * c->sh + ky * c->dh;
+                if (iy < c->pt || iy - c->pt >= c->h) continue;
+                for (size_t kx = 0; kx < c->kw; kx++) {
+                    size_t ix = ox * c->sw + kx * c->dw;
+                    if (ix < c->pl || ix - c->pl >= c->w) continue;
+                    const float *in = x + ((b * c->h + iy - c->pt) * c->w + ix - c->pl) * c->c;
+                    const float *tap = w + (ky * c->kw + kx) * oc;
+                    if (mult == 1) {
+                        for (size_t ch = 0; ch < oc; ch++) out[ch] += in[ch] * tap[ch];
+                    } else {
+                        for (size_t ch = 0; ch < oc; ch++) out[ch] += in[ch / mult] * tap[ch];
+                    }
+                }
+            }
+            for (size_t ch = 0; ch < oc; ch++) out[ch] = xr_clamp(out[ch], n->out_min, n->out_max);
+        }
+    }
+}
+
+static ember_status run_depthwise(xnn_graph *g, uint32_t ni) {
+    dw_job j = {g, &g->nodes[ni], geom(g, &g->nodes[ni])};
+    ember_parallel_1d(g->threadpool, dw_rows, &j, j.c.n * j.c.oh, 1);
+    return EMBER_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Deconvolution                                                          */
+/* ---------------------------------------------------------------------- */
+
+typedef struct deconv_job {
+    xnn_graph *g;
+    const xnn_node *n;
+    conv_geom c;
+    size_t grp;
+    const float *cols; /* [n*h*w][gout*kh*kw] */
+} deconv_job;
+
+/* Output rows (b, oy): gather the taps of group grp that land on each pixel. */
+static void deconv_rows(void *ctx, size_t thread, size_t start, size_t count) {
+    const deconv_job *j = ctx;
+    const conv_geom *c = &j->c;
+    const xnn_node *n = j->n;
+    const float *bias = n->in[2] != XNN_INVALID_ID ? xr_f(xr_in(j->g, n, 2)) : NULL;
+    float *y = xr_f(xr_out(j->g, n, 0));
+    const size_t taps = c->kh * c->kw, width = c->gout * taps;
+    (void)thread;
+    for (size_t row = start; row < start + count; row++) {
+        size_t b = row / c->oh, oy = row % c->oh;
+        for (size_t ox = 0; ox < c->ow; ox++) {
+            float *out = y + (row * c->ow + ox) * c->oc + j->grp * c->gout;
+            for (size_t o = 0; o < c->gout; o++)
+                out[o] = bias != NULL ? bias[j->grp * c->gout + o] : 0.0f;
+            for (size_t ky = 0; ky < c->kh; ky++) {
+                /* oy = iy * sh + ky * dh - pt */
+                size_t t = oy + c->pt;
+                if (t < ky * c->dh || (t - ky * c->dh) % c->sh != 0) continue;
+                size_t iy = (t - ky * c->dh) / c->sh;
+                if (iy >= c->h) continue;
+                for (size_t kx = 0; kx < c->kw; kx++) {
+                    size_t s = ox + c->pl;
+                    if (s < kx * c->dw || (s - kx * c->dw) % c->sw != 0) continue;
+                    size_t ix = (s - kx * c->dw) / c->sw;
+                    if (ix >= c->w) continue;
+                    const float *col = j->cols + ((b * c->h + iy) * c->w + ix) * width +
+                                       ky * c->kw + kx;
+                    for (size_t o = 0; o < c->gout; o++) out[o] += col[o * taps];
+                }
+            }
+            for (size_t o = 0; o < c->gout; o++) out[o] = xr_clamp(out[o], n->out_min, n->out_max);
+        }
+    }
+}
+
+static ember_status run_deconv(xnn_graph *g, uint32_t ni) {
+    const xnn_node *n = &g->nodes[ni];
+    deconv_job j = {g, n, geom(g, n), 0, xr_scratch(g, n)};
+    const conv_geom *c = &j.c;
+    const size_t taps = c->gout * c->kh * c->kw;
+    size_t slice;
+    eko_f32_packed_size(xr_gemm(g), taps, c->gin, &slice);
+    for (j.grp = 0; j.grp < c->groups; j.grp++) {
+        eko_f32_gemm(xr_gemm(g), g->threadpool, c->n * c->h * c->w, taps, c->gin,
+                     xr_f(xr_in(g, n, 0)) + j.grp * c->gin, c->c, n->packed + j.grp * slice,
+                     xr_scratch(g, n), taps, -INFINITY, INFINITY);
+        ember_parallel_1d(g->threadpool, deconv_rows, &j, c->n * c->oh, 1);
+    }
+    return EMBER_OK;
+}
+
+ember_status xnn_run_conv(xnn_graph *g, uint32_t ni) {
+    switch (g->nodes[ni].type) {
+    case XNN_NODE_Conv2d: return run_conv2d(g, ni);
+    case XNN_NODE_DepthwiseConv2d: return run_depthwise(g, ni);
+    default: return run_deconv(g, ni);
+    }
+}

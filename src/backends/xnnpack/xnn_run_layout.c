@@ -1,0 +1,177 @@
+/*
+ * Nodes that move data without arithmetic, or nearly (xnn_run.h):
+ * transpose (out.shape[i] = in.shape[perm[i]]), reshape and copy, slice,
+ * constant pad, concatenation, and bilinear resize of NHWC images.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "xnn_run.h"
+
+/* Copies elements of a strided view (shape, strides in elements) of src,
+ * in row-major order of the view, to contiguous dst. */
+static void gather(float *dst, const float *src, const size_t *shape, const size_t *strides,
+                   size_t rank) {
+    if (rank == 0) {
+        dst[0] = src[0];
+        return;
+    }
+    size_t total = 1;
+    for (size_t d = 0; d < rank; d++) total *= shape[d];
+    if (total == 0) return;
+    const size_t len = shape[rank - 1], inner = strides[rank - 1];
+    size_t coord[XNN_MAX_DIMS] = {0}, off = 0;
+    for (size_t done = 0; done < total; done += len, dst += len) {
+        if (inner == 1) {
+            memcpy(dst, src + off, len * sizeof(float));
+        } else {
+            for (size_t j = 0; j < len; j++) dst[j] = src[off + j * inner];
+        }
+        for (size_t d = rank - 1; d-- > 0;) {
+            off += strides[d];
+            if (++coord[d] < shape[d]) break;
+            off -= strides[d] * coord[d];
+            coord[d] = 0;
+        }
+    }
+}
+
+static void row_major_strides(const size_t *shape, size_t rank, size_t *strides) {
+    size_t step = 1;
+    for (size_t d = rank; d-- > 0;) {
+        strides[d] = step;
+        step *= shape[d];
+    }
+}
+
+static ember_status run_transpose(xnn_graph *g, const xnn_node *n) {
+    const xnn_value *x = xr_in(g, n, 0), *y = xr_out(g, n, 0);
+    size_t in_strides[XNN_MAX_DIMS], strides[XNN_MAX_DIMS];
+    row_major_strides(x->shape, x->rank, in_strides);
+    for (size_t i = 0; i < y->rank; i++) strides[i] = in_strides[n->p.perm.v[i]];
+    gather(xr_f(y), xr_f(x), y->shape, strides, y->rank);
+    return EMBER_OK;
+}
+
+static ember_status run_slice(xnn_graph *g, const xnn_node *n) {
+    const xnn_value *x = xr_in(g, n, 0), *y = xr_out(g, n, 0);
+    size_t strides[XNN_MAX_DIMS], start = 0;
+    row_major_strides(x->shape, x->rank, strides);
+    for (size_t d = 0; d < x->rank; d++) {
+        size_t begin = n->p.slice.offsets[d];
+        start += (begin < x->shape[d] ? begin : x->shape[d]) * strides[d];
+    }
+    if (xr_numel(y) > 0) gather(xr_f(y), xr_f(x) + start, y->shape, strides, y->rank);
+    return EMBER_OK;
+}
+
+static ember_status run_pad(xnn_graph *g, const xnn_node *n) {
+    const xnn_value *x = xr_in(g, n, 0), *y = xr_out(g, n, 0);
+    float *out = xr_f(y);
+    const size_t total = xr_numel(y), count = xr_numel(x);
+    for (size_t i = 0; i < total; i++) out[i] = n->p.pad.value;
+    if (count == 0) return EMBER_OK;
+    /* the input lands at offset sum(pre[d] * out_stride[d]), row by row */
+    size_t ostrides[XNN_MAX_DIMS], base = 0;
+    row_major_strides(y->shape, y->rank, ostrides);
+    for (size_t d = 0; d < y->rank; d++) base += n->p.pad.pre[d] * ostrides[d];
+    if (x->rank == 0) {
+        out[base] = xr_f(x)[0];
+        return EMBER_OK;
+    }
+    const size_t len = x->shape[x->rank - 1];
+    const float *in = xr_f(x);
+    size_t coord[XNN_MAX_DIMS] = {0}, off = base;
+    for (size_t done = 0; done < count; done += len) {
+        memcpy(out + off, in + done, len * sizeof(float));
+        for (size_t d = x->rank - 1; d-- > 0;) {
+            off += ostrides[d];
+            if (++coord[d] < x->shape[d]) break;
+            off -= ostrides[d] * coord[d];
+            coord[d] = 0;
+        }
+    }
+    return EMBER_OK;
+}
+
+static ember_status run_concat(xnn_graph *g, const xnn_node *n) {
+    const xnn_value *y = xr_out(g, n, 0);
+    const uint32_t axis = n->p.axis;
+    size_t outer = 1, inner = 1;
+    for (uint32_t d = 0; d < axis; d++) outer *= y->shape[d];
+    for (uint32_t d = axis + 1; d < y->rank; d++) inner *= y->shape[d];
+    float *out = xr_f(y);
+    const size_t row = y->shape[axis] * inner;
+    size_t at = 0;
+    for (uint32_t k = 0; k < n->nin; k++) {
+        const xnn_value *x = xr_in(g, n, (int)k);
+        const size_t block = x->shape[axis] * inner;
+        for (size_t o = 0; o < outer; o++)
+            memcpy(out + o * row + at, xr_f(x) + o * block, block * sizeof(float));
+        at += block;
+    }
+    return EMBER_OK;
+}
+
+/* Source coordinate of output index i along an axis of in -> out. */
+static float resize_src(size_t i, size_t in, size_t out, uint32_t flags) {
+    if (flags & XNN_FLAG_ALIGN_CORNERS) {
+        float scale = out > 1 ? (float)(in - 1) / (float)(out - 1) : (float)in / (float)out;
+        float s = (float)i * scale;
+        return s < (float)(in - 1) ? s : (float)(in - 1);
+    }
+    float scale = (float)in / (float)out;
+    float s = (flags & XNN_FLAG_TENSORFLOW_LEGACY) ? (float)i * scale
+                                                   : ((float)i + 0.5f) * scale - 0.5f;
+    s = s > 0.0f ? s : 0.0f;
+    return s < (float)(in - 1) ? s : (float)(in - 1);
+}
+
+static ember_status run_resize(xnn_graph *g, const xnn_node *n) {
+    const xnn_value *x = xr_in(g, n, 0), *y = xr_out(g, n, 0);
+    const size_t b = x->shape[0], h = x->shape[1], w = x->shape[2], c = x->shape[3];
+    const size_t oh = y->shape[1], ow = y->shape[2];
+    const float *in = xr_f(x);
+    float *out = xr_f(y);
+    if (h == 0 || w == 0) return EMBER_OK;
+    for (size_t bi = 0; bi < b; bi++)
+        for (size_t oy = 0; oy < oh; oy++) {
+            float sy = resize_src(oy, h, oh, n->flags);
+            size_t y0 = (size_t)sy, y1 = y0 + 1 < h ? y0 + 1 : h - 1;
+            float ay = sy - (float)y0;
+            for (size_t ox = 0; ox < ow; ox++) {
+                float sx = resize_src(ox, w, ow, n->flags);
+                size_t x0 = (size_t)sx, x1 = x0 + 1 < w ? x0 + 1 : w - 1;
+                float ax = sx - (float)x0;
+                const float *tl = in + ((bi * h + y0) * w + x0) * c, *tr = in + ((bi * h + y0) * w + x1) * c;
+                const float *bl = in + ((bi * h + y1) * w + x0) * c, *br = in + ((bi * h + y1) * w + x1) * c;
+                float *o = out + ((bi * oh + oy) * ow + ox) * c;
+                for (size_t ch = 0; ch < c; ch++) {
+                    float top = tl[ch] + ax * (tr[ch] - tl[ch]);
+                    float bot = bl[ch] + ax * (br[ch] - bl[ch]);
+                    o[ch] = top + ay * (bot - top);
+                }
+            }
+        }
+    return EMBER_OK;
+}
+
+ember_status xnn_run_layout(xnn_graph *g, uint32_t ni) {
+    const xnn_node *n = &g->nodes[ni];
+    switch (n->type) {
+    case XNN_NODE_StaticTranspose: return run_transpose(g, n);
+    case XNN_NODE_StaticSlice: return run_slice(g, n);
+    case XNN_NODE_StaticConstantPad: return run_pad(g, n);
+    case XNN_NODE_Concatenate2: case XNN_NODE_Concatenate3: case XNN_NODE_Concatenate4:
+    case XNN_NODE_Concatenate5:
+        return run_concat(g, n);
+    case XNN_NODE_StaticResizeBilinear2D: return run_resize(g, n);
+    default: { /* reshape, copy: the same elements in the same order */
+        const xnn_value *x = xr_in(g, n, 0), *y = xr_out(g, n, 0);
+        size_t bytes;
+        xnn_value_bytes(y, y->shape, &bytes);
+        if (y->data != x->data && bytes > 0) memmove(y->data, x->data, bytes);
+        return EMBER_OK;
+    }
+    }
+}
