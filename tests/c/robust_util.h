@@ -516,10 +516,12 @@ static const ember_backend ru_backend = {
     ru_backend_execute,    ru_backend_destroy,
 };
 
-/** Registers the portable kernels and the stand-in backend; false on error. */
+/** Registers the portable kernels, the stand-in backend and the real CPU
+ * backend (whose payloads the suites corrupt); false on error. */
 static inline bool ru_register(void) {
     return ember_portable_kernels_register() == EMBER_OK &&
-           ember_backend_register(&ru_backend) == EMBER_OK;
+           ember_backend_register(&ru_backend) == EMBER_OK &&
+           ember_xnnpack_backend_register() == EMBER_OK;
 }
 
 /* ---------------------------------------------------------------------- */

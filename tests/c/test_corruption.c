@@ -437,6 +437,117 @@ static void v_program(walker *w, const wtable *t) {
     w_tables(w, t, 7, "Program.named_data", v_named_data);
 }
 
+/* --- XNNPACK delegate payloads: the XNNGraph schema (backends/xnnpack) --- */
+
+static void v_xnn_tensor(walker *w, const wtable *t) {
+    uint64_t first;
+    w_scalar(w, t, 0, 2, "XNNTensorValue.datatype");
+    w_scalar(w, t, 1, 4, "XNNTensorValue.num_dims");
+    w_vector(w, t, 2, 4, "XNNTensorValue.dims", "XNNTensorValue.dims[]", &first);
+    w_scalar(w, t, 3, 4, "XNNTensorValue.constant_buffer_idx");
+    w_scalar(w, t, 4, 4, "XNNTensorValue.external_id");
+    w_scalar(w, t, 5, 4, "XNNTensorValue.flags");
+    w_scalar(w, t, 6, 4, "XNNTensorValue.id_out");
+}
+
+static void v_xnn_value(walker *w, const wtable *t) {
+    wtable v, q;
+    uint8_t type = w_read_u8(w, t, 0);
+    w_scalar(w, t, 0, 1, "XValue.xvalue_union_type");
+    if (!w_subtable(w, t, 1, "XValue.xvalue_union", &v)) return;
+    if (type == 1) {
+        v_xnn_tensor(w, &v);
+        return;
+    }
+    wtable tv;
+    if (w_subtable(w, &v, 0, "XNNQuantizedTensorValue.tensor_value", &tv)) v_xnn_tensor(w, &tv);
+    w_scalar(w, &v, 1, 1, "XNNQuantizedTensorValue.quant_params_type");
+    if (w_subtable(w, &v, 2, "XNNQuantizedTensorValue.quant_params", &q))
+        for (unsigned id = 0; id < 6; id++) w_scalar(w, &q, id, 4, "quant params field");
+}
+
+/* Node tables: which field ids hold 4-byte scalars and which uint vectors. */
+static void v_xnn_node(walker *w, const wtable *t) {
+    wtable n, mm;
+    uint8_t type = w_read_u8(w, t, 0);
+    uint64_t first;
+    w_scalar(w, t, 0, 1, "XNode.xnode_union_type");
+    w_scalar(w, t, 2, 4, "XNode.debug_handle");
+    if (w_subtable(w, t, 3, "XNode.output_min_max", &mm)) {
+        w_scalar(w, &mm, 0, 4, "OutputMinMax.output_min");
+        w_scalar(w, &mm, 1, 4, "OutputMinMax.output_max");
+    }
+    if (!w_subtable(w, t, 1, "XNode.xnode_union", &n)) return;
+    /* vectors: transpose perm, reshape new_shape (id 1); slice offsets and
+     * sizes (1, 2); pad pre and post (0, 1) */
+    int vec_a = -1, vec_b = -1;
+    if (type == 5 || type == 20) vec_a = 1;
+    if (type == 35) vec_a = 1, vec_b = 2;
+    if (type == 10) vec_a = 0, vec_b = 1;
+    for (unsigned id = 0; id < 20; id++) {
+        if ((int)id == vec_a || (int)id == vec_b)
+            w_vector(w, &n, id, 4, "node vector", "node vector[]", &first);
+        else
+            w_scalar(w, &n, id, 4, "node field");
+    }
+}
+
+static void v_xnn_constant(walker *w, const wtable *t) {
+    w_scalar(w, t, 0, 8, "ConstantDataOffset.offset");
+    w_scalar(w, t, 1, 8, "ConstantDataOffset.size");
+    w_string(w, t, 2, "ConstantDataOffset.named_key");
+}
+
+static void v_xnn_graph(walker *w, const wtable *t) {
+    uint64_t first;
+    w_string(w, t, 0, "XNNGraph.version");
+    w_tables(w, t, 1, "XNNGraph.xnodes", v_xnn_node);
+    w_tables(w, t, 2, "XNNGraph.xvalues", v_xnn_value);
+    w_scalar(w, t, 3, 4, "XNNGraph.num_externs");
+    w_vector(w, t, 4, 4, "XNNGraph.input_ids", "XNNGraph.input_ids[]", &first);
+    w_vector(w, t, 5, 4, "XNNGraph.output_ids", "XNNGraph.output_ids[]", &first);
+    w_tables(w, t, 6, "XNNGraph.constant_buffer", v_bytes_holder);
+    w_tables(w, t, 8, "XNNGraph.constant_data", v_xnn_constant);
+}
+
+/* Finds the XNNPACK payloads of a file (the "XH00" magic 4 bytes into a
+ * 16-aligned block) and adds their header and flatbuffer fields to w, at
+ * file positions. */
+static void walk_xnnpack(walker *w, const uint8_t *file, size_t size) {
+    for (size_t at = 0; at + 30 <= size; at += 16) {
+        if (memcmp(file + at + 4, "XH00", 4) != 0) continue;
+        uint32_t fbo = (uint32_t)file[at + 10] | (uint32_t)file[at + 11] << 8 |
+                       (uint32_t)file[at + 12] << 16 | (uint32_t)file[at + 13] << 24;
+        uint32_t fbs = (uint32_t)file[at + 14] | (uint32_t)file[at + 15] << 8 |
+                       (uint32_t)file[at + 16] << 16 | (uint32_t)file[at + 17] << 24;
+        if (fbo > size - at || fbs > size - at - fbo) continue;
+        static const struct { unsigned off, width; const char *what; } header[] = {
+            {8, 2, "XNNHeader.header_length"}, {10, 4, "XNNHeader.flatbuffer_offset"},
+            {14, 4, "XNNHeader.flatbuffer_size"}, {18, 4, "XNNHeader.constant_data_offset"},
+            {22, 8, "XNNHeader.constant_data_size"}};
+        walker sub;
+        memset(&sub, 0, sizeof sub);
+        sub.b = file + at + fbo;
+        sub.n = fbs;
+        sub.seen = calloc(fbs + 1, 1);
+        if (sub.seen == NULL) abort();
+        wtable root;
+        w_add(&sub, 0, 4, "XNNGraph root offset");
+        if (w_table(&sub, w_u32(&sub, 0), "XNNGraph", &root)) v_xnn_graph(&sub, &root);
+        if (sub.error != NULL) w_fail(w, sub.error);
+        /* the file positions of everything found */
+        size_t n = w->n;
+        w->n = size;
+        for (size_t k = 0; k < sizeof header / sizeof header[0]; k++)
+            w_add(w, at + header[k].off, header[k].width, header[k].what);
+        for (size_t f = 0; f < sub.count; f++)
+            w_add(w, at + fbo + sub.fields[f].pos, sub.fields[f].width, sub.fields[f].what);
+        w->n = n;
+        free(sub.seen);
+        free(sub.fields);
+    }
+}
+
 /* Walks the whole file; returns 0 (with w->error) if the fixture is odd. */
 static int walk_program(walker *w, const uint8_t *file, size_t size) {
     wtable root;
@@ -465,6 +576,7 @@ static int walk_program(walker *w, const uint8_t *file, size_t size) {
     }
     if (!w_table(w, w_u32(w, 0), "Program", &root)) return 0;
     v_program(w, &root);
+    walk_xnnpack(w, file, size);
     return w->error == NULL;
 }
 

@@ -14,6 +14,8 @@
 
 #include "check.h"
 #include "ember/backend.h"
+#include "ember/threadpool.h"
+#include "kernels/optimized/cpu.h"
 #include "ember/ember.h"
 #include "ember/kernel.h"
 #include "npy.h"
@@ -195,7 +197,7 @@ static bool compare(const ember_value *v, const npy_array *want, const char *wha
 }
 
 /* Runs one case; returns false if it was skipped. */
-static bool run_case(const case_spec *c) {
+static bool run_case(const case_spec *c, ember_threadpool *pool) {
     char path[512], err[256], what[512];
     ember_mmap_loader ml;
     ember_program *prog = NULL;
@@ -210,7 +212,9 @@ static bool run_case(const case_spec *c) {
     snprintf(path, sizeof path, FIX "%s", c->program);
     if (!CHECK_OK(ember_mmap_loader_open(&ml, path))) return true;
     if (CHECK_OK(ember_program_load(&ml.base, NULL, &prog)) &&
-        CHECK_OK(ember_method_load(prog, c->method, NULL, &m))) {
+        CHECK_OK(ember_method_load_with(
+            prog, c->method,
+            &(ember_method_options){sizeof(ember_method_options), NULL, pool}, &m))) {
         for (size_t r = 0; r < c->nruns; r++) {
             const run_spec *rs = &c->runs[r];
             npy_array in[MAX_IO];
@@ -259,14 +263,36 @@ int main(void) {
     static case_spec cases[64];
     size_t n = 0, ran = 0, plain = 0;
     CHECK_OK(ember_portable_kernels_register());
+    CHECK_OK(ember_xnnpack_backend_register());
     check_section("fixtures of tests/fixtures/manifest.txt");
     if (parse_manifest(FIX "manifest.txt", cases, sizeof cases / sizeof cases[0], &n)) {
         for (size_t c = 0; c < n; c++) {
             if (cases[c].backend[0] == '\0') plain++;
-            if (run_case(&cases[c])) ran++;
+            if (run_case(&cases[c], NULL)) ran++;
         }
         /* Every case that needs no backend ran. */
         CHECK_MSG(ran >= plain && plain >= 6, "%zu of %zu cases ran", ran, n);
+        /* The CPU backend's cases again at every instruction-set level this
+         * CPU has (weights are packed for the level in use at method load),
+         * and on a pool of three threads. */
+        ember_threadpool *pool = NULL;
+        CHECK_OK(ember_threadpool_create(3, &pool));
+        const eko_isa best = eko_isa_active();
+        for (int isa = 0; isa < EKO_ISA_COUNT; isa++) {
+            if (!eko_isa_supported((eko_isa)isa)) continue;
+            char name[96];
+            snprintf(name, sizeof name, "XnnpackBackend cases at %s, 1 and 3 threads",
+                     eko_isa_name((eko_isa)isa));
+            check_section(name);
+            eko_isa_set((eko_isa)isa);
+            for (size_t c = 0; c < n; c++)
+                if (strcmp(cases[c].backend, "XnnpackBackend") == 0) {
+                    run_case(&cases[c], NULL);
+                    run_case(&cases[c], pool);
+                }
+        }
+        eko_isa_set(best);
+        ember_threadpool_destroy(pool);
     }
     free_cases(cases, n);
     return check_finish();

@@ -111,8 +111,7 @@ static ember_status xnn_execute(void *handle, ember_value **args, size_t nargs) 
     }
     for (uint32_t ni = 0; ni < g->num_nodes; ni++) {
         size_t need;
-        if (g->nodes[ni].scratch_bytes > 0 &&
-            (!xnn_node_scratch(g, ni, &need) || need > g->nodes[ni].scratch_bytes))
+        if (!xnn_node_scratch(g, ni, &need) || need > g->nodes[ni].scratch_bytes)
             return xnn_node_fail(g, ni, EMBER_ERR_SHAPE_MISMATCH,
                                  "needs more scratch than was planned for it");
         TRY_RET(xnn_run_node(g, ni));

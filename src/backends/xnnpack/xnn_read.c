@@ -521,7 +521,13 @@ static ember_status read_node(reader *rd, uint32_t ni, const fb_table *xn) {
         return bad("node %u (%s): output range [%g, %g] is empty", ni, xnn_node_name(type),
                    (double)n->out_min, (double)n->out_max);
     TRY_RET(read_node_table(rd, ni, &t, n));
-    for (uint32_t i = 0; i < n->nin; i++) TRY_RET(map_id(rd, n->in[i], ni, &n->in[i]));
+    for (uint32_t i = 0; i < n->nin; i++) {
+        TRY_RET(map_id(rd, n->in[i], ni, &n->in[i]));
+        /* only a bias may be absent */
+        bool optional = (n->kind == XNN_K_FC || n->kind == XNN_K_CONV) && i == 2;
+        if (n->in[i] == XNN_INVALID_ID && !optional)
+            return bad("node %u (%s): input %u is missing", ni, xnn_node_name(n->type), i);
+    }
     for (uint32_t i = 0; i < n->nout; i++) {
         TRY_RET(map_id(rd, n->out[i], ni, &n->out[i]));
         if (n->out[i] == XNN_INVALID_ID) return bad("node %u has no output", ni);

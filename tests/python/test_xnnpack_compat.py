@@ -1,0 +1,293 @@
+"""XNNPACK delegate compatibility: programs lowered by the reference exporter's
+XnnpackPartitioner run in libember's XnnpackBackend and match eager.
+
+- A zoo of whole models (MLP, CNNs, depthwise and residual nets, a transposed
+  convolution, attention blocks with a static and a dynamic sequence, nanoGPT).
+- Every node type the partitioner emits for float32, one small model each,
+  over shapes that cross kernel block sizes (odd sizes, 1, larger), with
+  broadcasting and several parameter settings.
+- Each program is checked to really delegate the op (a test must not pass on
+  the portable kernels), and its outputs are compared with eager PyTorch and
+  with the reference runtime, which runs the same payloads with XNNPACK.
+
+Tolerance: float32 rtol 1e-4, atol 1e-4 (the products sum in another order
+than PyTorch's).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable, List, Sequence
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.export import Dim
+from torch.utils import _pytree as pytree
+
+from aot_models import CNN, MLP, AttentionBlock
+from test_zoo import BasicBlock, Deconv, DepthwiseSeparable, NanoGPT, ResNetTiny
+
+ember_runtime = pytest.importorskip("ember.runtime")
+pytest.importorskip("executorch.backends.xnnpack")
+
+RTOL = ATOL = 1e-4
+
+
+def lower(model: nn.Module, args: tuple, dynamic_shapes: Any = None) -> bytes:
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
+    ep = torch.export.export(model, args, dynamic_shapes=dynamic_shapes)
+    edge = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
+    return edge.to_executorch().buffer
+
+
+def delegates(buffer: bytes) -> int:
+    meta = ember_runtime.Runtime.get().load_program(buffer).metadata("forward")
+    return meta.num_delegates
+
+
+def check(model: nn.Module, example: tuple, runs: Sequence[tuple], dynamic_shapes: Any = None,
+          portable_ops: Sequence[str] = (), reference: bool = True) -> bytes:
+    """Lowers model, runs every input tuple in ember (and the reference runtime),
+    compares with eager. portable_ops: ops allowed to stay outside delegates."""
+    model = model.eval()
+    buffer = lower(model, example, dynamic_shapes)
+    program = ember_runtime.Runtime.get().load_program(buffer)
+    meta = program.metadata("forward")
+    assert meta.num_delegates >= 1, "nothing was delegated"
+    outside = [op for op in meta.operators if not any(op.startswith(p) for p in portable_ops)]
+    assert not outside, f"left outside the delegate: {outside}"
+    method = program.load_method("forward")
+    ref = None
+    if reference:
+        from executorch.runtime import Runtime
+
+        ref = Runtime.get().load_program(buffer).load_method("forward")
+    eager = copy.deepcopy(model)
+    for args in runs:
+        with torch.no_grad():
+            expected = pytree.tree_leaves(eager(*[a.clone() for a in args]))
+        got = method.execute([a.clone() for a in args])
+        assert len(got) == len(expected)
+        for i, (g, e) in enumerate(zip(got, expected)):
+            assert g.shape == e.shape, f"output {i}: {tuple(g.shape)} != {tuple(e.shape)}"
+            torch.testing.assert_close(g, e, rtol=RTOL, atol=ATOL, msg=f"output {i} vs eager")
+        if ref is not None:
+            for i, (g, r) in enumerate(zip(got, ref.execute([a.clone() for a in args]))):
+                torch.testing.assert_close(g, r, rtol=RTOL, atol=ATOL,
+                                           msg=f"output {i} vs the reference runtime")
+    return buffer
+
+
+class Fn(nn.Module):
+    """A module around a function (parameters passed in as modules or tensors)."""
+
+    def __init__(self, fn: Callable[..., Any], **params: Any) -> None:
+        super().__init__()
+        self.fn = fn
+        for k, v in params.items():
+            if isinstance(v, nn.Module):
+                self.add_module(k, v)
+            else:
+                self.register_parameter(k, nn.Parameter(v, requires_grad=False))
+
+    def forward(self, *args: Any) -> Any:
+        return self.fn(self, *args)
+
+
+# ---------------------------------------------------------------------------
+# Whole models
+# ---------------------------------------------------------------------------
+
+
+def setup_module() -> None:
+    torch.manual_seed(0)
+
+
+def test_mlp_and_dynamic_batch() -> None:
+    check(MLP(), (torch.randn(4, 16),), [(torch.randn(4, 16),)])
+    check(MLP(), (torch.randn(4, 16),), [(torch.randn(b, 16),) for b in (1, 7, 16, 3)],
+          dynamic_shapes={"x": {0: Dim("B", min=1, max=16)}})
+
+
+def test_cnn() -> None:
+    check(CNN(), (torch.randn(2, 3, 16, 16),), [(torch.randn(2, 3, 16, 16),)])
+
+
+def test_depthwise_separable() -> None:
+    check(DepthwiseSeparable(), (torch.randn(1, 3, 17, 15),), [(torch.randn(1, 3, 17, 15),)])
+
+
+def test_residual_net() -> None:
+    check(ResNetTiny(), (torch.randn(2, 3, 16, 16),), [(torch.randn(2, 3, 16, 16),)],
+          portable_ops=("aten::mean",))
+
+
+def test_transposed_convolution() -> None:
+    check(Deconv(), (torch.randn(1, 4, 5, 5),), [(torch.randn(1, 4, 5, 5),)])
+
+
+def test_attention_block_static_and_dynamic() -> None:
+    # layer norm, the split of q/k/v and the mask's slicing stay portable
+    norm = ("aten::", "executorch_prim", "dim_order_ops")
+    check(AttentionBlock(), (torch.randn(2, 8, 32),), [(torch.randn(2, 8, 32),)], portable_ops=norm)
+    T = Dim("T", min=2, max=AttentionBlock.MAX_T)
+    check(AttentionBlock(), (torch.randn(1, 8, 32),),
+          [(torch.randn(1, t, 32),) for t in (2, 5, 16, 11)], dynamic_shapes={"x": {1: T}},
+          portable_ops=norm)
+
+
+def test_nanogpt() -> None:
+    idx = torch.randint(0, 64, (1, 12))
+    check(NanoGPT(), (idx,), [(idx,), (torch.randint(0, 64, (1, 12)),)],
+          portable_ops=("aten::", "executorch_prim", "dim_order_ops"))
+
+
+# ---------------------------------------------------------------------------
+# Node types
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shapes", [
+    ((3, 5), (3, 5)), ((2, 3, 4), (4,)), ((2, 1, 4), (3, 1)), ((1,), (2, 3)), ((5, 1, 7), (1, 6, 7)),
+])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "minimum", "maximum"])
+def test_binary_broadcast(op: str, shapes: tuple) -> None:
+    fns = {"add": torch.add, "sub": torch.sub, "mul": torch.mul,
+           "div": lambda a, b: a / (b.abs() + 0.5), "minimum": torch.minimum,
+           "maximum": torch.maximum}
+    fn = fns[op]
+    a, b = torch.randn(*shapes[0]), torch.randn(*shapes[1])
+    check(Fn(lambda m, x, y: fn(x, y)), (a, b), [(a, b), (torch.randn(*shapes[0]), torch.randn(*shapes[1]))],
+          portable_ops=("aten::abs", "aten::add"))
+
+
+@pytest.mark.parametrize("name", [
+    "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "neg", "floor", "ceil",
+    "square", "hardswish", "gelu", "leaky_relu", "hardtanh", "clamp", "sin", "cos", "softmax",
+])
+def test_unary(name: str) -> None:
+    fns = {
+        "relu": F.relu, "sigmoid": torch.sigmoid, "tanh": torch.tanh, "exp": torch.exp,
+        "log": lambda x: torch.log(x.abs() + 0.1), "sqrt": lambda x: torch.sqrt(x.abs()),
+        "rsqrt": lambda x: torch.rsqrt(x.abs() + 0.1), "abs": torch.abs, "neg": torch.neg,
+        "floor": torch.floor, "ceil": torch.ceil, "square": lambda x: x ** 2,
+        "hardswish": F.hardswish, "gelu": F.gelu, "leaky_relu": lambda x: F.leaky_relu(x, 0.2),
+        "hardtanh": lambda x: F.hardtanh(x, -0.5, 0.7), "clamp": lambda x: x.clamp(-0.3, 0.4),
+        "sin": torch.sin, "cos": torch.cos, "softmax": lambda x: x.softmax(-1),
+    }
+    fn = fns[name]
+    x = torch.randn(3, 17, 9) * 2
+    check(Fn(lambda m, v: fn(v) * 2.0), (x,), [(x,), (torch.randn(3, 17, 9),)],
+          portable_ops=("aten::abs", "aten::add", "aten::mul"))
+
+
+@pytest.mark.parametrize("cfg", [
+    dict(cin=3, cout=8, k=3, stride=1, padding=1, dilation=1, groups=1, hw=(9, 11)),
+    dict(cin=4, cout=6, k=1, stride=1, padding=0, dilation=1, groups=1, hw=(7, 5)),
+    dict(cin=5, cout=7, k=3, stride=2, padding=0, dilation=1, groups=1, hw=(13, 10)),
+    dict(cin=4, cout=8, k=3, stride=1, padding=2, dilation=2, groups=1, hw=(9, 9)),
+    dict(cin=6, cout=9, k=3, stride=1, padding=1, dilation=1, groups=3, hw=(8, 7)),
+    dict(cin=8, cout=8, k=5, stride=2, padding=2, dilation=1, groups=8, hw=(15, 12)),
+    dict(cin=4, cout=8, k=3, stride=1, padding=1, dilation=1, groups=4, hw=(6, 6)),
+    dict(cin=3, cout=40, k=3, stride=1, padding=1, dilation=1, groups=1, hw=(17, 17)),
+])
+def test_conv2d(cfg: dict) -> None:
+    conv = nn.Conv2d(cfg["cin"], cfg["cout"], cfg["k"], stride=cfg["stride"], padding=cfg["padding"],
+                     dilation=cfg["dilation"], groups=cfg["groups"])
+    x = torch.randn(2, cfg["cin"], *cfg["hw"])
+    check(Fn(lambda m, v: F.relu(m.conv(v)), conv=conv), (x,), [(x,), (torch.randn(*x.shape),)])
+
+
+def test_conv1d() -> None:
+    conv = nn.Conv1d(5, 7, 3, padding=1)
+    x = torch.randn(2, 5, 19)
+    check(Fn(lambda m, v: m.conv(v), conv=conv), (x,), [(x,)],
+          portable_ops=("aten::view_copy", "aten::squeeze", "aten::unsqueeze"))
+
+
+@pytest.mark.parametrize("cfg", [
+    dict(cin=4, cout=3, k=3, stride=2, padding=1, out_pad=1, groups=1),
+    dict(cin=6, cout=4, k=4, stride=2, padding=1, out_pad=0, groups=2),
+    dict(cin=3, cout=5, k=3, stride=1, padding=0, out_pad=0, groups=1),
+    dict(cin=2, cout=2, k=3, stride=3, padding=1, out_pad=2, groups=1),
+])
+def test_conv_transpose2d(cfg: dict) -> None:
+    deconv = nn.ConvTranspose2d(cfg["cin"], cfg["cout"], cfg["k"], stride=cfg["stride"],
+                                padding=cfg["padding"], output_padding=cfg["out_pad"],
+                                groups=cfg["groups"])
+    x = torch.randn(1, cfg["cin"], 6, 5)
+    check(Fn(lambda m, v: m.deconv(v), deconv=deconv), (x,), [(x,), (torch.randn(*x.shape),)])
+
+
+@pytest.mark.parametrize("cfg", [
+    dict(k=2, stride=2, padding=0, dilation=1, ceil=False),
+    dict(k=3, stride=2, padding=1, dilation=1, ceil=False),
+    dict(k=3, stride=1, padding=1, dilation=2, ceil=False),
+    dict(k=3, stride=2, padding=0, dilation=1, ceil=True),
+])
+def test_max_pool(cfg: dict) -> None:
+    x = torch.randn(2, 5, 11, 10)
+    fn = lambda m, v: F.max_pool2d(v, cfg["k"], cfg["stride"], cfg["padding"], cfg["dilation"],
+                                   ceil_mode=cfg["ceil"])
+    check(Fn(fn), (x,), [(x,)])
+
+
+@pytest.mark.parametrize("cfg", [
+    dict(k=2, stride=2, padding=0), dict(k=3, stride=2, padding=1), dict(k=3, stride=1, padding=0),
+])
+def test_avg_pool(cfg: dict) -> None:
+    x = torch.randn(1, 6, 9, 8)
+    fn = lambda m, v: F.avg_pool2d(v, cfg["k"], cfg["stride"], cfg["padding"],
+                                   count_include_pad=False)
+    check(Fn(fn), (x,), [(x,)])
+
+
+def test_global_average_pool() -> None:
+    x = torch.randn(2, 7, 5, 6)
+    check(Fn(lambda m, v: v.mean(dim=(2, 3), keepdim=True)), (x,), [(x,)])
+
+
+@pytest.mark.parametrize("align", [False, True])
+def test_upsample_bilinear(align: bool) -> None:
+    x = torch.randn(1, 3, 5, 7)
+    fn = lambda m, v: F.interpolate(v, size=(9, 12), mode="bilinear", align_corners=align)
+    check(Fn(fn), (x,), [(x,)])
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5])
+def test_cat(n: int) -> None:
+    xs = tuple(torch.randn(2, 3 + i, 4) for i in range(n))
+    check(Fn(lambda m, *v: torch.cat(v, dim=1) * 1.5), xs, [xs], portable_ops=("aten::mul",))
+
+
+def test_layout_ops() -> None:
+    x = torch.randn(2, 5, 6, 3)
+    fn = lambda m, v: (F.pad(v, (1, 2, 0, 3)) * 2, v[:, 1:4, :, 1:] + 1, v.permute(0, 3, 1, 2) * 3,
+                       v.reshape(2, 90) - 1)
+    check(Fn(fn), (x,), [(x,)], portable_ops=("aten::view_copy", "dim_order_ops"))
+
+
+def test_bmm_and_mm() -> None:
+    a, b = torch.randn(3, 5, 7), torch.randn(3, 7, 9)
+    check(Fn(lambda m, x, y: torch.bmm(x, y)), (a, b), [(a, b)])
+    x, w = torch.randn(6, 10), torch.randn(10, 33)
+    check(Fn(lambda m, v: torch.mm(v, m.w), w=w), (x,), [(x,)])
+    check(Fn(lambda m, v: torch.addmm(m.b, v, m.w), w=w, b=torch.randn(33)), (x,), [(x,)])
+
+
+def test_linear_with_leading_dims_and_fused_relu() -> None:
+    lin = nn.Linear(17, 65)
+    x = torch.randn(2, 3, 17)
+    check(Fn(lambda m, v: F.relu(m.lin(v)), lin=lin), (x,), [(x,), (torch.randn(2, 3, 17),)])
+
+
+def test_prelu() -> None:
+    prelu = nn.PReLU(4)
+    with torch.no_grad():
+        prelu.weight.uniform_(0.05, 0.5)
+    x = torch.randn(2, 4, 5, 5)
+    check(Fn(lambda m, v: m.prelu(v), prelu=prelu), (x,), [(x,)])
