@@ -48,6 +48,7 @@ static const char k_usage[] =
     "  --top-p F                  keep the most likely tokens up to probability F (default 1)\n"
     "  --repetition-penalty F     penalize tokens already seen; 1 is off (default 1)\n"
     "  --seed N                   random seed (default: from the clock)\n"
+    "  --threads N                threads for kernels and delegates (default: one per core)\n"
     "  --kv-keep N                for a program with a KV cache: tokens to keep when\n"
     "                             the cache is full (default: all it holds, which\n"
     "                             gives the same tokens as re-running the window)\n"
@@ -69,6 +70,7 @@ typedef struct app {
     bool ids;
     ember_llm_options opts;
     bool seed_given;
+    size_t threads; /* 0: one per core */
 
     ember_bpe_tokenizer *tok;
     ember_llm_runner *runner;
@@ -191,6 +193,8 @@ static void parse_args(app *a, int argc, char **argv) {
             a->opts.sampler.top_p = parse_float("--top-p", v, FLT_MIN, 1.0);
         } else if ((v = option_value(argc, argv, &i, "--repetition-penalty")) != NULL) {
             a->opts.sampler.repetition_penalty = parse_float("--repetition-penalty", v, FLT_MIN, 1e6);
+        } else if ((v = option_value(argc, argv, &i, "--threads")) != NULL) {
+            a->threads = (size_t)parse_long("--threads", v, 1, 256);
         } else if ((v = option_value(argc, argv, &i, "--kv-keep")) != NULL) {
             a->opts.kv_keep = (size_t)parse_long("--kv-keep", v, 1, INT32_MAX);
         } else if ((v = option_value(argc, argv, &i, "--seed")) != NULL) {
@@ -347,7 +351,7 @@ static void print_stats(const app *a, const ember_llm_stats *s) {
 }
 
 static void run_generate(app *a) {
-    ember_status st = ember_llm_runner_load(a->model, a->tokenizer, &a->runner);
+    ember_status st = ember_llm_runner_load_with(a->model, a->tokenizer, a->threads, &a->runner);
     if (st != EMBER_OK) die_status(st, NULL);
 
     const char *prompt = a->prompt_arg;

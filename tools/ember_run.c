@@ -20,6 +20,7 @@
 #include "ember/ember.h"
 #include "ember/backend.h"
 #include "ember/kernel.h"
+#include "ember/threadpool.h"
 #include "npy.h"
 
 #define EXIT_RUNTIME 1
@@ -29,7 +30,7 @@
 
 static const char k_usage[] =
     "usage: ember-run MODEL.pte [--method NAME] [--input FILE.npy]... [--output-dir DIR]\n"
-    "                 [--iterations N]\n"
+    "                 [--iterations N] [--threads N]\n"
     "\n"
     "Loads MODEL.pte (memory-mapped), prints what its method needs, runs it and\n"
     "prints a summary of each output.\n"
@@ -40,6 +41,7 @@ static const char k_usage[] =
     "                     uniform in [-1, 1); integers and bools: zeros)\n"
     "  --output-dir DIR   write each output as DIR/out<i>.npy\n"
     "  --iterations N     run N times and report min and median latency (default 1)\n"
+    "  --threads N        threads for kernels and delegates (default: one per core)\n"
     "  -h, --help         show this help\n";
 
 /* Everything the run owns, released by cleanup() on every exit path. */
@@ -50,6 +52,8 @@ typedef struct run {
     size_t num_inputs;
     const char *output_dir;
     long iterations;
+    long threads;          /* 0: one per core */
+    ember_threadpool *pool;
 
     ember_mmap_loader loader;
     bool loader_open;
@@ -68,6 +72,7 @@ static run *g_run;
 static void cleanup(run *r) {
     if (r == NULL) return;
     ember_method_destroy(r->method);
+    ember_threadpool_destroy(r->pool);
     r->method = NULL;
     ember_program_destroy(r->program);
     r->program = NULL;
@@ -179,6 +184,13 @@ static void parse_args(run *r, int argc, char **argv) {
                 die(EXIT_USAGE, "--iterations must be an integer from 1 to %ld, not '%s'",
                     MAX_ITERATIONS, v);
             r->iterations = n;
+        } else if ((v = option_value(argc, argv, &i, "--threads")) != NULL) {
+            char *end;
+            errno = 0;
+            long n = strtol(v, &end, 10);
+            if (errno != 0 || end == v || *end != '\0' || n < 1 || n > 256)
+                die(EXIT_USAGE, "--threads must be an integer from 1 to 256, not '%s'", v);
+            r->threads = n;
         } else if (arg[0] == '-' && arg[1] != '\0') {
             die(EXIT_USAGE, "unknown option '%s' (try --help)", arg);
         } else if (r->model == NULL) {
@@ -704,7 +716,15 @@ int main(int argc, char **argv) {
     }
     describe(&r, &mm);
 
-    if ((st = ember_method_load(r.program, r.method_name, NULL, &r.method)) != EMBER_OK) {
+    size_t threads = r.threads > 0 ? (size_t)r.threads : ember_cpu_count();
+    if (threads > 1 && (st = ember_threadpool_create(threads, &r.pool)) != EMBER_OK)
+        die_status(st, "starting threads");
+    printf("threads: %zu\n", threads);
+    ember_method_options mo;
+    memset(&mo, 0, sizeof mo);
+    mo.struct_size = sizeof mo;
+    mo.threadpool = r.pool;
+    if ((st = ember_method_load_with(r.program, r.method_name, &mo, &r.method)) != EMBER_OK) {
         char what[512];
         snprintf(what, sizeof what, "loading method '%s'", r.method_name);
         die_status(st, what);

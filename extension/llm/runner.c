@@ -100,6 +100,11 @@ static ember_status check_program(ember_llm_runner *r, const char *path) {
 
 ember_status ember_llm_runner_load(const char *model_path, const char *tokenizer_dir,
                                    ember_llm_runner **out) {
+    return ember_llm_runner_load_with(model_path, tokenizer_dir, 0, out);
+}
+
+ember_status ember_llm_runner_load_with(const char *model_path, const char *tokenizer_dir,
+                                        size_t num_threads, ember_llm_runner **out) {
     if (model_path == NULL || tokenizer_dir == NULL || out == NULL)
         return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "ember_llm_runner_load: NULL argument");
     uint64_t t0 = ember_ticks_ns();
@@ -110,7 +115,8 @@ ember_status ember_llm_runner_load(const char *model_path, const char *tokenizer
     ember_status st = ember_bpe_tokenizer_load_dir(tokenizer_dir, &r->tok);
     if (st != EMBER_OK) st = with_path(st, "tokenizer");
     if (st == EMBER_OK) {
-        st = ember_module_load(model_path, &r->module);
+        ember_module_options mo = {sizeof(ember_module_options), num_threads};
+        st = ember_module_load_with(model_path, &mo, &r->module);
         if (st != EMBER_OK) st = with_path(st, model_path);
     }
     if (st == EMBER_OK) {

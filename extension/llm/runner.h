@@ -109,6 +109,13 @@ typedef struct ember_llm_stats {
 ember_status ember_llm_runner_load(const char *model_path, const char *tokenizer_dir,
                                    ember_llm_runner **out);
 
+/**
+ * ember_llm_runner_load() on num_threads threads (0: one per CPU core, the
+ * default; 1: the calling thread only).
+ */
+ember_status ember_llm_runner_load_with(const char *model_path, const char *tokenizer_dir,
+                                        size_t num_threads, ember_llm_runner **out);
+
 /** Releases the runner, its program and its tokenizer. NULL is a no-op. */
 void ember_llm_runner_destroy(ember_llm_runner *runner);
 

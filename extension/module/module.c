@@ -8,6 +8,7 @@
 
 #include "ember/backend.h"
 #include "ember/kernel.h"
+#include "ember/threadpool.h"
 
 struct ember_module {
     /* Exactly one loader is open; `loader` points into this struct, whose
@@ -19,6 +20,7 @@ struct ember_module {
     ember_program *program;
     ember_method **methods; /* (num_methods), NULL until loaded */
     size_t num_methods;
+    ember_threadpool *pool; /* the methods' threads; NULL for one */
 };
 
 /* Set once the portable kernels and the CPU backend are registered, so
@@ -59,8 +61,18 @@ static void close_loader(ember_module *mod) {
 }
 
 ember_status ember_module_load(const char *path, ember_module **out) {
+    return ember_module_load_with(path, NULL, out);
+}
+
+ember_status ember_module_load_with(const char *path, const ember_module_options *options,
+                                    ember_module **out) {
     if (path == NULL || out == NULL)
         return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "module load: NULL argument");
+    if (options != NULL && options->struct_size < sizeof(ember_module_options))
+        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT,
+                               "ember_module_options.struct_size is wrong");
+    size_t threads = options != NULL ? options->num_threads : 0;
+    if (threads == 0) threads = ember_cpu_count();
 
     ember_module *mod = ember_platform_alloc(sizeof *mod, _Alignof(ember_module));
     if (mod == NULL)
@@ -83,6 +95,7 @@ ember_status ember_module_load(const char *path, ember_module **out) {
         }
     }
     if (st == EMBER_OK) st = register_portable_once();
+    if (st == EMBER_OK && threads > 1) st = ember_threadpool_create(threads, &mod->pool);
     if (st != EMBER_OK) {
         ember_module_destroy(mod);
         return st;
@@ -112,7 +125,11 @@ ember_status ember_module_method(ember_module *module, const char *name, ember_m
     /* Unknown names go to the core too, so the caller gets its status and
      * message (EMBER_ERR_NOT_FOUND naming the method). */
     ember_method *m = NULL;
-    ember_status st = ember_method_load(module->program, name, NULL, &m);
+    ember_method_options options;
+    memset(&options, 0, sizeof options);
+    options.struct_size = sizeof options;
+    options.threadpool = module->pool;
+    ember_status st = ember_method_load_with(module->program, name, &options, &m);
     if (st != EMBER_OK) return st;
     if (index < module->num_methods) {
         module->methods[index] = m;
@@ -135,6 +152,7 @@ void ember_module_destroy(ember_module *module) {
         for (size_t i = 0; i < module->num_methods; i++) ember_method_destroy(module->methods[i]);
         ember_platform_free(module->methods);
     }
+    ember_threadpool_destroy(module->pool);
     ember_program_destroy(module->program);
     close_loader(module);
     ember_platform_free(module);

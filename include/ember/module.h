@@ -16,9 +16,13 @@
  *     ember_method_output(m, 0, &out);
  *     ember_module_destroy(mod);
  *
+ * Methods run on a thread pool the module owns, one thread per CPU core by
+ * default (ember_module_load_with() sets the count; 1 runs everything on
+ * the calling thread).
  * The first successful ember_module_load() in a process registers the
- * portable kernel library (ember_portable_kernels_register()); later loads
- * do not register it again. Kernel tables registered after that first load
+ * portable kernel library (ember_portable_kernels_register()) and the CPU
+ * backend (ember_xnnpack_backend_register()); later loads do not register
+ * them again. Kernel tables registered after that first load
  * take precedence over the portable kernels, so register custom operators
  * or overrides after it. After ember_kernels_clear(), register the kernels
  * you need yourself.
@@ -64,6 +68,25 @@ typedef struct ember_module ember_module;
  * called (kernel registration); later calls may run on any thread.
  */
 ember_status ember_module_load(const char *path, ember_module **out);
+
+/** Options for ember_module_load_with(); zero them, then set struct_size. */
+typedef struct ember_module_options {
+    size_t struct_size;
+    /** Threads the methods' kernels and delegates may use, the caller's
+     * included: 0 for one per online CPU core, 1 for no thread pool. */
+    size_t num_threads;
+} ember_module_options;
+
+/**
+ * ember_module_load() with options; options NULL is the same as
+ * ember_module_load(). The module's thread pool (if any) is created here
+ * and destroyed with the module; its methods must not run at the same time
+ * as each other.
+ * @return as ember_module_load(), and EMBER_ERR_INVALID_ARGUMENT for a wrong
+ *         struct_size, EMBER_ERR_OUT_OF_MEMORY if the threads cannot start.
+ */
+ember_status ember_module_load_with(const char *path, const ember_module_options *options,
+                                    ember_module **out);
 
 /**
  * Returns the named method, loading it on first use with platform-heap

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "ember/backend.h"
+#include "ember/threadpool.h"
 #include "ember/ember.h"
 #include "ember/kernel.h"
 
@@ -451,12 +452,14 @@ typedef struct {
     ember_value_meta *in_meta; /* (num_inputs) */
     void **out_buffers;        /* (num_outputs) storage of unplanned outputs, or NULL */
     int busy;                  /* set while execute runs without the GIL */
+    ember_threadpool *pool;    /* this method's threads (NULL: one) */
 } MethodObject;
 
 static PyTypeObject MethodType;
 
 static void Method_dealloc(MethodObject *self) {
     ember_method_destroy(self->method);
+    ember_threadpool_destroy(self->pool);
     if (self->out_buffers != NULL) {
         for (size_t i = 0; i < self->num_outputs; i++) aligned_free(self->out_buffers[i]);
         PyMem_Free(self->out_buffers);
@@ -469,7 +472,13 @@ static void Method_dealloc(MethodObject *self) {
 
 static PyObject *Program_load_method(ProgramObject *self, PyObject *args) {
     const char *name;
-    if (!PyArg_ParseTuple(args, "s:load_method", &name)) return NULL;
+    Py_ssize_t threads = 0;
+    if (!PyArg_ParseTuple(args, "s|n:load_method", &name, &threads)) return NULL;
+    if (threads < 0 || threads > 256) {
+        PyErr_SetString(PyExc_ValueError, "num_threads must be from 0 (one per core) to 256");
+        return NULL;
+    }
+    if (threads == 0) threads = (Py_ssize_t)ember_cpu_count();
     char what[EMBER_MAX_NAME + 32];
     snprintf(what, sizeof what, "loading method '%.*s'", EMBER_MAX_NAME, name);
 
@@ -484,6 +493,7 @@ static PyObject *Program_load_method(ProgramObject *self, PyObject *args) {
     m->program = self;
     m->method = NULL;
     m->busy = 0;
+    m->pool = NULL;
     m->num_inputs = mm.num_inputs;
     m->num_outputs = mm.num_outputs;
     m->in_meta = PyMem_Calloc(mm.num_inputs ? mm.num_inputs : 1, sizeof *m->in_meta);
@@ -502,8 +512,18 @@ static PyObject *Program_load_method(ProgramObject *self, PyObject *args) {
         }
     }
 
+    /* Each method has threads of its own: two methods may execute at once
+     * (execute releases the GIL), and a pool runs one call at a time. */
+    if (threads > 1 && (st = ember_threadpool_create((size_t)threads, &m->pool)) != EMBER_OK) {
+        Py_DECREF(m);
+        return raise_status(st, what);
+    }
+    ember_method_options options;
+    memset(&options, 0, sizeof options);
+    options.struct_size = sizeof options;
+    options.threadpool = m->pool;
     Py_BEGIN_ALLOW_THREADS
-    st = ember_method_load(self->program, m->name, NULL, &m->method);
+    st = ember_method_load_with(self->program, m->name, &options, &m->method);
     Py_END_ALLOW_THREADS
     if (st != EMBER_OK) {
         m->method = NULL;
@@ -843,7 +863,7 @@ static PyMethodDef Program_methods[] = {
     {"method_meta", (PyCFunction)Program_method_meta, METH_VARARGS,
      "method_meta(name) -> dict: inputs, outputs, planned buffer sizes, operators."},
     {"load_method", (PyCFunction)Program_load_method, METH_VARARGS,
-     "load_method(name) -> Method (platform-heap memory)."},
+     "load_method(name, num_threads=0) -> Method (platform-heap memory; 0 threads: one per core)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -390,10 +390,12 @@ class Program:
         """Inputs, outputs, planned buffer sizes and operators of a method."""
         return MethodMeta._from_dict(self._impl.method_meta(method_name))
 
-    def load_method(self, name: str) -> Method:
-        """Loads a method (platform-heap memory). Raises EmberError if the name is
-        unknown or the runtime lacks one of its kernels or backends."""
-        impl = self._impl.load_method(name)
+    def load_method(self, name: str, num_threads: int = 0) -> Method:
+        """Loads a method (platform-heap memory), with num_threads threads for its
+        kernels and delegates (0: one per CPU core; 1: the calling thread only).
+        Raises EmberError if the name is unknown or the runtime lacks one of its
+        kernels or backends."""
+        impl = self._impl.load_method(name, int(num_threads))
         return Method(impl, self.metadata(name))
 
     def __repr__(self) -> str:
