@@ -68,6 +68,8 @@ class ProgramState:
     constants: List[bytes] = field(default_factory=lambda: [b""])
     mutable_data: List[bytes] = field(default_factory=lambda: [b""])
     delegate_data: List[bytes] = field(default_factory=list)
+    # key -> bytes of the program's named data (weights of delegates)
+    named_data: Dict[str, bytes] = field(default_factory=dict)
     _const_index: Dict[bytes, int] = field(default_factory=dict)
     _mutable_index: Dict[bytes, int] = field(default_factory=dict)
     _delegate_index: Dict[bytes, int] = field(default_factory=dict)
@@ -88,6 +90,11 @@ class ProgramState:
 
     def delegate(self, data: bytes) -> int:
         return self._intern(data, self.delegate_data, self._delegate_index)
+
+    def named(self, key: str, data: bytes) -> None:
+        """Adds a named blob; one key must always name the same bytes."""
+        if self.named_data.setdefault(key, data) != data:
+            raise ExportError(f"two delegates store different data under the name {key!r}")
 
 
 def _unwrap_optional(t: Any) -> Any:
@@ -469,6 +476,8 @@ class MethodEmitter:
         lowered = self.env[node.args[0]]
         self.lowered_modules.append(lowered)
         data_index = self.state.delegate(lowered.processed_bytes)
+        for key, blob in lowered.named_data.items():
+            self.state.named(key, blob)
         self.delegates.append(S.BackendDelegate(
             id=lowered.backend_id,
             processed=S.BackendDelegateDataReference(S.DataLocation.INLINE, data_index),

@@ -217,6 +217,10 @@ def copy_graph_module(gm: GraphModule) -> GraphModule:
     new_out.meta = dict(old_out.meta)
     for old, new in val_map.items():
         new.meta = dict(old.meta)
+        # the copy's namespace renames builtins ("input" -> "input_1"); the
+        # graph signature names the originals
+        if new.name != old.name:
+            new.name = old.name
     copy_gm = GraphModule(gm, graph)
     # Control-flow branches are graph modules too; copy them so passes on the
     # copy never touch the original program.

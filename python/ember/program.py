@@ -277,7 +277,7 @@ class ExecutorchProgramManager:
             plans.append(emit_constant_method(name, value, state))
         self._program = S.Program(version=S.SCHEMA_VERSION, execution_plan=plans)
         self._data = ProgramData(self._program, state.constants, state.mutable_data,
-                                 state.delegate_data)
+                                 state.delegate_data, state.named_data)
         self._buffer: Optional[bytes] = None
 
     @property
@@ -408,7 +408,10 @@ def to_edge_transform_and_lower(
     """to_edge, then the transform passes, then lowering with each partitioner in turn.
 
     Ops a partitioner asks to keep whole (`ops_to_not_decompose`) are kept out
-    of the decomposition, so that the partitioner can match them.
+    of the decomposition, so that the partitioner can match them. When the
+    partitioner also gives a filter, an op stays whole only if the filter
+    accepts every one of its nodes: a node the partitioner would leave
+    outside must decompose, since the runtime has kernels for core ATen only.
     """
     config = compile_config or EdgeCompileConfig()
     progs = _as_dict(programs)
@@ -424,8 +427,11 @@ def to_edge_transform_and_lower(
     for name, ep in progs.items():
         keep: List[OpOverload] = []
         for p in per_method[name]:
-            ops, _ = p.ops_to_not_decompose(ep)
-            keep.extend(op for op in ops if not op.is_view)
+            ops, accept = p.ops_to_not_decompose(ep)
+            for op in ops:
+                nodes = [n for n in ep.graph.nodes if n.op == "call_function" and n.target == op]
+                if not op.is_view and (accept is None or all(accept(n) for n in nodes)):
+                    keep.append(op)
         edge[name] = convert_to_edge(ep, config, preserve=keep)
     manager = EdgeProgramManager(edge, constant_methods, config)
     if transform_passes is not None:

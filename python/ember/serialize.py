@@ -220,6 +220,7 @@ class ProgramData:
     constants: List[bytes] = field(default_factory=lambda: [b""])
     mutable_data: List[bytes] = field(default_factory=lambda: [b""])
     delegate_data: List[bytes] = field(default_factory=list)
+    named_data: Dict[str, bytes] = field(default_factory=dict)
 
 
 def _pack_subsegments(blobs: List[bytes], alignment: int) -> "tuple[bytes, List[int]]":
@@ -288,6 +289,13 @@ def serialize_pte(
                     program.backend_delegate_data.append(S.BackendDelegateInlineData(blob))
                 d.processed = S.BackendDelegateDataReference(
                     S.DataLocation.INLINE, inline[d.processed.index])
+
+    # Named data (delegates' weights): a segment each, found by key.
+    if data.named_data:
+        program.named_data = []
+        for key, blob in data.named_data.items():
+            program.named_data.append(S.NamedData(key, len(segments)))
+            segments.append(blob)
 
     seg_data = bytearray()
     for blob in segments:

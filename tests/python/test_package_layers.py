@@ -27,7 +27,10 @@ STAGES: List[List[str]] = [
      "ember.passes.debug_handles"],
     # backends: partitioners, preprocess, lowered modules
     ["ember.backend", "ember.backend.backend_details", "ember.backend.partitioner",
-     "ember.backend.lowered", "ember.backend.lowering", "ember.backend.utils"],
+     "ember.backend.lowered", "ember.backend.lowering", "ember.backend.utils",
+     "ember.backends", "ember.backends.xnnpack", "ember.backends.xnnpack.graph",
+     "ember.backends.xnnpack.ops", "ember.backends.xnnpack.partitioner",
+     "ember.backends.xnnpack.preprocess"],
     # emit: to_executorch's passes, memory planning, the emitter
     ["ember.config", "ember.memory_planning", "ember.passes.write_back",
      "ember.passes.spec_prop", "ember.passes.constant_folding", "ember.passes.views",

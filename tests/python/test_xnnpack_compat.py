@@ -1,14 +1,17 @@
-"""XNNPACK delegate compatibility: programs lowered by the reference exporter's
-XnnpackPartitioner run in libember's XnnpackBackend and match eager.
+"""XNNPACK delegate compatibility, both directions.
+
+Every model is lowered twice, by the reference exporter's XnnpackPartitioner
+and by ember's (ember.backends.xnnpack), and each program runs in libember's
+XnnpackBackend and in the reference runtime (which runs XNNPACK itself); all
+four results must match eager.
 
 - A zoo of whole models (MLP, CNNs, depthwise and residual nets, a transposed
   convolution, attention blocks with a static and a dynamic sequence, nanoGPT).
-- Every node type the partitioner emits for float32, one small model each,
+- Every node type the partitioners emit for float32, one small model each,
   over shapes that cross kernel block sizes (odd sizes, 1, larger), with
   broadcasting and several parameter settings.
 - Each program is checked to really delegate the op (a test must not pass on
-  the portable kernels), and its outputs are compared with eager PyTorch and
-  with the reference runtime, which runs the same payloads with XNNPACK.
+  the portable kernels).
 
 Tolerance: float32 rtol 1e-4, atol 1e-4 (the products sum in another order
 than PyTorch's).
@@ -35,51 +38,52 @@ pytest.importorskip("executorch.backends.xnnpack")
 RTOL = ATOL = 1e-4
 
 
-def lower(model: nn.Module, args: tuple, dynamic_shapes: Any = None) -> bytes:
-    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-    from executorch.exir import to_edge_transform_and_lower
-
+def lower(model: nn.Module, args: tuple, dynamic_shapes: Any, by: str) -> bytes:
+    """The program, lowered by the reference exporter or by ember."""
     ep = torch.export.export(model, args, dynamic_shapes=dynamic_shapes)
+    if by == "reference":
+        from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+        from executorch.exir import to_edge_transform_and_lower
+
+        edge = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
+        return edge.to_executorch().buffer
+    from ember import to_edge_transform_and_lower
+    from ember.backends.xnnpack import XnnpackPartitioner
+
     edge = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
     return edge.to_executorch().buffer
 
 
-def delegates(buffer: bytes) -> int:
-    meta = ember_runtime.Runtime.get().load_program(buffer).metadata("forward")
-    return meta.num_delegates
-
-
 def check(model: nn.Module, example: tuple, runs: Sequence[tuple], dynamic_shapes: Any = None,
-          portable_ops: Sequence[str] = (), reference: bool = True) -> bytes:
-    """Lowers model, runs every input tuple in ember (and the reference runtime),
-    compares with eager. portable_ops: ops allowed to stay outside delegates."""
-    model = model.eval()
-    buffer = lower(model, example, dynamic_shapes)
-    program = ember_runtime.Runtime.get().load_program(buffer)
-    meta = program.metadata("forward")
-    assert meta.num_delegates >= 1, "nothing was delegated"
-    outside = [op for op in meta.operators if not any(op.startswith(p) for p in portable_ops)]
-    assert not outside, f"left outside the delegate: {outside}"
-    method = program.load_method("forward")
-    ref = None
-    if reference:
-        from executorch.runtime import Runtime
+          portable_ops: Sequence[str] = ()) -> None:
+    """Lowers model both ways; runs every input tuple of each program in ember
+    and in the reference runtime; compares with eager. portable_ops: ops
+    allowed to stay outside delegates."""
+    from executorch.runtime import Runtime
 
-        ref = Runtime.get().load_program(buffer).load_method("forward")
+    model = model.eval()
     eager = copy.deepcopy(model)
+    expected = []
     for args in runs:
         with torch.no_grad():
-            expected = pytree.tree_leaves(eager(*[a.clone() for a in args]))
-        got = method.execute([a.clone() for a in args])
-        assert len(got) == len(expected)
-        for i, (g, e) in enumerate(zip(got, expected)):
-            assert g.shape == e.shape, f"output {i}: {tuple(g.shape)} != {tuple(e.shape)}"
-            torch.testing.assert_close(g, e, rtol=RTOL, atol=ATOL, msg=f"output {i} vs eager")
-        if ref is not None:
-            for i, (g, r) in enumerate(zip(got, ref.execute([a.clone() for a in args]))):
-                torch.testing.assert_close(g, r, rtol=RTOL, atol=ATOL,
-                                           msg=f"output {i} vs the reference runtime")
-    return buffer
+            expected.append(pytree.tree_leaves(eager(*[a.clone() for a in args])))
+    for by in ("reference", "ember"):
+        buffer = lower(copy.deepcopy(model), example, dynamic_shapes, by)
+        program = ember_runtime.Runtime.get().load_program(buffer)
+        meta = program.metadata("forward")
+        assert meta.num_delegates >= 1, f"{by}: nothing was delegated"
+        outside = [op for op in meta.operators if not any(op.startswith(p) for p in portable_ops)]
+        assert not outside, f"{by}: left outside the delegate: {outside}"
+        runtimes = {"ember": program.load_method("forward"),
+                    "reference runtime": Runtime.get().load_program(buffer).load_method("forward")}
+        for name, method in runtimes.items():
+            for args, exp in zip(runs, expected):
+                got = method.execute([a.clone() for a in args])
+                assert len(got) == len(exp)
+                for i, (g, e) in enumerate(zip(got, exp)):
+                    where = f"lowered by {by}, run by {name}, output {i}"
+                    assert g.shape == e.shape, f"{where}: {tuple(g.shape)} != {tuple(e.shape)}"
+                    torch.testing.assert_close(g, e, rtol=RTOL, atol=ATOL, msg=where)
 
 
 class Fn(nn.Module):

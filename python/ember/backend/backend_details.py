@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Type
 
 from torch.export import ExportedProgram
@@ -22,6 +22,9 @@ class PreprocessResult:
     processed_bytes: bytes = b""
     # Optional map from the backend's own identifiers to node debug handles.
     debug_handle_map: Optional[Dict[Any, Any]] = None
+    # Blobs the payload names by key (weights): they go to the program's named
+    # data, where the runtime backend loads them at init (ember_backend_get_data).
+    named_data: Dict[str, bytes] = field(default_factory=dict)
 
 
 class BackendDetails(ABC):

@@ -45,13 +45,16 @@ class LoweredBackendModule(torch.nn.Module):
 
     def __init__(self, backend_id: str, processed_bytes: bytes,
                  compile_specs: List[CompileSpec], original_module: ExportedProgram,
-                 debug_handle_map: Optional[Any] = None) -> None:
+                 debug_handle_map: Optional[Any] = None,
+                 named_data: Optional[Dict[str, bytes]] = None) -> None:
         super().__init__()
         self.backend_id = backend_id
         self.processed_bytes = bytes(processed_bytes)
         self.compile_specs = list(compile_specs)
         self.original_module = original_module
         self.debug_handle_map = debug_handle_map
+        # key -> bytes the payload refers to (the program's named data)
+        self.named_data: Dict[str, bytes] = dict(named_data or {})
 
     @property
     def original_module_nodes(self) -> List[Node]:

@@ -116,7 +116,7 @@ def lower_whole_program(backend_id: str, edge_program: ExportedProgram,
                              edge_program.graph_signature)
     res = backend.preprocess(sub_ep, specs)
     return LoweredBackendModule(backend_id, res.processed_bytes, specs, sub_ep,
-                                res.debug_handle_map)
+                                res.debug_handle_map, res.named_data)
 
 
 def partition_and_lower(ep: ExportedProgram, partitioner: Partitioner) -> ExportedProgram:
@@ -146,7 +146,8 @@ def partition_and_lower(ep: ExportedProgram, partitioner: Partitioner) -> Export
         backend = find_backend(dspec.backend_id)
         res = backend.preprocess(sub_ep, list(dspec.compile_specs))
         lowered = LoweredBackendModule(dspec.backend_id, res.processed_bytes,
-                                       list(dspec.compile_specs), sub_ep, res.debug_handle_map)
+                                       list(dspec.compile_specs), sub_ep, res.debug_handle_map,
+                                       res.named_data)
         name = f"lowered_module_{count}"
         gm.add_submodule(name, lowered)
         args = tuple(a for i, a in enumerate(call.args) if i not in owned)

@@ -1,0 +1,76 @@
+"""XnnpackPartitioner: the float32 subgraphs the XNNPACK payload can express.
+
+Each call_function node passes or fails ops.py's check for its operator
+(dtypes, ranks, constant weights, parameters the payload can state); torch's
+capability-based partitioner groups the ones that pass into connected,
+acyclic subgraphs, one delegate each, and the weights only a delegate reads
+move into it. `ops_to_not_decompose` keeps whole the ops the payload has a
+node for but core ATen would split (linear, prelu, hardswish, ...).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional, Tuple
+
+import torch
+from torch.export import ExportedProgram
+from torch.fx import Node
+
+from ...backend.partitioner import (
+    TAG,
+    DelegationSpec,
+    Partitioner,
+    PartitionResult,
+    tag_constant_data,
+)
+from .ops import KEEP_WHOLE, unsupported_reason
+
+
+class XnnpackPartitioner(Partitioner):
+    """Delegates every float32 subgraph XnnpackBackend can run.
+
+    `reasons` (after partition()) maps each call_function node that stays
+    outside to why, for the curious.
+    """
+
+    def __init__(self) -> None:
+        self.spec = DelegationSpec("XnnpackBackend", [])
+        self.reasons: Dict[str, str] = {}
+
+    def ops_to_not_decompose(
+        self, ep: ExportedProgram
+    ) -> Tuple[List[torch._ops.OpOverload], Optional[Callable[[Node], bool]]]:
+        # whole only where the node will be delegated (a float64 linear must
+        # decompose into ops the portable kernels run)
+        return list(KEEP_WHOLE), lambda node: unsupported_reason(ep, node) is None
+
+    def partition(self, exported_program: ExportedProgram) -> PartitionResult:
+        from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+        from torch.fx.passes.operator_support import OperatorSupportBase
+
+        ep = exported_program
+        reasons = self.reasons
+        reasons.clear()
+
+        class _Support(OperatorSupportBase):
+            def is_node_supported(self, submodules, node: Node) -> bool:  # noqa: ARG002
+                if node.op != "call_function":
+                    return False
+                why = unsupported_reason(ep, node)
+                if why is not None:
+                    reasons[node.name] = why
+                return why is None
+
+        parts = CapabilityBasedPartitioner(ep.graph_module, _Support(),
+                                           allows_single_node_partition=True).propose_partitions()
+        tags: Dict[str, DelegationSpec] = {}
+        for i, p in enumerate(parts):
+            # a partition of nothing but views and getitems computes nothing
+            if all(n.target.__class__.__name__ == "builtin_function_or_method" for n in p.nodes):
+                continue
+            tag = f"xnnpack_{i}"
+            for n in p.nodes:
+                n.meta[TAG] = tag
+            tags[tag] = self.spec
+        tag_constant_data(ep)
+        return PartitionResult(ep, tags)
