@@ -15,7 +15,8 @@ The weights come from the committed checkpoint (default), another nanoGPT
 checkpoint, GPT-2 weights in a local directory (--gpt2, with EMBER_GPT2_DIR),
 or are random with a GPT-2 architecture (--random-gpt2, for benchmarks).
 
-usage: python examples/nanogpt/export.py --kind seq|kv [--checkpoint ckpt.pt]
+usage: python examples/nanogpt/export.py --kind seq|kv [--backend portable|xnnpack]
+                                         [--checkpoint ckpt.pt]
                                          [--gpt2 NAME | --random-gpt2 NAME] [--out model.pte]
 """
 
@@ -37,15 +38,17 @@ from model import GPT, GPT2_SIZES, GPTConfig  # noqa: E402
 CKPT_PATH = os.path.join(HERE, "ckpt.pt")
 
 
-def export_seq(model: GPT, config: Any = None) -> Any:
+def export_seq(model: GPT, config: Any = None, backend: str = "portable") -> Any:
     """Export (a): ``forward(tokens [1, T]) -> (logits [1, 1, vocab], None)``,
     T dynamic in 1..block_size. Returns an ExecutorchProgramManager
     (``.buffer`` holds the .pte bytes). ``config`` is an
     ``ember.ExecutorchBackendConfig``; the default folds the weight transposes
-    into constants."""
+    into constants. ``backend`` "xnnpack" delegates to XnnpackBackend what its
+    payload can state."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from ember import EdgeCompileConfig, ExecutorchBackendConfig, to_edge
+    from ember import (EdgeCompileConfig, ExecutorchBackendConfig, to_edge,
+                       to_edge_transform_and_lower)
 
     model = model.eval()
     block = model.config.block_size
@@ -53,17 +56,25 @@ def export_seq(model: GPT, config: Any = None) -> Any:
     dynamic_shape = ({1: torch.export.Dim("token_dim", max=block)},)
     with sdpa_kernel([SDPBackend.MATH]), torch.no_grad():
         ep = torch.export.export(model, example, dynamic_shapes=dynamic_shape)
-    edge = to_edge(ep, compile_config=EdgeCompileConfig(_check_ir_validity=False))
+    if backend == "xnnpack":
+        from ember.backends.xnnpack import XnnpackPartitioner
+
+        edge = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()],
+                                           compile_config=EdgeCompileConfig(_check_ir_validity=False))
+    elif backend == "portable":
+        edge = to_edge(ep, compile_config=EdgeCompileConfig(_check_ir_validity=False))
+    else:
+        raise ValueError(f"unknown backend {backend!r} (portable or xnnpack)")
     if config is None:
         config = ExecutorchBackendConfig(fold_constants=True)
     return edge.to_executorch(config)
 
 
-def export_kv(model: GPT, config: Any = None) -> Any:
+def export_kv(model: GPT, config: Any = None, backend: str = "portable") -> Any:
     """Export (b), with a KV cache: implemented in kv_cache.py."""
     from kv_cache import export_kv as _export_kv
 
-    return _export_kv(model, config=config)
+    return _export_kv(model, config=config, backend=backend)
 
 
 EXPORTERS: Dict[str, Callable[..., Any]] = {"seq": export_seq, "kv": export_kv}
@@ -91,6 +102,8 @@ def main(argv: Optional[list] = None) -> None:
     src.add_argument("--gpt2", metavar="NAME", help=f"GPT-2 weights from $EMBER_GPT2_DIR ({', '.join(GPT2_SIZES)})")
     src.add_argument("--random-gpt2", metavar="NAME", help="random weights, GPT-2 architecture")
     ap.add_argument("--block-size", type=int, help="crop the context to this many tokens")
+    ap.add_argument("--backend", choices=["portable", "xnnpack"], default="portable",
+                    help="xnnpack: delegate to XnnpackBackend (ember's fast CPU path)")
     ap.add_argument("--out", default="model.pte")
     a = ap.parse_args(argv)
 
@@ -98,10 +111,10 @@ def main(argv: Optional[list] = None) -> None:
     if a.block_size:
         model.crop_block_size(a.block_size)
     cfg = model.config
-    print(f"export: {a.kind}, {model.get_num_params(False) / 1e6:.1f} M parameters, "
+    print(f"export: {a.kind} ({a.backend}), {model.get_num_params(False) / 1e6:.1f} M parameters, "
           f"{cfg.n_layer} layers, n_embd {cfg.n_embd}, block_size {cfg.block_size}, vocab {cfg.vocab_size}")
     t0 = time.time()
-    prog = EXPORTERS[a.kind](model)
+    prog = EXPORTERS[a.kind](model, backend=a.backend)
     with open(a.out, "wb") as f:
         prog.write_to_file(f)
     print(f"export: wrote {a.out} ({os.path.getsize(a.out) / 1e6:.1f} MB) in {time.time() - t0:.1f} s")

@@ -117,7 +117,8 @@ def generate_kv(model: KVCacheGPT, prompt: List[int], max_new_tokens: int) -> Li
     return out
 
 
-def export_kv(model: GPT, max_len: Optional[int] = None, config: Any = None) -> Any:
+def export_kv(model: GPT, max_len: Optional[int] = None, config: Any = None,
+              backend: str = "portable") -> Any:
     """Exports ``model`` with a KV cache as an ember program (an
     ExecutorchProgramManager: ``.buffer`` holds the .pte bytes).
 
@@ -125,8 +126,11 @@ def export_kv(model: GPT, max_len: Optional[int] = None, config: Any = None) -> 
     input 1 start position int64 [1]; output 0 logits float32 [1, 1, vocab].
     ``config`` is an ``ember.ExecutorchBackendConfig``; the default stores no
     initial cache contents and folds the weight transposes into constants.
+    ``backend`` "xnnpack" delegates what the XNNPACK payload can state (the
+    matrix products, layer norms' neighbours, GELU, ...) to XnnpackBackend;
+    attention with its cache stays the fused ember::sdpa_with_kv_cache kernel.
     """
-    from ember import ExecutorchBackendConfig, to_edge
+    from ember import ExecutorchBackendConfig, to_edge, to_edge_transform_and_lower
 
     kv = KVCacheGPT(model, max_len).eval()
     seq = torch.export.Dim("T", min=1, max=kv.max_len)
@@ -135,4 +139,10 @@ def export_kv(model: GPT, max_len: Optional[int] = None, config: Any = None) -> 
         ep = torch.export.export(kv, example, dynamic_shapes=({1: seq}, None), strict=False)
     if config is None:
         config = ExecutorchBackendConfig(init_mutable_buffers=False, fold_constants=True)
+    if backend == "xnnpack":
+        from ember.backends.xnnpack import XnnpackPartitioner
+
+        return to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch(config)
+    if backend != "portable":
+        raise ValueError(f"unknown backend {backend!r} (portable or xnnpack)")
     return to_edge(ep).to_executorch(config)

@@ -145,3 +145,40 @@ def test_whole_program_lowering_runs_alone() -> None:
     got = program.load_method("forward").execute([x])[0]
     with torch.no_grad():
         torch.testing.assert_close(got, model(x), rtol=1e-4, atol=1e-4)
+
+
+def test_weight_shared_with_an_op_outside_is_owned_by_the_delegate() -> None:
+    """A tied embedding and output projection (GPT-2's wte / lm_head): the
+    embedding stays outside, the projection is delegated and must own its
+    weight (packed at init) while the embedding keeps the program's copy."""
+
+    class Tied(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.wte = nn.Embedding(11, 6)
+            self.head = nn.Linear(6, 11, bias=False)
+            self.head.weight = self.wte.weight
+
+        def forward(self, idx: torch.Tensor) -> torch.Tensor:
+            return self.head(torch.tanh(self.wte(idx)))
+
+    torch.manual_seed(3)
+    model = Tied().eval()
+    idx = torch.tensor([[1, 4, 9, 0]])
+    buffer = lower(model, (idx,), XnnpackPartitioner())
+    program = ember_runtime.Runtime.get().load_program(buffer)
+    meta = program.metadata("forward")
+    assert meta.num_delegates == 1
+    assert list(meta.operators) == ["aten::embedding.out"]
+    pte = deserialize(buffer)
+    weight = model.wte.weight.detach().numpy().tobytes()
+    assert weight in {bytes(pte.named_data.buffers[e.buffer_index])
+                      for e in pte.named_data.pte_data.values()}
+    with torch.no_grad():
+        want = model(idx)
+    torch.testing.assert_close(program.load_method("forward").execute([idx])[0], want,
+                               rtol=1e-4, atol=1e-4)
+    from executorch.runtime import Runtime
+
+    ref = Runtime.get().load_program(buffer).load_method("forward").execute([idx])[0]
+    torch.testing.assert_close(ref, want, rtol=1e-4, atol=1e-4)

@@ -119,6 +119,30 @@ def lower_whole_program(backend_id: str, edge_program: ExportedProgram,
                                 res.debug_handle_map, res.named_data)
 
 
+def _share_constants(gm: GraphModule, sig: ExportGraphSignature, inputs: Dict[str, InputSpec],
+                     tags: List[str]) -> None:
+    """A constant read inside a delegate and also elsewhere (a tied embedding
+    and output projection, a weight two delegates read) gets one placeholder
+    per delegate tag, so that every delegate owns the weights it reads (and
+    can pack them at init) while the rest of the program keeps its own."""
+    for ph in [n for n in gm.graph.nodes if n.op == "placeholder"]:
+        spec = inputs.get(ph.name)
+        if spec is None or spec.kind == InputKind.USER_INPUT or ph.meta.get(TAG) is not None:
+            continue
+        if spec.target in set(sig.buffers_to_mutate.values()):
+            continue  # state, not a constant
+        user_tags = {u.meta.get(TAG) for u in ph.users}
+        for tag in sorted(t for t in user_tags if t in tags):
+            with gm.graph.inserting_after(ph):
+                dup = gm.graph.placeholder(f"{ph.name}_{tag}")
+            dup.meta = dict(ph.meta)
+            dup.meta[TAG] = tag
+            inputs[dup.name] = InputSpec(kind=spec.kind, arg=TensorArgument(name=dup.name),
+                                         target=spec.target, persistent=spec.persistent)
+            for u in [u for u in ph.users if u.meta.get(TAG) == tag]:
+                u.replace_input_with(ph, dup)
+
+
 def partition_and_lower(ep: ExportedProgram, partitioner: Partitioner) -> ExportedProgram:
     """Returns ep with the partitioner's subgraphs delegated."""
     work = rebuild_program(ep, copy_graph_module(ep.graph_module), ep.graph_signature)
@@ -126,6 +150,7 @@ def partition_and_lower(ep: ExportedProgram, partitioner: Partitioner) -> Export
     tagged = result.tagged_exported_program
     gm = tagged.graph_module
     inputs = _input_specs_by_name(tagged.graph_signature)
+    _share_constants(gm, tagged.graph_signature, inputs, list(result.partition_tags))
     from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
     count = 0
