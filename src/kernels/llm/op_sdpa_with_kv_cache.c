@@ -16,88 +16,17 @@
  * execute: 0 <= start_pos and start_pos + T <= L (EMBER_ERR_DATA_OUT_OF_BOUNDS).
  *
  * Float dtypes, contiguous; float16 / bfloat16 compute in float, float64 in
- * double. The softmax subtracts the row maximum. Scratch holds one row of
- * scores (start_pos + T <= L) and one accumulator (D); nothing else is
- * allocated.
- *
- * Loop order: per (batch, head) and per query, one pass over the visible keys
- * (scores) and one over the visible values (weighted sum), both reading the
- * head's cache rows in order. A one-token decode step thus streams through
- * each cache once, which is what bounds its speed.
+ * double. The checks and the cache writes live in ek_sdpa_with_kv_cache_setup,
+ * shared with the optimized kernel (kernels/optimized/op_attention.c); the
+ * attention itself is ek_attn_reference (attention_ref.c), one row of scores
+ * and one accumulator of scratch.
  */
 #include <math.h>
-#include <tgmath.h> /* exp in the compute type (float or double) */
+#include <string.h>
 
 #include "../portable/kernel_util.h"
 #include "../portable/ops.h"
-
-/* Lanes of the unrolled dot product and row update: independent sums and
- * stores, in blocks the compiler can keep in vector registers. */
-#define SDPA_LANES 8
-
-#define DEF_SDPA(SFX, T, CT, LOAD, STORE)                                                          \
-    static CT sdpa_dot_##SFX(const T *restrict a, const T *restrict b, int64_t n) {                \
-        CT part[SDPA_LANES] = {0};                                                                 \
-        int64_t i = 0;                                                                             \
-        for (; i + SDPA_LANES <= n; i += SDPA_LANES)                                               \
-            for (int l = 0; l < SDPA_LANES; l++)                                                   \
-                part[l] += (CT)LOAD(a[i + l]) * (CT)LOAD(b[i + l]);                                \
-        CT sum = 0;                                                                                \
-        for (; i < n; i++) sum += (CT)LOAD(a[i]) * (CT)LOAD(b[i]);                                 \
-        for (int l = 0; l < SDPA_LANES; l++) sum += part[l];                                       \
-        return sum;                                                                                \
-    }                                                                                              \
-                                                                                                   \
-    /* acc[0..n) += w * row[0..n) */                                                               \
-    static void sdpa_axpy_##SFX(CT *restrict acc, CT w, const T *restrict row, int64_t n) {        \
-        int64_t i = 0;                                                                             \
-        for (; i + SDPA_LANES <= n; i += SDPA_LANES)                                               \
-            for (int l = 0; l < SDPA_LANES; l++) acc[i + l] += w * (CT)LOAD(row[i + l]);           \
-        for (; i < n; i++) acc[i] += w * (CT)LOAD(row[i]);                                         \
-    }                                                                                              \
-                                                                                                   \
-    static void sdpa_##SFX(T *out, const T *q, const T *k, const T *v, T *kc, T *vc, int64_t nb,   \
-                           int64_t nt, int64_t nh, int64_t d, int64_t len, int64_t pos,            \
-                           double scale_d, void *scratch) {                                        \
-        CT scale = (CT)scale_d;                                                                    \
-        CT *score = scratch;        /* (pos + nt) */                                               \
-        CT *acc = score + pos + nt; /* (d) */                                                      \
-        for (int64_t b = 0; b < nb; b++) {                                                         \
-            for (int64_t h = 0; h < nh; h++) {                                                     \
-                T *kch = kc + (b * nh + h) * len * d; /* (len, d) */                               \
-                T *vch = vc + (b * nh + h) * len * d;                                              \
-                for (int64_t t = 0; t < nt; t++) {                                                 \
-                    int64_t src = ((b * nt + t) * nh + h) * d; /* row (b, t, h) */                 \
-                    for (int64_t i = 0; i < d; i++) {                                              \
-                        kch[(pos + t) * d + i] = k[src + i];                                       \
-                        vch[(pos + t) * d + i] = v[src + i];                                       \
-                    }                                                                              \
-                }                                                                                  \
-                for (int64_t t = 0; t < nt; t++) {                                                 \
-                    int64_t row = ((b * nt + t) * nh + h) * d;                                     \
-                    int64_t n = pos + t + 1; /* visible cache positions */                         \
-                    CT max = -INFINITY;                                                            \
-                    for (int64_t j = 0; j < n; j++) {                                              \
-                        CT s = scale * sdpa_dot_##SFX(q + row, kch + j * d, d);                    \
-                        score[j] = s;                                                              \
-                        if (s > max) max = s;                                                      \
-                    }                                                                              \
-                    CT sum = 0;                                                                    \
-                    for (int64_t j = 0; j < n; j++) {                                              \
-                        score[j] = exp(score[j] - max);                                            \
-                        sum += score[j];                                                           \
-                    }                                                                              \
-                    for (int64_t i = 0; i < d; i++) acc[i] = 0;                                    \
-                    for (int64_t j = 0; j < n; j++)                                                \
-                        sdpa_axpy_##SFX(acc, score[j], vch + j * d, d);                            \
-                    CT inv = (CT)1 / sum;                                                          \
-                    for (int64_t i = 0; i < d; i++) out[row + i] = STORE(acc[i] * inv);            \
-                }                                                                                  \
-            }                                                                                      \
-        }                                                                                          \
-    }
-
-EK_FOR_EACH_FLOAT(DEF_SDPA)
+#include "attention.h"
 
 /* The shape of q, k, v and out: (B, T, H, D). */
 static ember_status check_qkv(ember_kernel_ctx *ctx, const ember_tensor *t, const ember_tensor *q,
@@ -134,7 +63,8 @@ static ember_status check_cache(ember_kernel_ctx *ctx, const ember_tensor *c, co
     return ek_check_contiguous(ctx, c, what);
 }
 
-ember_status ek_op_sdpa_with_kv_cache_out(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
+ember_status ek_sdpa_with_kv_cache_setup(ember_kernel_ctx *ctx, ember_value **args, size_t nargs,
+                                         ek_attn *a) {
     ember_tensor *q, *k, *v, *kc, *vc, *sp, *out;
     EK_TRY(ek_check_nargs(ctx, nargs, 9));
     EK_TRY(ek_arg_tensor(ctx, args, 0, &q));
@@ -188,22 +118,50 @@ ember_status ek_op_sdpa_with_kv_cache_out(ember_kernel_ctx *ctx, ember_value **a
 
     EK_TRY(ek_resize_like(ctx, out, q));
     EK_TRY(ek_check_contiguous(ctx, out, "sdpa_with_kv_cache out"));
-    if (out->numel == 0) return EMBER_OK;
     if (!has_scale) scale = 1.0 / sqrt((double)d);
 
-    /* scratch: score (pos + nt) and acc (d), in the compute type */
-    size_t csize = q->dtype == EMBER_FLOAT64 ? sizeof(double) : sizeof(float);
-    size_t count, bytes;
-    if (ember_add_overflow((size_t)(pos + nt), (size_t)d, &count) ||
-        ember_mul_overflow(count, csize, &bytes))
-        return ember_kernel_fail(ctx, EMBER_ERR_OUT_OF_MEMORY,
-                                 "sdpa_with_kv_cache: scratch size overflows");
-    void *scratch = ember_kernel_scratch(ctx, bytes, csize);
-    if (scratch == NULL)
-        return ember_kernel_fail(ctx, EMBER_ERR_OUT_OF_MEMORY,
-                                 "sdpa_with_kv_cache: needs %zu bytes of scratch", bytes);
+    /* k and v rows (b, t, h) go to cache rows (b, h, pos + t) */
+    size_t es = ember_dtype_size(q->dtype), row = (size_t)d * es;
+    for (int64_t b = 0; q->numel > 0 && b < nb; b++)
+        for (int64_t t = 0; t < nt; t++)
+            for (int64_t h = 0; h < nh; h++) {
+                size_t src = (size_t)(((b * nt + t) * nh + h) * d) * es;
+                size_t dst = (size_t)(((b * nh + h) * len + pos + t) * d) * es;
+                memcpy((char *)kc->data + dst, (const char *)k->data + src, row);
+                memcpy((char *)vc->data + dst, (const char *)v->data + src, row);
+            }
 
-    EK_FLOAT_SWITCH(ctx, q->dtype, sdpa, out->data, q->data, k->data, v->data, kc->data, vc->data,
-                    nb, nt, nh, d, len, pos, scale, scratch);
+    *a = (ek_attn){.dtype = q->dtype,
+                   .q = q->data,
+                   .k = kc->data,
+                   .v = vc->data,
+                   .out = out->data,
+                   .nb = nb,
+                   .nq = nt,
+                   .nh = nh,
+                   .nkvh = nh,
+                   .d = d,
+                   .n_keys = pos + nt,
+                   .start_pos = pos,
+                   .causal = true,
+                   .scale = scale,
+                   .q_sb = nt * nh * d,
+                   .q_st = nh * d,
+                   .q_sh = d,
+                   .k_sb = nh * len * d,
+                   .k_sn = d,
+                   .k_sh = len * d,
+                   .v_sb = nh * len * d,
+                   .v_sn = d,
+                   .v_sh = len * d,
+                   .o_sb = nt * nh * d,
+                   .o_st = nh * d,
+                   .o_sh = d};
     return EMBER_OK;
+}
+
+ember_status ek_op_sdpa_with_kv_cache_out(ember_kernel_ctx *ctx, ember_value **args, size_t nargs) {
+    ek_attn a;
+    EK_TRY(ek_sdpa_with_kv_cache_setup(ctx, args, nargs, &a));
+    return ek_attn_reference(ctx, &a);
 }
