@@ -21,10 +21,10 @@ help: ## List every target
 	  awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
 	@echo "variables: JOBS=$(JOBS) FUZZ_SECONDS=$(FUZZ_SECONDS) PREFIX=$(PREFIX)"
 
-demo: ## Export the committed nanoGPT (KV cache) and generate text with ember-llm in C
+demo: ## Export the committed nanoGPT (KV cache, XNNPACK-delegated) and generate text with ember-llm in C
 	@scripts/bootstrap.sh >/dev/null
 	scripts/build.sh $(BUILD) -- ember-llm
-	PYTHONWARNINGS=ignore .venv/bin/python examples/nanogpt/export.py --kind kv --out $(DEMO_PTE)
+	PYTHONWARNINGS=ignore .venv/bin/python examples/nanogpt/export.py --kind kv --backend xnnpack --out $(DEMO_PTE)
 	@echo
 	$(BUILD)/ember-llm --model $(DEMO_PTE) --tokenizer $(DEMO_TOKENIZER) \
 	  --prompt "$(DEMO_PROMPT)" --max-new-tokens 120 --temperature 0.8 --top-k 40 --seed 42 --stats

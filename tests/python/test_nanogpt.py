@@ -239,7 +239,11 @@ def _ember_run() -> str:
     return beside if os.access(beside, os.X_OK) else os.path.join(ROOT, "build", "ember-run")
 
 
-def test_export_nanogpt_script_runs_in_ember_run(tmp_path) -> None:
+@pytest.mark.parametrize("script,longest", [("export_nanogpt.py", 24),
+                                             ("export_nanogpt_xnnpack.py", 23)])
+def test_export_nanogpt_script_runs_in_ember_run(tmp_path, script, longest) -> None:
+    """The LLM manual's export scripts (portable, and delegated to XNNPACK),
+    with only their imports changed, export a program ember-run runs."""
     ember_run = _ember_run()
     if not os.access(ember_run, os.X_OK):
         pytest.skip(f"{ember_run} is not built")
@@ -247,11 +251,13 @@ def test_export_nanogpt_script_runs_in_ember_run(tmp_path) -> None:
     sd = _random_hf_gpt2(gpt2_dir, n_positions=24, vocab_size=160, seed=1)
     env = dict(os.environ, **{GPT2_DIR_ENV: str(gpt2_dir)})
     env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.join(ROOT, "python"), env.get("PYTHONPATH")) if p)
-    res = subprocess.run([sys.executable, os.path.join(NANOGPT_DIR, "export_nanogpt.py")], cwd=tmp_path,
+    res = subprocess.run([sys.executable, os.path.join(NANOGPT_DIR, script)], cwd=tmp_path,
                          env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     pte = tmp_path / "nanogpt.pte"
     assert pte.exists()
+    delegates = ember_runtime.Runtime.get().load_program(str(pte)).metadata("forward").num_delegates
+    assert (delegates > 0) == ("xnnpack" in script)
 
     idx = torch.randint(0, 160, (1, 7))
     np.save(tmp_path / "idx.npy", idx.numpy())
@@ -261,9 +267,14 @@ def test_export_nanogpt_script_runs_in_ember_run(tmp_path) -> None:
     out = np.load(tmp_path / "out" / "out0.npy")
     expected = _hf_gpt2_logits(sd, 2, idx)[:, -1:, :].numpy()
     np.testing.assert_allclose(out, expected, rtol=RTOL, atol=ATOL)
+    if "xnnpack" in script:  # the same file in the reference runtime, with XNNPACK itself
+        from executorch.runtime import Runtime
 
-    # a token dimension past block_size (24) is refused with a message, not a crash
-    np.save(tmp_path / "long.npy", np.zeros((1, 25), dtype=np.int64))
+        ref = Runtime.get().load_program(str(pte)).load_method("forward").execute([idx])[0]
+        np.testing.assert_allclose(ref.numpy(), expected, rtol=RTOL, atol=ATOL)
+
+    # a token dimension past its bound is refused with a message, not a crash
+    np.save(tmp_path / "long.npy", np.zeros((1, longest + 1), dtype=np.int64))
     res = subprocess.run([ember_run, str(pte), "--input", str(tmp_path / "long.npy")],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode not in (0,) and res.returncode > 0, (res.returncode, res.stdout, res.stderr)

@@ -55,10 +55,11 @@ def lower(model: nn.Module, args: tuple, dynamic_shapes: Any, by: str) -> bytes:
 
 
 def check(model: nn.Module, example: tuple, runs: Sequence[tuple], dynamic_shapes: Any = None,
-          portable_ops: Sequence[str] = ()) -> None:
+          portable_ops: Sequence[str] = (), reference_leaves: Sequence[str] = ()) -> None:
     """Lowers model both ways; runs every input tuple of each program in ember
     and in the reference runtime; compares with eager. portable_ops: ops
-    allowed to stay outside delegates."""
+    allowed to stay outside delegates; reference_leaves: ops the reference
+    partitioner leaves outside where ember's delegates them."""
     from executorch.runtime import Runtime
 
     model = model.eval()
@@ -72,7 +73,8 @@ def check(model: nn.Module, example: tuple, runs: Sequence[tuple], dynamic_shape
         program = ember_runtime.Runtime.get().load_program(buffer)
         meta = program.metadata("forward")
         assert meta.num_delegates >= 1, f"{by}: nothing was delegated"
-        outside = [op for op in meta.operators if not any(op.startswith(p) for p in portable_ops)]
+        allowed = tuple(portable_ops) + (tuple(reference_leaves) if by == "reference" else ())
+        outside = [op for op in meta.operators if not op.startswith(allowed)]
         assert not outside, f"{by}: left outside the delegate: {outside}"
         runtimes = {"ember": program.load_method("forward"),
                     "reference runtime": Runtime.get().load_program(buffer).load_method("forward")}
@@ -295,3 +297,25 @@ def test_prelu() -> None:
         prelu.weight.uniform_(0.05, 0.5)
     x = torch.randn(2, 4, 5, 5)
     check(Fn(lambda m, v: m.prelu(v), prelu=prelu), (x,), [(x,)])
+
+
+def test_unsqueeze_squeeze_and_memory_format_copies() -> None:
+    x = torch.randn(2, 6, 5, 4)
+    fn = lambda m, v: ((v * 2).unsqueeze(1) + 1,
+                       (v[:, :1] * 3).squeeze(1) - 1,
+                       (v + 1).to(memory_format=torch.channels_last) * 2,
+                       (v.contiguous(memory_format=torch.channels_last) - 2).contiguous() * 4)
+    check(Fn(fn), (x,), [(x,)], portable_ops=("aten::view_copy", "aten::slice_copy"),
+          reference_leaves=("dim_order_ops", "aten::unsqueeze_copy", "aten::squeeze_copy"))
+
+
+def test_audio_encoder_with_permuted_layouts() -> None:
+    """conv1d -> transpose -> layout-keeping copies -> attention -> linear: values
+    with a [0, 2, 1] dim order stay outside the delegates or inside them, never
+    cross a delegate's boundary in a layout it cannot state."""
+    from aot_models import AudioEncoder
+
+    torch.manual_seed(4)
+    feats = torch.randn(2, 8, 32)
+    check(AudioEncoder(), (feats,), [(feats,)],
+          portable_ops=("aten::", "dim_order_ops::"))

@@ -102,12 +102,25 @@ def _tensor_args(node: Node) -> List[Node]:
         a for a in node.kwargs.values() if isinstance(a, Node)]
 
 
+def _layout_ok(v: torch.Tensor) -> bool:
+    """Whether the delegate can take or give v in its dim order: contiguous,
+    or channels-last for a 4-d tensor (values inside a delegate have the
+    Builder's layouts; only these two cross its boundary)."""
+    order = v.dim_order()
+    return order == tuple(range(v.dim())) or (v.dim() == 4 and order == (0, 2, 3, 1))
+
+
 def _all_f32(node: Node) -> Optional[str]:
     for a in _tensor_args(node) + [node]:
-        if isinstance(val(a), torch.Tensor) and not is_f32(a):
-            return f"{a.name} is {val(a).dtype}, not float32"
-        if isinstance(val(a), torch.Tensor) and val(a).dim() > 6:
-            return f"{a.name} has rank {val(a).dim()} > 6"
+        v = val(a)
+        if not isinstance(v, torch.Tensor):
+            continue
+        if not is_f32(a):
+            return f"{a.name} is {v.dtype}, not float32"
+        if v.dim() > 6:
+            return f"{a.name} has rank {v.dim()} > 6"
+        if not _layout_ok(v):
+            return f"{a.name} has dim order {list(v.dim_order())}"
     return None
 
 
@@ -431,7 +444,7 @@ def _check_max_pool(ep: ExportedProgram, node: Node) -> Optional[str]:
         return "input is not a 4-d float32 tensor"
     if any(u.target is not operator.getitem or u.args[1] != 0 for u in node.users):
         return "its indices are used"
-    return None
+    return _all_f32(node)
 
 
 def _pool_extra_pad(size: int, k: int, s: int, p: int, d: int) -> int:
@@ -589,17 +602,18 @@ def _view_lower(b: Any, node: Node) -> None:
            input_id=b.input(node.args[0], "nchw"), output_id=b.output(node, "nchw"))
 
 
-def _check_clone(ep: ExportedProgram, node: Node) -> Optional[str]:
-    order = node.kwargs.get("dim_order")
-    if order is not None and list(order) != list(range(rank(node))):
-        return "a copy into another dim order"
-    if val(node.args[0]).dim_order() != tuple(range(rank(node))):
-        return "a copy of a permuted layout"
+def _check_copy(ep: ExportedProgram, node: Node) -> Optional[str]:
+    """A float32 clone or _to_dim_order_copy: inside the delegate a value's
+    layout is the Builder's choice, so a change of dim order is a plain copy,
+    and the delegate's outputs take the order the program expects."""
+    if node.kwargs.get("dtype") not in (None, torch.float32):
+        return "a cast to another dtype"
     return _all_f32(node)
 
 
-def _clone_lower(b: Any, node: Node) -> None:
-    b.node("Copy", node, input_id=b.input(node.args[0], "nchw"), output_id=b.output(node, "nchw"))
+def _copy_lower(b: Any, node: Node) -> None:
+    layout = b.layout_of(node.args[0])
+    b.node("Copy", node, input_id=b.input(node.args[0], layout), output_id=b.output(node, layout))
 
 
 # --------------------------------------------------------------------------- #
@@ -636,7 +650,11 @@ def _build_table() -> Dict[Any, OpSpec]:
     t[aten.slice_copy.Tensor] = OpSpec(_check_slice, _slice_lower)
     t[aten.permute_copy.default] = OpSpec(_always, _permute_lower)
     t[aten.view_copy.default] = OpSpec(_check_view, _view_lower)
-    t[dim_order_ops()["clone"]] = OpSpec(_check_clone, _clone_lower)
+    t[dim_order_ops()["clone"]] = OpSpec(_check_copy, _copy_lower)
+    t[dim_order_ops()["to_copy"]] = OpSpec(_check_copy, _copy_lower)
+    t[aten.unsqueeze_copy.default] = OpSpec(_check_view, _view_lower)
+    t[aten.squeeze_copy.dims] = OpSpec(_check_view, _view_lower)
+    t[aten.squeeze_copy.dim] = OpSpec(_check_view, _view_lower)
     t[aten._native_batch_norm_legit_no_training.default] = OpSpec(_check_batch_norm,
                                                                   _batch_norm_lower)
     t[operator.getitem] = OpSpec(_getitem_check, lambda b, node: None)
