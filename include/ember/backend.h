@@ -6,7 +6,7 @@
  * is_available(), and calls init() with the preprocessed payload and compile
  * specs; the payload is released right after init returns, so a backend
  * copies (or packs) whatever it keeps. Data the payload refers to by key
- * (weights in the program's named data) is read at init with
+ * (weights in the program's named data, or in a `.ptd` data map) is read at init with
  * ember_backend_get_data(). execute() receives the delegate call's arguments
  * (flattened inputs, then outputs); destroy() runs when the method is
  * destroyed.
@@ -44,6 +44,10 @@ typedef struct ember_backend_init_ctx {
     /** The threads the method may use (NULL: the calling thread only); it
      * outlives the method, so a backend may keep it for execute(). */
     struct ember_threadpool *threadpool;
+    /** The data maps the method was loaded with (ember_method_options), which
+     * ember_backend_get_data() searches after the program's named data. */
+    const ember_data_map *const *data_maps;
+    size_t num_data_maps;
 } ember_backend_init_ctx;
 
 /** Named data lent to a backend during init. Fields after size are private. */
@@ -57,8 +61,10 @@ typedef struct ember_backend_data {
 /**
  * Loads the named data blob `key` (key_len bytes, not NUL-terminated) of the
  * delegate's program, e.g. a weight that an XNNPACK payload names by its
- * hash. The bytes stay valid until ember_backend_release_data(), which the
- * backend must call before init returns (pack or copy what it keeps).
+ * hash: from the program's own named data, else from the first of the
+ * method's data maps (`.ptd` files) that holds the key. The bytes stay valid
+ * until ember_backend_release_data(), which the backend must call before
+ * init returns (pack or copy what it keeps).
  * @return EMBER_OK, EMBER_ERR_NOT_FOUND (no such key; the message names it),
  *         EMBER_ERR_INVALID_ARGUMENT, or the loader's status (IO, OUT_OF_MEMORY).
  * Thread-safe as far as the program's data loader is.

@@ -456,6 +456,104 @@ ember_status ember_program_method_arena_size(const ember_program *program,
                                              const char *method, size_t *bytes);
 
 /* ------------------------------------------------------------------------ */
+/* Data maps (.ptd files)                                                    */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * A named data map: a `.ptd` file (ExecuTorch's "flat tensor" format,
+ * identifier FT01) that holds data a program keeps outside itself, each blob
+ * found by a key: weights of constant tensors marked EXTERNAL (keyed by their
+ * fully qualified name, e.g. "fc1.weight") and data delegates look up at
+ * init (ember_backend_get_data()). Pass maps to ember_method_load_with()
+ * (ember_method_options.data_maps). Immutable once open: safe to share
+ * between threads and between programs.
+ */
+typedef struct ember_data_map ember_data_map;
+
+/** Options for ember_data_map_open(); NULL means all defaults. */
+typedef struct ember_data_map_options {
+    size_t struct_size;
+    /**
+     * Memory for the map's own structure (one small block); NULL to use the
+     * platform heap. An arena must outlive the map.
+     */
+    ember_allocator *allocator;
+} ember_data_map_options;
+
+/**
+ * Opens and fully verifies a data map: header, flatbuffer, and every
+ * segment (offset and size inside the file), key (present and
+ * NUL-terminated), segment index and tensor layout (known dtype, rank,
+ * sizes, dim order a permutation, bytes overflow-checked and inside the
+ * segment). Blob bytes are not read until used.
+ * @param[in]  loader  source of the bytes; must outlive the map
+ * @param[in]  options NULL for defaults
+ * @param[out] out     the map on success; NULL on failure
+ * @return EMBER_OK; EMBER_ERR_INVALID_ARGUMENT (NULL argument, bad loader or
+ *         options struct_size); EMBER_ERR_TRUNCATED (the file is shorter than
+ *         its header says); EMBER_ERR_BAD_IDENTIFIER (not FT01, or no FH01
+ *         header); EMBER_ERR_INVALID_PROGRAM (a malformed field: the message
+ *         names it); EMBER_ERR_NOT_SUPPORTED (a newer schema version, or a
+ *         file too large for this machine); EMBER_ERR_IO,
+ *         EMBER_ERR_OUT_OF_MEMORY.
+ * Allocates one block from options->allocator or the platform heap; loads
+ * the header and the flatbuffer through the loader and keeps them until
+ * ember_data_map_close().
+ */
+ember_status ember_data_map_open(const ember_data_loader *loader,
+                                 const ember_data_map_options *options, ember_data_map **out);
+
+/**
+ * Releases a map's loaded bytes and memory. Methods loaded with the map must
+ * be destroyed first. NULL is a no-op.
+ */
+void ember_data_map_close(ember_data_map *map);
+
+/** Number of keys (entries) in the map; 0 for NULL. Never fails. */
+size_t ember_data_map_key_count(const ember_data_map *map);
+
+/**
+ * Key of entry i.
+ * @param[out] key NUL-terminated, lives as long as the map
+ * @return EMBER_OK, EMBER_ERR_INVALID_ARGUMENT, EMBER_ERR_INDEX_OUT_OF_RANGE.
+ */
+ember_status ember_data_map_key(const ember_data_map *map, size_t i, const char **key);
+
+/** What a data map says about one entry. */
+typedef struct ember_data_info {
+    size_t size;          /**< bytes of the blob */
+    bool has_layout;      /**< the entry describes a tensor (the fields below) */
+    uint8_t dtype;        /**< ember_dtype */
+    uint32_t dim;         /**< rank, at most EMBER_MAX_DIM */
+    int32_t sizes[EMBER_MAX_DIM];
+    uint8_t dim_order[EMBER_MAX_DIM];
+    size_t nbytes;        /**< bytes of the tensor (at most size) */
+} ember_data_info;
+
+/**
+ * Looks up an entry by key. When two entries share a key, the first wins.
+ * @param[in]  key  NUL-terminated
+ * @param[out] info what the map says about it
+ * @return EMBER_OK, EMBER_ERR_INVALID_ARGUMENT, EMBER_ERR_NOT_FOUND (the
+ *         message names the key). Never allocates; thread-safe.
+ */
+ember_status ember_data_map_info(const ember_data_map *map, const char *key,
+                                 ember_data_info *info);
+
+/**
+ * Loads the blob of `key` through the map's loader (a view for the buffer
+ * and mmap loaders, a heap copy for the file loader).
+ * @param[out] out the bytes; give them back with ember_data_map_release()
+ * @return EMBER_OK, EMBER_ERR_INVALID_ARGUMENT, EMBER_ERR_NOT_FOUND, or the
+ *         loader's status (EMBER_ERR_IO, EMBER_ERR_OUT_OF_MEMORY, ...).
+ * Thread-safe as far as the loader is.
+ */
+ember_status ember_data_map_load(const ember_data_map *map, const char *key, ember_buffer *out);
+
+/** Gives back bytes from ember_data_map_load(). Safe on a zeroed buffer. */
+void ember_data_map_release(const ember_data_map *map, ember_buffer *buf);
+
+/* ------------------------------------------------------------------------ */
 /* Methods                                                                   */
 /* ------------------------------------------------------------------------ */
 
@@ -490,6 +588,18 @@ typedef struct ember_method_options {
      * execute at the same time.
      */
     struct ember_threadpool *threadpool;
+    /**
+     * Data maps (`.ptd` files, see ember_data_map_open()) holding what the
+     * program keeps outside itself: EXTERNAL constant tensors, found by
+     * fully qualified name (dtype, sizes and dim order checked against the
+     * program's tensor), and keys that delegates look up with
+     * ember_backend_get_data(). A key is searched in the program's own named
+     * data first, then in data_maps[0], data_maps[1], ... The maps must
+     * outlive the method. NULL with num_data_maps 0 for none. (Added after
+     * threadpool: a struct_size that ends before this field means none.)
+     */
+    const ember_data_map *const *data_maps;
+    size_t num_data_maps;
 } ember_method_options;
 
 /**
@@ -512,10 +622,19 @@ ember_status ember_method_load(const ember_program *program, const char *name,
                                const ember_memory *memory, ember_method **out);
 
 /**
- * ember_method_load() with options (memory, thread pool); options NULL is the
- * same as ember_method_load(program, name, NULL, out).
+ * ember_method_load() with options (memory, thread pool, data maps); options
+ * NULL is the same as ember_method_load(program, name, NULL, out). EXTERNAL
+ * constant tensors are bound to their blobs in the data maps (loaded through
+ * each map's loader and kept until the method is destroyed); EXTERNAL
+ * planned tensors get their initial contents copied from them.
  * @return as ember_method_load(), and EMBER_ERR_INVALID_ARGUMENT for an
- *         options struct_size this library does not know.
+ *         options struct_size this library does not know or a NULL data map;
+ *         EMBER_ERR_NOT_FOUND (an EXTERNAL tensor whose name no data map
+ *         holds: the message names it); EMBER_ERR_TYPE_MISMATCH /
+ *         EMBER_ERR_SHAPE_MISMATCH (the map's tensor differs from the
+ *         program's in dtype, or in sizes, dim order or bytes);
+ *         EMBER_ERR_NOT_SUPPORTED (the blob is misaligned for its dtype);
+ *         the loader's status.
  */
 ember_status ember_method_load_with(const ember_program *program, const char *name,
                                     const ember_method_options *options, ember_method **out);

@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "format/program.h"
+#include "format/data_map.h"
 
 #ifndef EMBER_DEFAULT_SCRATCH_SIZE
 #define EMBER_DEFAULT_SCRATCH_SIZE (256u * 1024u)
@@ -61,6 +61,11 @@ struct ember_method {
     ember_arena scratch;
     ember_kernel_ctx kctx;
     struct ember_threadpool *threadpool;
+    const ember_data_map *const *data_maps; /* the caller's, outlive the method */
+    size_t num_data_maps;
+    ember_buffer *external;      /* (plan->num_external) bytes of EXTERNAL constants */
+    const ember_data_loader **external_loaders; /* what releases each of them */
+    uint32_t num_external;       /* loaded so far */
 };
 
 /* Allocation that reports out-of-memory with what it was for. */
@@ -308,6 +313,9 @@ static ember_status build(ember_method *m, ember_allocator *a, const ember_memor
     }
     TRY(resolve_operators(m, a, measure));
     TRY(build_chains(m, a));
+    TRY(ALLOC(a, plan->num_external, ember_buffer, "external tensor table", &m->external));
+    TRY(ALLOC(a, plan->num_external, const ember_data_loader *, "external tensor table",
+              &m->external_loaders));
     TRY(ALLOC(a, plan->delegates.len, delegate, "delegates", &m->delegates));
     /* The compile-spec tables are the runtime's own memory, so they are
      * taken here, where ember_program_method_arena_size() measures them;
@@ -377,6 +385,81 @@ static ember_status init_mutable(ember_method *m) {
     return st;
 }
 
+/* Checks a data map's tensor against the program's; a map entry without a
+ * layout (raw named data) is checked by size only. */
+static ember_status check_external(uint32_t i, const pte_tensor *t, const ember_data_info *info) {
+    int n = (int)(t->fqn.len < 200 ? t->fqn.len : 200);
+    if (info->has_layout) {
+        if (info->dtype != t->dtype)
+            return ember_set_error(EMBER_ERR_TYPE_MISMATCH,
+                                   "value %u: external tensor '%.*s' is %s in the program but %s "
+                                   "in the data map",
+                                   i, n, t->fqn.data, ember_dtype_name(t->dtype),
+                                   ember_dtype_name(info->dtype));
+        bool same = info->dim == t->dim;
+        for (uint32_t d = 0; same && d < t->dim; d++)
+            same = info->sizes[d] == t->sizes[d] && info->dim_order[d] == t->dim_order[d];
+        if (!same)
+            return ember_set_error(EMBER_ERR_SHAPE_MISMATCH,
+                                   "value %u: external tensor '%.*s' has other sizes or dim order "
+                                   "in the data map (rank %u) than in the program (rank %u)",
+                                   i, n, t->fqn.data, info->dim, t->dim);
+    }
+    if (info->size < t->nbytes)
+        return ember_set_error(EMBER_ERR_SHAPE_MISMATCH,
+                               "value %u: external tensor '%.*s' needs %zu bytes, the data map "
+                               "holds %zu",
+                               i, n, t->fqn.data, t->nbytes, info->size);
+    return EMBER_OK;
+}
+
+/* Binds EXTERNAL tensors to their data: constants keep the loaded bytes
+ * until the method is destroyed; planned tensors get a copy. */
+static ember_status bind_external(ember_method *m) {
+    const ember_program *p = m->program;
+    for (uint32_t i = 0; i < m->num_values; i++) {
+        pte_value d;
+        named_ref ref;
+        ember_data_info info;
+        ember_buffer buf;
+        const ember_data_loader *loader = NULL;
+        TRY(pte_decode_value(p, m->plan, i, &d));
+        if (d.tag != EMBER_TAG_TENSOR || !d.u.t.external) continue;
+        const pte_tensor *t = &d.u.t;
+        ember_status st = named_find(p, m->data_maps, m->num_data_maps, t->fqn.data, t->fqn.len,
+                                     &ref);
+        if (st != EMBER_OK) {
+            ember_error_prefix("value %u: external tensor", i);
+            return st;
+        }
+        named_info(p, &ref, &info);
+        TRY(check_external(i, t, &info));
+        if (t->storage == EMBER_STORAGE_CONSTANT) {
+            if (m->num_external >= m->plan->num_external)
+                return ember_set_error(EMBER_ERR_INVALID_PROGRAM, "value %u: too many external "
+                                       "tensors", i);
+            TRY(named_load(p, &ref, EMBER_SEGMENT_CONSTANT, &buf, &loader));
+            m->external[m->num_external] = buf;
+            m->external_loaders[m->num_external] = loader;
+            m->num_external++;
+            size_t elem = ember_dtype_size(t->dtype), align = elem < 8 ? elem : 8;
+            if (((uintptr_t)buf.data & (align - 1)) != 0)
+                return ember_set_error(EMBER_ERR_NOT_SUPPORTED,
+                                       "value %u: external tensor '%.*s' is misaligned for %s; "
+                                       "load the data map from memory aligned to 16 bytes",
+                                       i, (int)(t->fqn.len < 200 ? t->fqn.len : 200), t->fqn.data,
+                                       ember_dtype_name(t->dtype));
+            /* Kernels never write tensors they only read; constants are inputs. */
+            m->values[i].u.t->data = (void *)(uintptr_t)buf.data;
+        } else {
+            TRY(named_load(p, &ref, EMBER_SEGMENT_MUTABLE, &buf, &loader));
+            if (t->nbytes > 0) memcpy(m->values[i].u.t->data, buf.data, t->nbytes);
+            if (buf.data != NULL && loader->release != NULL) loader->release(loader->ctx, &buf);
+        }
+    }
+    return EMBER_OK;
+}
+
 static ember_status init_delegate(ember_method *m, ember_allocator *a, uint32_t i) {
     const ember_program *p = m->program;
     pte_delegate d;
@@ -414,7 +497,7 @@ static ember_status init_delegate(ember_method *m, ember_allocator *a, uint32_t 
     } else {
         TRY(pte_load_segment(p, d.index, EMBER_SEGMENT_BACKEND, &payload));
     }
-    ember_backend_init_ctx ctx = {a, i, p, m->threadpool};
+    ember_backend_init_ctx ctx = {a, i, p, m->threadpool, m->data_maps, m->num_data_maps};
     ember_clear_error();
     void *handle = NULL;
     ember_status st = b->init(&ctx, payload.data, payload.size, specs, d.specs.len, &handle);
@@ -489,11 +572,25 @@ ember_status ember_method_load_with(const ember_program *program, const char *na
     ember_method *m;
     ember_status st;
 
+    const ember_data_map *const *maps = NULL;
+    size_t num_maps = 0;
+
     if (out == NULL) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL output");
     *out = NULL;
-    if (options != NULL && options->struct_size < sizeof(ember_method_options))
+    /* Options from before data maps end at the thread pool. */
+    if (options != NULL && options->struct_size < offsetof(ember_method_options, data_maps))
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT,
                                "ember_method_options.struct_size is wrong");
+    if (options != NULL && options->struct_size >= sizeof(ember_method_options)) {
+        maps = options->data_maps;
+        num_maps = options->num_data_maps;
+        if (maps == NULL && num_maps > 0)
+            return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "%zu data maps, but no array",
+                                   num_maps);
+        for (size_t k = 0; k < num_maps; k++)
+            if (maps[k] == NULL)
+                return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "data map %zu is NULL", k);
+    }
     if (memory != NULL && memory->struct_size < sizeof(ember_memory))
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "ember_memory.struct_size is wrong");
     TRY(pte_find_plan(program, name, &plan));
@@ -509,9 +606,12 @@ ember_status ember_method_load_with(const ember_program *program, const char *na
     m->plan = plan;
     m->threadpool = options != NULL ? options->threadpool : NULL;
     m->kctx.threadpool = m->threadpool;
+    m->data_maps = maps;
+    m->num_data_maps = num_maps;
 
     st = build(m, a, memory, false);
     if (st == EMBER_OK) st = init_mutable(m);
+    if (st == EMBER_OK) st = bind_external(m);
     if (st == EMBER_OK) {
         void *scratch = memory != NULL ? memory->scratch : NULL;
         size_t size = memory != NULL ? memory->scratch_size : 0;
@@ -541,6 +641,11 @@ void ember_method_destroy(ember_method *method) {
     for (uint32_t i = 0; i < method->num_delegates; i++) {
         const ember_backend *b = method->delegates[i].backend;
         if (b != NULL && b->destroy != NULL) b->destroy(method->delegates[i].handle);
+    }
+    for (uint32_t i = 0; i < method->num_external; i++) {
+        const ember_data_loader *l = method->external_loaders[i];
+        if (method->external[i].data != NULL && l->release != NULL)
+            l->release(l->ctx, &method->external[i]);
     }
     ember_heap_allocator heap = method->heap;
     ember_heap_allocator_release(&heap);

@@ -113,11 +113,18 @@ static ember_status decode_tensor(const ember_program *p, const pte_plan *plan, 
         return bad("value %u: tensor size overflows", vi);
     if (has_extra) {
         uint8_t location;
-        if (!fb_u8(r, &extra, EXTRA_LOCATION, 0, &location))
+        bool has_fqn;
+        if (!fb_u8(r, &extra, EXTRA_LOCATION, 0, &location) ||
+            !fb_str_field(r, &extra, EXTRA_FQN, &out->fqn, &has_fqn))
             return bad("value %u: extra_tensor_info is malformed", vi);
-        if (location != 0)
-            return ember_set_error(EMBER_ERR_NOT_SUPPORTED,
-                                   "value %u: external tensor data is not supported", vi);
+        if (location > 1) return bad("value %u: unknown tensor data location %u", vi, location);
+        /* EXTERNAL: the data lives in a data map under the tensor's name;
+         * data_buffer_idx then indexes the exporter's own list and is unused. */
+        if (location == 1) {
+            if (!has_fqn || out->fqn.len == 0)
+                return bad("value %u: external tensor without a fully_qualified_name", vi);
+            out->external = true;
+        }
     }
 
     if (has_alloc) {
@@ -141,7 +148,7 @@ static ember_status decode_tensor(const ember_program *p, const pte_plan *plan, 
         out->storage = EMBER_STORAGE_PLANNED;
         out->memory_id = id;
         out->memory_offset = offset;
-        if (buffer_idx > 0) {
+        if (buffer_idx > 0 && !out->external) {
             fb_table seg;
             uint64_t seg_size, off;
             if (!p->has_mutable || buffer_idx >= p->mutable_offsets.len)
@@ -155,6 +162,8 @@ static ember_status decode_tensor(const ember_program *p, const pte_plan *plan, 
                            out->nbytes, (unsigned long long)off);
             out->mutable_index = buffer_idx;
         }
+    } else if (out->external) {
+        out->storage = EMBER_STORAGE_CONSTANT; /* bound from a data map at method load */
     } else if (buffer_idx > 0) {
         const uint8_t *data;
         if (p->use_constant_segment) {
@@ -413,8 +422,7 @@ void pte_release(const ember_program *p, ember_buffer *buf) {
     buf->size = 0;
 }
 
-ember_status pte_named_data(const ember_program *p, const char *key, size_t len,
-                            uint32_t *segment) {
+bool pte_find_named_data(const ember_program *p, const char *key, size_t len, uint32_t *segment) {
     /* Entries were checked at load. */
     for (uint32_t i = 0; i < p->named_data.len; i++) {
         fb_table t;
@@ -424,9 +432,15 @@ ember_status pte_named_data(const ember_program *p, const char *key, size_t len,
         fb_str_field(&p->r, &t, NAMED_DATA_KEY, &k, &present);
         if (k.len == len && memcmp(k.data, key, len) == 0) {
             fb_u32(&p->r, &t, NAMED_DATA_SEGMENT, 0, segment);
-            return EMBER_OK;
+            return true;
         }
     }
+    return false;
+}
+
+ember_status pte_named_data(const ember_program *p, const char *key, size_t len,
+                            uint32_t *segment) {
+    if (pte_find_named_data(p, key, len, segment)) return EMBER_OK;
     return ember_set_error(EMBER_ERR_NOT_FOUND, "no named data '%.*s'", (int)(len < 256 ? len : 256),
                            key);
 }
@@ -570,9 +584,12 @@ static ember_status verify_plan(ember_program *p, pte_plan *plan) {
         size_t bytes;
         TRY(pte_buffer_size(p, plan, i, &bytes));
     }
+    plan->num_external = 0;
     for (uint32_t i = 0; i < plan->values.len; i++) {
         pte_value v;
         TRY(pte_decode_value(p, plan, i, &v));
+        if (v.tag == EMBER_TAG_TENSOR && v.u.t.external && v.u.t.storage == EMBER_STORAGE_CONSTANT)
+            plan->num_external++;
     }
     TRY(check_indices(p, plan, &plan->inputs, "inputs", 0));
     TRY(check_indices(p, plan, &plan->outputs, "outputs", 0));
@@ -781,30 +798,4 @@ ember_status ember_program_operator_name(const ember_program *program, const cha
     for (uint32_t k = 0; k < overload.len && n + 1 < cap; k++) buf[n++] = overload.data[k];
     buf[n] = '\0';
     return EMBER_OK;
-}
-
-/* ---------------------------------------------------------------------- */
-/* Named data for backends                                                */
-/* ---------------------------------------------------------------------- */
-
-ember_status ember_backend_get_data(const ember_backend_init_ctx *ctx, const char *key,
-                                    size_t key_len, ember_backend_data *out) {
-    if (out != NULL) memset(out, 0, sizeof *out);
-    if (ctx == NULL || ctx->program == NULL || key == NULL || out == NULL)
-        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "named data: NULL argument");
-    const ember_program *p = ctx->program;
-    uint32_t segment;
-    TRY(pte_named_data(p, key, key_len, &segment));
-    TRY(pte_load_segment(p, segment, EMBER_SEGMENT_NAMED_DATA, &out->buffer_));
-    out->loader_ = p->loader;
-    out->data = out->buffer_.data;
-    out->size = out->buffer_.size;
-    return EMBER_OK;
-}
-
-void ember_backend_release_data(ember_backend_data *data) {
-    if (data == NULL) return;
-    if (data->loader_ != NULL && data->buffer_.data != NULL && data->loader_->release != NULL)
-        data->loader_->release(data->loader_->ctx, &data->buffer_);
-    memset(data, 0, sizeof *data);
 }

@@ -21,7 +21,7 @@ enum {
     TENSOR_SCALAR_TYPE = 0, TENSOR_STORAGE_OFFSET = 1, TENSOR_SIZES = 2, TENSOR_DIM_ORDER = 3,
     TENSOR_DATA_BUFFER_IDX = 5, TENSOR_ALLOCATION = 6, TENSOR_DYNAMISM = 8, TENSOR_EXTRA = 9,
     ALLOC_MEMORY_ID = 0, ALLOC_OFFSET_LOW = 1, ALLOC_OFFSET_HIGH = 2,
-    EXTRA_LOCATION = 2,
+    EXTRA_FQN = 1, EXTRA_LOCATION = 2,
     OPERATOR_NAME = 0, OPERATOR_OVERLOAD = 1,
     CHAIN_INSTRUCTIONS = 2,
     INSTR_TYPE = 0, INSTR_ARGS = 1,
@@ -41,6 +41,7 @@ typedef struct pte_plan {
     const char *name;
     fb_vec values, inputs, outputs, chains, operators, delegates, buffer_sizes;
     size_t num_instructions;
+    uint32_t num_external;       /* EXTERNAL constant tensors (bound from data maps) */
 } pte_plan;
 
 struct ember_program {
@@ -80,6 +81,9 @@ typedef struct pte_tensor {
     uint32_t memory_id;          /* planned: buffer id (>= 1) */
     uint64_t memory_offset;      /* planned: offset in that buffer */
     uint32_t mutable_index;      /* planned: initial data index, 0 if none */
+    bool external;               /* data (constant, or planned initial contents) lives in
+                                    a data map under fqn; constant is then NULL */
+    fb_str fqn;                  /* fully qualified name (external tensors) */
 } pte_tensor;
 
 /* A decoded value. Lists keep their flatbuffer vector. */
@@ -130,5 +134,8 @@ void pte_release(const ember_program *p, ember_buffer *buf);
  * that key. EMBER_ERR_NOT_FOUND (message names the key) if there is none. */
 ember_status pte_named_data(const ember_program *p, const char *key, size_t len,
                             uint32_t *segment);
+
+/* The same without a message: false if the program has no such key. */
+bool pte_find_named_data(const ember_program *p, const char *key, size_t len, uint32_t *segment);
 
 #endif /* EMBER_FORMAT_PROGRAM_H */

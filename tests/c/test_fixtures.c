@@ -214,7 +214,8 @@ static bool run_case(const case_spec *c, ember_threadpool *pool) {
     if (CHECK_OK(ember_program_load(&ml.base, NULL, &prog)) &&
         CHECK_OK(ember_method_load_with(
             prog, c->method,
-            &(ember_method_options){sizeof(ember_method_options), NULL, pool}, &m))) {
+            &(ember_method_options){.struct_size = sizeof(ember_method_options), .threadpool = pool},
+            &m))) {
         for (size_t r = 0; r < c->nruns; r++) {
             const run_spec *rs = &c->runs[r];
             npy_array in[MAX_IO];
