@@ -75,4 +75,4 @@ install: build ## Install headers, libember.{a,so}, ember-run, CMake and pkg-con
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean: ## Remove all build directories
-	rm -rf build build-asan build-size build-fuzz build-python
+	rm -rf build build-asan build-aarch64 build-size build-fuzz build-python

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up everything `make test` needs on a Debian machine, idempotently:
 #   Debian packages: gcc, make, cmake, ninja, binutils, clang and its fuzzer
-#     runtime, Python 3.11 with venv and headers (apt-get update runs once, and
-#     only when something is missing);
+#     runtime, Python 3.11 with venv and headers, the aarch64 cross compiler
+#     and user-mode QEMU (apt-get update runs once, and only when something
+#     is missing);
 #   .venv (Python 3.11) with torch==2.13.0, executorch==1.5.1, pytest, numpy
 #     and scikit-build-core;
 #   the ember package itself, editable (pip install -e .: the C extension
@@ -103,6 +104,9 @@ if ((SYSTEM_ONLY == 0)); then
   have clang || missing+=(clang)
   python311_ok || missing+=(python3.11 python3.11-venv)
   python311_dev_ok || missing+=(python3.11-dev)
+  # the aarch64 cross build of the optimized kernels, run under user-mode QEMU
+  have aarch64-linux-gnu-gcc || missing+=(gcc-aarch64-linux-gnu)
+  have qemu-aarch64 || missing+=(qemu-user)
 fi
 # De-duplicate.
 if ((${#missing[@]} > 0)); then

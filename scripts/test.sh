@@ -4,7 +4,9 @@
 #   2. build/ (gcc, RelWithDebInfo) and its ctest
 #   3. pytest tests/python (when it has tests)
 #   4. build-asan/ (ASan + UBSan; clang when installed) and its ctest
-#   5. the core ATen op coverage summary of the pytest run (scripts/op_coverage.py)
+#   5. build-aarch64/ (cross-compiled, NEON kernels) and its optimized-kernel
+#      tests under user-mode QEMU
+#   6. the core ATen op coverage summary of the pytest run (scripts/op_coverage.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,6 +51,19 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
 (cd build-asan && ctest --output-on-failure --no-tests=error -j "$JOBS")
 passed=$((passed + $(count_ctest build-asan)))
+
+step "aarch64: cross build, optimized-kernel tests under user-mode QEMU (build-aarch64/)"
+if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1; then
+  cmake -S . -B build-aarch64 -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake \
+    -DCMAKE_BUILD_TYPE=Release -DEMBER_BUILD_TOOLS=OFF >/dev/null
+  mapfile -t a64_tests < <(cd build-aarch64 && ctest -N -L '^optimized$' | sed -n 's/^ *Test *#[0-9]*: //p')
+  cmake --build build-aarch64 --parallel "$JOBS" --target \
+    $(printf 'ctest_%s\n' "${a64_tests[@]}" | sed 's/[^A-Za-z0-9_]/_/g')
+  (cd build-aarch64 && ctest --output-on-failure --no-tests=error -L '^optimized$' -j "$JOBS")
+  passed=$((passed + ${#a64_tests[@]}))
+else
+  echo "no aarch64-linux-gnu-gcc or qemu-aarch64 (scripts/bootstrap.sh installs them); skipped"
+fi
 
 step "core ATen op coverage (from the pytest run's results; table: scripts/op_coverage.py)"
 "$VENV/bin/python" scripts/op_coverage.py --summary-only

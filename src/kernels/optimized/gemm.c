@@ -17,6 +17,9 @@ static const eko_f32_gemm_config g_configs[EKO_ISA_COUNT] = {
 #ifdef EMBER_HAVE_AVX512_KERNELS
     [EKO_ISA_AVX512] = {EKO_ISA_AVX512, 8, 32, eko_f32_gemm_8x32_avx512},
 #endif
+#ifdef EMBER_HAVE_NEON_KERNELS
+    [EKO_ISA_NEON] = {EKO_ISA_NEON, 8, 8, eko_f32_gemm_8x8_neon},
+#endif
 };
 
 const eko_f32_gemm_config *eko_f32_gemm_config_for(eko_isa isa) {

@@ -81,5 +81,7 @@ void eko_f32_gemm_6x16_avx2(size_t mr, size_t nc, size_t kc, const float *a, siz
                             const float *w, float *c, size_t c_stride, float min, float max);
 void eko_f32_gemm_8x32_avx512(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
                               const float *w, float *c, size_t c_stride, float min, float max);
+void eko_f32_gemm_8x8_neon(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
+                           const float *w, float *c, size_t c_stride, float min, float max);
 
 #endif /* EMBER_KERNELS_OPTIMIZED_GEMM_H */
