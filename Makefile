@@ -18,7 +18,7 @@ DEMO_PROMPT := It is a truth universally acknowledged, that
 help: ## List every target
 	@echo "ember — make targets:"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
-	  awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
+	  awk 'BEGIN {FS = ":.*## "} {printf "  make %-15s %s\n", $$1, $$2}'
 	@echo "variables: JOBS=$(JOBS) FUZZ_SECONDS=$(FUZZ_SECONDS) PREFIX=$(PREFIX)"
 
 demo: ## Export the committed nanoGPT (KV cache, XNNPACK-delegated) and generate text with ember-llm in C
@@ -52,17 +52,28 @@ test-asan: ## Build with ASan+UBSan in build-asan/ and run the C tests there
 	scripts/build.sh build-asan -DEMBER_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-g -O1"
 	cd build-asan && ctest --output-on-failure -j $(JOBS)
 
-bench: bench-kernels bench-llm ## Run every benchmark (tables into bench/RESULTS.md)
+bench: bench-roofline bench-kernels bench-llm bench-cnn ## Run every benchmark (tables into bench/RESULTS.md; llama.cpp rows need `make bench-peers` once)
 
-.PHONY: bench-kernels bench-llm
-bench-llm: ## GPT-2 124M in ember (two exports), PyTorch eager and ExecuTorch; table into bench/RESULTS.md
+.PHONY: bench-roofline bench-kernels bench-llm bench-cnn bench-peers
+bench-roofline: ## Measure read bandwidth and fp32 FMA peak on 1 and 2 threads; into bench/RESULTS.md
 	@scripts/bootstrap.sh >/dev/null
-	scripts/build.sh $(BUILD) -- ember-llm
+	.venv/bin/python bench/roofline/bench_roofline.py --write bench/RESULTS.md
+
+bench-llm: ## GPT-2 124M: ember (xnnpack, portable), eager, ExecuTorch, llama.cpp on 1 and 2 threads, % of roofline
+	@scripts/bootstrap.sh >/dev/null
 	PYTHONWARNINGS=ignore .venv/bin/python bench/llm/bench_llm.py
+
+bench-cnn: ## MobileNetV2 / ResNet-18 shapes: ember vs ExecuTorch XNNPACK vs eager, 1 and 2 threads
+	@scripts/bootstrap.sh >/dev/null
+	PYTHONWARNINGS=ignore .venv/bin/python bench/cnn/bench_cnn.py
 
 bench-kernels: ## Time portable kernels vs PyTorch eager (1 thread); table into bench/RESULTS.md
 	@scripts/bootstrap.sh >/dev/null
 	.venv/bin/python bench/kernels/bench_kernels.py --write bench/RESULTS.md
+
+bench-peers: ## Install the benchmark-only peers into .venv: gguf, llama-cpp-python and llama-bench (built from source)
+	@scripts/bootstrap.sh >/dev/null
+	scripts/bench_peers.sh
 
 size: ## Print the stripped size in bytes of the core runtime (MinSizeRel)
 	@scripts/bootstrap.sh --system-only >/dev/null
@@ -75,4 +86,4 @@ install: build ## Install headers, libember.{a,so}, ember-run, CMake and pkg-con
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean: ## Remove all build directories
-	rm -rf build build-asan build-aarch64 build-size build-fuzz build-python
+	rm -rf build build-asan build-aarch64 build-size build-fuzz build-python build-bench

@@ -190,6 +190,10 @@ def main() -> int:
     rows = run(selected, min_time, repeats)
     print(table(rows, "simple"))
     if args.write:
+        sys.path.insert(0, os.path.join(ROOT, "bench"))
+        from machine import measure_roofline, roofline_line
+
+        roof = roofline_line(measure_roofline((1, 2), quick=args.quick))
         cmd = "make bench-kernels" if not (args.quick or args.filter) else (
             "python bench/kernels/bench_kernels.py " + " ".join(sys.argv[1:]))
         text = (f"{SECTION}\n\n`{cmd}` — each op a one-op program in libember (portable "
@@ -198,7 +202,7 @@ def main() -> int:
                 f"{torch.__version__} eager, both on one thread; median of {repeats} runs of "
                 f"at least {min_time:g} s each. Ratio below 1: ember is faster. The portable "
                 f"kernels are plain C built without `-march`; eager runs vectorized "
-                f"library kernels. CPU: {cpu_name()}.\n\n{table(rows, 'github')}\n")
+                f"library kernels.\n\n{roof}\n\n{table(rows, 'github')}\n")
         write_section(args.write, text)
         print(f"wrote {args.write}")
     return 0

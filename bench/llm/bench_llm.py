@@ -1,29 +1,46 @@
-"""LLM benchmark: GPT-2 124M (random weights, fixed seed) in ember and its peers.
+"""LLM benchmark: GPT-2 124M (random weights, fixed seed) in ember and its peers,
+each row on 1 and 2 threads, with its share of the machine's roofline.
 
     .venv/bin/python bench/llm/bench_llm.py            # the full table into bench/RESULTS.md
     .venv/bin/python bench/llm/bench_llm.py --quick    # a 2-layer model, to check the script
+    scripts/bench_peers.sh                             # once: gguf + llama.cpp (benchmark only)
 
 One prompt of 64 tokens, 128 new tokens, greedy. Rows:
 
-- ember (a): the seeds' export (dynamic token dim, the whole window every step)
-  run by `ember-llm`;
-- ember (b): the KV-cache export (fused SDPA with KV cache) run by `ember-llm`;
-- PyTorch eager, without and with a KV cache (the same model code);
-- the reference ExecuTorch runtime (pip `executorch`, its Python bindings) on the
-  seeds' export, portable kernels and XNNPACK-delegated.
+- ember xnnpack (a) seq: the seeds' export (dynamic token dim, the whole window
+  re-run for every token) delegated to XnnpackBackend, run by `ember-llm`;
+- ember xnnpack (b) kv: the KV-cache export (fused SDPA over a cache in planned
+  memory), XNNPACK-delegated, run by `ember-llm`;
+- ember portable (b) kv: the same KV-cache export on ember's portable kernels;
+- eager (kv cache): PyTorch eager, the same KV-cache model code;
+- executorch xnnpack (a): the reference ExecuTorch runtime (pip `executorch`,
+  Python bindings) on the seeds' export with ExecuTorch's XNNPACK partitioner;
+- executorch llm (b) kv: ExecuTorch's own KV-cache LLM export
+  (bench/llm/et_llm_export.py), where that file is present;
+- llama.cpp f32: the same weights as an f32 GGUF (written with `gguf`), run by
+  llama.cpp through `llama-cpp-python` (its Python API; f32 KV cache), and
+  `llama-bench` from the same sources when it was built (pp64 / tg128);
+- with --slow: ember portable (a) seq, eager (no cache), executorch portable (a)
+  (minutes each, and they add little).
 
 Each row runs in its own process (peak RSS is that process's high-water mark;
-for the rows driven from Python it includes the interpreter and torch, about
-270 MiB before any model);
-PyTorch and XNNPACK use 2 threads, ember's portable kernels one. Prefill tok/s
-is prompt tokens over the time to the first token's logits; decode tok/s is the
-remaining new tokens over their time. The ratio column is decode tok/s
-relative to ember (b). Every row's greedy tokens are compared with ember (b)'s.
+for the rows driven from Python it includes the interpreter, and torch where
+the row imports it). Prefill tok/s is prompt tokens over the time to the
+first token's logits; decode tok/s is the remaining new tokens over their
+time. Ratios are to ember xnnpack (b) at the same thread count; greedy tokens
+are compared with eager (kv cache) on the first thread count.
+
+Roofline (bench/roofline/roofline.c, measured in the same run): decode
+% = decode tok/s / the tok/s that the read bandwidth (and, where the step
+recomputes a window, the FMA peak) allows at that thread count; prefill % =
+prefill GFLOP/s / FMA peak at that thread count. How bytes and FLOPs are
+counted: see `Costs` below and the note written beside the table.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -31,18 +48,56 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
 NANOGPT = ROOT / "examples" / "nanogpt"
 TOKENIZER = NANOGPT / "tokenizer"
 PROMPT_TOKENS = 64
 NEW_TOKENS = 128
 SEED = 1234
+SECTION = "## LLM: GPT-2 124M, 64-token prompt, 128 new tokens"
 
-ROWS = ["ember (a) seq", "ember (b) kv", "eager (no cache)", "eager (kv cache)",
-        "executorch portable (a)", "executorch xnnpack (a)"]
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(HERE))
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    runner: str          # "ember" (ember-llm), "python" (a child), "llama-bench"
+    export: Optional[str]  # the file it runs (key of export_paths), None for eager
+    window: bool         # True: each decode step re-runs the whole window (no cache)
+    slow: bool = False
+
+
+ROWS = [
+    Row("ember xnnpack (a) seq", "ember", "ember_xnn_seq", True),
+    Row("ember xnnpack (b) kv", "ember", "ember_xnn_kv", False),
+    Row("ember portable (b) kv", "ember", "ember_kv", False),
+    Row("eager (kv cache)", "python", None, False),
+    Row("executorch xnnpack (a)", "python", "et_xnnpack", True),
+    Row("executorch llm (b) kv", "python", "et_llm", False),
+    Row("llama.cpp f32", "python", "gguf", False),
+    Row("llama.cpp f32 (llama-bench)", "llama-bench", "gguf", False),
+    Row("ember portable (a) seq", "ember", "ember_seq", True, slow=True),
+    Row("eager (no cache)", "python", None, True, slow=True),
+    Row("executorch portable (a)", "python", "et_portable", True, slow=True),
+]
+ROW_BY_NAME = {r.name: r for r in ROWS}
+REF_ROW = "ember xnnpack (b) kv"
+TOKENS_REF_ROW = "eager (kv cache)"
+EXPORT_FILES = {"ember_xnn_seq": "ember_xnnpack_seq.pte", "ember_xnn_kv": "ember_xnnpack_kv.pte",
+                "ember_kv": "ember_portable_kv.pte", "ember_seq": "ember_portable_seq.pte",
+                "et_xnnpack": "executorch_xnnpack_seq.pte", "et_portable": "executorch_portable_seq.pte",
+                "et_llm": "executorch_llm_kv.pte", "gguf": "gpt2-f32.gguf"}
+
+
+class Unavailable(Exception):
+    """A row that cannot run here; the message says why (it goes in the table)."""
 
 
 def _config(quick: bool) -> Dict[str, int]:
@@ -77,65 +132,192 @@ def _prompt_ids() -> List[int]:
 
 
 # --------------------------------------------------------------------------- #
-# Exports (cached in the work directory)
+# What a token costs: bytes read and FLOPs, from the model's shapes
 # --------------------------------------------------------------------------- #
 
-def _export_seq_inputs(model: Any):
-    import torch
+@dataclass(frozen=True)
+class Costs:
+    """Work of GPT-2-shaped model, in f32. Every weight is read once per forward
+    (the GEMMs of a window re-use each weight across its rows); the tied
+    embedding / head matrix is read whole once, as the head (the embedding
+    lookup reads one row per token, as does the position embedding). The KV
+    cache read by attention is counted too. FLOPs are those of the matrix
+    products (2 per multiply-add): the linear layers on every new token,
+    attention's QK^T and AV over the causal positions only, and the head on
+    the last position only (every export here returns the last logits only).
+    Layer norms, GELU, softmax and adds are left out (under 1%)."""
 
-    bs = model.config.block_size
-    example = (torch.randint(0, 100, (1, bs), dtype=torch.long),)
-    dyn = ({1: torch.export.Dim("token_dim", max=bs)},)
-    return example, dyn
+    n_layer: int
+    n_embd: int
+    vocab: int
+
+    @property
+    def block_matmul_params(self) -> int:  # c_attn, attn.c_proj, c_fc, mlp.c_proj
+        c = self.n_embd
+        return self.n_layer * (3 * c * c + c * c + 4 * c * c + 4 * c * c)
+
+    @property
+    def small_params(self) -> int:  # biases, layer norms, ln_f, one wte row, one wpe row
+        c = self.n_embd
+        return self.n_layer * (3 * c + c + 4 * c + c + 4 * c) + 2 * c + 2 * c
+
+    @property
+    def weight_bytes(self) -> int:
+        return 4 * (self.block_matmul_params + self.small_params + self.vocab * self.n_embd)
+
+    def kv_bytes(self, positions: int) -> int:
+        return 4 * self.n_layer * 2 * positions * self.n_embd
+
+    def flops(self, new: int, past: int) -> float:
+        """FLOPs of one forward over `new` tokens after `past` cached ones."""
+        attended = new * past + new * (new + 1) // 2   # sum over new tokens of positions seen
+        return (2.0 * new * self.block_matmul_params
+                + self.n_layer * 2 * 2 * self.n_embd * attended
+                + 2.0 * self.vocab * self.n_embd)
+
+    def decode_steps(self, prompt: int, steps: int, window: bool) -> List[Tuple[float, float]]:
+        """(bytes, FLOPs) of each decode step: with a KV cache one token after
+        prompt + s - 1 cached; without, the whole window of prompt + s tokens."""
+        out = []
+        for s in range(1, steps + 1):
+            ctx = prompt + s
+            if window:
+                out.append((float(self.weight_bytes), self.flops(ctx, 0)))
+            else:
+                out.append((float(self.weight_bytes + self.kv_bytes(ctx)), self.flops(1, ctx - 1)))
+        return out
+
+    def decode_roofline_tps(self, prompt: int, steps: int, window: bool, bw_gbs: float,
+                            peak_gflops: float) -> float:
+        """Tokens/s if every step took max(bytes / bandwidth, FLOPs / peak)."""
+        t = sum(max(b / (bw_gbs * 1e9), f / (peak_gflops * 1e9))
+                for b, f in self.decode_steps(prompt, steps, window))
+        return steps / t
 
 
-def export_all(cfg: Dict[str, int], work: Path) -> Dict[str, Path]:
+# --------------------------------------------------------------------------- #
+# Exports (cached in the work directory, redone when their sources change)
+# --------------------------------------------------------------------------- #
+
+def _sources_key(cfg: Dict[str, int]) -> str:
+    """A hash of what the exported files depend on: the config, the exporters'
+    Python sources (ember, the nanoGPT example, this directory) and the
+    executorch and gguf versions."""
+    import importlib.metadata as md
+
+    h = hashlib.sha256(json.dumps(cfg, sort_keys=True).encode())
+    files = sorted((ROOT / "python" / "ember").rglob("*.py")) + sorted(NANOGPT.glob("*.py")) + \
+        sorted(HERE.glob("*.py"))
+    for f in files:
+        h.update(str(f.relative_to(ROOT)).encode())
+        h.update(f.read_bytes())
+    for pkg in ("executorch", "gguf"):
+        try:
+            h.update(f"{pkg}={md.version(pkg)}".encode())
+        except md.PackageNotFoundError:
+            pass
+    return h.hexdigest()[:16]
+
+
+def export_paths(work: Path) -> Dict[str, Path]:
+    return {k: work / v for k, v in EXPORT_FILES.items()}
+
+
+def _et_llm_module():
+    """bench/llm/et_llm_export.py, or Unavailable saying why not."""
+    if not (HERE / "et_llm_export.py").exists():
+        raise Unavailable("bench/llm/et_llm_export.py is not in this tree")
+    import et_llm_export
+
+    if not hasattr(et_llm_export, "export_executorch_llm"):
+        raise Unavailable("bench/llm/et_llm_export.py has no export_executorch_llm()")
+    return et_llm_export
+
+
+def export_all(cfg: Dict[str, int], work: Path, needed: Sequence[str]) -> Dict[str, str]:
+    """Writes the files the selected rows need; returns {export: reason} for
+    those that could not be made (their rows say so)."""
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    files = {k: work / f"{k}.pte" for k in ("ember_seq", "ember_kv", "et_portable", "et_xnnpack")}
-    if all(f.exists() for f in files.values()):
-        return files
+    files = export_paths(work)
+    stamp = work / "exports.key"
+    key = _sources_key(cfg)
+    if not stamp.exists() or stamp.read_text() != key:
+        for f in files.values():
+            f.unlink(missing_ok=True)
+        stamp.write_text(key)
+    failed: Dict[str, str] = {}
+    todo = [k for k in needed if not files[k].exists()]
+    if not todo:
+        return failed
     model = _model(cfg)
-    example, dyn = _export_seq_inputs(model)
-    with sdpa_kernel([SDPBackend.MATH]), torch.no_grad():
-        ep = torch.export.export(model, example, dynamic_shapes=dyn)
-    if not files["ember_seq"].exists():
-        from ember import EdgeCompileConfig, to_edge
+    sys.path.insert(0, str(NANOGPT))
+    import export as nanogpt_export
 
+    def timed(what: str, fn: Callable[[], None]) -> None:
         t = time.time()
-        prog = to_edge(ep, compile_config=EdgeCompileConfig(_check_ir_validity=False))
-        files["ember_seq"].write_bytes(prog.to_executorch().buffer)
-        print(f"  exported ember (a) in {time.time() - t:.0f} s", flush=True)
-    if not files["ember_kv"].exists():
-        sys.path.insert(0, str(NANOGPT))
-        from kv_cache import export_kv
+        try:
+            fn()
+        except Unavailable as e:
+            failed[what] = str(e)
+            print(f"  {what}: not available: {e}", flush=True)
+            return
+        print(f"  exported {what} in {time.time() - t:.0f} s", flush=True)
 
-        t = time.time()
-        files["ember_kv"].write_bytes(export_kv(model).buffer)
-        print(f"  exported ember (b) in {time.time() - t:.0f} s", flush=True)
-    if not files["et_portable"].exists():
-        from executorch.exir import EdgeCompileConfig, to_edge
+    def seq_program() -> Any:
+        bs = model.config.block_size
+        example = (torch.randint(0, 100, (1, bs), dtype=torch.long),)
+        dyn = ({1: torch.export.Dim("token_dim", max=bs)},)
+        with sdpa_kernel([SDPBackend.MATH]), torch.no_grad():
+            return torch.export.export(model, example, dynamic_shapes=dyn)
 
-        t = time.time()
-        prog = to_edge(ep, compile_config=EdgeCompileConfig(_check_ir_validity=False))
-        files["et_portable"].write_bytes(prog.to_executorch().buffer)
-        print(f"  exported executorch portable in {time.time() - t:.0f} s", flush=True)
-    if not files["et_xnnpack"].exists():
-        from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-        from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+    for k in todo:
+        path = files[k]
+        if k == "ember_xnn_seq":
+            timed(k, lambda: path.write_bytes(nanogpt_export.export_seq(model, backend="xnnpack").buffer))
+        elif k == "ember_seq":
+            timed(k, lambda: path.write_bytes(nanogpt_export.export_seq(model, backend="portable").buffer))
+        elif k == "ember_xnn_kv":
+            timed(k, lambda: path.write_bytes(nanogpt_export.export_kv(model, backend="xnnpack").buffer))
+        elif k == "ember_kv":
+            timed(k, lambda: path.write_bytes(nanogpt_export.export_kv(model, backend="portable").buffer))
+        elif k == "et_xnnpack":
+            def et_xnnpack() -> None:
+                from executorch.backends.xnnpack.partition.xnnpack_partitioner import \
+                    XnnpackPartitioner
+                from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
-        t = time.time()
-        prog = to_edge_transform_and_lower(
-            ep, partitioner=[XnnpackPartitioner()],
-            compile_config=EdgeCompileConfig(_check_ir_validity=False))
-        files["et_xnnpack"].write_bytes(prog.to_executorch().buffer)
-        print(f"  exported executorch xnnpack in {time.time() - t:.0f} s", flush=True)
-    return files
+                prog = to_edge_transform_and_lower(
+                    seq_program(), partitioner=[XnnpackPartitioner()],
+                    compile_config=EdgeCompileConfig(_check_ir_validity=False))
+                path.write_bytes(prog.to_executorch().buffer)
+            timed(k, et_xnnpack)
+        elif k == "et_portable":
+            def et_portable() -> None:
+                from executorch.exir import EdgeCompileConfig, to_edge
+
+                prog = to_edge(seq_program(), compile_config=EdgeCompileConfig(_check_ir_validity=False))
+                path.write_bytes(prog.to_executorch().buffer)
+            timed(k, et_portable)
+        elif k == "et_llm":
+            def et_llm() -> None:
+                _et_llm_module().export_executorch_llm(model, path)
+            timed(k, et_llm)
+        elif k == "gguf":
+            def to_gguf() -> None:
+                try:
+                    from gguf_gpt2 import write_gpt2_gguf
+                    import gguf  # noqa: F401
+                except ImportError:
+                    raise Unavailable("the gguf package is not installed (scripts/bench_peers.sh)")
+                write_gpt2_gguf(model, TOKENIZER, path)
+            timed(k, to_gguf)
+    return failed
 
 
 # --------------------------------------------------------------------------- #
-# Rows (each in a child process: `--row NAME`)
+# Rows (each in a child process: `--row NAME --threads N`)
 # --------------------------------------------------------------------------- #
 
 def _peak_rss_mib() -> float:
@@ -146,7 +328,8 @@ def _peak_rss_mib() -> float:
     return 0.0
 
 
-def _generate(step, prompt: List[int], n_new: int, budget_s: float) -> Dict[str, Any]:
+def _generate(step: Callable[[List[int], int], int], prompt: List[int], n_new: int,
+              budget_s: float) -> Dict[str, Any]:
     """step(tokens so far, n_new_tokens_to_feed) -> next token; timed prefill then decode.
     Decoding stops early once it has run for budget_s (the row then says how many
     tokens its decode rate was measured over)."""
@@ -162,16 +345,47 @@ def _generate(step, prompt: List[int], n_new: int, budget_s: float) -> Dict[str,
             break
     t2 = time.perf_counter()
     return {"prefill_tps": len(prompt) / (t1 - t0),
-            "decode_tps": steps / (t2 - t1) if steps else 0.0,
+            "decode_tps": steps / (t2 - t1) if steps else 0.0, "decode_steps": steps,
             "tokens": tokens[len(prompt):], "peak_rss_mib": _peak_rss_mib()}
 
 
+def _row_llama_cpp(files: Dict[str, Path], prompt: List[int], threads: int,
+                   budget_s: float, bs: int) -> Dict[str, Any]:
+    try:
+        import llama_cpp
+    except ImportError:
+        raise Unavailable("llama-cpp-python is not installed (scripts/bench_peers.sh)")
+    import numpy as np
+
+    if not files["gguf"].exists():
+        raise Unavailable("no GGUF file (the gguf package is not installed: scripts/bench_peers.sh)")
+    f32 = llama_cpp.GGML_TYPE_F32
+    llm = llama_cpp.Llama(model_path=str(files["gguf"]), n_ctx=bs, n_batch=PROMPT_TOKENS,
+                          n_threads=threads, n_threads_batch=threads, type_k=f32, type_v=f32,
+                          logits_all=False, verbose=False)
+    n_vocab = llm.n_vocab()
+
+    def step(tokens: List[int], n: int) -> int:
+        llm.eval(tokens[-n:])
+        logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1),
+                                       shape=(n_vocab,))
+        return int(logits.argmax())
+
+    llm.reset()
+    res = _generate(step, prompt, NEW_TOKENS, budget_s)
+    res["note"] = f"llama-cpp-python {llama_cpp.__version__}"
+    return res
+
+
 def run_python_row(row: str, cfg: Dict[str, int], files: Dict[str, Path],
-                   prompt: List[int], budget_s: float) -> Dict[str, Any]:
+                   prompt: List[int], threads: int, budget_s: float) -> Dict[str, Any]:
+    bs = cfg["block_size"]
+    if row == "llama.cpp f32":  # no torch in this process
+        return _row_llama_cpp(files, prompt, threads, budget_s, bs)
+
     import torch
 
-    torch.set_num_threads(2)
-    bs = cfg["block_size"]
+    torch.set_num_threads(threads)
     if row.startswith("eager"):
         model = _model(cfg)
         if row == "eager (no cache)":
@@ -193,7 +407,31 @@ def run_python_row(row: str, cfg: Dict[str, int], files: Dict[str, Path],
                 return int(logits[0, -1].argmax())
         return _generate(step, prompt, NEW_TOKENS, budget_s)
 
+    from executorch.extension.pybindings.portable_lib import (_threadpool_get_thread_count,
+                                                               _unsafe_reset_threadpool)
     from executorch.runtime import Runtime
+
+    # ExecuTorch 1.5.1 sizes its one process-wide thread pool (XNNPACK's and
+    # the optimized kernels') through this experimental call.
+    _unsafe_reset_threadpool(threads)
+    if _threadpool_get_thread_count() != threads:
+        raise RuntimeError(f"ExecuTorch kept {_threadpool_get_thread_count()} threads")
+    if row == "executorch llm (b) kv":
+        et = _et_llm_module()
+        if not files["et_llm"].exists():
+            raise Unavailable("its export failed (see the export step)")
+        if hasattr(et, "load_runtime_ops"):
+            et.load_runtime_ops()
+        method = Runtime.get().load_program(str(files["et_llm"])).load_method("forward")
+        state = {"pos": 0}
+
+        def step(tokens: List[int], n: int) -> int:
+            out = method.execute([torch.tensor([tokens[-n:]], dtype=torch.long),
+                                  torch.tensor([state["pos"]], dtype=torch.long)])[0]
+            state["pos"] += n
+            return int(out.reshape(-1, out.shape[-1])[-1].argmax())
+
+        return _generate(step, prompt, NEW_TOKENS, budget_s)
 
     path = files["et_portable" if "portable" in row else "et_xnnpack"]
     method = Runtime.get().load_program(str(path)).load_method("forward")
@@ -205,112 +443,255 @@ def run_python_row(row: str, cfg: Dict[str, int], files: Dict[str, Path],
     return _generate(step, prompt, NEW_TOKENS, budget_s)
 
 
-def run_ember_row(row: str, files: Dict[str, Path], prompt: List[int]) -> Dict[str, Any]:
-    exe = shutil.which("ember-llm", path=str(ROOT / ".venv" / "bin")) or \
-        str(ROOT / "build" / "ember-llm")
-    path = files["ember_seq" if "(a)" in row else "ember_kv"]
+def run_ember_row(row: Row, exe: str, files: Dict[str, Path], prompt: List[int],
+                  threads: int) -> Dict[str, Any]:
+    path = files[row.export]
     text = subprocess.run([exe, "--tokenizer", str(TOKENIZER), "--decode",
                            " ".join(map(str, prompt))], check=True, capture_output=True,
                           text=True).stdout
     proc = subprocess.run(
         [exe, "--model", str(path), "--tokenizer", str(TOKENIZER), "--prompt", text,
          "--max-new-tokens", str(NEW_TOKENS), "--temperature", "0", "--ids",
-         "--stats"], capture_output=True, text=True)
+         "--threads", str(threads), "--stats"], capture_output=True, text=True)
     if proc.returncode != 0:
-        raise RuntimeError(f"{row}: ember-llm failed: {proc.stderr.strip()}")
+        raise RuntimeError(f"{row.name}: ember-llm failed: {proc.stderr.strip()}")
     err = proc.stderr
 
     def num(pattern: str) -> float:
         m = re.search(pattern, err)
         if not m:
-            raise RuntimeError(f"{row}: no match for {pattern!r} in:\n{err}")
+            raise RuntimeError(f"{row.name}: no match for {pattern!r} in:\n{err}")
         return float(m.group(1))
 
     prompt_tokens = int(num(r"prompt tokens:\s+(\d+)"))
     if prompt_tokens != len(prompt):
-        raise RuntimeError(f"{row}: the prompt encodes to {prompt_tokens} tokens, not {len(prompt)}")
+        raise RuntimeError(f"{row.name}: the prompt encodes to {prompt_tokens} tokens, "
+                           f"not {len(prompt)}")
+    tokens = [int(t) for t in proc.stdout.split()]
     return {"prefill_tps": num(r"prefill:.*\(([\d.]+) tok/s\)"),
             "decode_tps": num(r"decode:.*\(([\d.]+) tok/s\)"),
-            "peak_rss_mib": num(r"peak RSS:\s+([\d.]+) MiB"),
-            "tokens": [int(t) for t in proc.stdout.split()]}
+            "decode_steps": max(len(tokens) - 1, 0),
+            "peak_rss_mib": num(r"peak RSS:\s+([\d.]+) MiB"), "tokens": tokens}
+
+
+def llama_bench_exe() -> Optional[Path]:
+    """llama-bench as scripts/bench_peers.sh builds it (LLAMA_BENCH overrides)."""
+    env = os.environ.get("LLAMA_BENCH")
+    if env:
+        return Path(env)
+    exe = ROOT / "build-bench" / "peers" / "llama-cpp-build" / "bin" / "llama-bench"
+    return exe if exe.exists() else None
+
+
+def run_llama_bench(files: Dict[str, Path], threads: int, reps: int) -> Dict[str, Any]:
+    """pp64 and tg128 from llama-bench (f32 KV cache, mean of reps)."""
+    exe = llama_bench_exe()
+    if exe is None:
+        raise Unavailable("llama-bench was not built (scripts/bench_peers.sh)")
+    if not files["gguf"].exists():
+        raise Unavailable("no GGUF file (the gguf package is not installed: scripts/bench_peers.sh)")
+    proc = subprocess.run([str(exe), "-m", str(files["gguf"]), "-p", str(PROMPT_TOKENS),
+                           "-n", str(NEW_TOKENS), "-t", str(threads), "-ctk", "f32", "-ctv", "f32",
+                           "-r", str(reps), "-o", "json"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"llama-bench failed: {proc.stderr[-2000:]}")
+    res: Dict[str, Any] = {"tokens": None, "peak_rss_mib": None, "decode_steps": NEW_TOKENS}
+    for t in json.loads(proc.stdout):
+        if t.get("n_prompt", 0) > 0 and t.get("n_gen", 0) == 0:
+            res["prefill_tps"] = float(t["avg_ts"])
+        elif t.get("n_gen", 0) > 0 and t.get("n_prompt", 0) == 0:
+            res["decode_tps"] = float(t["avg_ts"])
+    if "prefill_tps" not in res or "decode_tps" not in res:
+        raise RuntimeError(f"llama-bench printed no pp/tg results:\n{proc.stdout[-2000:]}")
+    res["note"] = "tg128 decodes from an empty cache"
+    return res
 
 
 # --------------------------------------------------------------------------- #
 # Driver
 # --------------------------------------------------------------------------- #
 
+def _child(args: argparse.Namespace, cfg: Dict[str, int], work: Path) -> None:
+    prompt = json.loads((work / "prompt.json").read_text())
+    try:
+        res = run_python_row(args.row, cfg, export_paths(work), prompt, args.threads_one,
+                             args.budget)
+    except Unavailable as e:
+        res = {"unavailable": str(e)}
+    print("RESULT " + json.dumps(res))
+
+
+def _run_row(row: Row, threads: int, args: argparse.Namespace, work: Path,
+             files: Dict[str, Path], prompt: List[int], failed: Dict[str, str]) -> Dict[str, Any]:
+    if row.export and row.export in failed:
+        raise Unavailable(failed[row.export])
+    if row.runner == "ember":
+        return run_ember_row(row, args.ember_llm, files, prompt, threads)
+    if row.runner == "llama-bench":
+        return run_llama_bench(files, threads, 2 if args.quick else 5)
+    cmd = [sys.executable, __file__, "--row", row.name, "--threads-one", str(threads),
+           "--workdir", args.workdir, "--budget", str(args.budget)]
+    proc = subprocess.run(cmd + (["--quick"] if args.quick else []), capture_output=True,
+                          text=True)
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    if proc.returncode != 0 or not line:
+        raise RuntimeError(f"{row.name} failed:\n{proc.stderr[-3000:]}")
+    res = json.loads(line[-1][len("RESULT "):])
+    if "unavailable" in res:
+        raise Unavailable(res["unavailable"])
+    return res
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="a 2-layer model (checks the script)")
-    ap.add_argument("--workdir", default=str(ROOT / "build" / "bench-llm"))
-    ap.add_argument("--rows", default=",".join(ROWS), help="comma-separated subset of rows")
+    ap.add_argument("--workdir", default=str(ROOT / "build-bench" / "bench-llm"))
+    ap.add_argument("--rows", help="comma-separated subset of rows (default: all but the slow)")
+    ap.add_argument("--slow", action="store_true",
+                    help="also the slow rows: " + ", ".join(r.name for r in ROWS if r.slow))
+    ap.add_argument("--threads", default="1,2", help="thread counts (comma-separated)")
+    ap.add_argument("--ember-llm", default=str(ROOT / ".venv" / "bin" / "ember-llm"),
+                    help="the ember-llm to run (default: the one pip install -e . built)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "RESULTS.md"),
-                    help="results file to update ('' to skip)")
+                    help="results file to update ('' to skip; --quick never writes)")
     ap.add_argument("--budget", type=float, default=600.0,
                     help="seconds of decoding after which a Python-driven row stops early "
                          "(its decode rate is then over fewer tokens; the table says so)")
     ap.add_argument("--row", help=argparse.SUPPRESS)  # child mode
+    ap.add_argument("--threads-one", type=int, default=1, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
     cfg = _config(args.quick)
     work = Path(args.workdir) / ("quick" if args.quick else "gpt2")
     work.mkdir(parents=True, exist_ok=True)
-    files = {k: work / f"{k}.pte" for k in ("ember_seq", "ember_kv", "et_portable", "et_xnnpack")}
     if args.row:
-        prompt = json.loads((work / "prompt.json").read_text())
-        res = run_python_row(args.row, cfg, files, prompt, args.budget)
-        print("RESULT " + json.dumps(res))
+        _child(args, cfg, work)
         return
 
+    from machine import measure_roofline, quote_command, roofline_line, write_section
+
+    if args.rows:
+        names = [r.strip() for r in args.rows.split(",") if r.strip()]
+        unknown = [n for n in names if n not in ROW_BY_NAME]
+        if unknown:
+            raise SystemExit(f"unknown rows {unknown}; rows: {[r.name for r in ROWS]}")
+        rows = [ROW_BY_NAME[n] for n in names]
+    else:
+        rows = [r for r in ROWS if args.slow or not r.slow]
+    threads = [int(t) for t in args.threads.split(",")]
+
     print(f"model: GPT-2 config {cfg} (random weights, seed {SEED}); prompt {PROMPT_TOKENS} "
-          f"tokens, {NEW_TOKENS} new tokens, greedy", flush=True)
-    files = export_all(cfg, work)
+          f"tokens, {NEW_TOKENS} new tokens, greedy; threads {threads}", flush=True)
+    roof = measure_roofline(threads, quick=args.quick)
+    print(roofline_line(roof), flush=True)
+    files = export_paths(work)
+    failed = export_all(cfg, work, sorted({r.export for r in rows if r.export}))
     prompt = _prompt_ids()
     (work / "prompt.json").write_text(json.dumps(prompt))
 
-    results: Dict[str, Dict[str, Any]] = {}
-    for row in [r.strip() for r in args.rows.split(",") if r.strip()]:
-        print(f"  running {row} ...", flush=True)
-        t = time.time()
-        if row.startswith("ember"):
-            res = run_ember_row(row, files, prompt)
-        else:
-            proc = subprocess.run([sys.executable, __file__, "--row", row, "--workdir",
-                                   args.workdir, "--budget", str(args.budget)]
-                                  + (["--quick"] if args.quick else []),
-                                  capture_output=True, text=True)
-            line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-            if proc.returncode != 0 or not line:
-                raise RuntimeError(f"{row} failed:\n{proc.stderr[-3000:]}")
-            res = json.loads(line[-1][len("RESULT "):])
-        res["seconds"] = time.time() - t
-        results[row] = res
-        print(f"    prefill {res['prefill_tps']:.1f} tok/s, decode {res['decode_tps']:.2f} tok/s, "
-              f"peak RSS {res['peak_rss_mib']:.0f} MiB ({res['seconds']:.0f} s)", flush=True)
+    results: List[Tuple[Row, int, Dict[str, Any]]] = []
+    for row in rows:
+        for t in threads:
+            print(f"  running {row.name}, {t} thread{'s' if t > 1 else ''} ...", flush=True)
+            start = time.time()
+            try:
+                res = _run_row(row, t, args, work, files, prompt, failed)
+            except Unavailable as e:
+                print(f"    not available: {e}", flush=True)
+                results.append((row, t, {"unavailable": str(e)}))
+                break  # the same reason holds for every thread count
+            res["seconds"] = time.time() - start
+            results.append((row, t, res))
+            print(f"    prefill {res['prefill_tps']:.1f} tok/s, decode {res['decode_tps']:.2f} "
+                  f"tok/s ({res['seconds']:.0f} s)", flush=True)
 
-    table = format_table(results)
+    costs = Costs(cfg["n_layer"], cfg["n_embd"], cfg["vocab_size"])
+    table = format_table(results, costs, roof)
     print("\n" + table)
     if args.out and not args.quick:
-        write_results(Path(args.out), table, cfg)
+        cmd = quote_command([__file__] + (argv if argv is not None else sys.argv[1:]),
+                            "make bench-llm")
+        write_section(Path(args.out), SECTION,
+                      results_section(cmd, table, cfg, costs, roof, roofline_line(roof)))
+        print(f"wrote {args.out}")
 
 
-def format_table(results: Dict[str, Dict[str, Any]]) -> str:
+def format_table(results: List[Tuple[Row, int, Dict[str, Any]]], costs: Costs,
+                 roof: Dict[str, Any]) -> str:
     from tabulate import tabulate
 
-    ref = results.get("ember (b) kv")
-    rows = []
-    for name, r in results.items():
-        ratio = r["decode_tps"] / ref["decode_tps"] if ref else float("nan")
-        pre_ratio = r["prefill_tps"] / ref["prefill_tps"] if ref else float("nan")
-        n = min(len(r["tokens"]), len(ref["tokens"])) if ref else 0
-        same = "-" if not ref else ("yes" if r["tokens"][:n] == ref["tokens"][:n] else
-                                    f"first {_common_prefix(r['tokens'], ref['tokens'])}")
-        rows.append([name, f"{r['prefill_tps']:.1f}", f"{r['decode_tps']:.2f}",
-                     len(r["tokens"]), f"{r['peak_rss_mib']:.0f}", f"{pre_ratio:.2f}",
-                     f"{ratio:.2f}", same])
-    return tabulate(rows, headers=["row", "prefill tok/s", "decode tok/s", "new tokens",
-                                   "peak RSS MiB", "prefill vs ember (b)", "decode vs ember (b)",
-                                   "same tokens as ember (b)"], tablefmt="github")
+    ref = {t: r for row, t, r in results if row.name == REF_ROW and "unavailable" not in r}
+    tok_ref = next((r["tokens"] for row, _, r in results
+                    if row.name == TOKENS_REF_ROW and r.get("tokens")), None)
+    prefill_flops = costs.flops(PROMPT_TOKENS, 0)
+    out = []
+    missing = []
+    for row, t, r in results:
+        if "unavailable" in r:
+            missing.append(f"- {row.name}: not available: {r['unavailable']}.")
+            out.append([row.name, "-", "n/a (below)"] + [""] * 8)
+            continue
+        bw, peak = roof["read_gbs"][t], roof["fma_gflops"][t]
+        steps = r.get("decode_steps") or NEW_TOKENS - 1
+        roof_tps = costs.decode_roofline_tps(PROMPT_TOKENS, steps, row.window, bw, peak)
+        gflops = prefill_flops * r["prefill_tps"] / PROMPT_TOKENS / 1e9
+        rr = ref.get(t)
+        toks = r.get("tokens")
+        if not toks:
+            same = "-"
+        elif tok_ref is None:
+            same = "(no reference)"
+        else:
+            n = min(len(toks), len(tok_ref))
+            p = _common_prefix(toks, tok_ref)
+            same = "yes" if p >= n else f"first {p} of {n}"
+        out.append([
+            row.name, t, f"{r['prefill_tps']:.1f}", f"{gflops:.1f}", f"{100 * gflops / peak:.0f}%",
+            f"{r['decode_tps']:.2f}", f"{100 * r['decode_tps'] / roof_tps:.0f}%",
+            str(len(toks)) if toks else str(steps + 1),
+            "-" if r.get("peak_rss_mib") is None else f"{r['peak_rss_mib']:.0f}",
+            "-" if not rr else f"{r['prefill_tps'] / rr['prefill_tps']:.2f} / "
+                               f"{r['decode_tps'] / rr['decode_tps']:.2f}",
+            same])
+    table = tabulate(out, headers=["row", "threads", "prefill tok/s", "prefill GFLOP/s",
+                                   "% FMA peak", "decode tok/s", "% roofline", "new tokens",
+                                   "peak RSS MiB", f"vs {REF_ROW} (prefill / decode)",
+                                   f"same tokens as {TOKENS_REF_ROW}"],
+                     tablefmt="github", disable_numparse=True)
+    return table + ("\n\n" + "\n".join(missing) if missing else "")
+
+
+def results_section(cmd: str, table: str, cfg: Dict[str, int], costs: Costs,
+                    roof: Dict[str, Any], roof_line: str) -> str:
+    wb = costs.weight_bytes / 1e6
+    kv_avg = costs.kv_bytes(PROMPT_TOKENS + NEW_TOKENS // 2) / 1e6
+    pf = costs.flops(PROMPT_TOKENS, 0) / 1e9
+    kv_bound = {t: roof["read_gbs"][t] * 1e9 / (costs.weight_bytes
+                                                + costs.kv_bytes(PROMPT_TOKENS + NEW_TOKENS // 2))
+                for t in sorted(roof["read_gbs"])}
+    bound = ", ".join(f"{v:.1f} tok/s on {t} thread{'s' if t > 1 else ''}"
+                      for t, v in kv_bound.items())
+    return (
+        f"{SECTION}\n\nCommand: `{cmd}`\n\n{roof_line}\n\n"
+        f"Model {cfg} with random weights (seed {SEED}); greedy decoding. Ratios are to "
+        f"{REF_ROW} at the same thread count (higher is faster); greedy tokens are compared "
+        f"with {TOKENS_REF_ROW}. Rows driven from Python stop decoding after --budget seconds "
+        "(600 by default): their new tokens column says how many tokens the decode rate "
+        "covers. Peak RSS of those rows includes the interpreter (and torch, about 270 MiB, "
+        "except in the llama.cpp row). ExecuTorch's thread count is set with its "
+        "`_unsafe_reset_threadpool`; llama.cpp runs with an f32 KV cache.\n\n"
+        f"Roofline counting: a decode step reads every weight once, {wb:.1f} MB in f32 (the "
+        f"tied embedding is read whole once per token, as the head; the lookups read one row "
+        f"each), plus the KV cache read so far ({kv_avg:.1f} MB at the average position), so "
+        f"the bandwidth bound for the KV-cache rows is {bound}. Rows marked (a) re-run the "
+        "whole window for every token: their bound per step is the larger of bytes / "
+        "bandwidth and FLOPs / FMA peak, which makes them compute-bound. Prefill FLOPs "
+        f"({pf:.2f} GFLOP for the 64-token prompt) count the matrix products only: the "
+        "linear layers on every token, attention's QK^T and AV over causal positions, and "
+        "the head on the last position only (every export returns the last logits only). "
+        "llama-bench's tg128 decodes from an empty cache (shorter attention), and its "
+        "rows have no tokens to compare.\n\n"
+        f"{table}\n")
 
 
 def _common_prefix(a: List[int], b: List[int]) -> int:
@@ -320,29 +701,6 @@ def _common_prefix(a: List[int], b: List[int]) -> int:
             break
         n += 1
     return n
-
-
-def write_results(path: Path, table: str, cfg: Dict[str, int]) -> None:
-    import platform
-
-    section = "## LLM: GPT-2 124M, 64-token prompt, 128 new tokens"
-    body = (f"{section}\n\nCommand: `.venv/bin/python bench/llm/bench_llm.py`\n\n"
-            f"Machine: {platform.machine()}, {os.cpu_count()} CPUs; model {cfg} with random "
-            f"weights (seed {SEED}); greedy decoding. Ratios are to ember (b) (higher is "
-            "faster). ember's portable kernels run on one thread; PyTorch and XNNPACK on two. "
-            "Rows driven from Python stop decoding after --budget seconds (600 by default): "
-            "their new tokens column says how many tokens the decode rate covers. Peak RSS of "
-            "those rows includes the interpreter and torch (about 270 MiB).\n\n"
-            f"{table}\n")
-    old = path.read_text() if path.exists() else "# Benchmark results\n"
-    if section in old:
-        start = old.index(section)
-        nxt = old.find("\n## ", start + len(section))
-        old = old[:start] + body + (old[nxt + 1:] if nxt >= 0 else "")
-        path.write_text(old)
-    else:
-        path.write_text(old.rstrip() + "\n\n" + body)
-    print(f"wrote {path}")
 
 
 if __name__ == "__main__":
