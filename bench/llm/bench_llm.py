@@ -196,22 +196,32 @@ class Costs:
 
 
 # --------------------------------------------------------------------------- #
-# Exports (cached in the work directory, redone when their sources change)
+# Exports (cached in the work directory, each redone when its sources change)
 # --------------------------------------------------------------------------- #
 
-def _sources_key(cfg: Dict[str, int]) -> str:
-    """A hash of what the exported files depend on: the config, the exporters'
-    Python sources (ember, the nanoGPT example, this directory) and the
-    executorch and gguf versions."""
+def _export_key(cfg: Dict[str, int], export: str) -> str:
+    """A hash of what one exported file depends on: the config, the model code,
+    and the exporter's sources (ember's Python package for ember's files, the
+    executorch version for ExecuTorch's, gguf and gguf_gpt2.py for the GGUF).
+    The export code of this script is not in it: --reexport after changing it."""
     import importlib.metadata as md
 
-    h = hashlib.sha256(json.dumps(cfg, sort_keys=True).encode())
-    files = sorted((ROOT / "python" / "ember").rglob("*.py")) + sorted(NANOGPT.glob("*.py")) + \
-        sorted(HERE.glob("*.py"))
+    h = hashlib.sha256(json.dumps([cfg, export], sort_keys=True).encode())
+    files = [NANOGPT / "model.py"]
+    pkgs: List[str] = []
+    if export.startswith("ember"):
+        files += sorted((ROOT / "python" / "ember").rglob("*.py")) + sorted(NANOGPT.glob("*.py"))
+    elif export.startswith("et"):
+        pkgs.append("executorch")
+        files += [HERE / "et_llm_export.py"] if export == "et_llm" else []
+    else:
+        pkgs.append("gguf")
+        files.append(HERE / "gguf_gpt2.py")
     for f in files:
-        h.update(str(f.relative_to(ROOT)).encode())
-        h.update(f.read_bytes())
-    for pkg in ("executorch", "gguf"):
+        if f.exists():
+            h.update(str(f.relative_to(ROOT)).encode())
+            h.update(f.read_bytes())
+    for pkg in pkgs:
         try:
             h.update(f"{pkg}={md.version(pkg)}".encode())
         except md.PackageNotFoundError:
@@ -234,19 +244,22 @@ def _et_llm_module():
     return et_llm_export
 
 
-def export_all(cfg: Dict[str, int], work: Path, needed: Sequence[str]) -> Dict[str, str]:
+def export_all(cfg: Dict[str, int], work: Path, needed: Sequence[str],
+               reexport: bool = False) -> Dict[str, str]:
     """Writes the files the selected rows need; returns {export: reason} for
     those that could not be made (their rows say so)."""
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     files = export_paths(work)
-    stamp = work / "exports.key"
-    key = _sources_key(cfg)
-    if not stamp.exists() or stamp.read_text() != key:
-        for f in files.values():
-            f.unlink(missing_ok=True)
-        stamp.write_text(key)
+    keys = {k: _export_key(cfg, k) for k in needed}
+
+    def stamp(k: str) -> Path:
+        return files[k].with_name(files[k].name + ".key")
+
+    for k in needed:  # a file whose sources changed is made again
+        if reexport or not stamp(k).exists() or stamp(k).read_text() != keys[k]:
+            files[k].unlink(missing_ok=True)
     failed: Dict[str, str] = {}
     todo = [k for k in needed if not files[k].exists()]
     if not todo:
@@ -263,6 +276,7 @@ def export_all(cfg: Dict[str, int], work: Path, needed: Sequence[str]) -> Dict[s
             failed[what] = str(e)
             print(f"  {what}: not available: {e}", flush=True)
             return
+        stamp(what).write_text(keys[what])
         print(f"  exported {what} in {time.time() - t:.0f} s", flush=True)
 
     def seq_program() -> Any:
@@ -557,6 +571,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     ap.add_argument("--budget", type=float, default=600.0,
                     help="seconds of decoding after which a Python-driven row stops early "
                          "(its decode rate is then over fewer tokens; the table says so)")
+    ap.add_argument("--reexport", action="store_true",
+                    help="export every file again (they are cached in --workdir and redone "
+                         "only when the model, ember, executorch or gguf change)")
     ap.add_argument("--row", help=argparse.SUPPRESS)  # child mode
     ap.add_argument("--threads-one", type=int, default=1, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -585,7 +602,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     roof = measure_roofline(threads, quick=args.quick)
     print(roofline_line(roof), flush=True)
     files = export_paths(work)
-    failed = export_all(cfg, work, sorted({r.export for r in rows if r.export}))
+    failed = export_all(cfg, work, sorted({r.export for r in rows if r.export}), args.reexport)
     prompt = _prompt_ids()
     (work / "prompt.json").write_text(json.dumps(prompt))
 
