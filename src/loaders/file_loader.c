@@ -4,6 +4,7 @@
  */
 #ifndef EMBER_PLATFORM_BAREMETAL
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* madvise */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -105,13 +106,31 @@ static ember_status mmap_size(void *ctx, uint64_t *out) {
 static ember_status mmap_load(void *ctx, uint64_t offset, size_t size, ember_segment_kind kind,
                               ember_buffer *out) {
     const ember_mmap_loader *l = ctx;
-    (void)kind;
     ember_status st = check_range(l->file_size, offset, size);
     if (st != EMBER_OK) return st;
     out->data = (const uint8_t *)l->map + offset;
     out->size = size;
-    out->owner = NULL;
+    /* named data (delegate weights) is read once, packed, and given back:
+     * release drops its pages (see mmap_release) */
+    out->owner = kind == EMBER_SEGMENT_NAMED_DATA ? (void *)l : NULL;
     return EMBER_OK;
+}
+
+/* Gives back the pages of a named-data blob: a delegate has packed what it
+ * keeps, so the file's copy need not stay resident. The mapping is private
+ * and read-only, so a later read of those bytes (another delegate loading
+ * the same key, a neighbouring segment sharing an edge page) faults them in
+ * from the file again, unchanged; only pages wholly inside the blob are
+ * dropped. */
+static void mmap_release(void *ctx, ember_buffer *buf) {
+    (void)ctx;
+    if (buf->owner == NULL || buf->data == NULL) return;
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) return;
+    uintptr_t start = (uintptr_t)buf->data, end = start + buf->size;
+    uintptr_t first = (start + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+    uintptr_t last = end & ~((uintptr_t)page - 1);
+    if (last > first) madvise((void *)first, last - first, MADV_DONTNEED);
 }
 
 ember_status ember_mmap_loader_open(ember_mmap_loader *loader, const char *path) {
@@ -136,7 +155,7 @@ ember_status ember_mmap_loader_open(ember_mmap_loader *loader, const char *path)
     loader->base.ctx = loader;
     loader->base.size = mmap_size;
     loader->base.load = mmap_load;
-    loader->base.release = NULL;
+    loader->base.release = mmap_release;
     return EMBER_OK;
 }
 

@@ -222,9 +222,16 @@ static void test_mmap_loader(void) {
     if (CHECK_OK(ember_mmap_loader_open(&ml, FIX "mutable_buffer.pte"))) {
         CHECK(ml.map != NULL);
         CHECK(ml.base.size(ml.base.ctx, &size) == EMBER_OK && size == n);
-        CHECK(ml.base.release == NULL);
+        CHECK(ml.base.release != NULL);
         CHECK_OK(ml.base.load(ml.base.ctx, 0, n, EMBER_SEGMENT_PROGRAM, &b));
         CHECK(b.data == ml.map && memcmp(b.data, bytes, n) == 0);
+        ml.base.release(ml.base.ctx, &b); /* the program's bytes: kept */
+        CHECK(memcmp(ml.map, bytes, n) == 0);
+        /* named data (delegate weights) is given back after packing: its
+         * pages are dropped, and a later read faults them in unchanged */
+        CHECK_OK(ml.base.load(ml.base.ctx, 0, n, EMBER_SEGMENT_NAMED_DATA, &b));
+        ml.base.release(ml.base.ctx, &b);
+        CHECK(memcmp(ml.map, bytes, n) == 0);
         CHECK_OK(ml.base.load(ml.base.ctx, 40, 8, EMBER_SEGMENT_MUTABLE, &b));
         CHECK(b.data == (const uint8_t *)ml.map + 40);
         CHECK_ERR(ml.base.load(ml.base.ctx, 1, n, EMBER_SEGMENT_PROGRAM, &b), EMBER_ERR_TRUNCATED,

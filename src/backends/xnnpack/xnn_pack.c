@@ -150,8 +150,9 @@ static ember_status pack_node(xnn_graph *g, const ember_backend_init_ctx *ctx,
     }
     size_t slice = rows * depth;
     for (size_t grp = 0; grp < groups; grp++)
-        eko_f32_pack(cfg, rows, depth, w.f + grp * slice, k_major,
-                     b.f != NULL ? b.f + grp * rows : NULL, n->packed + grp * slice_floats);
+        eko_f32_pack_parallel(cfg, ctx->threadpool, rows, depth, w.f + grp * slice, k_major,
+                              b.f != NULL ? b.f + grp * rows : NULL,
+                              n->packed + grp * slice_floats);
     unload(&w);
     unload(&b);
     return EMBER_OK;

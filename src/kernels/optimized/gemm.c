@@ -40,10 +40,12 @@ bool eko_f32_packed_size(const eko_f32_gemm_config *cfg, size_t n, size_t k, siz
            !ember_mul_overflow(per_panel, panels, floats);
 }
 
-void eko_f32_pack(const eko_f32_gemm_config *cfg, size_t n, size_t k, const float *w, bool k_major,
-                  const float *bias, float *out) {
+/* Panels [p0, p1) of a packed weight. */
+static void pack_panels(const eko_f32_gemm_config *cfg, size_t n, size_t k, const float *w,
+                        bool k_major, const float *bias, float *packed, size_t p0, size_t p1) {
     const size_t nr = cfg->nr;
-    for (size_t n0 = 0; n0 < n; n0 += nr) {
+    float *out = packed + p0 * (k + 1) * nr;
+    for (size_t n0 = p0 * nr; n0 < n && n0 < p1 * nr; n0 += nr) {
         const size_t nc = n - n0 < nr ? n - n0 : nr;
         for (size_t j = 0; j < nr; j++) out[j] = bias != NULL && j < nc ? bias[n0 + j] : 0.0f;
         out += nr;
@@ -53,6 +55,35 @@ void eko_f32_pack(const eko_f32_gemm_config *cfg, size_t n, size_t k, const floa
             for (size_t j = nc; j < nr; j++) out[j] = 0.0f;
         }
     }
+}
+
+void eko_f32_pack(const eko_f32_gemm_config *cfg, size_t n, size_t k, const float *w, bool k_major,
+                  const float *bias, float *out) {
+    pack_panels(cfg, n, k, w, k_major, bias, out, 0, n / cfg->nr + (n % cfg->nr != 0));
+}
+
+typedef struct pack_job {
+    const eko_f32_gemm_config *cfg;
+    size_t n, k;
+    const float *w;
+    bool k_major;
+    const float *bias;
+    float *out;
+} pack_job;
+
+static void pack_task(void *ctx, size_t thread, size_t start, size_t count) {
+    const pack_job *j = ctx;
+    (void)thread;
+    pack_panels(j->cfg, j->n, j->k, j->w, j->k_major, j->bias, j->out, start, start + count);
+}
+
+void eko_f32_pack_parallel(const eko_f32_gemm_config *cfg, struct ember_threadpool *pool,
+                           size_t n, size_t k, const float *w, bool k_major, const float *bias,
+                           float *out) {
+    pack_job j = {cfg, n, k, w, k_major, bias, out};
+    /* tiles of 16 panels: each thread writes (and first touches) runs of
+     * whole pages of the packed copy */
+    ember_parallel_1d(pool, pack_task, &j, n / cfg->nr + (n % cfg->nr != 0), 16);
 }
 
 /* One product split in tiles: a block of rows by a group of panels. */

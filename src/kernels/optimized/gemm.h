@@ -60,6 +60,12 @@ bool eko_f32_packed_size(const eko_f32_gemm_config *cfg, size_t n, size_t k, siz
 void eko_f32_pack(const eko_f32_gemm_config *cfg, size_t n, size_t k, const float *w, bool k_major,
                   const float *bias, float *out);
 
+/** eko_f32_pack split by panels across the pool's threads (weights packed at
+ * init: the first touch of a large packed copy costs as much as the copy). */
+void eko_f32_pack_parallel(const eko_f32_gemm_config *cfg, struct ember_threadpool *pool,
+                           size_t n, size_t k, const float *w, bool k_major, const float *bias,
+                           float *out);
+
 /**
  * C = clamp(A x W^T + bias) over packed W, split across the pool's threads.
  * a: m rows of k floats, a_stride apart; c: m rows of n floats, c_stride apart.
