@@ -309,6 +309,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     export_all(work)
     x = torch.load(work / "input.pt")
 
+    from ember.runtime import Runtime as EmberRuntime
+
     results: List[Tuple[str, str, int, Dict[str, Any]]] = []
     for name in models:
         model = _build(name)
@@ -331,6 +333,10 @@ def main(argv: Optional[List[str]] = None) -> None:
                     res["max_abs_diff"] = float((got - want).abs().max())
                     res["max_abs_ref"] = float(want.abs().max())
                     res["gflops"] = flops / (res["median_ms"] * 1e-3) / 1e9
+                    if row in FILES:
+                        meta = EmberRuntime.get().load_program(
+                            str(work / f"{name}_{FILES[row]}.pte")).metadata("forward")
+                        res["plan"] = f"{meta.num_instructions} / {meta.num_delegates}"
                     print(f"  {row:<28} {t} thread{'s' if t > 1 else ' '}  "
                           f"{res['median_ms']:8.2f} ms  max |diff| {res['max_abs_diff']:.2e}",
                           flush=True)
@@ -350,7 +356,9 @@ def main(argv: Optional[List[str]] = None) -> None:
                 "count (below 1: faster). max |diff|: largest absolute difference from eager's "
                 "output (the largest |output| is given beside it). GFLOP/s counts the "
                 f"convolutions' and classifier's multiply-adds as 2 FLOPs (GFLOP per image: "
-                f"{flops_note}); % peak is of the FMA peak at that thread count.\n\n"
+                f"{flops_note}); % peak is of the FMA peak at that thread count. Instructions / "
+                "delegates: the program's instruction count and how many are delegate calls "
+                "(1 / 1: the whole model in one XNNPACK delegate).\n\n"
                 f"{table}\n")
         write_section(Path(args.out), SECTION, body)
         print(f"wrote {args.out}")
@@ -363,15 +371,16 @@ def format_table(results: List[Tuple[str, str, int, Dict[str, Any]]], roof: Dict
     out = []
     for m, row, t, r in results:
         if "median_ms" not in r:
-            out.append([m, row, t, "failed: " + " ".join(r.get("error", [])), "", "", "", ""])
+            out.append([m, row, t, "failed: " + " ".join(r.get("error", [])), "", "", "", "", ""])
             continue
         rr = ref.get((m, t))
         out.append([m, row, t, f"{r['median_ms']:.2f}",
                     f"{r['median_ms'] / rr['median_ms']:.2f}" if rr else "-",
                     f"{r['gflops']:.1f}", f"{100 * r['gflops'] / roof['fma_gflops'][t]:.0f}%",
-                    f"{r['max_abs_diff']:.1e} (of {r['max_abs_ref']:.2g})"])
+                    f"{r['max_abs_diff']:.1e} (of {r['max_abs_ref']:.2g})", r.get("plan", "-")])
     return tabulate(out, headers=["model", "row", "threads", "median ms", "vs executorch",
-                                  "GFLOP/s", "% FMA peak", "max |diff| vs eager"],
+                                  "GFLOP/s", "% FMA peak", "max |diff| vs eager",
+                                  "instructions / delegates"],
                     tablefmt="github", disable_numparse=True)
 
 
