@@ -40,6 +40,8 @@ static const char k_usage[] =
     "--prompt, the prompt is read from one line of standard input.\n"
     "\n"
     "  --model FILE               the .pte program (method \"forward\")\n"
+    "  --data FILE                a .ptd file with weights the program keeps outside\n"
+    "                             itself (repeatable)\n"
     "  --tokenizer DIR            directory with vocab.json and merges.txt\n"
     "  --prompt TEXT              the prompt (printed before the generated text)\n"
     "  --max-new-tokens N         generate at most N tokens (default 128)\n"
@@ -71,6 +73,8 @@ typedef struct app {
     ember_llm_options opts;
     bool seed_given;
     size_t threads; /* 0: one per core */
+    const char **data_files; /* (num_data) --data paths */
+    size_t num_data;
 
     ember_bpe_tokenizer *tok;
     ember_llm_runner *runner;
@@ -91,6 +95,8 @@ static void cleanup(app *a) {
     a->text = NULL;
     free(a->tokens);
     a->tokens = NULL;
+    free(a->data_files);
+    a->data_files = NULL;
 }
 
 static _Noreturn void die(int code, const char *fmt, ...)
@@ -163,6 +169,8 @@ static float parse_float(const char *name, const char *v, double lo, double hi) 
 
 static void parse_args(app *a, int argc, char **argv) {
     a->opts = ember_llm_options_default();
+    a->data_files = calloc((size_t)argc, sizeof *a->data_files);
+    if (a->data_files == NULL) die(EXIT_RUNTIME, "out of memory");
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *v;
@@ -175,6 +183,9 @@ static void parse_args(app *a, int argc, char **argv) {
             a->ids = true;
         } else if ((v = option_value(argc, argv, &i, "--model")) != NULL) {
             a->model = v;
+        } else if ((v = option_value(argc, argv, &i, "--data")) != NULL) {
+            if (v[0] == '\0') die(EXIT_USAGE, "--data is empty");
+            a->data_files[a->num_data++] = v;
         } else if ((v = option_value(argc, argv, &i, "--tokenizer")) != NULL) {
             a->tokenizer = v;
         } else if ((v = option_value(argc, argv, &i, "--prompt")) != NULL) {
@@ -351,7 +362,13 @@ static void print_stats(const app *a, const ember_llm_stats *s) {
 }
 
 static void run_generate(app *a) {
-    ember_status st = ember_llm_runner_load_with(a->model, a->tokenizer, a->threads, &a->runner);
+    ember_module_options mo;
+    memset(&mo, 0, sizeof mo);
+    mo.struct_size = sizeof mo;
+    mo.num_threads = a->threads;
+    mo.data_files = a->data_files;
+    mo.num_data_files = a->num_data;
+    ember_status st = ember_llm_runner_open(a->model, a->tokenizer, &mo, &a->runner);
     if (st != EMBER_OK) die_status(st, NULL);
 
     const char *prompt = a->prompt_arg;

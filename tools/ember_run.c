@@ -1,8 +1,8 @@
 /*
  * ember-run — load a .pte program, describe it, run one method, show outputs.
  *
- *   ember-run MODEL.pte [--method NAME] [--input FILE.npy]... [--output-dir DIR]
- *                       [--iterations N]
+ *   ember-run MODEL.pte [--data FILE.ptd]... [--method NAME] [--input FILE.npy]...
+ *                       [--output-dir DIR] [--iterations N] [--threads N]
  *
  * Any failure prints exactly one line, "ember-run: error: ...", to stderr
  * and exits with status 1 (2 for usage errors).
@@ -29,12 +29,15 @@
 #define SHOW_VALUES 8
 
 static const char k_usage[] =
-    "usage: ember-run MODEL.pte [--method NAME] [--input FILE.npy]... [--output-dir DIR]\n"
-    "                 [--iterations N] [--threads N]\n"
+    "usage: ember-run MODEL.pte [--data FILE.ptd]... [--method NAME] [--input FILE.npy]...\n"
+    "                 [--output-dir DIR] [--iterations N] [--threads N]\n"
     "\n"
     "Loads MODEL.pte (memory-mapped), prints what its method needs, runs it and\n"
     "prints a summary of each output.\n"
     "\n"
+    "  --data FILE.ptd    a data file holding weights the program keeps outside\n"
+    "                     itself (external constants, delegate data); repeatable,\n"
+    "                     searched in order\n"
     "  --method NAME      method to run (default: forward, else the first method)\n"
     "  --input FILE.npy   one per method input, in order; without them, inputs are\n"
     "                     generated at their largest shape (floats: fixed-seed\n"
@@ -50,6 +53,11 @@ typedef struct run {
     const char *method_name;
     const char **inputs; /* (num_inputs) --input paths */
     size_t num_inputs;
+    const char **data_files; /* (num_data) --data paths */
+    size_t num_data;
+    ember_mmap_loader *data_loaders; /* (num_data) */
+    ember_data_map **maps; /* (num_data), NULL until open */
+    size_t num_maps_open;
     const char *output_dir;
     long iterations;
     long threads;          /* 0: one per core */
@@ -78,6 +86,17 @@ static void cleanup(run *r) {
     r->program = NULL;
     if (r->loader_open) ember_mmap_loader_close(&r->loader);
     r->loader_open = false;
+    for (size_t i = 0; i < r->num_maps_open; i++) {
+        ember_data_map_close(r->maps[i]);
+        ember_mmap_loader_close(&r->data_loaders[i]);
+    }
+    r->num_maps_open = 0;
+    free(r->maps);
+    r->maps = NULL;
+    free(r->data_loaders);
+    r->data_loaders = NULL;
+    free(r->data_files);
+    r->data_files = NULL;
     for (size_t i = 0; i < r->num_in_arrays; i++) npy_free(&r->in_arrays[i]);
     free(r->in_arrays);
     r->in_arrays = NULL;
@@ -162,6 +181,7 @@ static const char *option_value(int argc, char **argv, int *i, const char *name)
 static void parse_args(run *r, int argc, char **argv) {
     r->iterations = 1;
     r->inputs = xcalloc((size_t)argc, sizeof *r->inputs);
+    r->data_files = xcalloc((size_t)argc, sizeof *r->data_files);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *v;
@@ -173,6 +193,9 @@ static void parse_args(run *r, int argc, char **argv) {
             r->method_name = v;
         } else if ((v = option_value(argc, argv, &i, "--input")) != NULL) {
             r->inputs[r->num_inputs++] = v;
+        } else if ((v = option_value(argc, argv, &i, "--data")) != NULL) {
+            if (v[0] == '\0') die(EXIT_USAGE, "--data is empty");
+            r->data_files[r->num_data++] = v;
         } else if ((v = option_value(argc, argv, &i, "--output-dir")) != NULL) {
             if (v[0] == '\0') die(EXIT_USAGE, "--output-dir is empty");
             r->output_dir = v;
@@ -687,6 +710,24 @@ int main(int argc, char **argv) {
         die_status(st, what);
     }
 
+    /* Data files: each a memory-mapped, verified data map. */
+    r.data_loaders = xcalloc(r.num_data, sizeof *r.data_loaders);
+    r.maps = xcalloc(r.num_data, sizeof *r.maps);
+    for (size_t i = 0; i < r.num_data; i++) {
+        char what[4200];
+        snprintf(what, sizeof what, "cannot open data file '%s'", r.data_files[i]);
+        if ((st = ember_mmap_loader_open(&r.data_loaders[i], r.data_files[i])) != EMBER_OK)
+            die_status(st, what);
+        snprintf(what, sizeof what, "loading data file '%s'", r.data_files[i]);
+        if ((st = ember_data_map_open(&r.data_loaders[i].base, NULL, &r.maps[i])) != EMBER_OK) {
+            ember_mmap_loader_close(&r.data_loaders[i]);
+            die_status(st, what);
+        }
+        r.num_maps_open = i + 1;
+        printf("data: %s, %zu key%s\n", r.data_files[i], ember_data_map_key_count(r.maps[i]),
+               ember_data_map_key_count(r.maps[i]) == 1 ? "" : "s");
+    }
+
     uint64_t file_size = 0;
     if (r.loader.base.size != NULL) (void)r.loader.base.size(r.loader.base.ctx, &file_size);
     size_t num_methods = ember_program_method_count(r.program);
@@ -724,6 +765,8 @@ int main(int argc, char **argv) {
     memset(&mo, 0, sizeof mo);
     mo.struct_size = sizeof mo;
     mo.threadpool = r.pool;
+    mo.data_maps = (const ember_data_map *const *)r.maps;
+    mo.num_data_maps = r.num_data;
     if ((st = ember_method_load_with(r.program, r.method_name, &mo, &r.method)) != EMBER_OK) {
         char what[512];
         snprintf(what, sizeof what, "loading method '%s'", r.method_name);

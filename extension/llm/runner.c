@@ -105,6 +105,15 @@ ember_status ember_llm_runner_load(const char *model_path, const char *tokenizer
 
 ember_status ember_llm_runner_load_with(const char *model_path, const char *tokenizer_dir,
                                         size_t num_threads, ember_llm_runner **out) {
+    ember_module_options mo;
+    memset(&mo, 0, sizeof mo);
+    mo.struct_size = sizeof mo;
+    mo.num_threads = num_threads;
+    return ember_llm_runner_open(model_path, tokenizer_dir, &mo, out);
+}
+
+ember_status ember_llm_runner_open(const char *model_path, const char *tokenizer_dir,
+                                   const ember_module_options *options, ember_llm_runner **out) {
     if (model_path == NULL || tokenizer_dir == NULL || out == NULL)
         return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "ember_llm_runner_load: NULL argument");
     uint64_t t0 = ember_ticks_ns();
@@ -115,8 +124,7 @@ ember_status ember_llm_runner_load_with(const char *model_path, const char *toke
     ember_status st = ember_bpe_tokenizer_load_dir(tokenizer_dir, &r->tok);
     if (st != EMBER_OK) st = with_path(st, "tokenizer");
     if (st == EMBER_OK) {
-        ember_module_options mo = {sizeof(ember_module_options), num_threads};
-        st = ember_module_load_with(model_path, &mo, &r->module);
+        st = ember_module_load_with(model_path, options, &r->module);
         if (st != EMBER_OK) st = with_path(st, model_path);
     }
     if (st == EMBER_OK) {

@@ -39,6 +39,7 @@
 #include <stdbool.h>
 
 #include "ember/ember.h"
+#include "ember/module.h"
 #include "bpe_tokenizer.h"
 #include "sampler.h"
 
@@ -115,6 +116,17 @@ ember_status ember_llm_runner_load(const char *model_path, const char *tokenizer
  */
 ember_status ember_llm_runner_load_with(const char *model_path, const char *tokenizer_dir,
                                         size_t num_threads, ember_llm_runner **out);
+
+/**
+ * ember_llm_runner_load() with module options: threads, and the `.ptd` data
+ * files holding weights the program keeps outside itself (see
+ * ember_module_load_with()). options NULL is the same as
+ * ember_llm_runner_load().
+ * @return as ember_llm_runner_load(), and any status of
+ *         ember_module_load_with() for the options and data files.
+ */
+ember_status ember_llm_runner_open(const char *model_path, const char *tokenizer_dir,
+                                   const ember_module_options *options, ember_llm_runner **out);
 
 /** Releases the runner, its program and its tokenizer. NULL is a no-op. */
 void ember_llm_runner_destroy(ember_llm_runner *runner);

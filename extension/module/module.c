@@ -4,23 +4,31 @@
  */
 #include "ember/module.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "ember/backend.h"
 #include "ember/kernel.h"
 #include "ember/threadpool.h"
 
-struct ember_module {
-    /* Exactly one loader is open; `loader` points into this struct, whose
-     * address stays fixed for the program's lifetime. */
+/* One open file: exactly one of its loaders is open; `loader` points into
+ * this struct, whose address stays fixed while the file is in use. */
+typedef struct module_file {
     ember_mmap_loader mmap;
     ember_file_loader file;
     bool use_mmap;
     const ember_data_loader *loader;
+} module_file;
+
+struct ember_module {
+    module_file pte;
     ember_program *program;
     ember_method **methods; /* (num_methods), NULL until loaded */
     size_t num_methods;
     ember_threadpool *pool; /* the methods' threads; NULL for one */
+    module_file *data_files;/* (num_data) the .ptd files */
+    ember_data_map **maps;  /* (num_data) their data maps, NULL until open */
+    size_t num_data;
 };
 
 /* Set once the portable kernels and the CPU backend are registered, so
@@ -35,29 +43,58 @@ static ember_status register_portable_once(void) {
     return st;
 }
 
-static ember_status open_loader(ember_module *mod, const char *path) {
-    ember_status st = ember_mmap_loader_open(&mod->mmap, path);
+static ember_status open_loader(module_file *f, const char *path) {
+    ember_status st = ember_mmap_loader_open(&f->mmap, path);
     if (st == EMBER_OK) {
-        mod->use_mmap = true;
-        mod->loader = &mod->mmap.base;
+        f->use_mmap = true;
+        f->loader = &f->mmap.base;
         return EMBER_OK;
     }
     if (st != EMBER_ERR_NOT_SUPPORTED) return st;
     /* No mmap in this build: read the file instead. */
-    st = ember_file_loader_open(&mod->file, path);
+    st = ember_file_loader_open(&f->file, path);
     if (st != EMBER_OK) return st;
-    mod->use_mmap = false;
-    mod->loader = &mod->file.base;
+    f->use_mmap = false;
+    f->loader = &f->file.base;
     return EMBER_OK;
 }
 
-static void close_loader(ember_module *mod) {
-    if (mod->loader == NULL) return;
-    if (mod->use_mmap)
-        ember_mmap_loader_close(&mod->mmap);
+static void close_loader(module_file *f) {
+    if (f->loader == NULL) return;
+    if (f->use_mmap)
+        ember_mmap_loader_close(&f->mmap);
     else
-        ember_file_loader_close(&mod->file);
-    mod->loader = NULL;
+        ember_file_loader_close(&f->file);
+    f->loader = NULL;
+}
+
+/* Opens every .ptd file as a data map; the message names a failing file. */
+static ember_status open_data_files(ember_module *mod, const char *const *paths, size_t n) {
+    size_t bytes;
+    if (n == 0) return EMBER_OK;
+    if (paths == NULL)
+        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "module load: %zu data files, no array", n);
+    if (ember_mul_overflow(n, sizeof *mod->data_files + sizeof *mod->maps, &bytes))
+        return ember_error_set(EMBER_ERR_OUT_OF_MEMORY, "module load: too many data files");
+    mod->data_files = ember_platform_alloc(n * sizeof *mod->data_files, _Alignof(module_file));
+    mod->maps = ember_platform_alloc(n * sizeof *mod->maps, _Alignof(ember_data_map *));
+    if (mod->data_files == NULL || mod->maps == NULL)
+        return ember_error_set(EMBER_ERR_OUT_OF_MEMORY, "module load: no memory for data files");
+    memset(mod->data_files, 0, n * sizeof *mod->data_files);
+    memset(mod->maps, 0, n * sizeof *mod->maps);
+    mod->num_data = n;
+    for (size_t i = 0; i < n; i++) {
+        if (paths[i] == NULL)
+            return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "module load: data file %zu is NULL", i);
+        ember_status st = open_loader(&mod->data_files[i], paths[i]);
+        if (st == EMBER_OK) st = ember_data_map_open(mod->data_files[i].loader, NULL, &mod->maps[i]);
+        if (st != EMBER_OK) {
+            char msg[EMBER_ERROR_MESSAGE_SIZE];
+            snprintf(msg, sizeof msg, "%s", ember_last_error());
+            return ember_error_set(st, "data file '%.256s': %s", paths[i], msg);
+        }
+    }
+    return EMBER_OK;
 }
 
 ember_status ember_module_load(const char *path, ember_module **out) {
@@ -68,9 +105,11 @@ ember_status ember_module_load_with(const char *path, const ember_module_options
                                     ember_module **out) {
     if (path == NULL || out == NULL)
         return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "module load: NULL argument");
-    if (options != NULL && options->struct_size < sizeof(ember_module_options))
+    /* Options from before data files end at num_threads. */
+    if (options != NULL && options->struct_size < offsetof(ember_module_options, data_files))
         return ember_error_set(EMBER_ERR_INVALID_ARGUMENT,
                                "ember_module_options.struct_size is wrong");
+    bool has_data = options != NULL && options->struct_size >= sizeof(ember_module_options);
     size_t threads = options != NULL ? options->num_threads : 0;
     if (threads == 0) threads = ember_cpu_count();
 
@@ -79,8 +118,10 @@ ember_status ember_module_load_with(const char *path, const ember_module_options
         return ember_error_set(EMBER_ERR_OUT_OF_MEMORY, "module load: no memory for the module");
     memset(mod, 0, sizeof *mod);
 
-    ember_status st = open_loader(mod, path);
-    if (st == EMBER_OK) st = ember_program_load(mod->loader, NULL, &mod->program);
+    ember_status st = open_loader(&mod->pte, path);
+    if (st == EMBER_OK) st = ember_program_load(mod->pte.loader, NULL, &mod->program);
+    if (st == EMBER_OK && has_data)
+        st = open_data_files(mod, options->data_files, options->num_data_files);
     if (st == EMBER_OK) {
         mod->num_methods = ember_program_method_count(mod->program);
         size_t bytes;
@@ -129,6 +170,8 @@ ember_status ember_module_method(ember_module *module, const char *name, ember_m
     memset(&options, 0, sizeof options);
     options.struct_size = sizeof options;
     options.threadpool = module->pool;
+    options.data_maps = (const ember_data_map *const *)module->maps;
+    options.num_data_maps = module->num_data;
     ember_status st = ember_method_load_with(module->program, name, &options, &m);
     if (st != EMBER_OK) return st;
     if (index < module->num_methods) {
@@ -154,6 +197,12 @@ void ember_module_destroy(ember_module *module) {
     }
     ember_threadpool_destroy(module->pool);
     ember_program_destroy(module->program);
-    close_loader(module);
+    close_loader(&module->pte);
+    for (size_t i = 0; i < module->num_data; i++) {
+        ember_data_map_close(module->maps[i]);
+        close_loader(&module->data_files[i]);
+    }
+    ember_platform_free(module->maps);
+    ember_platform_free(module->data_files);
     ember_platform_free(module);
 }

@@ -75,15 +75,28 @@ typedef struct ember_module_options {
     /** Threads the methods' kernels and delegates may use, the caller's
      * included: 0 for one per online CPU core, 1 for no thread pool. */
     size_t num_threads;
+    /**
+     * `.ptd` files holding what the program keeps outside itself (weights
+     * exported as external constants, delegate data), opened as data maps
+     * (ember_data_map_open(), memory-mapped like the program) and given to
+     * every method in this order; NULL with num_data_files 0 for none. The
+     * paths are not kept after the call. (Added after num_threads: a
+     * struct_size that ends before this field means none.)
+     */
+    const char *const *data_files;
+    size_t num_data_files;
 } ember_module_options;
 
 /**
  * ember_module_load() with options; options NULL is the same as
  * ember_module_load(). The module's thread pool (if any) is created here
  * and destroyed with the module; its methods must not run at the same time
- * as each other.
+ * as each other. Data files are opened and verified here and closed with
+ * the module.
  * @return as ember_module_load(), and EMBER_ERR_INVALID_ARGUMENT for a wrong
- *         struct_size, EMBER_ERR_OUT_OF_MEMORY if the threads cannot start.
+ *         struct_size or a NULL data file path, EMBER_ERR_OUT_OF_MEMORY if
+ *         the threads cannot start; for a data file, any status of
+ *         ember_data_map_open() (the message names the file).
  */
 ember_status ember_module_load_with(const char *path, const ember_module_options *options,
                                     ember_module **out);

@@ -10,8 +10,9 @@
  *
  * Lifetimes: a Program owns a 16-byte aligned copy of the file's bytes
  * (loaded with the buffer loader, so the program never touches the caller's
- * memory or the file again); a Method holds a reference to its Program, so
- * the program outlives every method loaded from it. Methods use platform
+ * memory or the file again); a DataMap (a .ptd file) likewise; a Program
+ * holds references to the DataMaps it was loaded with, and a Method to its
+ * Program, so the program and its maps outlive every method loaded from it. Methods use platform
  * heap memory (ember_method_load() with NULL memory).
  *
  * Threads: loading and execute release the GIL. A Method runs on one thread
@@ -243,6 +244,201 @@ static PyObject *decode_name(const char *s) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Files                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Reads a whole file into RT_ALIGN-aligned memory (*data, *size; free with
+ * aligned_free). The caller may rewrite the file afterwards. -1 with a
+ * Python exception on failure. */
+static int read_file_aligned(PyObject *arg, void **data, size_t *size) {
+    PyObject *path_bytes = NULL;
+    if (!PyUnicode_FSConverter(arg, &path_bytes)) return -1;
+    const char *path = PyBytes_AS_STRING(path_bytes);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, arg);
+        Py_DECREF(path_bytes);
+        return -1;
+    }
+    long end = -1;
+    if (fseek(f, 0, SEEK_END) == 0) end = ftell(f);
+    if (end < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, arg);
+        fclose(f);
+        Py_DECREF(path_bytes);
+        return -1;
+    }
+    *size = (size_t)end;
+    *data = aligned_malloc(*size == 0 ? 1 : *size);
+    if (*data == NULL) {
+        fclose(f);
+        Py_DECREF(path_bytes);
+        PyErr_NoMemory();
+        return -1;
+    }
+    size_t got;
+    Py_BEGIN_ALLOW_THREADS
+    got = fread(*data, 1, *size, f);
+    Py_END_ALLOW_THREADS
+    int failed = ferror(f);
+    fclose(f);
+    if (failed || got != *size) {
+        PyErr_Format(PyExc_OSError, "cannot read all %zu bytes of %s", *size, path);
+        aligned_free(*data);
+        *data = NULL;
+        Py_DECREF(path_bytes);
+        return -1;
+    }
+    Py_DECREF(path_bytes);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* DataMap (.ptd files)                                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    void *data;                /* (size) the .ptd file, owned, RT_ALIGN-aligned */
+    size_t size;
+    ember_buffer_loader loader;/* over data; its address is fixed for the map's life */
+    ember_data_map *map;
+} DataMapObject;
+
+static PyTypeObject DataMapType;
+
+static void DataMap_dealloc(DataMapObject *self) {
+    ember_data_map_close(self->map);
+    aligned_free(self->data);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Takes ownership of data (size bytes): opens and verifies the map. */
+static PyObject *data_map_open(void *data, size_t size) {
+    DataMapObject *self = PyObject_New(DataMapObject, &DataMapType);
+    if (self == NULL) {
+        aligned_free(data);
+        return NULL;
+    }
+    self->data = data;
+    self->size = size;
+    self->map = NULL;
+    ember_buffer_loader_init(&self->loader, self->data, self->size);
+    ember_status st;
+    Py_BEGIN_ALLOW_THREADS
+    ember_clear_error();
+    st = ember_data_map_open(&self->loader.base, NULL, &self->map);
+    Py_END_ALLOW_THREADS
+    if (st != EMBER_OK) {
+        self->map = NULL;
+        Py_DECREF(self);
+        return raise_status(st, "loading data map");
+    }
+    return (PyObject *)self;
+}
+
+static PyObject *rt_load_data_map_bytes(PyObject *mod, PyObject *arg) {
+    (void)mod;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    void *data = aligned_malloc(view.len == 0 ? 1 : (size_t)view.len);
+    if (data == NULL) {
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    if (view.len > 0) memcpy(data, view.buf, (size_t)view.len);
+    size_t size = (size_t)view.len;
+    PyBuffer_Release(&view);
+    return data_map_open(data, size);
+}
+
+static PyObject *rt_load_data_map_file(PyObject *mod, PyObject *arg) {
+    (void)mod;
+    void *data;
+    size_t size;
+    if (read_file_aligned(arg, &data, &size) < 0) return NULL;
+    return data_map_open(data, size);
+}
+
+static PyObject *DataMap_keys(DataMapObject *self, PyObject *unused) {
+    (void)unused;
+    size_t n = ember_data_map_key_count(self->map);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    if (list == NULL) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const char *key;
+        ember_status st = ember_data_map_key(self->map, i, &key);
+        PyObject *s = st == EMBER_OK ? PyUnicode_DecodeUTF8(key, (Py_ssize_t)strlen(key), "replace")
+                                     : raise_status(st, "reading data map keys");
+        if (s == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, s);
+    }
+    return list;
+}
+
+/* info(key) -> {"size", "dtype", "sizes", "dim_order", "nbytes"} (the last
+ * four None for a blob without a tensor layout). */
+static PyObject *DataMap_info(DataMapObject *self, PyObject *arg) {
+    const char *key = PyUnicode_AsUTF8(arg);
+    if (key == NULL) return NULL;
+    ember_data_info info;
+    ember_clear_error();
+    ember_status st = ember_data_map_info(self->map, key, &info);
+    if (st != EMBER_OK) return raise_status(st, "reading data map entry");
+    if (!info.has_layout)
+        return Py_BuildValue("{s:n,s:O,s:O,s:O,s:O}", "size", (Py_ssize_t)info.size, "dtype",
+                             Py_None, "sizes", Py_None, "dim_order", Py_None, "nbytes", Py_None);
+    return Py_BuildValue("{s:n,s:i,s:N,s:N,s:n}", "size", (Py_ssize_t)info.size, "dtype",
+                         (int)info.dtype, "sizes", tuple_i32(info.sizes, info.dim), "dim_order",
+                         tuple_u8(info.dim_order, info.dim), "nbytes", (Py_ssize_t)info.nbytes);
+}
+
+/* load(key) -> bytes: a copy of the blob. */
+static PyObject *DataMap_load(DataMapObject *self, PyObject *arg) {
+    const char *key = PyUnicode_AsUTF8(arg);
+    if (key == NULL) return NULL;
+    ember_buffer buf;
+    ember_clear_error();
+    ember_status st = ember_data_map_load(self->map, key, &buf);
+    if (st != EMBER_OK) return raise_status(st, "loading data map entry");
+    PyObject *b = PyBytes_FromStringAndSize(buf.data, (Py_ssize_t)buf.size);
+    ember_data_map_release(self->map, &buf);
+    return b;
+}
+
+static PyObject *DataMap_get_size(DataMapObject *self, void *closure) {
+    (void)closure;
+    return PyLong_FromSize_t(self->size);
+}
+
+static PyMethodDef DataMap_methods[] = {
+    {"keys", (PyCFunction)DataMap_keys, METH_NOARGS, "keys() -> list of str, in file order."},
+    {"info", (PyCFunction)DataMap_info, METH_O,
+     "info(key) -> dict: size, and dtype code, sizes, dim_order, nbytes of a tensor entry."},
+    {"load", (PyCFunction)DataMap_load, METH_O, "load(key) -> bytes: a copy of the blob."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef DataMap_getset[] = {
+    {"nbytes", (getter)DataMap_get_size, NULL, "size of the .ptd file in bytes", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject DataMapType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ember._runtime.DataMap",
+    .tp_basicsize = sizeof(DataMapObject),
+    .tp_dealloc = (destructor)DataMap_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A verified .ptd data map (use ember.runtime.Runtime.get().load_data_map).",
+    .tp_methods = DataMap_methods,
+    .tp_getset = DataMap_getset,
+};
+
+/* ------------------------------------------------------------------------ */
 /* Program                                                                   */
 /* ------------------------------------------------------------------------ */
 
@@ -252,6 +448,9 @@ typedef struct {
     size_t size;
     ember_buffer_loader loader;/* over data; its address is fixed for the program's life */
     ember_program *program;
+    PyObject *data_maps;       /* tuple of DataMap the methods are loaded with, or NULL */
+    const ember_data_map **maps; /* (num_maps) their ember_data_map */
+    size_t num_maps;
 } ProgramObject;
 
 static PyTypeObject ProgramType;
@@ -259,7 +458,36 @@ static PyTypeObject ProgramType;
 static void Program_dealloc(ProgramObject *self) {
     ember_program_destroy(self->program);
     aligned_free(self->data);
+    PyMem_Free(self->maps);
+    Py_XDECREF(self->data_maps);
     Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Keeps the data maps (a sequence of DataMap, or None) for the methods. */
+static int program_set_maps(ProgramObject *self, PyObject *maps) {
+    if (maps == NULL || maps == Py_None) return 0;
+    PyObject *tuple = PySequence_Tuple(maps);
+    if (tuple == NULL) return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(tuple);
+    self->maps = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *self->maps);
+    if (self->maps == NULL) {
+        Py_DECREF(tuple);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyTuple_GET_ITEM(tuple, i);
+        if (!PyObject_TypeCheck(item, &DataMapType)) {
+            PyErr_Format(PyExc_TypeError, "data map %zd is a %s, not an ember DataMap", i,
+                         Py_TYPE(item)->tp_name);
+            Py_DECREF(tuple);
+            return -1;
+        }
+        self->maps[i] = ((DataMapObject *)item)->map;
+    }
+    self->data_maps = tuple;
+    self->num_maps = (size_t)n;
+    return 0;
 }
 
 /* Loads and verifies self->data (GIL released: the bytes are ours). */
@@ -283,6 +511,9 @@ static ProgramObject *program_alloc(size_t size) {
     ProgramObject *self = PyObject_New(ProgramObject, &ProgramType);
     if (self == NULL) return NULL;
     self->program = NULL;
+    self->data_maps = NULL;
+    self->maps = NULL;
+    self->num_maps = 0;
     self->size = size;
     self->data = aligned_malloc(size == 0 ? 1 : size);
     if (self->data == NULL) {
@@ -293,8 +524,10 @@ static ProgramObject *program_alloc(size_t size) {
     return self;
 }
 
-static PyObject *rt_load_program_bytes(PyObject *mod, PyObject *arg) {
+static PyObject *rt_load_program_bytes(PyObject *mod, PyObject *args) {
     (void)mod;
+    PyObject *arg, *maps = NULL;
+    if (!PyArg_ParseTuple(args, "O|O:load_program_bytes", &arg, &maps)) return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
     ProgramObject *self = program_alloc((size_t)view.len);
@@ -304,50 +537,31 @@ static PyObject *rt_load_program_bytes(PyObject *mod, PyObject *arg) {
     }
     if (view.len > 0) memcpy(self->data, view.buf, (size_t)view.len);
     PyBuffer_Release(&view);
+    if (program_set_maps(self, maps) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
     return program_finish_load(self);
 }
 
 /* Reads a whole file; the program then never depends on it again (the file
  * may be rewritten while the program is in use). */
-static PyObject *rt_load_program_file(PyObject *mod, PyObject *arg) {
+static PyObject *rt_load_program_file(PyObject *mod, PyObject *args) {
     (void)mod;
-    PyObject *path_bytes = NULL;
-    if (!PyUnicode_FSConverter(arg, &path_bytes)) return NULL;
-    const char *path = PyBytes_AS_STRING(path_bytes);
-
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, arg);
-        Py_DECREF(path_bytes);
-        return NULL;
-    }
-    long end = -1;
-    if (fseek(f, 0, SEEK_END) == 0) end = ftell(f);
-    if (end < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, arg);
-        fclose(f);
-        Py_DECREF(path_bytes);
-        return NULL;
-    }
-    ProgramObject *self = program_alloc((size_t)end);
-    if (self == NULL) {
-        fclose(f);
-        Py_DECREF(path_bytes);
-        return NULL;
-    }
-    size_t got;
-    Py_BEGIN_ALLOW_THREADS
-    got = fread(self->data, 1, self->size, f);
-    Py_END_ALLOW_THREADS
-    int failed = ferror(f);
-    fclose(f);
-    if (failed || got != self->size) {
-        PyErr_Format(PyExc_OSError, "cannot read all %zu bytes of %s", self->size, path);
-        Py_DECREF(path_bytes);
+    PyObject *arg, *maps = NULL;
+    if (!PyArg_ParseTuple(args, "O|O:load_program_file", &arg, &maps)) return NULL;
+    ProgramObject *self = PyObject_New(ProgramObject, &ProgramType);
+    if (self == NULL) return NULL;
+    self->program = NULL;
+    self->data_maps = NULL;
+    self->maps = NULL;
+    self->num_maps = 0;
+    self->data = NULL;
+    if (read_file_aligned(arg, &self->data, &self->size) < 0 ||
+        program_set_maps(self, maps) < 0) {
         Py_DECREF(self);
         return NULL;
     }
-    Py_DECREF(path_bytes);
     return program_finish_load(self);
 }
 
@@ -522,6 +736,8 @@ static PyObject *Program_load_method(ProgramObject *self, PyObject *args) {
     memset(&options, 0, sizeof options);
     options.struct_size = sizeof options;
     options.threadpool = m->pool;
+    options.data_maps = self->maps;
+    options.num_data_maps = self->num_maps;
     Py_BEGIN_ALLOW_THREADS
     st = ember_method_load_with(self->program, m->name, &options, &m->method);
     Py_END_ALLOW_THREADS
@@ -1004,10 +1220,16 @@ static PyMethodDef rt_functions[] = {
     {"load_library", rt_load_library, METH_O,
      "load_library(path): load a shared library of kernels/backends and call its "
      "ember_library_register()."},
-    {"load_program_bytes", rt_load_program_bytes, METH_O,
-     "load_program_bytes(buffer) -> Program: copy the bytes (16-byte aligned), load and verify."},
-    {"load_program_file", rt_load_program_file, METH_O,
-     "load_program_file(path) -> Program: read the whole file, load and verify."},
+    {"load_program_bytes", rt_load_program_bytes, METH_VARARGS,
+     "load_program_bytes(buffer, data_maps=None) -> Program: copy the bytes (16-byte aligned), "
+     "load and verify; its methods load with the DataMaps given."},
+    {"load_program_file", rt_load_program_file, METH_VARARGS,
+     "load_program_file(path, data_maps=None) -> Program: read the whole file, load and verify; "
+     "its methods load with the DataMaps given."},
+    {"load_data_map_bytes", rt_load_data_map_bytes, METH_O,
+     "load_data_map_bytes(buffer) -> DataMap: copy the bytes of a .ptd file, open and verify."},
+    {"load_data_map_file", rt_load_data_map_file, METH_O,
+     "load_data_map_file(path) -> DataMap: read a whole .ptd file, open and verify."},
     {"kernel_names", rt_kernel_names, METH_NOARGS,
      "kernel_names() -> list of str: every kernel key of the portable library, in table order."},
     {"has_kernel", rt_has_kernel, METH_O,
@@ -1046,7 +1268,9 @@ PyMODINIT_FUNC PyInit__runtime(void) {
         }
         g_kernels_registered = true;
     }
-    if (PyType_Ready(&ProgramType) < 0 || PyType_Ready(&MethodType) < 0) return NULL;
+    if (PyType_Ready(&ProgramType) < 0 || PyType_Ready(&MethodType) < 0 ||
+        PyType_Ready(&DataMapType) < 0)
+        return NULL;
     PyObject *mod = PyModule_Create(&rt_module);
     if (mod == NULL) return NULL;
 
@@ -1076,6 +1300,12 @@ PyMODINIT_FUNC PyInit__runtime(void) {
     Py_INCREF(&MethodType);
     if (PyModule_AddObject(mod, "Method", (PyObject *)&MethodType) < 0) {
         Py_DECREF(&MethodType);
+        Py_DECREF(mod);
+        return NULL;
+    }
+    Py_INCREF(&DataMapType);
+    if (PyModule_AddObject(mod, "DataMap", (PyObject *)&DataMapType) < 0) {
+        Py_DECREF(&DataMapType);
         Py_DECREF(mod);
         return NULL;
     }

@@ -9,6 +9,9 @@
     method = program.load_method("forward")
     outputs = method.execute([torch.randn(4, 16)])        # list of torch.Tensor (copies)
 
+    # weights kept outside the program, in .ptd files (ExecuTorch's data files):
+    program = Runtime.get().load_program("model.pte", data_files=["model.ptd"])
+
 Every program is verified when it loads; a failure in libember raises `EmberError`
 with the runtime's status and message. `kernel_names()` and `has_kernel()` tell
 which operators the runtime's portable kernel library implements.
@@ -39,6 +42,7 @@ __all__ = [
     "Program",
     "Method",
     "MethodMeta",
+    "DataMap",
     "ValueMeta",
     "EmberError",
     "Status",
@@ -405,6 +409,61 @@ class Program:
 PathOrData = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]", io.BufferedIOBase]
 
 
+class DataMap:
+    """A verified `.ptd` data map (ExecuTorch's flat tensor file): blobs by key,
+    the weights a program keeps outside itself. Immutable."""
+
+    def __init__(self, impl: Any) -> None:
+        self._impl = impl
+
+    def keys(self) -> List[str]:
+        """Every key, in file order."""
+        return list(self._impl.keys())
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key in self._impl.keys()
+
+    def __len__(self) -> int:
+        return len(self._impl.keys())
+
+    def info(self, key: str) -> Dict[str, Any]:
+        """size (bytes of the blob) and, for a tensor entry, dtype (a torch dtype),
+        sizes, dim_order and nbytes (None for other blobs). Raises EmberError
+        (NOT_FOUND) for an unknown key."""
+        d = dict(self._impl.info(str(key)))
+        if d["dtype"] is not None:
+            d["dtype"] = _EMBER_TO_TORCH.get(d["dtype"])
+        return d
+
+    def load(self, key: str) -> bytes:
+        """A copy of the blob of `key`."""
+        return self._impl.load(str(key))
+
+    @property
+    def nbytes(self) -> int:
+        """Size of the .ptd file in bytes."""
+        return int(self._impl.nbytes)
+
+    def __repr__(self) -> str:
+        return f"<ember.runtime.DataMap keys={len(self)} nbytes={self.nbytes}>"
+
+
+DataSource = Union[PathOrData, DataMap]
+
+
+def _open_data_map(data: DataSource) -> Any:
+    if isinstance(data, DataMap):
+        return data._impl
+    if isinstance(data, (str, os.PathLike)):
+        path = os.fspath(data)
+        if os.path.isdir(path):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        return _runtime.load_data_map_file(path)
+    if hasattr(data, "read") and not isinstance(data, (bytes, bytearray, memoryview)):
+        data = data.read()
+    return _runtime.load_data_map_bytes(data)
+
+
 class Runtime:
     """The process's ember runtime (``Runtime.get()``), as in executorch.runtime."""
 
@@ -419,18 +478,36 @@ class Runtime:
             Runtime._instance = Runtime()
         return Runtime._instance
 
-    def load_program(self, data: PathOrData, *, verification: Any = None) -> Program:
+    def load_program(self, data: PathOrData, *, verification: Any = None,
+                     data_files: Optional[Sequence[DataSource]] = None,
+                     data_path: Optional[Union[str, "os.PathLike[str]"]] = None) -> Program:
         """Loads and fully verifies a program from a path (str or PathLike),
         from bytes-like data (copied: the caller may reuse its buffer), or from
         a binary file object. ``verification`` is accepted for compatibility;
-        ember always verifies everything."""
+        ember always verifies everything.
+
+        ``data_files``: the `.ptd` files holding what the program keeps outside
+        itself (weights exported with ``external_constants``, delegate data),
+        each a path, bytes-like data, a file object or a DataMap; they are
+        verified here and searched in order (after the program's own named
+        data) when a method loads. ``data_path`` is executorch.runtime's
+        spelling of one such file."""
         del verification
+        sources: List[DataSource] = list(data_files or [])
+        if data_path is not None:
+            sources.append(data_path)
+        maps = tuple(_open_data_map(d) for d in sources) or None
         if isinstance(data, (str, os.PathLike)):
             path = os.fspath(data)
             if os.path.isdir(path):
                 raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
-            return Program(_runtime.load_program_file(path))
+            return Program(_runtime.load_program_file(path, maps))
         if hasattr(data, "read") and not isinstance(data, (bytes, bytearray, memoryview)):
             data = data.read()
-        return Program(_runtime.load_program_bytes(data))
+        return Program(_runtime.load_program_bytes(data, maps))
+
+    def load_data_map(self, data: PathOrData) -> DataMap:
+        """Opens and fully verifies a `.ptd` data map (path, bytes-like data or a
+        binary file object; bytes are copied). Raises EmberError if it is malformed."""
+        return DataMap(_open_data_map(data))
 

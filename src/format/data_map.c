@@ -361,9 +361,14 @@ ember_status named_find(const ember_program *p, const ember_data_map *const *map
             return EMBER_OK;
         }
     }
+    int shown = (int)(len < 200 ? len : 200);
+    if (p != NULL && n == 0)
+        return ember_set_error(EMBER_ERR_NOT_FOUND,
+                               "no named data '%.*s' in the program, and no data map was given "
+                               "(load the .ptd file that holds it)",
+                               shown, key);
     return ember_set_error(EMBER_ERR_NOT_FOUND, "no named data '%.*s' in the %s%zu data map%s",
-                           (int)(len < 200 ? len : 200), key, p != NULL ? "program or its " : "",
-                           n, n == 1 ? "" : "s");
+                           shown, key, p != NULL ? "program or its " : "", n, n == 1 ? "" : "s");
 }
 
 void named_info(const ember_program *p, const named_ref *ref, ember_data_info *info) {
