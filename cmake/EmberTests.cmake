@@ -99,6 +99,13 @@ function(ember_add_cli_tests)
                    COMMAND ${run} "${fx}/mlp.pte"
                            --input "${fx}/mlp/forward.run0.in0.npy"
                            --output-dir "${out}/mlp")
+  # Weights in a .ptd data file: runs with it, names the missing tensor without.
+  ember_expect_run(cli/run_ext_mlp_data RC 0 STDOUT "output 0"
+                   COMMAND ${run} "${fx}/ext_mlp.pte" --data "${fx}/ext_mlp.ptd")
+  ember_expect_run(cli/ext_mlp_no_data RC 1 STDERR "${err}.*'0.weight'.*no data map"
+                   COMMAND ${run} "${fx}/ext_mlp.pte")
+  ember_expect_run(cli/bad_data_file RC 1 STDERR "${err}.*data file.*mlp.pte.*FT01"
+                   COMMAND ${run} "${fx}/ext_mlp.pte" --data "${fx}/mlp.pte")
 
   # ember-llm: usage, the tokenizer alone, and error lines (generation is
   # compared with PyTorch in tests/python/test_llm_runner.py).
@@ -121,6 +128,9 @@ function(ember_add_cli_tests)
                              --prompt hi)
     ember_expect_run(cli/llm_not_a_model RC 1 STDERR "${llm_err}.*input 0 must be tokens"
                      COMMAND ${llm} --tokenizer "${tok}" --model "${fx}/mlp.pte" --prompt hi)
+    ember_expect_run(cli/llm_bad_data_file RC 1 STDERR "${llm_err}.*data file.*mlp.pte.*FT01"
+                     COMMAND ${llm} --tokenizer "${tok}" --model "${fx}/ext_mlp.pte"
+                             --data "${fx}/mlp.pte" --prompt hi)
   endif()
 endfunction()
 

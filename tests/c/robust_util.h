@@ -5,7 +5,8 @@
  * heap with failure injection, an exact-copy data loader, a stand-in for the
  * fixtures' EmberTestBackend, generated inputs at the upper-bound shape, and
  * one "load, bind, execute, destroy" pass over every method of a program
- * that checks the error contract (every failure has a message).
+ * (with its .ptd data maps, if any) that checks the error contract (every
+ * failure has a message).
  *
  * Header-only (static inline functions) so that each test stays one
  * translation unit. The including file must define _POSIX_C_SOURCE 200809L
@@ -554,6 +555,18 @@ static inline size_t ru_list_fixtures(const char *dir, char **paths, size_t max)
     return n;
 }
 
+/**
+ * The data file of a fixture: "dir/x.pte" -> "dir/x.ptd" in out (cap bytes),
+ * true if that file exists (the program keeps its weights there).
+ */
+static inline bool ru_data_path(const char *pte, char *out, size_t cap) {
+    size_t n = strlen(pte);
+    if (n < 4 || n + 1 > cap || strcmp(pte + n - 4, ".pte") != 0) return false;
+    memcpy(out, pte, n + 1);
+    out[n - 1] = 'd';
+    return access(out, R_OK) == 0;
+}
+
 /* ---------------------------------------------------------------------- */
 /* One pass over a program                                                */
 /* ---------------------------------------------------------------------- */
@@ -588,14 +601,20 @@ static inline void ru_check_error(const char *what, ember_status st) {
 
 /*
  * Loads a program through `loader`, then for every method: load (platform
- * heap), bind generated inputs (at most io_cap bytes), execute `executions`
- * times, destroy. Destroys the program. Every failure must come with a
- * message (checked through ru_violation).
+ * heap, with the data maps maps[0..nmaps)), bind generated inputs (at most
+ * io_cap bytes), execute `executions` times, destroy. Destroys the program.
+ * Every failure must come with a message (checked through ru_violation).
  */
-static inline void ru_run_program(const ember_data_loader *loader, int executions, size_t io_cap,
-                           ru_result *res) {
+static inline void ru_run_program_maps(const ember_data_loader *loader,
+                                       const ember_data_map *const *maps, size_t nmaps,
+                                       int executions, size_t io_cap, ru_result *res) {
     ember_program *p = NULL;
     ember_status st;
+    ember_method_options options;
+    memset(&options, 0, sizeof options);
+    options.struct_size = sizeof options;
+    options.data_maps = maps;
+    options.num_data_maps = nmaps;
     memset(res, 0, sizeof *res);
     ember_clear_error();
     st = ember_program_load(loader, NULL, &p);
@@ -618,7 +637,7 @@ static inline void ru_run_program(const ember_data_loader *loader, int execution
             continue;
         }
         ember_clear_error();
-        st = ember_method_load(p, name, NULL, &m);
+        st = ember_method_load_with(p, name, &options, &m);
         ru_check_error("ember_method_load", st);
         if (st != EMBER_OK) {
             if (res->first_error == EMBER_OK) res->first_error = st;
@@ -653,6 +672,50 @@ static inline void ru_run_program(const ember_data_loader *loader, int execution
         ru_io_free(&io);
     }
     ember_program_destroy(p);
+}
+
+/* ru_run_program_maps() without data maps. */
+static inline void ru_run_program(const ember_data_loader *loader, int executions, size_t io_cap,
+                                  ru_result *res) {
+    ru_run_program_maps(loader, NULL, 0, executions, io_cap, res);
+}
+
+/*
+ * Opens a data map through `data` (a .ptd file), then runs the program of
+ * `loader` with it (ru_run_program_maps). A map that fails to open must fail
+ * with a message; the program then does not run (res->first_error holds the
+ * status, *map_failed is set).
+ */
+static inline void ru_run_program_data(const ember_data_loader *loader,
+                                       const ember_data_loader *data, int executions,
+                                       size_t io_cap, ru_result *res, int *map_failed) {
+    ember_data_map *map = NULL;
+    ember_clear_error();
+    ember_status st = ember_data_map_open(data, NULL, &map);
+    ru_check_error("ember_data_map_open", st);
+    *map_failed = st != EMBER_OK;
+    if (st != EMBER_OK) {
+        memset(res, 0, sizeof *res);
+        res->first_error = st;
+        return;
+    }
+    /* A map is read-only and answers the same way every time. */
+    for (size_t i = 0; i < ember_data_map_key_count(map); i++) {
+        const char *key = NULL;
+        ember_data_info info;
+        ember_clear_error();
+        st = ember_data_map_key(map, i, &key);
+        ru_check_error("ember_data_map_key", st);
+        if (st != EMBER_OK) continue;
+        ember_clear_error();
+        st = ember_data_map_info(map, key, &info);
+        ru_check_error("ember_data_map_info", st);
+        if (st == EMBER_OK && info.has_layout && info.nbytes > info.size && ru_violation != NULL)
+            ru_violation("a tensor entry larger than its blob passed verification", st);
+    }
+    const ember_data_map *maps[1] = {map};
+    ru_run_program_maps(loader, maps, 1, executions, io_cap, res);
+    ember_data_map_close(map);
 }
 
 #endif /* EMBER_TESTS_ROBUST_UTIL_H */

@@ -20,7 +20,11 @@
  * Fixtures: every tests/fixtures/ .pte file (or the files named on the command
  * line); delegated ones run with the stand-in EmberTestBackend of
  * robust_util.h, whose init takes memory from the method allocator, so
- * failures inside delegate init are covered too.
+ * failures inside delegate init are covered too. A fixture with a .ptd data
+ * file beside it runs with that file as its data map; in case 2 the map is
+ * opened through a file loader inside the loop, so failures while opening
+ * it (its structure, its flatbuffer) and while binding its tensors (each a
+ * heap copy) are injected too, and 1c fails the map's own allocator.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -40,6 +44,9 @@
 
 static size_t g_failures;
 static size_t g_cases;
+/* The data map of the fixture being run (NULL: it has none). */
+static const ember_data_map *g_map;
+static char g_ptd_path[512];
 static size_t g_tolerated; /* loads that succeeded although an allocation failed */
 
 #define CHECK(cond, ...)                                                                          \
@@ -130,6 +137,18 @@ static void bind_and_execute(const ember_program *p, const char *name, ember_met
     ru_io_free(&io);
 }
 
+/* ember_method_load() with the fixture's data map, if it has one. */
+static ember_status load_method(const ember_program *p, const char *name, const ember_memory *mem,
+                                ember_method **m) {
+    ember_method_options o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.memory = mem;
+    o.data_maps = g_map != NULL ? &g_map : NULL;
+    o.num_data_maps = g_map != NULL ? 1 : 0;
+    return ember_method_load_with(p, name, &o, m);
+}
+
 /* ---------------------------------------------------------------------- */
 /* 1a. Program options allocator                                          */
 /* ---------------------------------------------------------------------- */
@@ -166,7 +185,7 @@ static size_t program_allocator_failures(const char *path, const uint8_t *file, 
                 ember_method *m = NULL;
                 ember_program_method_name(p, i, &name);
                 ember_clear_error();
-                ember_status ms = ember_method_load(p, name, NULL, &m);
+                ember_status ms = load_method(p, name, NULL, &m);
                 CHECK(ms == EMBER_OK, "method '%s': %s (%s)", name, ember_status_str(ms),
                       ember_last_error());
                 if (ms == EMBER_OK) bind_and_execute(p, name, m, executions);
@@ -201,7 +220,7 @@ static size_t method_allocator_failures(const char *path, const ember_program *p
         snprintf(ru_case, sizeof ru_case, "%s '%s': method allocator fails call %llu%s", path, name,
                  (unsigned long long)n, sticky ? " and after" : "");
         ember_clear_error();
-        ember_status st = ember_method_load(p, name, &mem, &m);
+        ember_status st = load_method(p, name, &mem, &m);
         int injected = fa.calls >= n;
         cases++;
         if (st != EMBER_OK) {
@@ -233,9 +252,11 @@ static size_t platform_failures(const char *path, const char *name, int executio
     size_t cases = 0;
     int64_t live0 = ru_heap_state.live; /* the caller's own program */
     for (uint64_t n = 1; n < MAX_N; n++) {
-        ember_file_loader fl;
+        ember_file_loader fl, dl;
         ember_program *p = NULL;
         ember_method *m = NULL;
+        ember_data_map *map = NULL;
+        bool data = g_map != NULL;
         ember_status st;
         snprintf(ru_case, sizeof ru_case, "%s '%s': platform alloc fails call %llu%s", path, name,
                  (unsigned long long)n, sticky ? " and after" : "");
@@ -244,12 +265,31 @@ static size_t platform_failures(const char *path, const char *name, int executio
         st = ember_file_loader_open(&fl, path);
         CHECK(st == EMBER_OK, "cannot open %s: %s", path, ember_last_error());
         if (st != EMBER_OK) return cases;
+        if (data) {
+            st = ember_file_loader_open(&dl, g_ptd_path);
+            CHECK(st == EMBER_OK, "cannot open %s: %s", g_ptd_path, ember_last_error());
+            if (st != EMBER_OK) {
+                ember_file_loader_close(&fl);
+                return cases;
+            }
+        }
         ember_clear_error();
         st = ember_program_load(&fl.base, NULL, &p);
         const char *what = "ember_program_load";
-        if (st == EMBER_OK) {
+        if (st == EMBER_OK && data) {
             ember_clear_error();
-            st = ember_method_load(p, name, NULL, &m);
+            st = ember_data_map_open(&dl.base, NULL, &map);
+            what = "ember_data_map_open";
+        }
+        if (st == EMBER_OK) {
+            const ember_data_map *maps[1] = {map};
+            ember_method_options o;
+            memset(&o, 0, sizeof o);
+            o.struct_size = sizeof o;
+            o.data_maps = data ? maps : NULL;
+            o.num_data_maps = data ? 1 : 0;
+            ember_clear_error();
+            st = ember_method_load_with(p, name, &o, &m);
             what = "ember_method_load";
         }
         int injected = ru_heap_state.injected > 0;
@@ -281,8 +321,10 @@ static size_t platform_failures(const char *path, const char *name, int executio
             }
         }
         ember_method_destroy(m);
+        ember_data_map_close(map);
         ember_program_destroy(p);
         ember_file_loader_close(&fl);
+        if (data) ember_file_loader_close(&dl);
         CHECK(ru_heap_state.live == live0, "%lld platform blocks leaked",
               (long long)(ru_heap_state.live - live0));
         ru_heap_state.live = live0;
@@ -349,7 +391,7 @@ static void arena_exact(const char *path, const ember_program *p, const char *na
         mem.num_planned_buffers = meta.num_planned_buffers;
         mem.scratch = scratch;
         mem.scratch_size = SCRATCH_SIZE;
-        st = ember_method_load(p, name, &mem, &m);
+        st = load_method(p, name, &mem, &m);
         CHECK(st == EMBER_OK, "load into a large arena: %s (%s)", ember_status_str(st),
               ember_last_error());
         bytes = arena.used;
@@ -376,7 +418,7 @@ static void arena_exact(const char *path, const ember_program *p, const char *na
                  size, bytes);
         ru_heap_arm(0, 0);
         ember_clear_error();
-        st = ember_method_load(p, name, &mem, &m);
+        st = load_method(p, name, &mem, &m);
         if (less) {
             CHECK(st == EMBER_ERR_OUT_OF_MEMORY, "one byte less: %s (%s), expected out of memory",
                   ember_status_str(st), ember_last_error());
@@ -419,6 +461,38 @@ static int run_fixture(const char *path) {
         free(file);
         return 1;
     }
+    /* The data file, if any: one map (platform heap) for cases 1 and 3. */
+    uint8_t *ptd = NULL;
+    size_t ptd_size = 0;
+    ember_buffer_loader ptd_loader;
+    ember_data_map *map = NULL;
+    g_map = NULL;
+    if (ru_data_path(path, g_ptd_path, sizeof g_ptd_path)) {
+        ptd = ru_read_file(g_ptd_path, &ptd_size);
+        CHECK(ptd != NULL, "cannot read %s", g_ptd_path);
+        if (ptd == NULL) {
+            ember_program_destroy(p);
+            free(file);
+            return 1;
+        }
+        ember_buffer_loader_init(&ptd_loader, ptd, ptd_size);
+        st = ember_data_map_open(&ptd_loader.base, NULL, &map);
+        CHECK(st == EMBER_OK, "data map: %s (%s)", ember_status_str(st), ember_last_error());
+        /* 1c. The map's own allocator fails (its one allocation). */
+        for (int sticky = 0; sticky <= 1; sticky++) {
+            failing_alloc fa;
+            ember_data_map_options mo = {sizeof mo, &fa.base};
+            ember_data_map *m1 = NULL;
+            fa_init(&fa, 1, sticky);
+            snprintf(ru_case, sizeof ru_case, "%.150s: data map allocator fails call 1", g_ptd_path);
+            ember_clear_error();
+            check_oom("ember_data_map_open", ember_data_map_open(&ptd_loader.base, &mo, &m1));
+            CHECK(m1 == NULL, "map set on failure");
+            fa_release(&fa);
+            g_cases++;
+        }
+        g_map = map;
+    }
     size_t n1 = program_allocator_failures(path, file, size, executions, 0);
     size_t n1s = program_allocator_failures(path, file, size, executions, 1);
     printf("alloc_failure: %-34s program allocator: %zu + %zu cases\n", path, n1, n1s);
@@ -440,6 +514,9 @@ static int run_fixture(const char *path) {
     }
     fflush(stdout);
     ember_program_destroy(p);
+    ember_data_map_close(map);
+    g_map = NULL;
+    free(ptd);
     free(file);
     return 0;
 }

@@ -26,6 +26,11 @@
  *
  * Fixtures: every tests/fixtures/ .pte file; the delegated ones run with a
  * stand-in for EmberTestBackend that accepts any payload (robust_util.h).
+ * A fixture with a .ptd data file beside it (x.pte, x.ptd) runs with that
+ * file as its data map, and the data file gets the same treatment: every
+ * truncation, every byte flipped, and every integer field of its header and
+ * flatbuffer (FlatTensor: segments, named data, tensor layouts) set to the
+ * extreme values, each case opening the map and running the program on it.
  *
  * usage: test_corruption [--quick] [--verbose] [--list-fields] [fixture.pte ...]
  *   --quick (or EMBER_CORRUPTION_QUICK=1): every 13th truncation and flip
@@ -425,6 +430,60 @@ static void v_plan(walker *w, const wtable *t) {
     w_tables(w, t, 9, "ExecutionPlan.non_const_buffer_device", v_buffer_device);
 }
 
+/* --- .ptd data maps: the FlatTensor schema --- */
+
+static void v_ptd_segment(walker *w, const wtable *t) {
+    w_scalar(w, t, 0, 8, "DataSegment.offset");
+    w_scalar(w, t, 1, 8, "DataSegment.size");
+}
+
+static void v_ptd_named_data(walker *w, const wtable *t) {
+    wtable layout;
+    uint64_t first;
+    w_string(w, t, 0, "NamedData.key");
+    w_scalar(w, t, 1, 4, "NamedData.segment_index");
+    if (w_subtable(w, t, 2, "NamedData.tensor_layout", &layout)) {
+        w_scalar(w, &layout, 0, 1, "TensorLayout.scalar_type");
+        w_vector(w, &layout, 1, 4, "TensorLayout.sizes", "TensorLayout.sizes[]", &first);
+        w_vector(w, &layout, 2, 1, "TensorLayout.dim_order", "TensorLayout.dim_order[]", &first);
+    }
+}
+
+/* Walks a .ptd file: header fields, then the FlatTensor flatbuffer. */
+static int walk_ptd(walker *w, const uint8_t *file, size_t size) {
+    wtable root;
+    memset(w, 0, sizeof *w);
+    w->b = file;
+    w->n = size;
+    w->seen = calloc(size + 1, 1);
+    if (w->seen == NULL) abort();
+    if (size < 48 || memcmp(file + 4, "FT01", 4) != 0 || memcmp(file + 8, "FH01", 4) != 0) {
+        w->error = "not an FT01 file with an FH01 header";
+        return 0;
+    }
+    w_add(w, 0, 4, "ptd root offset");
+    w_add(w, 12, 4, "FlatTensorHeader.length");
+    w_add(w, 16, 8, "FlatTensorHeader.flatbuffer_offset");
+    w_add(w, 24, 8, "FlatTensorHeader.flatbuffer_size");
+    w_add(w, 32, 8, "FlatTensorHeader.segment_base_offset");
+    w_add(w, 40, 8, "FlatTensorHeader.segment_data_size");
+    uint64_t fb_offset = 0, fb_size = 0;
+    for (int k = 7; k >= 0; k--) {
+        fb_offset = (fb_offset << 8) | file[16 + k];
+        fb_size = (fb_size << 8) | file[24 + k];
+    }
+    if (fb_offset > size || fb_size > size - fb_offset) {
+        w->error = "flatbuffer beyond the file";
+        return 0;
+    }
+    w->n = (size_t)(fb_offset + fb_size);
+    if (!w_table(w, w_u32(w, 0), "FlatTensor", &root)) return 0;
+    w_scalar(w, &root, 0, 4, "FlatTensor.version");
+    w_tables(w, &root, 1, "FlatTensor.segments", v_ptd_segment);
+    w_tables(w, &root, 2, "FlatTensor.named_data", v_ptd_named_data);
+    return w->error == NULL;
+}
+
 static void v_program(walker *w, const wtable *t) {
     wtable cs;
     w_scalar(w, t, 0, 4, "Program.version");
@@ -602,27 +661,42 @@ static void tally_add(tally *t, const tally *u) {
     t->exec_skipped += u->exec_skipped;
 }
 
-/* Runs one case on data[0..size) and checks for leaks afterwards: through
- * the zero-copy buffer loader, or with exact_copy through the exact-copy
- * loader (every loaded range its own heap block, so ASan sees a read past
- * the flatbuffer region or a segment, or a use after release). */
-static void run_case(const uint8_t *data, size_t size, int executions, int exact_copy, tally *t) {
-    ember_buffer_loader plain;
-    ru_exact_loader exact;
+/* The .ptd data file of the fixture being run (NULL: none); its cases
+ * replace it with a corrupted copy. */
+static const uint8_t *g_ptd;
+static size_t g_ptd_size;
+
+/* Runs one case on data[0..size) (with the data file ptd[0..ptd_size) if
+ * ptd is not NULL) and checks for leaks afterwards: through the zero-copy
+ * buffer loader, or with exact_copy through the exact-copy loader (every
+ * loaded range its own heap block, so ASan sees a read past the flatbuffer
+ * region or a segment, or a use after release). */
+static void run_case_data(const uint8_t *data, size_t size, const uint8_t *ptd, size_t ptd_size,
+                          int executions, int exact_copy, tally *t) {
+    ember_buffer_loader plain, plain_ptd;
+    ru_exact_loader exact, exact_ptd;
     ru_result res;
+    int map_failed = 0;
     if (g_verbose) fprintf(stderr, "case %s\n", ru_case);
     ember_buffer_loader_init(&plain, data, size);
     ru_exact_loader_init(&exact, data, size, 1);
+    ember_buffer_loader_init(&plain_ptd, ptd, ptd_size);
+    ru_exact_loader_init(&exact_ptd, ptd, ptd_size, 1);
     alarm(CASE_TIMEOUT);
-    ru_run_program(exact_copy ? &exact.base : &plain.base, executions, IO_CAP, &res);
+    if (ptd == NULL)
+        ru_run_program(exact_copy ? &exact.base : &plain.base, executions, IO_CAP, &res);
+    else
+        ru_run_program_data(exact_copy ? &exact.base : &plain.base,
+                            exact_copy ? &exact_ptd.base : &plain_ptd.base, executions, IO_CAP,
+                            &res, &map_failed);
     alarm(0);
-    if (exact.live != 0) {
+    if (exact.live != 0 || exact_ptd.live != 0) {
         g_violations++;
         fprintf(stderr, "FAIL [%s]: %lld loaded buffers never released\n", ru_case,
-                (long long)exact.live);
+                (long long)(exact.live + exact_ptd.live));
     }
     t->cases++;
-    if (res.program_loaded && res.methods_loaded == res.methods)
+    if (!map_failed && res.program_loaded && res.methods_loaded == res.methods)
         t->loaded++;
     else
         t->rejected++;
@@ -635,6 +709,10 @@ static void run_case(const uint8_t *data, size_t size, int executions, int exact
                 (long long)ru_heap_state.live);
         ru_heap_state.live = 0;
     }
+}
+
+static void run_case(const uint8_t *data, size_t size, int executions, int exact_copy, tally *t) {
+    run_case_data(data, size, g_ptd, g_ptd_size, executions, exact_copy, t);
 }
 
 /* Width-appropriate values for a field: 0, all ones, INT32_MAX, INT64_MAX
@@ -657,23 +735,40 @@ static size_t field_values(unsigned width, uint64_t out[4]) {
 static int run_fixture(const char *path, int quick, tally *total) {
     size_t size = 0;
     uint8_t *file = ru_read_file(path, &size);
-    tally trunc = {0}, flip = {0}, fld = {0}, idx = {0};
+    tally trunc = {0}, flip = {0}, fld = {0}, idx = {0}, dtrunc = {0}, dflip = {0}, dfld = {0};
     walker w;
     ru_result base;
-    ember_buffer_loader loader;
+    ember_buffer_loader loader, data_loader;
     const size_t stride = quick ? 13 : 1;
     int executions = strstr(path, "mutable_buffer") != NULL ? 2 : 1;
+    int map_failed = 0;
+    char ptd_path[512];
     double t0 = now_s();
 
     if (file == NULL) {
         fprintf(stderr, "FAIL: cannot read %s (run from the repository root)\n", path);
         return 1;
     }
+    g_ptd = NULL;
+    g_ptd_size = 0;
+    if (ru_data_path(path, ptd_path, sizeof ptd_path)) {
+        uint8_t *ptd = ru_read_file(ptd_path, &g_ptd_size);
+        if (ptd == NULL) {
+            fprintf(stderr, "FAIL: cannot read %s\n", ptd_path);
+            free(file);
+            return 1;
+        }
+        g_ptd = ptd;
+    }
     /* The unmodified file must load and run: otherwise the cases test little. */
     snprintf(ru_case, sizeof ru_case, "%s unmodified", path);
     ember_buffer_loader_init(&loader, file, size);
-    ru_run_program(&loader.base, executions, IO_CAP, &base);
-    if (!base.program_loaded || base.methods_loaded != base.methods ||
+    ember_buffer_loader_init(&data_loader, g_ptd, g_ptd_size);
+    if (g_ptd != NULL)
+        ru_run_program_data(&loader.base, &data_loader.base, executions, IO_CAP, &base, &map_failed);
+    else
+        ru_run_program(&loader.base, executions, IO_CAP, &base);
+    if (map_failed || !base.program_loaded || base.methods_loaded != base.methods ||
         base.executed_ok != base.methods) {
         /* While kernels are being written, EMBER_ALLOW_MISSING_KERNELS=1
          * still runs the cases (they then stop at method load). */
@@ -683,6 +778,8 @@ static int run_fixture(const char *path, int quick, tally *total) {
                 allowed ? "note" : "FAIL", path, ember_status_str(base.first_error),
                 ember_last_error());
         if (!allowed) {
+            free((void *)g_ptd);
+            g_ptd = NULL;
             free(file);
             return 1;
         }
@@ -692,6 +789,8 @@ static int run_fixture(const char *path, int quick, tally *total) {
         fprintf(stderr, "FAIL: walking %s: %s\n", path, w.error ? w.error : "?");
         free(w.seen);
         free(w.fields);
+        free((void *)g_ptd);
+        g_ptd = NULL;
         free(file);
         return 1;
     }
@@ -780,6 +879,80 @@ static int run_fixture(const char *path, int quick, tally *total) {
     tally_add(total, &fx);
     free(w.seen);
     free(w.fields);
+
+    /* The data file: the program stays intact, its map is corrupted. */
+    if (g_ptd != NULL) {
+        walker dw;
+        const uint8_t *ptd = g_ptd;
+        size_t psize = g_ptd_size;
+        t0 = now_s();
+        if (!walk_ptd(&dw, ptd, psize)) {
+            fprintf(stderr, "FAIL: walking %s: %s\n", ptd_path, dw.error ? dw.error : "?");
+            free(dw.seen);
+            free(dw.fields);
+            free((void *)g_ptd);
+            g_ptd = NULL;
+            free(file);
+            return 1;
+        }
+        if (g_list_fields)
+            for (size_t f = 0; f < dw.count; f++)
+                printf("field %s %u bytes at %u: %s\n", ptd_path, dw.fields[f].width,
+                       dw.fields[f].pos, dw.fields[f].what);
+        /* (e) Truncations, each in an exactly-sized allocation. */
+        for (size_t len = 0; len < psize; len += stride) {
+            uint8_t *cut = malloc(len > 0 ? len : 1);
+            if (cut == NULL) abort();
+            memcpy(cut, ptd, len);
+            snprintf(ru_case, sizeof ru_case, "%.150s truncated to %zu bytes", ptd_path, len);
+            run_case_data(file, size, cut, len, executions, 0, &dtrunc);
+            free(cut);
+        }
+        /* (f) Every byte flipped (exact-copy loaders). */
+        uint8_t *dcopy = malloc(psize);
+        if (dcopy == NULL) abort();
+        memcpy(dcopy, ptd, psize);
+        for (size_t pos = 0; pos < psize; pos += stride) {
+            dcopy[pos] ^= 0xFF;
+            snprintf(ru_case, sizeof ru_case, "%.150s byte %zu flipped (0x%02x -> 0x%02x)", ptd_path,
+                     pos, ptd[pos], dcopy[pos]);
+            run_case_data(file, size, dcopy, psize, executions, 1, &dflip);
+            dcopy[pos] = ptd[pos];
+        }
+        /* (g) Every integer field set to each extreme value. */
+        for (size_t f = 0; f < dw.count; f++) {
+            const field *fd = &dw.fields[f];
+            uint64_t values[4], orig = 0;
+            size_t nv = field_values(fd->width, values);
+            for (unsigned k = fd->width; k-- > 0;) orig = (orig << 8) | ptd[fd->pos + k];
+            for (size_t v = 0; v < nv; v++) {
+                if (values[v] == orig) continue;
+                for (unsigned k = 0; k < fd->width; k++)
+                    dcopy[fd->pos + k] = (uint8_t)(values[v] >> (8 * k));
+                snprintf(ru_case, sizeof ru_case, "%.150s %.40s (%u bytes at %u) 0x%llx -> 0x%llx",
+                         ptd_path, fd->what, fd->width, fd->pos, (unsigned long long)orig,
+                         (unsigned long long)values[v]);
+                run_case_data(file, size, dcopy, psize, executions, 1, &dfld);
+                memcpy(dcopy + fd->pos, ptd + fd->pos, fd->width);
+            }
+        }
+        free(dcopy);
+        tally dx = {0};
+        tally_add(&dx, &dtrunc);
+        tally_add(&dx, &dflip);
+        tally_add(&dx, &dfld);
+        printf("corruption: %-34s %6zu bytes, %5zu fields: %7zu cases (truncate %zu, flip %zu, "
+               "fields %zu), loaded %zu, rejected %zu; executions ok %zu, failed %zu, "
+               "skipped %zu; %.1f s\n",
+               ptd_path, psize, dw.count, dx.cases, dtrunc.cases, dflip.cases, dfld.cases,
+               dx.loaded, dx.rejected, dx.exec_ok, dx.exec_failed, dx.exec_skipped, now_s() - t0);
+        fflush(stdout);
+        tally_add(total, &dx);
+        free(dw.seen);
+        free(dw.fields);
+        free((void *)g_ptd);
+        g_ptd = NULL;
+    }
     free(file);
     return 0;
 }

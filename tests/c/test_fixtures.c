@@ -4,7 +4,9 @@
  * the expected .npy (float: 1e-5 relative + 1e-6 absolute; other dtypes:
  * exact). Prints the largest absolute and relative error per case. Cases
  * that need a backend (backend=ID) run only if that backend is registered;
- * test_backend.c registers EmberTestBackend and runs them.
+ * test_backend.c registers EmberTestBackend and runs them. Cases whose
+ * weights live in .ptd files (data=FILE.ptd, repeatable) load each file as a
+ * data map (memory-mapped) and pass the maps to the method.
  */
 #include <math.h>
 #include <stdint.h>
@@ -22,6 +24,7 @@
 
 #define FIX "tests/fixtures/"
 #define MAX_IO 8
+#define MAX_DATA 4
 #define MAX_TOK 32
 
 typedef struct run_spec {
@@ -33,6 +36,8 @@ typedef struct run_spec {
 
 typedef struct case_spec {
     char name[64], program[128], method[64], backend[64];
+    char data[MAX_DATA][128]; /* .ptd files */
+    size_t ndata;
     run_spec runs[16];
     size_t nruns;
 } case_spec;
@@ -84,7 +89,8 @@ static bool parse_manifest(const char *path, case_spec *cases, size_t cap, size_
             ok = CHECK_MSG(false, "%s:%d: too many tokens", path, lineno);
         } else if (strcmp(tok[0], "case") == 0) {
             ok = CHECK_MSG(cur == NULL, "%s:%d: case inside a case", path, lineno) &&
-                 CHECK_MSG(n == 4 || n == 5, "%s:%d: case NAME PROGRAM METHOD [backend=ID]", path,
+                 CHECK_MSG(n >= 4 && n <= 5 + MAX_DATA,
+                           "%s:%d: case NAME PROGRAM METHOD [backend=ID] [data=FILE]...", path,
                            lineno) &&
                  CHECK_MSG(*ncases < cap, "%s:%d: too many cases", path, lineno);
             if (!ok) break;
@@ -93,10 +99,15 @@ static bool parse_manifest(const char *path, case_spec *cases, size_t cap, size_
             ok = CHECK(copy_field(cur->name, sizeof cur->name, tok[1])) &&
                  CHECK(copy_field(cur->program, sizeof cur->program, tok[2])) &&
                  CHECK(copy_field(cur->method, sizeof cur->method, tok[3]));
-            if (ok && n == 5)
-                ok = CHECK_MSG(strncmp(tok[4], "backend=", 8) == 0 && tok[4][8] != '\0',
-                               "%s:%d: bad flag %s", path, lineno, tok[4]) &&
-                     CHECK(copy_field(cur->backend, sizeof cur->backend, tok[4] + 8));
+            for (size_t k = 4; ok && k < n; k++) {
+                if (strncmp(tok[k], "backend=", 8) == 0 && tok[k][8] != '\0' && cur->backend[0] == '\0')
+                    ok = CHECK(copy_field(cur->backend, sizeof cur->backend, tok[k] + 8));
+                else if (strncmp(tok[k], "data=", 5) == 0 && tok[k][5] != '\0' && cur->ndata < MAX_DATA)
+                    ok = CHECK(copy_field(cur->data[cur->ndata], sizeof cur->data[0], tok[k] + 5)) &&
+                         (cur->ndata++, true);
+                else
+                    ok = CHECK_MSG(false, "%s:%d: bad flag %s", path, lineno, tok[k]);
+            }
         } else if (strcmp(tok[0], "run") == 0) {
             ok = CHECK_MSG(cur != NULL, "%s:%d: run outside a case", path, lineno) &&
                  CHECK_MSG(cur->nruns < sizeof cur->runs / sizeof cur->runs[0], "%s:%d: too many runs",
@@ -199,7 +210,9 @@ static bool compare(const ember_value *v, const npy_array *want, const char *wha
 /* Runs one case; returns false if it was skipped. */
 static bool run_case(const case_spec *c, ember_threadpool *pool) {
     char path[512], err[256], what[512];
-    ember_mmap_loader ml;
+    ember_mmap_loader ml, data_loaders[MAX_DATA];
+    ember_data_map *maps[MAX_DATA] = {NULL};
+    size_t nmaps = 0;
     ember_program *prog = NULL;
     ember_method *m = NULL;
     double max_abs = 0, max_rel = 0;
@@ -209,12 +222,28 @@ static bool run_case(const case_spec *c, ember_threadpool *pool) {
         printf("  %-22s skipped: needs backend %s (run by test_backend)\n", c->name, c->backend);
         return false;
     }
+    for (; nmaps < c->ndata; nmaps++) {
+        snprintf(path, sizeof path, FIX "%s", c->data[nmaps]);
+        if (!CHECK_OK(ember_mmap_loader_open(&data_loaders[nmaps], path))) break;
+        if (!CHECK_OK(ember_data_map_open(&data_loaders[nmaps].base, NULL, &maps[nmaps]))) {
+            ember_mmap_loader_close(&data_loaders[nmaps]);
+            break;
+        }
+    }
     snprintf(path, sizeof path, FIX "%s", c->program);
-    if (!CHECK_OK(ember_mmap_loader_open(&ml, path))) return true;
+    if (nmaps < c->ndata || !CHECK_OK(ember_mmap_loader_open(&ml, path))) {
+        for (size_t k = 0; k < nmaps; k++) {
+            ember_data_map_close(maps[k]);
+            ember_mmap_loader_close(&data_loaders[k]);
+        }
+        return true;
+    }
     if (CHECK_OK(ember_program_load(&ml.base, NULL, &prog)) &&
         CHECK_OK(ember_method_load_with(
             prog, c->method,
-            &(ember_method_options){.struct_size = sizeof(ember_method_options), .threadpool = pool},
+            &(ember_method_options){.struct_size = sizeof(ember_method_options), .threadpool = pool,
+                                    .data_maps = (const ember_data_map *const *)maps,
+                                    .num_data_maps = nmaps},
             &m))) {
         for (size_t r = 0; r < c->nruns; r++) {
             const run_spec *rs = &c->runs[r];
@@ -257,6 +286,10 @@ static bool run_case(const case_spec *c, ember_threadpool *pool) {
     ember_method_destroy(m);
     ember_program_destroy(prog);
     ember_mmap_loader_close(&ml);
+    for (size_t k = 0; k < nmaps; k++) {
+        ember_data_map_close(maps[k]);
+        ember_mmap_loader_close(&data_loaders[k]);
+    }
     return true;
 }
 

@@ -43,8 +43,10 @@ def test_manifest_has_cases() -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_fixture_case(case) -> None:
-    """All runs of a case in order, on one loaded method (state carries over)."""
-    program = Runtime.get().load_program(fixture(case["program"]))
+    """All runs of a case in order, on one loaded method (state carries over).
+    Cases whose weights live in .ptd files load them as data files."""
+    program = Runtime.get().load_program(fixture(case["program"]),
+                                         data_files=[fixture(d) for d in case.get("data", [])])
     assert case["method"] in program.method_names
     method = program.load_method(case["method"])
     for r, run in enumerate(case["runs"]):
