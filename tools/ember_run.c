@@ -701,7 +701,9 @@ int main(int argc, char **argv) {
     }
     r.loader_open = true;
 
-    if ((st = ember_portable_kernels_register()) != EMBER_OK) die_status(st, "registering kernels");
+    if ((st = ember_portable_kernels_register()) != EMBER_OK ||
+        (st = ember_optimized_kernels_register()) != EMBER_OK)
+        die_status(st, "registering kernels");
     if ((st = ember_xnnpack_backend_register()) != EMBER_OK) die_status(st, "registering backends");
 
     if ((st = ember_program_load(&r.loader.base, NULL, &r.program)) != EMBER_OK) {

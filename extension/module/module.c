@@ -38,6 +38,7 @@ static bool g_portable_registered;
 static ember_status register_portable_once(void) {
     if (g_portable_registered) return EMBER_OK;
     ember_status st = ember_portable_kernels_register();
+    if (st == EMBER_OK) st = ember_optimized_kernels_register();
     if (st == EMBER_OK) st = ember_xnnpack_backend_register();
     if (st == EMBER_OK) g_portable_registered = true;
     return st;

@@ -60,6 +60,20 @@ size_t ember_portable_kernel_count(void);
 const ember_kernel *ember_portable_kernel_at(size_t i);
 
 /**
+ * Registers the optimized kernels (src/kernels/optimized: SIMD, threads),
+ * each the twin of a portable kernel of the same key. Call it after
+ * ember_portable_kernels_register() so that these take precedence; without
+ * it the portable (reference) kernels run. They pick the instruction set at
+ * run time and use the method's thread pool.
+ * @return as ember_kernels_register(). Not thread-safe; call at start-up.
+ */
+ember_status ember_optimized_kernels_register(void);
+
+/** Number of optimized kernels, and entry i of them (NULL past the end). */
+size_t ember_optimized_kernel_count(void);
+const ember_kernel *ember_optimized_kernel_at(size_t i);
+
+/**
  * Seeds the random generator of the portable kernels (rand, randn,
  * randperm, native_dropout in training mode) and restarts its stream
  * counter. At start-up the seed is 0, so a process that never calls this

@@ -1260,6 +1260,7 @@ static bool g_kernels_registered;
 PyMODINIT_FUNC PyInit__runtime(void) {
     if (!g_kernels_registered) {
         ember_status st = ember_portable_kernels_register();
+        if (st == EMBER_OK) st = ember_optimized_kernels_register();
         if (st == EMBER_OK) st = ember_xnnpack_backend_register();
         if (st != EMBER_OK) {
             PyErr_Format(PyExc_ImportError, "ember: cannot register the portable kernels: %s: %s",

@@ -1,0 +1,60 @@
+/*
+ * attention.h — fast fused attention for the LLM kernels (float32).
+ *
+ * Runs the problem an ek_attn describes (kernels/llm/attention.h): the same
+ * numbers as ek_attn_reference up to rounding, split over the method's
+ * thread pool by (batch, head, block of query rows), on micro-kernels of the
+ * instruction set in use (cpu.h):
+ *
+ *   scores        s[j] = scale * q . k_j          (vectorized dot products)
+ *   softmax       s[j] = exp(s[j] + mask[j] - max), returns the sum
+ *   weighted_sum  out = (sum_j s[j] * v_j) / sum  (vectorized rows of v)
+ *
+ * Two passes over a row of scores that lives in scratch (one row of n_keys
+ * floats per thread, from the kernel context): a decode step (one query
+ * row) reads each key and each value once. Other dtypes, and masks that are
+ * not float32, go to the reference.
+ */
+#ifndef EMBER_KERNELS_OPTIMIZED_ATTENTION_H
+#define EMBER_KERNELS_OPTIMIZED_ATTENTION_H
+
+#include <stddef.h>
+
+#include "cpu.h"
+#include "kernels/llm/attention.h"
+
+typedef struct eko_f32_attn {
+    eko_isa isa;
+    /* s[j] = scale * sum_i q[i] * k[j * ks + i], for j < n, i < d */
+    void (*scores)(const float *q, const float *k, size_t ks, size_t n, size_t d, float scale,
+                   float *s);
+    /* adds mask[0..n) to s when mask is not NULL, then s[j] = exp(s[j] - max)
+     * and returns their sum; 0 (and s all 0) when every s[j] is -inf */
+    float (*softmax)(float *s, const float *mask, size_t n);
+    /* out[i] = inv * sum_j p[j] * v[j * vs + i], for i < d, j < n */
+    void (*weighted_sum)(const float *p, const float *v, size_t vs, size_t n, size_t d, float inv,
+                         float *out);
+} eko_f32_attn;
+
+/** The micro-kernels of an instruction set (NULL if this build lacks it). */
+const eko_f32_attn *eko_f32_attn_for(eko_isa isa);
+
+/** The micro-kernels of the level in use. */
+const eko_f32_attn *eko_f32_attn_active(void);
+
+/**
+ * Runs a on the kernel's thread pool with the level in use (float32 with a
+ * float32 mask or none), or with ek_attn_reference (anything else). Scratch:
+ * n_keys floats per thread. Fails EMBER_ERR_OUT_OF_MEMORY if the scratch is
+ * too small.
+ */
+ember_status eko_attention(ember_kernel_ctx *ctx, const ek_attn *a);
+
+/* The micro-kernels, by instruction set (f32_attn_<isa>.c, one body:
+ * f32_attn_body.h). */
+extern const eko_f32_attn eko_f32_attn_scalar;
+extern const eko_f32_attn eko_f32_attn_avx2;
+extern const eko_f32_attn eko_f32_attn_avx512;
+extern const eko_f32_attn eko_f32_attn_neon;
+
+#endif /* EMBER_KERNELS_OPTIMIZED_ATTENTION_H */

@@ -1,0 +1,361 @@
+/*
+ * test_attention.c — the fast fused attention (kernels/optimized/attention.h)
+ * against the reference runner (ek_attn_reference), at every
+ * instruction-set level this CPU has, on one thread and on pools of 2 and 3.
+ *
+ * Problems in both cache layouts the kernels use (ember's (B, H, L, D) and
+ * ExecuTorch's (B, L, Hkv, D)), over heads 1..12, head sizes 1, 7, 8, 64, 80
+ * and 130, cache positions at 0, in the middle and at the end of the cache,
+ * one query row (decode) and several (prefill), causal or not, with an
+ * additive mask (-inf entries included), grouped-query attention, batch 2.
+ * Then the registered twins: every optimized kernel key gives the portable
+ * kernel's outputs, cache contents and error statuses, and a mask hiding
+ * every key gives NaN in both.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/internal.h"
+#include "ember/kernel.h"
+#include "ember/threadpool.h"
+#include "kernels/kernel_test.h"
+#include "kernels/llm/attention.h"
+#include "kernels/optimized/attention.h"
+
+static uint32_t g_seed = 4242;
+static float frand(void) {
+    g_seed = g_seed * 1664525u + 1013904223u;
+    return (float)((g_seed >> 8) & 0xffffff) / (float)0x800000 - 1.0f;
+}
+
+static uint8_t g_scratch[1 << 20];
+static ember_arena g_arena;
+
+static float *rand_buf(size_t n, float amp) {
+    float *p = malloc(sizeof(float) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) p[i] = amp * frand();
+    return p;
+}
+
+typedef struct shape {
+    int nb, nq, nh, nkvh, d, len, pos;
+    bool llama_layout, causal, mask;
+} shape;
+
+/* Largest |fast - ref| / (tol (1 + |ref|)); > 1 fails. NaN must match NaN. */
+static double compare(const float *fast, const float *ref, size_t n, double tol) {
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(ref[i]) || isnan(fast[i])) {
+            if (!(isnan(ref[i]) && isnan(fast[i]))) return 1e9;
+            continue;
+        }
+        double e = fabs((double)fast[i] - (double)ref[i]) / (tol * (1.0 + fabs((double)ref[i])));
+        if (e > worst) worst = e;
+    }
+    return worst;
+}
+
+/* One problem: fast at the level in use (on pool) against the reference. */
+static double run_case(const shape *s, ember_threadpool *pool) {
+    const int64_t nb = s->nb, nq = s->nq, nh = s->nh, nkvh = s->nkvh, d = s->d, len = s->len;
+    const size_t nqe = (size_t)(nb * nq * nh * d), nce = (size_t)(nb * len * nkvh * d);
+    float *q = rand_buf(nqe, 1.0f), *k = rand_buf(nce, 1.0f), *v = rand_buf(nce, 1.0f);
+    float *mask = rand_buf((size_t)(nq * len), 2.0f);
+    float *ref = rand_buf(nqe, 0.0f), *fast = rand_buf(nqe, 0.0f);
+    for (int64_t i = 0; i < nq * len; i += 5) mask[i] = -INFINITY;
+    /* keep one key visible per row, so the rows are not all NaN */
+    for (int64_t t = 0; t < nq; t++) mask[t * len + (t % len)] = 0.0f;
+    ek_attn a = {.dtype = EMBER_FLOAT32,
+                 .q = q,
+                 .k = k,
+                 .v = v,
+                 .mask = s->mask ? mask : NULL,
+                 .mask_dtype = EMBER_FLOAT32,
+                 .mask_st = len,
+                 .nb = nb,
+                 .nq = nq,
+                 .nh = nh,
+                 .nkvh = nkvh,
+                 .d = d,
+                 .n_keys = s->mask ? len : s->pos + nq,
+                 .start_pos = s->pos,
+                 .causal = s->causal,
+                 .scale = 1.0 / sqrt((double)d),
+                 .q_sb = nq * nh * d,
+                 .q_st = nh * d,
+                 .q_sh = d,
+                 .o_sb = nq * nh * d,
+                 .o_st = nh * d,
+                 .o_sh = d};
+    if (s->llama_layout) {
+        a.k_sb = a.v_sb = len * nkvh * d;
+        a.k_sn = a.v_sn = nkvh * d;
+        a.k_sh = a.v_sh = d;
+    } else {
+        a.k_sb = a.v_sb = nkvh * len * d;
+        a.k_sn = a.v_sn = d;
+        a.k_sh = a.v_sh = len * d;
+    }
+    struct ember_kernel_ctx ctx = {&g_arena, "attention", 0, NULL};
+    double worst = 1e9;
+    ember_arena_reset(&g_arena);
+    a.out = ref;
+    if (ek_attn_reference(&ctx, &a) == EMBER_OK) {
+        ctx.threadpool = pool;
+        ember_arena_reset(&g_arena);
+        a.out = fast;
+        if (eko_attention(&ctx, &a) == EMBER_OK) worst = compare(fast, ref, nqe, 2e-5);
+    }
+    free(q);
+    free(k);
+    free(v);
+    free(mask);
+    free(ref);
+    free(fast);
+    return worst;
+}
+
+static void test_level(eko_isa isa, ember_threadpool **pools, size_t npools) {
+    if (!eko_isa_supported(isa) || eko_f32_attn_for(isa) == NULL) {
+        printf("-- %s: skipped (not on this CPU or not in this build)\n", eko_isa_name(isa));
+        return;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "attention %s", eko_isa_name(isa));
+    check_section(name);
+    CHECK(eko_isa_set(isa));
+    CHECK(eko_f32_attn_active()->isa == isa);
+    static const int heads[][2] = {{1, 1}, {2, 1}, {3, 3}, {4, 2}, {12, 12}, {12, 4}};
+    static const int dims[] = {1, 7, 8, 64, 80, 130};
+    static const int rows[] = {1, 3, 9};
+    int cases = 0, failures = 0;
+    for (size_t p = 0; p < npools; p++)
+        for (size_t hi = 0; hi < sizeof heads / sizeof *heads; hi++)
+            for (size_t di = 0; di < sizeof dims / sizeof *dims; di++)
+                for (size_t ri = 0; ri < sizeof rows / sizeof *rows; ri++) {
+                    const int len = 21, nq = rows[ri];
+                    /* cache positions: start, middle, end (the last rows fill it) */
+                    const int poss[] = {0, (len - nq) / 2, len - nq};
+                    for (int pi = 0; pi < 3; pi++)
+                        for (int variant = 0; variant < 4; variant++) {
+                            shape s = {variant == 3 ? 2 : 1, nq, heads[hi][0], heads[hi][1],
+                                       dims[di], len, poss[pi], variant != 0, variant != 2,
+                                       variant == 2};
+                            double e = run_case(&s, pools[p]);
+                            cases++;
+                            if (!(e <= 1.0)) {
+                                failures++;
+                                if (failures <= 5)
+                                    printf("  %s threads %zu: b %d rows %d heads %d/%d d %d "
+                                           "pos %d variant %d: error %.3g x tol\n",
+                                           eko_isa_name(isa), ember_threadpool_size(pools[p]),
+                                           s.nb, s.nq, s.nh, s.nkvh, s.d, s.pos, variant, e);
+                            }
+                        }
+                }
+    CHECK_MSG(failures == 0, "%d of %d cases", failures, cases);
+    /* GPT-2 sizes: 12 heads of 64, cache 1024, decode and a 64-row prefill */
+    shape big[] = {{1, 1, 12, 12, 64, 1024, 191, false, true, false},
+                   {1, 1, 12, 12, 64, 1024, 1023, true, true, false},
+                   {1, 64, 12, 12, 64, 1024, 128, true, true, false},
+                   {1, 64, 12, 12, 64, 1024, 0, false, true, false}};
+    for (size_t i = 0; i < sizeof big / sizeof *big; i++)
+        for (size_t p = 0; p < npools; p++) {
+            double e = run_case(&big[i], pools[p]);
+            CHECK_MSG(e <= 1.0, "GPT-2 case %zu threads %zu: error %.3g x tol", i,
+                      ember_threadpool_size(pools[p]), e);
+        }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The registered twins against the portable kernels                         */
+/* ------------------------------------------------------------------------ */
+
+static ember_kernel_fn optimized(const char *key) {
+    for (size_t i = 0; i < ember_optimized_kernel_count(); i++)
+        if (strcmp(ember_optimized_kernel_at(i)->name, key) == 0)
+            return ember_optimized_kernel_at(i)->fn;
+    return NULL;
+}
+
+static ember_value v_int(int64_t i) {
+    ember_value v;
+    memset(&v, 0, sizeof v);
+    v.tag = EMBER_TAG_INT;
+    v.u.i = i;
+    return v;
+}
+static ember_value v_dbl(double x) {
+    ember_value v;
+    memset(&v, 0, sizeof v);
+    v.tag = EMBER_TAG_DOUBLE;
+    v.u.d = x;
+    return v;
+}
+static ember_value v_bool(bool b) {
+    ember_value v;
+    memset(&v, 0, sizeof v);
+    v.tag = EMBER_TAG_BOOL;
+    v.u.b = b;
+    return v;
+}
+static ember_value v_none(void) {
+    ember_value v;
+    memset(&v, 0, sizeof v);
+    v.tag = EMBER_TAG_NONE;
+    return v;
+}
+
+static ember_value *t4(tt *x, int32_t a, int32_t b, int32_t c, int32_t d, float *data,
+                       bool dynamic) {
+    const int32_t s[4] = {a, b, c, d};
+    return tt_init(x, EMBER_FLOAT32, s, 4, data, (size_t)a * b * c * d * sizeof(float), dynamic,
+                   NULL);
+}
+
+/*
+ * llama::sdpa_with_kv_cache.out at start_pos, portable and optimized on
+ * copies of the same caches: same status, and on success the same caches
+ * and outputs (within tolerance).
+ */
+static void twin_llama_kv(ember_threadpool *pool, int nq, int nh, int nkvh, int d, int len,
+                          int64_t pos, int64_t seq_len, bool causal, bool use_mask,
+                          double dropout) {
+    const size_t nqe = (size_t)nq * nh * d, nne = (size_t)nq * nkvh * d,
+                 nce = (size_t)len * nkvh * d;
+    float *q = rand_buf(nqe, 1), *k = rand_buf(nne, 1), *v = rand_buf(nne, 1);
+    float *kc[2] = {rand_buf(nce, 1), NULL}, *vc[2] = {rand_buf(nce, 1), NULL};
+    float *out[2] = {rand_buf(nqe, 0), rand_buf(nqe, 0)};
+    float *mask = rand_buf((size_t)nq * len, 1);
+    kc[1] = malloc(nce * sizeof(float));
+    vc[1] = malloc(nce * sizeof(float));
+    memcpy(kc[1], kc[0], nce * sizeof(float));
+    memcpy(vc[1], vc[0], nce * sizeof(float));
+    ember_status st[2];
+    ember_kernel_fn fns[2] = {kt_kernel("llama::sdpa_with_kv_cache.out"),
+                              optimized("llama::sdpa_with_kv_cache.out")};
+    if (!CHECK(fns[0] != NULL && fns[1] != NULL)) return;
+    for (int w = 0; w < 2; w++) {
+        tt tq, tk, tv, tkc, tvc, tm, to;
+        ember_value sp = v_int(pos), sl = v_int(seq_len), dp = v_dbl(dropout), ca = v_bool(causal),
+                    sc = v_none(), none = v_none();
+        const int32_t ms[2] = {nq, len};
+        ember_value *args[13] = {t4(&tq, 1, nq, nh, d, q, false),
+                                 t4(&tk, 1, nq, nkvh, d, k, false),
+                                 t4(&tv, 1, nq, nkvh, d, v, false),
+                                 t4(&tkc, 1, len, nkvh, d, kc[w], false),
+                                 t4(&tvc, 1, len, nkvh, d, vc[w], false),
+                                 &sp,
+                                 &sl,
+                                 use_mask ? tt_init(&tm, EMBER_FLOAT32, ms, 2, mask,
+                                                    (size_t)nq * len * sizeof(float), false, NULL)
+                                          : &none,
+                                 &dp,
+                                 &ca,
+                                 &sc,
+                                 t4(&to, 1, nq, nh, d, out[w], true),
+                                 &to.v};
+        struct ember_kernel_ctx ctx = {&g_arena, "llama::sdpa_with_kv_cache.out", 0,
+                                       w == 1 ? pool : NULL};
+        ember_arena_reset(&g_arena);
+        ember_clear_error();
+        st[w] = fns[w](&ctx, args, 13);
+    }
+    CHECK_MSG(st[0] == st[1], "portable %s, optimized %s", ember_status_str(st[0]),
+              ember_status_str(st[1]));
+    CHECK(memcmp(kc[0], kc[1], nce * sizeof(float)) == 0);
+    CHECK(memcmp(vc[0], vc[1], nce * sizeof(float)) == 0);
+    if (st[0] == EMBER_OK) CHECK(compare(out[1], out[0], nqe, 2e-5) <= 1.0);
+    free(q);
+    free(k);
+    free(v);
+    free(kc[0]);
+    free(kc[1]);
+    free(vc[0]);
+    free(vc[1]);
+    free(out[0]);
+    free(out[1]);
+    free(mask);
+}
+
+static void test_twins(ember_threadpool *pool) {
+    check_section("registered twins");
+    CHECK(optimized("ember::sdpa_with_kv_cache.out") != NULL);
+    CHECK(optimized("llama::custom_sdpa.out") != NULL);
+    /* every optimized key has a portable kernel (the reference) */
+    for (size_t i = 0; i < ember_optimized_kernel_count(); i++)
+        CHECK_MSG(kt_kernel(ember_optimized_kernel_at(i)->name) != NULL, "%s",
+                  ember_optimized_kernel_at(i)->name);
+    CHECK(ember_optimized_kernel_at(ember_optimized_kernel_count()) == NULL);
+    twin_llama_kv(pool, 1, 12, 12, 64, 32, 17, 1, true, false, 0.0);
+    twin_llama_kv(pool, 5, 8, 2, 16, 32, 0, 5, true, false, 0.0);
+    twin_llama_kv(pool, 5, 8, 2, 16, 32, 27, 5, false, false, 0.0);
+    twin_llama_kv(pool, 4, 4, 4, 7, 12, 3, 4, false, true, 0.0);
+    /* errors: out of range start_pos / seq_len, mask with is_causal, dropout */
+    twin_llama_kv(pool, 1, 2, 2, 8, 12, 12, 1, true, false, 0.0);
+    twin_llama_kv(pool, 1, 2, 2, 8, 12, -1, 1, true, false, 0.0);
+    twin_llama_kv(pool, 3, 2, 2, 8, 12, 10, 3, true, false, 0.0);
+    twin_llama_kv(pool, 1, 2, 2, 8, 12, 5, 8, true, false, 0.0);
+    twin_llama_kv(pool, 2, 2, 2, 8, 12, 5, 2, true, true, 0.0);
+    twin_llama_kv(pool, 2, 2, 2, 8, 12, 5, 2, true, false, 0.1);
+}
+
+/* A mask hiding every key of a row: NaN in the reference and the fast path. */
+static void test_all_masked(ember_threadpool *pool) {
+    check_section("a row with every key masked");
+    enum { NQ = 2, NH = 2, D = 16, LEN = 8 };
+    static float q[NQ * NH * D], kv[LEN * NH * D], mask[NQ * LEN], ref[NQ * NH * D],
+        fast[NQ * NH * D];
+    for (size_t i = 0; i < sizeof q / sizeof *q; i++) q[i] = frand();
+    for (size_t i = 0; i < sizeof kv / sizeof *kv; i++) kv[i] = frand();
+    for (size_t i = 0; i < NQ * LEN; i++) mask[i] = i < LEN ? -INFINITY : 0.0f;
+    ek_attn a = {.dtype = EMBER_FLOAT32, .q = q, .k = kv, .v = kv, .mask = mask,
+                 .mask_dtype = EMBER_FLOAT32, .mask_st = LEN, .nb = 1, .nq = NQ, .nh = NH,
+                 .nkvh = NH, .d = D, .n_keys = LEN, .scale = 0.25, .q_sb = NQ * NH * D,
+                 .q_st = NH * D, .q_sh = D, .k_sb = LEN * NH * D, .k_sn = NH * D, .k_sh = D,
+                 .v_sb = LEN * NH * D, .v_sn = NH * D, .v_sh = D, .o_sb = NQ * NH * D,
+                 .o_st = NH * D, .o_sh = D};
+    struct ember_kernel_ctx ctx = {&g_arena, "attention", 0, pool};
+    a.out = ref;
+    ember_arena_reset(&g_arena);
+    CHECK_OK(ek_attn_reference(&ctx, &a));
+    a.out = fast;
+    ember_arena_reset(&g_arena);
+    CHECK_OK(eko_attention(&ctx, &a));
+    CHECK(isnan(ref[0]) && isnan(fast[0]) && isnan(fast[NH * D - 1]));
+    CHECK(!isnan(fast[NH * D]) && compare(fast, ref, sizeof ref / sizeof *ref, 2e-5) <= 1.0);
+}
+
+/* Scratch too small for the rows of scores: a clean status. */
+static void test_scratch_exhausted(void) {
+    check_section("scratch exhausted");
+    static uint8_t tiny[64];
+    ember_arena arena;
+    ember_arena_init(&arena, tiny, sizeof tiny);
+    static float q[64], kv[64 * 64], out[64];
+    ek_attn a = {.dtype = EMBER_FLOAT32, .q = q, .k = kv, .v = kv, .out = out, .nb = 1, .nq = 1,
+                 .nh = 1, .nkvh = 1, .d = 1, .n_keys = 64, .causal = true, .start_pos = 63,
+                 .scale = 1.0, .q_sb = 1, .q_st = 1, .q_sh = 1, .k_sb = 64, .k_sn = 1, .k_sh = 1,
+                 .v_sb = 64, .v_sn = 1, .v_sh = 1, .o_sb = 1, .o_st = 1, .o_sh = 1};
+    struct ember_kernel_ctx ctx = {&arena, "attention", 0, NULL};
+    CHECK_ERR(eko_attention(&ctx, &a), EMBER_ERR_OUT_OF_MEMORY, "scratch");
+}
+
+int main(void) {
+    ember_arena_init(&g_arena, g_scratch, sizeof g_scratch);
+    ember_threadpool *pools[3] = {NULL, NULL, NULL};
+    size_t npools = 1;
+    if (ember_threadpool_create(2, &pools[1]) == EMBER_OK) npools++;
+    if (npools == 2 && ember_threadpool_create(3, &pools[2]) == EMBER_OK) npools++;
+    const eko_isa start = eko_isa_active();
+    for (int isa = 0; isa < EKO_ISA_COUNT; isa++) test_level((eko_isa)isa, pools, npools);
+    eko_isa_set(start);
+    test_twins(pools[npools - 1]);
+    test_all_masked(pools[npools - 1]);
+    test_scratch_exhausted();
+    for (size_t p = 1; p < npools; p++) ember_threadpool_destroy(pools[p]);
+    return check_finish();
+}
