@@ -1,0 +1,280 @@
+"""ExecuTorch's LLM operators (llama::custom_sdpa, sdpa_with_kv_cache, update_cache)
+in ember: exported by ExecuTorch's tooling and by ember, run by both runtimes.
+
+- libember has kernels for the four `.out` ops, so ember's export-time kernel
+  check accepts them;
+- ember's own definitions of the ops (used when the executorch package is not
+  there) compute what ExecuTorch's ahead-of-time library computes;
+- a small model calling torch.ops.llama.* directly (custom KV cache +
+  custom SDPA, causal and not, with a mask, the fused sdpa_with_kv_cache,
+  grouped-query attention), exported by ember's exporter and by ExecuTorch's,
+  runs in libember and in ExecuTorch's runtime and matches eager over a
+  prefill and several decode steps; start positions past the cache fail
+  cleanly;
+- the same model exports and runs with ember's own definitions when
+  executorch cannot be imported (a fresh interpreter);
+- ExecuTorch's own llama export path (bench/llm/et_llm_export.py: its
+  LlmConfig, source transforms, XNNPACK), at a small size, runs in libember
+  and matches ExecuTorch's runtime and eager step by step.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Dict, List, Optional
+
+import pytest
+import torch
+
+from conftest import ROOT
+
+import ember.llm.llama_ops as llama_ops
+from ember import ExecutorchBackendConfig, to_edge
+from ember import runtime as ember_runtime
+
+KEYS = ("llama::custom_sdpa.out", "llama::sdpa_with_kv_cache.out", "llama::update_cache.out",
+        "llama::update_cache_with_indices.out")
+H, HKV, D, L, DIM = 4, 2, 8, 16, 32
+STEPS = (3, 1, 1, 2, 1)
+
+
+def _et_available() -> bool:
+    return llama_ops.register() == "executorch"
+
+
+needs_et = pytest.mark.skipif(not _et_available(), reason="executorch's llama ops not loadable")
+
+
+def test_kernels_registered() -> None:
+    from ember.program import _runtime_kernels  # type: ignore[attr-defined]
+
+    registry = _runtime_kernels()
+    for key in KEYS:
+        assert ember_runtime.has_kernel(key), key
+        assert key in registry, key
+
+
+# --------------------------------------------------------------------------- #
+# ember's definitions against ExecuTorch's library
+# --------------------------------------------------------------------------- #
+
+
+@needs_et
+@pytest.mark.parametrize("s,pos,causal,mask,h,hkv", [
+    (1, 0, True, False, 4, 4), (1, 9, True, False, 4, 2), (5, 0, True, False, 6, 3),
+    (5, 7, True, False, 4, 1), (5, 7, False, False, 4, 4), (3, 0, False, True, 4, 2)])
+def test_reference_matches_executorch(s: int, pos: int, causal: bool, mask: bool, h: int,
+                                      hkv: int) -> None:
+    g = torch.Generator().manual_seed(s * 100 + pos)
+    q = torch.randn(2, s, h, D, generator=g)
+    kc = torch.randn(2, L, hkv, D, generator=g)
+    vc = torch.randn(2, L, hkv, D, generator=g)
+    m = None
+    if mask:
+        m = torch.randn(s, L, generator=g)
+        m[:, L // 2:] = float("-inf")
+    want = torch.ops.llama.custom_sdpa(q, kc, vc, pos, m, 0.0, causal, None)
+    got = llama_ops.custom_sdpa_reference(q, kc, vc, pos, m, 0.0, causal, None)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+    k, v = torch.randn(2, s, hkv, D, generator=g), torch.randn(2, s, hkv, D, generator=g)
+    caches = [(kc.clone(), vc.clone()) for _ in range(2)]
+    want = torch.ops.llama.sdpa_with_kv_cache(q, k, v, *caches[0], pos, s, m, 0.0, causal, 0.5)
+    got = llama_ops.sdpa_with_kv_cache_reference(q, k, v, *caches[1], pos, s, m, 0.0, causal,
+                                                 0.5)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    for a, b in zip(caches[0], caches[1]):
+        assert torch.equal(a, b)
+
+    c1, c2 = kc.clone(), kc.clone()
+    torch.ops.llama.update_cache(k, c1, pos)
+    llama_ops.update_cache_reference(k, c2, pos)
+    assert torch.equal(c1, c2)
+
+
+# --------------------------------------------------------------------------- #
+# A model calling torch.ops.llama.* directly
+# --------------------------------------------------------------------------- #
+
+
+class TinyAttention(torch.nn.Module):
+    """One attention layer over ExecuTorch-layout caches (1, L, HKV, D).
+
+    variant: "causal" / "full" (update_cache twice, then custom_sdpa with
+    is_causal true / false), "fused" (sdpa_with_kv_cache), "mask" (update_cache,
+    then custom_sdpa with an additive mask input, all L positions read)."""
+
+    def __init__(self, variant: str) -> None:
+        super().__init__()
+        self.variant = variant
+        self.proj = torch.nn.Linear(DIM, (H + 2 * HKV) * D)
+        self.register_buffer("kc", torch.zeros(1, L, HKV, D))
+        self.register_buffer("vc", torch.zeros(1, L, HKV, D))
+
+    def forward(self, x: torch.Tensor, input_pos: torch.Tensor,
+                mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+        s = x.size(1)
+        q, k, v = self.proj(x).split([H * D, HKV * D, HKV * D], dim=-1)
+        q, k, v = q.view(1, s, H, D), k.view(1, s, HKV, D), v.view(1, s, HKV, D)
+        pos = input_pos[0].item()
+        torch._check(pos >= 0)
+        torch._check(pos + s <= L)
+        if self.variant == "fused":
+            y = torch.ops.llama.sdpa_with_kv_cache(q, k, v, self.kc, self.vc, pos, s, None, 0.0,
+                                                   True)
+        else:
+            torch.ops.llama.update_cache(k, self.kc, pos)
+            torch.ops.llama.update_cache(v, self.vc, pos)
+            if self.variant == "mask":
+                y = torch.ops.llama.custom_sdpa(q, self.kc, self.vc, 0, mask, 0.0, False)
+            else:
+                y = torch.ops.llama.custom_sdpa(q, self.kc, self.vc, pos, None, 0.0,
+                                                self.variant == "causal")
+        return y.reshape(1, s, H * D)
+
+
+def _mask(pos: int, s: int) -> torch.Tensor:
+    """Causal over the filled rows, -inf beyond, plus a bias the op must add."""
+    m = torch.full((s, L), float("-inf"))
+    for t in range(s):
+        m[t, :pos + t + 1] = 0.0
+    return m + torch.linspace(0, 0.5, L)
+
+
+def _export(model: TinyAttention, exporter: str) -> bytes:
+    model = model.eval()
+    T = torch.export.Dim("T", min=1, max=8)
+    args = [torch.randn(1, 3, DIM), torch.tensor([0])]
+    shapes: List[Optional[Dict[int, object]]] = [{1: T}, None]
+    if model.variant == "mask":
+        args.append(_mask(0, 3))
+        shapes.append({0: T})
+    ep = torch.export.export(model, tuple(args), dynamic_shapes=tuple(shapes), strict=False)
+    if exporter == "ember":
+        return to_edge(ep).to_executorch(ExecutorchBackendConfig()).buffer
+    from executorch.exir import EdgeCompileConfig
+    from executorch.exir import to_edge as et_to_edge
+
+    return et_to_edge(ep, compile_config=EdgeCompileConfig(
+        _check_ir_validity=False)).to_executorch().buffer
+
+
+def _run_steps(model: TinyAttention, methods: Dict[str, object]) -> None:
+    eager = TinyAttention(model.variant).eval()
+    eager.load_state_dict(model.state_dict())
+    g = torch.Generator().manual_seed(7)
+    pos = 0
+    for s in STEPS:
+        args = [torch.randn(1, s, DIM, generator=g), torch.tensor([pos])]
+        if model.variant == "mask":
+            args.append(_mask(pos, s))
+        with torch.no_grad():
+            want = eager(*args)
+        for name, method in methods.items():
+            got = method.execute(list(args))[0]
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6,
+                                       msg=lambda m: f"{name} at pos {pos}: {m}")
+        pos += s
+
+
+@pytest.mark.parametrize("variant", ["causal", "full", "fused", "mask"])
+@pytest.mark.parametrize("exporter", ["ember", pytest.param("executorch", marks=needs_et)])
+def test_direct_model(variant: str, exporter: str) -> None:
+    torch.manual_seed(0)
+    model = TinyAttention(variant)
+    buf = _export(model, exporter)
+    methods = {"ember": ember_runtime.Runtime.get().load_program(buf).load_method("forward")}
+    if _et_available():
+        from executorch.runtime import Runtime
+
+        methods["executorch"] = Runtime.get().load_program(buf).load_method("forward")
+    _run_steps(model, methods)
+
+
+def test_start_pos_past_the_cache() -> None:
+    torch.manual_seed(0)
+    model = TinyAttention("fused")
+    buf = _export(model, "ember")
+    method = ember_runtime.Runtime.get().load_program(buf).load_method("forward")
+    method.execute([torch.randn(1, 2, DIM), torch.tensor([L - 2])])
+    for pos in (L - 1, L, -1):
+        with pytest.raises(ember_runtime.EmberError, match="start_pos"):
+            method.execute([torch.randn(1, 2, DIM), torch.tensor([pos])])
+
+
+def test_ember_definitions_without_executorch() -> None:
+    """In an interpreter where executorch cannot be imported, ember defines the
+    ops itself, and a model calling them exports and runs."""
+    code = textwrap.dedent(f"""
+        import sys
+        sys.modules["executorch"] = None  # import executorch fails
+        sys.path.insert(0, {os.path.join(ROOT, "tests", "python")!r})
+        import torch
+        import ember.llm.llama_ops as llama_ops
+        assert llama_ops.register() == "ember", llama_ops.register()
+        import test_llama_ops as t
+        for variant in ("causal", "full", "fused", "mask"):
+            torch.manual_seed(0)
+            model = t.TinyAttention(variant)
+            buf = t._export(model, "ember")
+            m = t.ember_runtime.Runtime.get().load_program(buf).load_method("forward")
+            t._run_steps(model, {{"ember": m}})
+        print("ok")
+    """)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.join(ROOT, "tests", "python")] + env.get("PYTHONPATH", "").split(os.pathsep))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
+
+
+# --------------------------------------------------------------------------- #
+# ExecuTorch's own llama export path
+# --------------------------------------------------------------------------- #
+
+SMALL = dict(n_layer=2, n_head=4, n_kv_head=2, n_embd=64, vocab_size=256, block_size=32)
+
+
+@pytest.fixture(scope="module")
+def et_llm(tmp_path_factory):
+    if not _et_available():
+        pytest.skip("executorch's llama ops not loadable")
+    sys.path.insert(0, os.path.join(ROOT, "bench", "llm"))
+    from et_llm_export import export_executorch_llm
+
+    path = tmp_path_factory.mktemp("et_llm") / "llama_small.pte"
+    eager = export_executorch_llm(SMALL, path, weight_std=0.2)
+    return eager, path.read_bytes()
+
+
+def test_executorch_llm_export(et_llm) -> None:
+    from executorch.exir._serialize._program import deserialize_pte_binary
+    from executorch.runtime import Runtime
+
+    eager, buf = et_llm
+    pte = deserialize_pte_binary(buf)
+    plan = getattr(pte, "program", pte).execution_plan[0]
+    ops = {f"{o.name}.{o.overload}" for o in plan.operators}
+    assert {"llama::custom_sdpa.out", "llama::update_cache.out"} <= ops
+    assert any(d.id == "XnnpackBackend" for d in plan.delegates)
+
+    methods = {"ember": ember_runtime.Runtime.get().load_program(buf).load_method("forward"),
+               "executorch": Runtime.get().load_program(buf).load_method("forward")}
+    g = torch.Generator().manual_seed(3)
+    pos = 0
+    for s in (5, 1, 1, 1, 1, 1, 4, 1):
+        tokens = torch.randint(0, SMALL["vocab_size"], (1, s), generator=g)
+        with torch.no_grad():
+            want = eager(tokens, {"input_pos": torch.tensor([pos])})
+        want = want[0] if isinstance(want, tuple) else want
+        outs = {name: m.execute([tokens, torch.tensor([pos])])[0] for name, m in methods.items()}
+        assert want.abs().max() > 0.1  # logits of some size, so the comparison means something
+        for name, got in outs.items():
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4,
+                                       msg=lambda m: f"{name} at pos {pos}: {m}")
+        torch.testing.assert_close(outs["ember"], outs["executorch"], rtol=1e-4, atol=1e-4)
+        pos += s
