@@ -19,7 +19,8 @@ One prompt of 64 tokens, 128 new tokens, greedy. Rows:
   (bench/llm/et_llm_export.py), where that file is present;
 - llama.cpp f32: the same weights as an f32 GGUF (written with `gguf`), run by
   llama.cpp through `llama-cpp-python` (its Python API; f32 KV cache), and
-  `llama-bench` from the same sources when it was built (pp64 / tg128);
+  `llama-bench` from the same sources when it was built (pp64, and tg128 after
+  64 cached tokens; f16 KV cache, the only float type it takes);
 - with --slow: ember portable (a) seq, eager (no cache), executorch portable (a)
   (minutes each, and they add little).
 
@@ -498,27 +499,28 @@ def llama_bench_exe() -> Optional[Path]:
 
 
 def run_llama_bench(files: Dict[str, Path], threads: int, reps: int) -> Dict[str, Any]:
-    """pp64 and tg128 from llama-bench (f32 KV cache, mean of reps)."""
+    """llama-bench's pp64 (from an empty cache) and tg128 after 64 cached
+    tokens (-d 64), as the other rows decode after the prompt; mean of reps.
+    Its KV cache is f16: llama-bench takes no f32 cache type."""
     exe = llama_bench_exe()
     if exe is None:
         raise Unavailable("llama-bench was not built (scripts/bench_peers.sh)")
     if not files["gguf"].exists():
         raise Unavailable("no GGUF file (the gguf package is not installed: scripts/bench_peers.sh)")
-    proc = subprocess.run([str(exe), "-m", str(files["gguf"]), "-p", str(PROMPT_TOKENS),
-                           "-n", str(NEW_TOKENS), "-t", str(threads), "-ctk", "f32", "-ctv", "f32",
-                           "-r", str(reps), "-o", "json"], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"llama-bench failed: {proc.stderr[-2000:]}")
-    res: Dict[str, Any] = {"tokens": None, "peak_rss_mib": None, "decode_steps": NEW_TOKENS}
-    for t in json.loads(proc.stdout):
-        if t.get("n_prompt", 0) > 0 and t.get("n_gen", 0) == 0:
-            res["prefill_tps"] = float(t["avg_ts"])
-        elif t.get("n_gen", 0) > 0 and t.get("n_prompt", 0) == 0:
-            res["decode_tps"] = float(t["avg_ts"])
-    if "prefill_tps" not in res or "decode_tps" not in res:
-        raise RuntimeError(f"llama-bench printed no pp/tg results:\n{proc.stdout[-2000:]}")
-    res["note"] = "tg128 decodes from an empty cache"
-    return res
+
+    def bench(*test: str) -> float:
+        proc = subprocess.run([str(exe), "-m", str(files["gguf"]), *test, "-t", str(threads),
+                               "-r", str(reps), "-o", "json"], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"llama-bench failed: {proc.stderr[-2000:]}")
+        runs = json.loads(proc.stdout)
+        if len(runs) != 1 or "avg_ts" not in runs[0]:
+            raise RuntimeError(f"llama-bench printed no single result:\n{proc.stdout[-2000:]}")
+        return float(runs[0]["avg_ts"])
+
+    return {"prefill_tps": bench("-p", str(PROMPT_TOKENS), "-n", "0"),
+            "decode_tps": bench("-p", "0", "-n", str(NEW_TOKENS), "-d", str(PROMPT_TOKENS)),
+            "tokens": None, "peak_rss_mib": None, "decode_steps": NEW_TOKENS - 1}
 
 
 # --------------------------------------------------------------------------- #
@@ -706,8 +708,9 @@ def results_section(cmd: str, table: str, cfg: Dict[str, int], costs: Costs,
         f"({pf:.2f} GFLOP for the 64-token prompt) count the matrix products only: the "
         "linear layers on every token, attention's QK^T and AV over causal positions, and "
         "the head on the last position only (every export returns the last logits only). "
-        "llama-bench's tg128 decodes from an empty cache (shorter attention), and its "
-        "rows have no tokens to compare.\n\n"
+        "llama-bench's rows: pp64 from an empty cache, tg128 after 64 cached tokens (-d 64), "
+        "with an f16 KV cache (it takes no f32 cache type; the roofline still counts f32), "
+        "and no tokens to compare.\n\n"
         f"{table}\n")
 
 
