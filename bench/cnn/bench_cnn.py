@@ -250,10 +250,15 @@ def run_row(model_name: str, row: str, threads: int, work: Path, quick: bool) ->
         def call() -> torch.Tensor:
             return model(x)
     elif row == "executorch":
-        from executorch.extension.pybindings.portable_lib import _unsafe_reset_threadpool
+        from executorch.extension.pybindings.portable_lib import (
+            _threadpool_get_thread_count, _unsafe_reset_threadpool)
         from executorch.runtime import Runtime
 
+        # ExecuTorch 1.5.1 sizes its process-wide thread pool with this
+        # experimental call (there is no per-method option)
         _unsafe_reset_threadpool(threads)
+        if _threadpool_get_thread_count() != threads:
+            raise RuntimeError(f"ExecuTorch kept {_threadpool_get_thread_count()} threads")
         method = Runtime.get().load_program(
             str(work / f"{model_name}_{FILES[row]}.pte")).load_method("forward")
 
