@@ -153,7 +153,8 @@ static bool run_gemm(ember_kernel_ctx *ctx, ember_threadpool *pool, const eko_f3
     size_t ppb = ceil_div(panels, tiles_wanted);
     j.packed_id = ember_kernel_scratch(ctx, threads * sizeof(size_t), _Alignof(size_t));
     if (j.packed_id == NULL) return false;
-    for (; ppb > 0; ppb /= 2) {
+    /* the largest block the scratch holds (it cannot be asked how much is free) */
+    for (; ppb > 0; ppb = ppb > 8 ? ppb * 3 / 4 : ppb - 1) {
         size_t bytes;
         if (ember_mul_overflow(ppb, j.panel_floats, &bytes) ||
             ember_mul_overflow(bytes, threads * sizeof(float), &bytes))

@@ -118,9 +118,9 @@ static void lengths(const eko_vmath *vm, int f) {
             seed = seed * 1664525u + 1013904223u;
             x[i] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 24.0f;
             if (f == F_LOG) x[i] = fabsf(x[i]);
-            y[i] = inplace[i] = -7.25f;
+            y[i] = -7.25f;
+            inplace[i] = i < n ? x[i] : -7.25f;
         }
-        memcpy(inplace, x, n * sizeof(float));
         fn_of(vm, f)(n, x, y);
         fn_of(vm, f)(n, inplace, inplace);
         for (size_t i = 0; i < n; i++) {
