@@ -109,13 +109,17 @@ def roofline_line(r: Dict[str, Any]) -> str:
             f"best of {r['passes']}); fp32 FMA peak ({r['isa']}) {fl}.")
 
 
-def write_section(path: Path, section: str, body: str) -> None:
+def write_section(path: Path, section: str, body: str, first: bool = False) -> None:
     """Replaces the ``section`` heading's part of the results file with body
-    (which starts with that heading), or appends it; other sections stay."""
+    (which starts with that heading), or adds it (at the end, or before the
+    other sections if ``first``); other sections stay."""
     path = Path(path)
     old = path.read_text() if path.exists() else "# Benchmark results\n"
     start = old.find(section + "\n")
-    if start < 0:
+    if start < 0 and first and "\n## " in old:
+        at = old.index("\n## ") + 1
+        new = old[:at] + body.rstrip("\n") + "\n\n" + old[at:]
+    elif start < 0:
         new = old.rstrip("\n") + "\n\n" + body
     else:
         nxt = old.find("\n## ", start + len(section))

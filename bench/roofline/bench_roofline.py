@@ -44,7 +44,7 @@ def main() -> int:
                 "independent chains per thread in registers, an FMA counted as 2 FLOPs. "
                 "The LLM and CNN tables divide their rates by these ceilings.\n\n"
                 + "\n".join(rows) + "\n")
-        write_section(Path(args.write), SECTION, body)
+        write_section(Path(args.write), SECTION, body, first=True)
         print(f"wrote {args.write}")
     return 0
 
