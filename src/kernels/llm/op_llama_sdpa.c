@@ -251,7 +251,8 @@ ember_status ek_llama_sdpa_with_kv_cache_setup(ember_kernel_ctx *ctx, ember_valu
                                  op, (long long)start_pos, (long long)nq, (long long)seq_len,
                                  (long long)len);
     /* every check passes before the caches change */
-    EK_TRY(describe(ctx, op, q, kc, vc, start_pos, mask, dropout, causal, has_scale, scale, out, a));
+    EK_TRY(
+        describe(ctx, op, q, kc, vc, start_pos, mask, dropout, causal, has_scale, scale, out, a));
     ek_llama_cache_write(k, kc, start_pos);
     ek_llama_cache_write(v, vc, start_pos);
     return EMBER_OK;

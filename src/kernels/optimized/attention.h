@@ -8,12 +8,14 @@
  *
  *   scores        s[j] = scale * q . k_j          (vectorized dot products)
  *   softmax       s[j] = exp(s[j] + mask[j] - max), returns the sum
- *   weighted_sum  out = (sum_j s[j] * v_j) / sum  (vectorized rows of v)
+ *   weighted_sum  out = (sum_j s[j] * v_j) / sum  (vectorized rows of v, in
+ *                 blocks of keys whose partial sums carry over)
  *
- * Two passes over a row of scores that lives in scratch (one row of n_keys
- * floats per thread, from the kernel context): a decode step (one query
- * row) reads each key and each value once. Other dtypes, and masks that are
- * not float32, go to the reference.
+ * Two passes over rows of scores that live in scratch (per thread, up to 16
+ * rows of n_keys floats and their sums, from the kernel context): a decode
+ * step (one query row) streams each key and each value once; a block of
+ * prefill rows shares each block of 64 keys and values while it is in L1.
+ * Other dtypes, and masks that are not float32, go to the reference.
  */
 #ifndef EMBER_KERNELS_OPTIMIZED_ATTENTION_H
 #define EMBER_KERNELS_OPTIMIZED_ATTENTION_H
@@ -31,9 +33,10 @@ typedef struct eko_f32_attn {
     /* adds mask[0..n) to s when mask is not NULL, then s[j] = exp(s[j] - max)
      * and returns their sum; 0 (and s all 0) when every s[j] is -inf */
     float (*softmax)(float *s, const float *mask, size_t n);
-    /* out[i] = inv * sum_j p[j] * v[j * vs + i], for i < d, j < n */
-    void (*weighted_sum)(const float *p, const float *v, size_t vs, size_t n, size_t d, float inv,
-                         float *out);
+    /* out[i] = inv * (acc[i] + sum_j p[j] * v[j * vs + i]), for i < d, j < n;
+     * acc NULL counts as zeros, and may be out itself */
+    void (*weighted_sum)(const float *p, const float *v, size_t vs, size_t n, size_t d,
+                         const float *acc, float inv, float *out);
 } eko_f32_attn;
 
 /** The micro-kernels of an instruction set (NULL if this build lacks it). */
@@ -45,7 +48,7 @@ const eko_f32_attn *eko_f32_attn_active(void);
 /**
  * Runs a on the kernel's thread pool with the level in use (float32 with a
  * float32 mask or none), or with ek_attn_reference (anything else). Scratch:
- * n_keys floats per thread. Fails EMBER_ERR_OUT_OF_MEMORY if the scratch is
+ * up to 16 (n_keys + d) floats per thread. Fails EMBER_ERR_OUT_OF_MEMORY if the scratch is
  * too small.
  */
 ember_status eko_attention(ember_kernel_ctx *ctx, const ek_attn *a);

@@ -6,8 +6,9 @@
  * Problems in both cache layouts the kernels use (ember's (B, H, L, D) and
  * ExecuTorch's (B, L, Hkv, D)), over heads 1..12, head sizes 1, 7, 8, 64, 80
  * and 130, cache positions at 0, in the middle and at the end of the cache,
- * one query row (decode) and several (prefill), causal or not, with an
- * additive mask (-inf entries included), grouped-query attention, batch 2.
+ * one query row (decode) and several (prefill, also more rows than one task
+ * takes and more keys than one block), causal or not, with an additive mask
+ * (-inf entries included), grouped-query attention, batch 2.
  * Then the registered twins: every optimized kernel key gives the portable
  * kernel's outputs, cache contents and error statuses, and a mask hiding
  * every key gives NaN in both.
@@ -143,6 +144,33 @@ static void test_level(eko_isa isa, ember_threadpool **pools, size_t npools) {
                         for (int variant = 0; variant < 4; variant++) {
                             shape s = {variant == 3 ? 2 : 1, nq, heads[hi][0], heads[hi][1],
                                        dims[di], len, poss[pi], variant != 0, variant != 2,
+                                       variant == 2};
+                            double e = run_case(&s, pools[p]);
+                            cases++;
+                            if (!(e <= 1.0)) {
+                                failures++;
+                                if (failures <= 5)
+                                    printf("  %s threads %zu: b %d rows %d heads %d/%d d %d "
+                                           "pos %d variant %d: error %.3g x tol\n",
+                                           eko_isa_name(isa), ember_threadpool_size(pools[p]),
+                                           s.nb, s.nq, s.nh, s.nkvh, s.d, s.pos, variant, e);
+                            }
+                        }
+                }
+    /* blocks: more rows than one task holds, more keys than one block */
+    static const int bheads[][2] = {{2, 1}, {3, 3}};
+    static const int bdims[] = {7, 64, 80};
+    static const int brows[] = {17, 40};
+    for (size_t p = 0; p < npools; p++)
+        for (size_t hi = 0; hi < 2; hi++)
+            for (size_t di = 0; di < 3; di++)
+                for (size_t ri = 0; ri < 2; ri++) {
+                    const int len = 200, nq = brows[ri];
+                    const int poss[] = {0, 77, len - nq};
+                    for (int pi = 0; pi < 3; pi++)
+                        for (int variant = 0; variant < 4; variant++) {
+                            shape s = {variant == 3 ? 2 : 1, nq, bheads[hi][0], bheads[hi][1],
+                                       bdims[di], len, poss[pi], variant != 0, variant != 2,
                                        variant == 2};
                             double e = run_case(&s, pools[p]);
                             cases++;
