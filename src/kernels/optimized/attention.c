@@ -1,7 +1,7 @@
 /*
- * Fused attention: configurations by instruction set, the driver that
- * spreads (batch, head, row block) tasks over the thread pool, and the
- * optimized twins of the attention kernels (attention.h).
+ * Fused attention: the driver that spreads (batch, head, row block) tasks
+ * over the thread pool, and the optimized twins of the attention kernels
+ * (attention.h). The micro-kernels of the level in use come from config.c.
  */
 #include "attention.h"
 
@@ -13,28 +13,6 @@
 #include "ember/threadpool.h"
 #include "kernels/portable/kernel_util.h"
 #include "ops.h"
-
-static const eko_f32_attn *const g_configs[EKO_ISA_COUNT] = {
-    [EKO_ISA_SCALAR] = &eko_f32_attn_scalar,
-#ifdef EMBER_HAVE_AVX2_KERNELS
-    [EKO_ISA_AVX2] = &eko_f32_attn_avx2,
-#endif
-#ifdef EMBER_HAVE_AVX512_KERNELS
-    [EKO_ISA_AVX512] = &eko_f32_attn_avx512,
-#endif
-#ifdef EMBER_HAVE_NEON_KERNELS
-    [EKO_ISA_NEON] = &eko_f32_attn_neon,
-#endif
-};
-
-const eko_f32_attn *eko_f32_attn_for(eko_isa isa) {
-    return (unsigned)isa < EKO_ISA_COUNT ? g_configs[isa] : NULL;
-}
-
-const eko_f32_attn *eko_f32_attn_active(void) {
-    const eko_f32_attn *cfg = eko_f32_attn_for(eko_isa_active());
-    return cfg != NULL ? cfg : &eko_f32_attn_scalar;
-}
 
 /* Scratch rows start on cache lines, so threads never share one. */
 #define ROW_ALIGN 64

@@ -39,10 +39,11 @@ typedef struct eko_f32_attn {
                          const float *acc, float inv, float *out);
 } eko_f32_attn;
 
-/** The micro-kernels of an instruction set (NULL if this build lacks it). */
+/** The micro-kernels of an instruction set (NULL if this build lacks it;
+ * config.c). */
 const eko_f32_attn *eko_f32_attn_for(eko_isa isa);
 
-/** The micro-kernels of the level in use. */
+/** The micro-kernels of the level in use (scalar C at worst; config.c). */
 const eko_f32_attn *eko_f32_attn_active(void);
 
 /**
