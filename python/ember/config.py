@@ -38,6 +38,16 @@ class ExecutorchBackendConfig:
     # Compute ops whose inputs are all constants at export time (e.g. the
     # transpose of a Linear weight) and store their results as constants.
     fold_constants: bool = False
+    # Constant tensors (weights, buffers that are never written) kept outside the
+    # program, in `.ptd` data files: True puts every one in
+    # "_default_external_constant.ptd"; a function of the placeholder node puts
+    # each in "<its result>.ptd", or in the program when it returns None. The
+    # program names them (EXTERNAL tensors, by fully qualified name); see
+    # ExecutorchProgramManager.data_files / write_tensor_data_to_file. Weights
+    # of delegates go to a data file when the backend tags them (for XNNPACK:
+    # ember.passes.external_constants.delegate_external_constants_pass_unlifted).
+    # Data files align their segments to segment_alignment too.
+    external_constants: Union[bool, Callable[[Any], Optional[str]]] = False
     # When set, every kernel the program calls must be in this collection
     # (names like "aten::add.out"); export fails naming missing ones and their source.
     available_kernels: Optional[Collection[str]] = None

@@ -16,15 +16,19 @@ For each method the emitter walks the graph once, in order, and builds:
 
 Constant tensor data is collected program-wide, deduplicated by content
 (`ProgramState.constants`), as is the initial data of mutable buffers and
-delegate payloads.
+delegate payloads. Constants tagged for a data file (`external_constants`)
+and delegate blobs a backend tags go to `ProgramState.external_data`
+instead: the program names them (EXTERNAL tensors by fully qualified name,
+delegate data by key) and `.ptd` files hold them.
 """
+
 
 from __future__ import annotations
 
 import hashlib
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch._ops import OpOverload
@@ -70,6 +74,12 @@ class ProgramState:
     delegate_data: List[bytes] = field(default_factory=list)
     # key -> bytes of the program's named data (weights of delegates)
     named_data: Dict[str, bytes] = field(default_factory=dict)
+    # data file tag -> key -> (bytes, (scalar type, sizes, dim order) or None):
+    # what `.ptd` files hold instead of the program
+    external_data: Dict[str, Dict[str, Tuple[bytes, Optional[Tuple[int, Tuple[int, ...],
+                                                             Tuple[int, ...]]]]]] = \
+        field(default_factory=dict)
+    _external_index: Dict[bytes, int] = field(default_factory=dict)
     _const_index: Dict[bytes, int] = field(default_factory=dict)
     _mutable_index: Dict[bytes, int] = field(default_factory=dict)
     _delegate_index: Dict[bytes, int] = field(default_factory=dict)
@@ -96,6 +106,16 @@ class ProgramState:
         if self.named_data.setdefault(key, data) != data:
             raise ExportError(f"two delegates store different data under the name {key!r}")
 
+    def external(self, tag: str, key: str, data: bytes,
+                 layout: Optional[Tuple[int, Tuple[int, ...], Tuple[int, ...]]] = None) -> int:
+        """Puts a blob in data file `tag` under `key`; returns its index among the
+        distinct external blobs (what the reference writes as data_buffer_idx)."""
+        entries = self.external_data.setdefault(tag, {})
+        if entries.setdefault(key, (data, layout)) != (data, layout):
+            raise ExportError(f"data file {tag!r} gets different data under the name {key!r}")
+        digest = hashlib.sha256(data).digest()
+        return self._external_index.setdefault(digest, len(self._external_index))
+
 
 def _unwrap_optional(t: Any) -> Any:
     return t.getElementType() if isinstance(t, torch.OptionalType) else t
@@ -113,7 +133,9 @@ def _container_str(spec: Optional[pytree.TreeSpec]) -> str:
 class MethodEmitter:
     def __init__(self, name: str, ep: ExportedProgram, gm: GraphModule, plan: MemoryPlan,
                  state: ProgramState, *, returned: Sequence[bool], emit_stacktrace: bool = False,
-                 emit_mutable_buffer_names: bool = False) -> None:
+                 emit_mutable_buffer_names: bool = False,
+                 external_constants: Union[bool, Callable[[Node], Optional[str]]] = False
+                 ) -> None:
         self.name = name
         self.ep = ep
         self.gm = gm
@@ -122,6 +144,7 @@ class MethodEmitter:
         self.returned = list(returned)
         self.emit_stacktrace = emit_stacktrace
         self.emit_mutable_buffer_names = emit_mutable_buffer_names
+        self.external_constants = external_constants
         self.values: List[S.EValue] = []
         self.operators: List[S.Operator] = []
         self.delegates: List[S.BackendDelegate] = []
@@ -151,7 +174,9 @@ class MethodEmitter:
             self._literal[key] = self._add(val)
         return self._literal[key]
 
-    def tensor(self, spec: TensorSpec) -> int:
+    def tensor(self, spec: TensorSpec, external: Optional[Tuple[str, str]] = None) -> int:
+        """The value of a tensor; a constant with `external` = (data file tag,
+        fully qualified name) keeps its bytes in that data file."""
         if id(spec) in self._tensor_ids:
             return self._tensor_ids[id(spec)]
         st = spec.storage
@@ -164,7 +189,15 @@ class MethodEmitter:
         )
         if st.const:
             data = st.data if st is spec else st.data.reshape(spec.shape)
-            t.data_buffer_idx = self.state.constant(tensor_bytes(data, spec.dim_order))
+            blob = tensor_bytes(data, spec.dim_order)
+            if external is not None:
+                tag, fqn = external
+                layout = (int(t.scalar_type), tuple(t.sizes), tuple(t.dim_order))
+                t.data_buffer_idx = self.state.external(tag, fqn, blob, layout)
+                t.extra_tensor_info = S.ExtraTensorInfo(
+                    fully_qualified_name=fqn, location=S.TensorDataLocation.EXTERNAL)
+            else:
+                t.data_buffer_idx = self.state.constant(blob)
         elif st.mem_id is not None:
             t.allocation_info = S.AllocationDetails.at(st.mem_id, st.mem_offset)
             if st is spec and st.mutable_buffer is not None and st.data is not None:
@@ -351,7 +384,7 @@ class MethodEmitter:
         if isinstance(spec, TensorSpec) and spec.const and not node.users:
             return  # a weight nothing reads (e.g. folded away, or num_batches_tracked)
         if isinstance(spec, TensorSpec):
-            idx = self.tensor(spec)
+            idx = self.tensor(spec, self._external_of(node, spec))
             if spec.is_input:
                 self.inputs.append(idx)
             self.env[node] = idx
@@ -363,6 +396,21 @@ class MethodEmitter:
         idx = self._add(S.Null() if val is None else self._literal_payload(val))
         self.inputs.append(idx)
         self.env[node] = idx
+
+    def _external_of(self, node: Node, spec: TensorSpec) -> Optional[Tuple[str, str]]:
+        """(data file tag, fully qualified name) for a weight placeholder that
+        `external_constants` sends to a data file, else None. Lifted tensor
+        constants (tensors the model creates in forward) stay in the program."""
+        if not self.external_constants or not spec.const or spec.storage is not spec:
+            return None
+        sig = self.ep.graph_signature
+        fqn = sig.inputs_to_parameters.get(node.name) or sig.inputs_to_buffers.get(node.name)
+        if fqn is None:
+            return None
+        if callable(self.external_constants):
+            tag = self.external_constants(node)
+            return None if tag is None else (str(tag), fqn)
+        return ("_default_external_constant", fqn)
 
     @staticmethod
     def _literal_payload(v: Any) -> S.KernelTypes:
@@ -477,7 +525,11 @@ class MethodEmitter:
         self.lowered_modules.append(lowered)
         data_index = self.state.delegate(lowered.processed_bytes)
         for key, blob in lowered.named_data.items():
-            self.state.named(key, blob)
+            tag = lowered.external_tags.get(key)
+            if tag is None:
+                self.state.named(key, blob)
+            else:
+                self.state.external(tag, key, blob)
         self.delegates.append(S.BackendDelegate(
             id=lowered.backend_id,
             processed=S.BackendDelegateDataReference(S.DataLocation.INLINE, data_index),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 import warnings
 from typing import Any, BinaryIO, Callable, Dict, List, Optional, Sequence, Set, Union
 
@@ -28,6 +29,7 @@ from .config import ExecutorchBackendConfig
 from .edge import EdgeCompileConfig, check_dim_orders, check_ir_validity, convert_to_edge
 from .emit import MethodEmitter, ProgramState, emit_constant_method
 from .errors import ExportError, source_location
+from .flat_tensor import DataEntry, DataFile, TensorLayout, serialize_ptd
 from .graph_utils import (
     copy_graph_module,
     rebuild_program,
@@ -264,7 +266,8 @@ class ExecutorchProgramManager:
             emitter = MethodEmitter(
                 name, lowered.ep, lowered.gm, lowered.plan, state,
                 returned=lowered.returned, emit_stacktrace=config.emit_stacktrace,
-                emit_mutable_buffer_names=config.emit_mutable_buffer_names)
+                emit_mutable_buffer_names=config.emit_mutable_buffer_names,
+                external_constants=config.external_constants)
             plans.append(emitter.run())
             self._debug_handle_map[name] = {
                 i: hs for i, hs in enumerate(emitter.debug_handles) if hs}
@@ -278,7 +281,9 @@ class ExecutorchProgramManager:
         self._program = S.Program(version=S.SCHEMA_VERSION, execution_plan=plans)
         self._data = ProgramData(self._program, state.constants, state.mutable_data,
                                  state.delegate_data, state.named_data)
+        self._external = state.external_data
         self._buffer: Optional[bytes] = None
+        self._data_files: Optional[Dict[str, bytes]] = None
 
     @property
     def methods(self) -> Set[str]:
@@ -314,6 +319,33 @@ class ExecutorchProgramManager:
                 extract_delegate_segments=c.extract_delegate_segments,
             )
         return self._buffer
+
+    @property
+    def data_files(self) -> Dict[str, bytes]:
+        """The `.ptd` data files of the program: tag (the file name without
+        ".ptd") -> bytes; empty unless constants or delegate data were sent to
+        data files (`ExecutorchBackendConfig.external_constants`, delegate tags)."""
+        if self._data_files is None:
+            files: Dict[str, bytes] = {}
+            for tag, entries in self._external.items():
+                df = DataFile()
+                for key, (blob, layout) in entries.items():
+                    df.add(key, DataEntry(blob, None if layout is None else TensorLayout(*layout),
+                                          alignment=16))
+                files[tag] = serialize_ptd(df, self.config.segment_alignment)
+            self._data_files = files
+        return self._data_files
+
+    @property
+    def _tensor_data(self) -> Dict[str, bytes]:
+        """The reference's spelling of `data_files` on its program manager."""
+        return self.data_files
+
+    def write_tensor_data_to_file(self, outdir: str) -> None:
+        """Writes each data file as `<outdir>/<tag>.ptd`."""
+        for tag, data in self.data_files.items():
+            with open(os.path.join(outdir, f"{tag}.ptd"), "wb") as f:
+                f.write(data)
 
     def write_to_file(self, open_file: BinaryIO) -> None:
         open_file.write(self.buffer)

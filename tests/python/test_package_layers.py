@@ -24,7 +24,7 @@ STAGES: List[List[str]] = [
     ["ember.capture"],
     # edge: to_edge's passes
     ["ember.edge", "ember.passes", "ember.passes.noop", "ember.passes.reinplace",
-     "ember.passes.debug_handles"],
+     "ember.passes.debug_handles", "ember.passes.external_constants"],
     # backends: partitioners, preprocess, lowered modules
     ["ember.backend", "ember.backend.backend_details", "ember.backend.partitioner",
      "ember.backend.lowered", "ember.backend.lowering", "ember.backend.utils",
@@ -35,8 +35,8 @@ STAGES: List[List[str]] = [
     ["ember.config", "ember.memory_planning", "ember.passes.write_back",
      "ember.passes.spec_prop", "ember.passes.constant_folding", "ember.passes.views",
      "ember.passes.out_variants", "ember.emit"],
-    # serialize: the .pte bytes
-    ["ember.serialize"],
+    # serialize: the .pte bytes, the .ptd data files
+    ["ember.serialize", "ember.flat_tensor"],
     # program: the entry points and the managers users hold, tools built on them
     ["ember.program", "ember", "ember.devtools", "ember.devtools.backend_debug",
      "ember.ops_coverage"],

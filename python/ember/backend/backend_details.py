@@ -25,6 +25,9 @@ class PreprocessResult:
     # Blobs the payload names by key (weights): they go to the program's named
     # data, where the runtime backend loads them at init (ember_backend_get_data).
     named_data: Dict[str, bytes] = field(default_factory=dict)
+    # Keys of named_data that go to a `.ptd` data file instead: key -> the
+    # file's tag ("<tag>.ptd"); the runtime finds them in the method's data maps.
+    external_tags: Dict[str, str] = field(default_factory=dict)
 
 
 class BackendDetails(ABC):

@@ -46,7 +46,8 @@ class LoweredBackendModule(torch.nn.Module):
     def __init__(self, backend_id: str, processed_bytes: bytes,
                  compile_specs: List[CompileSpec], original_module: ExportedProgram,
                  debug_handle_map: Optional[Any] = None,
-                 named_data: Optional[Dict[str, bytes]] = None) -> None:
+                 named_data: Optional[Dict[str, bytes]] = None,
+                 external_tags: Optional[Dict[str, str]] = None) -> None:
         super().__init__()
         self.backend_id = backend_id
         self.processed_bytes = bytes(processed_bytes)
@@ -55,6 +56,8 @@ class LoweredBackendModule(torch.nn.Module):
         self.debug_handle_map = debug_handle_map
         # key -> bytes the payload refers to (the program's named data)
         self.named_data: Dict[str, bytes] = dict(named_data or {})
+        # key -> data file tag, for the blobs that go to a .ptd file
+        self.external_tags: Dict[str, str] = dict(external_tags or {})
 
     @property
     def original_module_nodes(self) -> List[Node]:

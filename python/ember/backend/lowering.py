@@ -116,7 +116,7 @@ def lower_whole_program(backend_id: str, edge_program: ExportedProgram,
                              edge_program.graph_signature)
     res = backend.preprocess(sub_ep, specs)
     return LoweredBackendModule(backend_id, res.processed_bytes, specs, sub_ep,
-                                res.debug_handle_map, res.named_data)
+                                res.debug_handle_map, res.named_data, res.external_tags)
 
 
 def _share_constants(gm: GraphModule, sig: ExportGraphSignature, inputs: Dict[str, InputSpec],
@@ -172,7 +172,7 @@ def partition_and_lower(ep: ExportedProgram, partitioner: Partitioner) -> Export
         res = backend.preprocess(sub_ep, list(dspec.compile_specs))
         lowered = LoweredBackendModule(dspec.backend_id, res.processed_bytes,
                                        list(dspec.compile_specs), sub_ep, res.debug_handle_map,
-                                       res.named_data)
+                                       res.named_data, res.external_tags)
         name = f"lowered_module_{count}"
         gm.add_submodule(name, lowered)
         args = tuple(a for i, a in enumerate(call.args) if i not in owned)

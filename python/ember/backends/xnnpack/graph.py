@@ -109,16 +109,21 @@ class XGraph:
     # constant_data[0] is the placeholder non-constant values point to
     constants: List[Dict[str, object]] = field(default_factory=lambda: [{"named_key": ""}])
     named_data: Dict[str, bytes] = field(default_factory=dict)
+    # named_data keys that go to a .ptd data file: key -> the file's tag
+    external_tags: Dict[str, str] = field(default_factory=dict)
 
     def value(self, dims: Sequence[int], **kw: int) -> int:
         """Defines a tensor value; returns its id."""
         self.values.append(XValue([int(d) for d in dims], **kw))
         return len(self.values) - 1
 
-    def constant(self, data: bytes, dims: Sequence[int]) -> int:
-        """A constant value whose bytes go to the program's named data."""
+    def constant(self, data: bytes, dims: Sequence[int], tag: Optional[str] = None) -> int:
+        """A constant value whose bytes go to the program's named data (or, with
+        a tag, to the data file "<tag>.ptd")."""
         key = hashlib.sha256(data).hexdigest()
         self.named_data[key] = data
+        if tag is not None:
+            self.external_tags.setdefault(key, tag)
         self.constants.append({"offset": UINT64_MAX, "size": len(data), "named_key": key})
         return self.value(dims, constant=len(self.constants) - 1)
 

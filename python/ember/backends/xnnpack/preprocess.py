@@ -55,6 +55,20 @@ def _bounds(shape: Sequence[Any]) -> List[int]:
     return [upper_bound(s) for s in shape]
 
 
+def external_tag(node: Any) -> Optional[str]:
+    """The data file a constant's weights go to: the `delegate_constant_tag`
+    that ember.passes.external_constants (ExecuTorch's
+    delegate_external_constants_pass_unlifted) put on its placeholder, found
+    through the layout ops a weight may be read through; None keeps them in
+    the program."""
+    while isinstance(node, Node) and node.op == "call_function" and node.args:
+        node = node.args[0]
+    if not isinstance(node, Node) or node.op != "placeholder":
+        return None
+    tag = (node.meta.get("custom") or {}).get("delegate_constant_tag")
+    return None if tag is None else str(tag)
+
+
 def _new_shape(shape: Sequence[Any]) -> List[int]:
     """A reshape's target: static dims as they are, the (one) dynamic dim 0."""
     return [s if isinstance(s, int) else 0 for s in shape]
@@ -99,12 +113,20 @@ class Builder:
 
     # -- values ---------------------------------------------------------- #
 
-    def constant_tensor(self, t: torch.Tensor) -> int:
-        return self.g.constant(f32_bytes(t), list(t.shape) or [1])
+    def constant_tensor(self, t: torch.Tensor, tag: Optional[str] = None) -> int:
+        """A constant; one computed from weights (a folded batch norm, a
+        repacked filter) goes where the weights of the node being lowered go."""
+        if tag is None and self.current is not None:
+            tags = {external_tag(a) for a in pytree.tree_leaves((self.current.args,
+                                                                  self.current.kwargs))
+                    if isinstance(a, Node)} - {None}
+            tag = min(tags) if tags else None
+        return self.g.constant(f32_bytes(t), list(t.shape) or [1], tag)
 
     def constant(self, node: Node) -> int:
         if node not in self.constants:
-            self.constants[node] = self.constant_tensor(self.constant_data(node))
+            self.constants[node] = self.constant_tensor(self.constant_data(node),
+                                                        external_tag(node))
         return self.constants[node]
 
     def node(self, kind: str, at: Optional[Node], **fields: Any) -> XNode:
@@ -151,7 +173,8 @@ class Builder:
             if data is None:
                 raise ExportError(f"xnnpack: {node} has no value in the delegate")
             if want == "nhwc" and data.dim() == 4:
-                return self.constant_tensor(data.permute(*_TO_NHWC).contiguous())
+                return self.constant_tensor(data.permute(*_TO_NHWC).contiguous(),
+                                            external_tag(node))
             return self.constant(node)
         vid, have = self.values[node]
         if have == want or self._scalar_like(node):
@@ -239,11 +262,13 @@ def _fold_clamps(g: XGraph) -> None:
 
 class XnnpackBackend(BackendDetails):
     """Writes the payload ExecuTorch's XNNPACK delegate reads; weights go to the
-    program's named data."""
+    program's named data, or to a `.ptd` data file when their placeholder
+    carries a `delegate_constant_tag`."""
 
     @staticmethod
     def preprocess(edge_program: ExportedProgram,
                    compile_specs: List[CompileSpec]) -> PreprocessResult:
         g = Builder(edge_program).build()
         handles = {i: [n.debug_handle] for i, n in enumerate(g.nodes) if n.debug_handle}
-        return PreprocessResult(serialize(g), debug_handle_map=handles, named_data=g.named_data)
+        return PreprocessResult(serialize(g), debug_handle_map=handles, named_data=g.named_data,
+                                external_tags=g.external_tags)
