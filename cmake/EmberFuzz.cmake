@@ -1,14 +1,24 @@
-# The libFuzzer target, built when EMBER_FUZZ=ON and the harness exists.
-set(EMBER_FUZZ_HARNESS "${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_program.c")
-if(EXISTS "${EMBER_FUZZ_HARNESS}")
-  add_executable(fuzz_program "${EMBER_FUZZ_HARNESS}")
-  target_include_directories(fuzz_program PRIVATE "${PROJECT_SOURCE_DIR}/src")
-  target_link_libraries(fuzz_program PRIVATE ember_backends ember_kernels_portable ember_core)
-  target_link_options(fuzz_program PRIVATE -fsanitize=fuzzer)
-  ember_set_warnings(fuzz_program)
-else()
-  message(STATUS "ember: ${EMBER_FUZZ_HARNESS} not found; no fuzz target")
-endif()
+# The libFuzzer targets (EMBER_FUZZ=ON, clang), each built when its harness
+# exists under tests/fuzz:
+#   fuzz_program    a .pte program from the fuzzer's bytes (with the
+#                   fixtures' .ptd data maps)
+#   fuzz_data_map   a .ptd data map from the fuzzer's bytes, run with the
+#                   fixture programs that need one
+#   fuzz_xnnpack    an XNNPACK delegate payload from the fuzzer's bytes, in
+#                   place of xnnpack_cnn.pte's
+#   fuzz_tokenizer  the LLM extension's tokenizer (below)
+foreach(target fuzz_program fuzz_data_map fuzz_xnnpack)
+  set(harness "${PROJECT_SOURCE_DIR}/tests/fuzz/${target}.c")
+  if(EXISTS "${harness}")
+    add_executable(${target} "${harness}")
+    target_include_directories(${target} PRIVATE "${PROJECT_SOURCE_DIR}/src")
+    target_link_libraries(${target} PRIVATE ember_backends ember_kernels_portable ember_core)
+    target_link_options(${target} PRIVATE -fsanitize=fuzzer)
+    ember_set_warnings(${target})
+  else()
+    message(STATUS "ember: ${harness} not found; no ${target}")
+  endif()
+endforeach()
 
 # The tokenizer of the LLM extension (tests/fuzz/fuzz_tokenizer.c): vocab.json,
 # merges.txt and text to encode, from the fuzzer.

@@ -1,24 +1,38 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer target with clang (build-fuzz/) and runs it for
-# FUZZ_SECONDS (default 600) on tests/fuzz/corpus, seeded with the .pte
-# fixtures. New inputs go to build-fuzz/corpus; crashes to build-fuzz/crashes.
+# Builds a libFuzzer target with clang (build-fuzz/) and runs it for
+# FUZZ_SECONDS (default 600). FUZZ_TARGET picks it (default fuzz_program):
+#   fuzz_program   .pte programs; seeds: tests/fixtures/*.pte, tests/fuzz/corpus
+#   fuzz_data_map  .ptd data maps; seeds: tests/fixtures/*.ptd
+#   fuzz_xnnpack   XNNPACK payloads; seeds: tests/fuzz/corpus_xnnpack
+# New inputs go to build-fuzz/corpus (fuzz_program) or
+# build-fuzz/corpus_<target>; crashes to build-fuzz/crashes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds="${FUZZ_SECONDS:-600}"
 dir="${FUZZ_DIR:-build-fuzz}"
-if [[ ! -f tests/fuzz/fuzz_program.c ]]; then
-  echo "fuzz: tests/fuzz/fuzz_program.c does not exist yet; nothing to fuzz" >&2
+target="${FUZZ_TARGET:-fuzz_program}"
+if [[ ! -f "tests/fuzz/$target.c" ]]; then
+  echo "fuzz: tests/fuzz/$target.c does not exist; nothing to fuzz" >&2
   exit 1
 fi
 command -v clang >/dev/null 2>&1 || scripts/bootstrap.sh
 CC=clang scripts/build.sh "$dir" -DEMBER_FUZZ=ON -DEMBER_BUILD_TESTS=OFF \
-  -DEMBER_BUILD_TOOLS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -- fuzz_program
+  -DEMBER_BUILD_TOOLS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -- "$target"
 
-mkdir -p "$dir/corpus" "$dir/crashes"
-cp -n tests/fixtures/*.pte "$dir/corpus/" 2>/dev/null || true
-corpora=("$dir/corpus")
-[[ -d tests/fuzz/corpus ]] && corpora+=(tests/fuzz/corpus)
-echo "fuzz: running $dir/fuzz_program for ${seconds}s on ${corpora[*]}"
-exec "$dir/fuzz_program" "${corpora[@]}" \
+corpus="$dir/corpus"
+[[ "$target" == fuzz_program ]] || corpus="$dir/corpus_${target#fuzz_}"
+mkdir -p "$corpus" "$dir/crashes"
+corpora=("$corpus")
+case "$target" in
+  fuzz_program)
+    cp -n tests/fixtures/*.pte "$corpus/" 2>/dev/null || true
+    [[ -d tests/fuzz/corpus ]] && corpora+=(tests/fuzz/corpus) ;;
+  fuzz_data_map)
+    cp -n tests/fixtures/*.ptd "$corpus/" 2>/dev/null || true ;;
+  fuzz_xnnpack)
+    [[ -d tests/fuzz/corpus_xnnpack ]] && corpora+=(tests/fuzz/corpus_xnnpack) ;;
+esac
+echo "fuzz: running $dir/$target for ${seconds}s on ${corpora[*]}"
+exec "$dir/$target" "${corpora[@]}" \
   -max_total_time="$seconds" -artifact_prefix="$dir/crashes/" -print_final_stats=1
