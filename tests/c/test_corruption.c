@@ -507,6 +507,7 @@ static void v_xnn_tensor(walker *w, const wtable *t) {
     w_scalar(w, t, 4, 4, "XNNTensorValue.external_id");
     w_scalar(w, t, 5, 4, "XNNTensorValue.flags");
     w_scalar(w, t, 6, 4, "XNNTensorValue.id_out");
+    w_scalar(w, t, 7, 2, "XNNTensorValue.dq_datatype");
 }
 
 static void v_xnn_value(walker *w, const wtable *t) {
@@ -566,6 +567,7 @@ static void v_xnn_graph(walker *w, const wtable *t) {
     w_vector(w, t, 4, 4, "XNNGraph.input_ids", "XNNGraph.input_ids[]", &first);
     w_vector(w, t, 5, 4, "XNNGraph.output_ids", "XNNGraph.output_ids[]", &first);
     w_tables(w, t, 6, "XNNGraph.constant_buffer", v_bytes_holder);
+    w_vector(w, t, 7, 4, "XNNGraph.mem_buffer_sizes", "XNNGraph.mem_buffer_sizes[]", &first);
     w_tables(w, t, 8, "XNNGraph.constant_data", v_xnn_constant);
 }
 
