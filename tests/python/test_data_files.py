@@ -306,3 +306,58 @@ def test_bad_data_files(tmp_path: Any) -> None:
     dm = Runtime.get().load_data_map(ptd)
     for _ in range(2):
         close(run_ember(pte, [dm], MLP_X), MLP, MLP_X, "shared DataMap")
+
+
+def test_external_planned_initial_contents(tmp_path: Any) -> None:
+    """A memory-planned EXTERNAL tensor (the reference's external mutable
+    weights) gets its starting contents from the data file, in ember and in
+    the reference runtime alike; the state then evolves in planned memory.
+    Neither exporter's public API writes one for a model without gradients,
+    so the program is ember's export of a stateful module with that tensor
+    marked EXTERNAL by hand."""
+    from ember import schema as S
+    from ember.flat_tensor import DataEntry, DataFile, TensorLayout, serialize_ptd
+    from ember.serialize import serialize_pte
+
+    class Acc(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("acc", torch.arange(4.0))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            self.acc.add_(x)
+            return self.acc * 2
+
+    et = export(Acc(), (torch.ones(4),), "ember", False, external=False)
+    data = et.program_data
+    marked = 0
+    for v in data.program.execution_plan[0].values:
+        t = v.val
+        if isinstance(t, S.Tensor) and t.allocation_info is not None and t.data_buffer_idx > 0:
+            t.extra_tensor_info = S.ExtraTensorInfo(fully_qualified_name="acc",
+                                                    location=S.TensorDataLocation.EXTERNAL)
+            t.data_buffer_idx = 0
+            marked += 1
+    assert marked == 1
+    pte = os.path.join(tmp_path, "acc.pte")
+    with open(pte, "wb") as f:
+        f.write(serialize_pte(data))
+    start = torch.tensor([10.0, 20.0, 30.0, 40.0])
+    df = DataFile()
+    df.add("acc", DataEntry(start.numpy().tobytes(), TensorLayout(6, (4,), (0,)), 16))
+    ptd = os.path.join(tmp_path, "acc.ptd")
+    with open(ptd, "wb") as f:
+        f.write(serialize_ptd(df))
+    from executorch.runtime import Runtime as ReferenceRuntime
+
+    x = torch.ones(4)
+    methods = {
+        "ember": Runtime.get().load_program(pte, data_files=[ptd]).load_method("forward"),
+        "reference": ReferenceRuntime.get().load_program(pte, data_path=ptd).load_method("forward"),
+    }
+    for who, method in methods.items():
+        for k in (1, 2):
+            (got,) = method.execute([x])
+            torch.testing.assert_close(got, (start + k) * 2, msg=lambda m: f"{who} run {k}: {m}")
+    with pytest.raises(EmberError, match="'acc'"):
+        Runtime.get().load_program(pte).load_method("forward")
