@@ -72,8 +72,9 @@ ember_status ek_llama_custom_sdpa_setup(ember_kernel_ctx *ctx, ember_value **arg
 ember_status ek_llama_sdpa_with_kv_cache_setup(ember_kernel_ctx *ctx, ember_value **args,
                                                size_t nargs, ek_attn *a);
 
-/* Describes an update of cache (B, L, Hkv, D) with value (B, S, Hkv, D) at
- * start_pos (already checked to fit); see op_update_cache.c. */
+/* Copies value (B, S, Hkv, D) into rows [start_pos, start_pos + S) of cache
+ * (B, L, Hkv, D), both contiguous and already checked to fit
+ * (op_update_cache.c). */
 void ek_llama_cache_write(const ember_tensor *value, ember_tensor *cache, int64_t start_pos);
 
 #endif /* EMBER_KERNELS_LLM_ATTENTION_H */

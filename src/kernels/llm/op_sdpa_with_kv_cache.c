@@ -17,7 +17,7 @@
  *
  * Float dtypes, contiguous; float16 / bfloat16 compute in float, float64 in
  * double. The checks and the cache writes live in ek_sdpa_with_kv_cache_setup,
- * shared with the optimized kernel (kernels/optimized/op_attention.c); the
+ * shared with the optimized kernel (kernels/optimized/attention.c); the
  * attention itself is ek_attn_reference (attention_ref.c), one row of scores
  * and one accumulator of scratch.
  */
