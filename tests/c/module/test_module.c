@@ -125,10 +125,69 @@ static void test_bad_files(void) {
     ember_module_destroy(NULL);
 }
 
+/* Weights in .ptd files: the module opens them and gives them to its methods. */
+static void test_data_files(void) {
+    ember_module *mod = NULL;
+    ember_method *m = NULL;
+    const char *files[2] = {FIXTURES "ext_mlp.ptd", FIXTURES "xnnpack_ext.ptd"};
+    ember_module_options mo;
+    memset(&mo, 0, sizeof mo);
+    mo.struct_size = sizeof mo;
+    mo.num_threads = 1;
+    mo.data_files = files;
+    mo.num_data_files = 2;
+    CHECK(ember_module_load_with(FIXTURES "ext_mlp.pte", &mo, &mod) == EMBER_OK);
+    if (mod != NULL) {
+        CHECK(ember_module_method(mod, "forward", &m) == EMBER_OK);
+        if (m != NULL)
+            run_case(m, FIXTURES "ext_mlp/forward.run0.in0.npy",
+                     FIXTURES "ext_mlp/forward.run0.out0.npy");
+        ember_module_destroy(mod);
+        mod = NULL;
+    }
+    /* The other program finds its weights in the second file. */
+    CHECK(ember_module_load_with(FIXTURES "xnnpack_ext.pte", &mo, &mod) == EMBER_OK);
+    if (mod != NULL) {
+        m = NULL;
+        CHECK(ember_module_method(mod, "forward", &m) == EMBER_OK);
+        if (m != NULL)
+            run_case(m, FIXTURES "xnnpack_ext/forward.run0.in0.npy",
+                     FIXTURES "xnnpack_ext/forward.run0.out0.npy");
+        ember_module_destroy(mod);
+        mod = NULL;
+    }
+    /* Without them the program loads, its method does not (and names the tensor). */
+    CHECK(ember_module_load(FIXTURES "ext_mlp.pte", &mod) == EMBER_OK);
+    if (mod != NULL) {
+        CHECK(ember_module_method(mod, "forward", &m) == EMBER_ERR_NOT_FOUND);
+        CHECK(strstr(ember_last_error(), "0.weight") != NULL);
+        ember_module_destroy(mod);
+        mod = NULL;
+    }
+    /* A missing or malformed data file fails the load and names the file. */
+    const char *bad[1] = {FIXTURES "does-not-exist.ptd"};
+    mo.data_files = bad;
+    mo.num_data_files = 1;
+    CHECK(ember_module_load_with(FIXTURES "ext_mlp.pte", &mo, &mod) == EMBER_ERR_IO);
+    CHECK(mod == NULL && strstr(ember_last_error(), "does-not-exist.ptd") != NULL);
+    bad[0] = FIXTURES "mlp.pte";
+    CHECK(ember_module_load_with(FIXTURES "ext_mlp.pte", &mo, &mod) == EMBER_ERR_BAD_IDENTIFIER);
+    CHECK(mod == NULL);
+    bad[0] = NULL;
+    CHECK(ember_module_load_with(FIXTURES "ext_mlp.pte", &mo, &mod) == EMBER_ERR_INVALID_ARGUMENT);
+    mo.data_files = NULL;
+    CHECK(ember_module_load_with(FIXTURES "ext_mlp.pte", &mo, &mod) == EMBER_ERR_INVALID_ARGUMENT);
+    /* Options from before data files (ending at num_threads) still load. */
+    mo.struct_size = offsetof(ember_module_options, data_files);
+    CHECK(ember_module_load_with(FIXTURES "mlp.pte", &mo, &mod) == EMBER_OK);
+    ember_module_destroy(mod);
+}
+
 int main(void) {
     test_mlp();
     test_two_methods();
     test_bad_files();
+    test_data_files();
     printf("test_module: %d checks, %d failed\n", g_checks, g_failures);
     return g_failures == 0 ? 0 : 1;
 }
