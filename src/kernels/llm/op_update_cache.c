@@ -21,12 +21,13 @@
 #include "attention.h"
 
 void ek_llama_cache_write(const ember_tensor *value, ember_tensor *cache, int64_t start_pos) {
+    if (value->numel == 0) return; /* B, S, H or D is 0 */
     /* (S, H, D) of one batch row is one contiguous block in both */
     const size_t es = ember_dtype_size(cache->dtype);
     size_t block = (size_t)value->numel / (size_t)value->sizes[0] * es;
     size_t cache_b = (size_t)cache->numel / (size_t)cache->sizes[0] * es;
     size_t row = (size_t)cache->sizes[2] * (size_t)cache->sizes[3] * es;
-    for (int64_t b = 0; value->numel > 0 && b < value->sizes[0]; b++)
+    for (int64_t b = 0; b < value->sizes[0]; b++)
         memcpy((char *)cache->data + (size_t)b * cache_b + (size_t)start_pos * row,
                (const char *)value->data + (size_t)b * block, block);
 }

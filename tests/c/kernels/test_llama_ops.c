@@ -11,7 +11,8 @@
  * 1..12 with grouped-query attention, head sizes 1, 7, 64, 80, positions at
  * 0, in the middle and at the end of the cache, one and several query rows,
  * batch 2, explicit scale; float16 / bfloat16 / float64; decode steps equal
- * one prefill. Bad input gives a clean status and leaves the caches alone:
+ * one prefill; empty tensors. Bad input gives a clean status and leaves the
+ * caches alone:
  * start_pos out of range either way, seq_len too long, a mask together with
  * is_causal, dropout, head counts that do not divide, wrong shapes and
  * dtypes, aliased caches, indices out of range, exhausted scratch.
@@ -567,6 +568,27 @@ static void test_errors(void) {
     ua[0] = &c.k.v;
     CHECK_OK(call(U, ua, 5));
     CHECK(memcmp(e_kc, e_k, sizeof e_k) == 0); /* rows 0, 1 of batch 0 */
+
+    /* empty tensors: nothing to copy, nothing to compute */
+    check_section("empty");
+    tt e0, e1, e2, e3;
+    ember_value sp0 = v_int(0);
+    ember_value *ea[5] = {t4(&e0, EMBER_FLOAT32, 0, EQ, EKV, ED, e_k, false),
+                          t4(&e1, EMBER_FLOAT32, 0, EL, EKV, ED, e_kc, false), &sp0, &td.v,
+                          &td.v};
+    CHECK_OK(call(U, ea, 5));
+    ea[0] = t4(&e2, EMBER_FLOAT32, EB, EQ, EKV, 0, e_k, false);
+    ea[1] = t4(&e3, EMBER_FLOAT32, EB, EL, EKV, 0, e_kc, false);
+    CHECK_OK(call(U, ea, 5));
+    kv_call_init(&c);
+    t4(&c.q, EMBER_FLOAT32, 0, EQ, EH, ED, e_q, false);
+    t4(&c.k, EMBER_FLOAT32, 0, EQ, EKV, ED, e_k, false);
+    t4(&c.v, EMBER_FLOAT32, 0, EQ, EKV, ED, e_v, false);
+    t4(&c.kc, EMBER_FLOAT32, 0, EL, EKV, ED, e_kc, false);
+    t4(&c.vc, EMBER_FLOAT32, 0, EL, EKV, ED, e_vc, false);
+    t4(&c.out, EMBER_FLOAT32, 0, EQ, EH, ED, e_out, true);
+    CHECK_OK(call(K, c.args, 13));
+    CHECK(c.out.t.sizes[0] == 0);
 
     /* scratch too small for a row of scores */
     check_section("scratch exhausted");
