@@ -1,13 +1,22 @@
 /*
  * The thread pool: pthreads workers that spin, then sleep, between calls.
  *
- * A parallel call publishes its job (function, context, tiles) and bumps a
+ * A parallel call publishes its job (function, context, tiles) under a
  * generation counter; every thread, the caller as thread 0, first runs the
  * tiles of its own even share, taking them one at a time with an atomic
  * counter, then takes the tiles other threads have not reached yet through
- * their counters. The caller returns once every worker has reported done.
+ * their counters. The caller returns once every tile is done, whether or not
+ * every worker took part: on a machine busier than the pool, a worker that
+ * is not scheduled in time costs nothing, since the caller takes its tiles.
  * Workers spin on the generation for a while after each call (decode runs
  * many short calls back to back), then wait on a condition variable.
+ *
+ * The generation is odd while the caller writes a job and even once the job
+ * is published. A worker announces itself in `active` and checks that the
+ * generation it saw is still current before it reads the job; the caller
+ * makes the generation odd and waits for `active` to drain before it
+ * rewrites the job, so no worker ever reads a job half written, and a late
+ * worker of a finished job only finds its shares empty.
  *
  * Builds without threads (bare metal, EMBER_NO_THREADS) run every call
  * serially on the caller; ember_threadpool_create then makes a pool of one.
@@ -72,8 +81,9 @@ struct ember_threadpool {
     ember_task_1d fn;
     void *ctx;
     size_t range, tile;
-    _Atomic uint32_t generation;
-    _Atomic size_t running;   /* workers not done with the current job */
+    _Atomic uint32_t generation; /* odd: a job being written; even: published */
+    _Atomic size_t active;    /* workers inside a job (reading it or running tiles) */
+    _Atomic size_t done;      /* tiles of the current job finished */
     _Atomic bool stop;
     _Atomic int sleepers;
     pthread_mutex_t mu;
@@ -101,9 +111,14 @@ static void work(ember_threadpool *p, size_t self) {
             size_t t = atomic_fetch_add_explicit(&s->next, 1, memory_order_relaxed);
             if (t >= s->end) break;
             run_tiles(p->fn, p->ctx, self, p->range, p->tile, t, t + 1);
+            atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
         }
     }
 }
+
+/* A generation a worker has not served yet and may take: published (even)
+ * and new to it. */
+static bool takeable(uint32_t g, uint32_t seen) { return g != seen && (g & 1u) == 0; }
 
 static void *worker_main(void *arg) {
     worker *w = arg;
@@ -111,22 +126,26 @@ static void *worker_main(void *arg) {
     uint32_t seen = 0;
     for (;;) {
         uint32_t g = atomic_load(&p->generation);
-        for (int i = 0; g == seen && i < SPIN_ROUNDS; i++) {
+        for (int i = 0; !takeable(g, seen) && i < SPIN_ROUNDS && !atomic_load(&p->stop); i++) {
             cpu_relax();
             g = atomic_load(&p->generation);
         }
-        if (g == seen) {
+        if (!takeable(g, seen)) {
             pthread_mutex_lock(&p->mu);
             atomic_fetch_add(&p->sleepers, 1);
-            while ((g = atomic_load(&p->generation)) == seen && !atomic_load(&p->stop))
+            while (!takeable(g = atomic_load(&p->generation), seen) && !atomic_load(&p->stop))
                 pthread_cond_wait(&p->wake, &p->mu);
             atomic_fetch_sub(&p->sleepers, 1);
             pthread_mutex_unlock(&p->mu);
         }
         if (atomic_load(&p->stop)) return NULL;
-        seen = g;
-        work(p, w->index);
-        atomic_fetch_sub_explicit(&p->running, 1, memory_order_release);
+        atomic_fetch_add(&p->active, 1);
+        /* still the job it saw? (else the caller may be rewriting it) */
+        if (atomic_load(&p->generation) == g) {
+            seen = g;
+            work(p, w->index);
+        }
+        atomic_fetch_sub(&p->active, 1);
     }
 }
 
@@ -192,6 +211,15 @@ void ember_parallel_1d(ember_threadpool *p, ember_task_1d fn, void *ctx, size_t 
         run_tiles(fn, ctx, 0, range, tile, 0, ntiles);
         return;
     }
+    /* Close the previous job: no worker may enter it from now on, and the
+     * ones inside (late to it, finding nothing) leave. */
+    atomic_fetch_add(&p->generation, 1); /* odd */
+    for (unsigned spins = 0; atomic_load(&p->active) != 0; spins++) {
+        if (spins < SPIN_ROUNDS)
+            cpu_relax();
+        else
+            sched_yield();
+    }
     /* Only as many threads as tiles take part; the others find empty shares. */
     p->fn = fn;
     p->ctx = ctx;
@@ -201,15 +229,17 @@ void ember_parallel_1d(ember_threadpool *p, ember_task_1d fn, void *ctx, size_t 
         atomic_store_explicit(&p->shares[i].next, ntiles * i / p->n, memory_order_relaxed);
         p->shares[i].end = ntiles * (i + 1) / p->n;
     }
-    atomic_store_explicit(&p->running, p->n - 1, memory_order_relaxed);
-    atomic_fetch_add(&p->generation, 1); /* publishes the job */
+    atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+    atomic_fetch_add(&p->generation, 1); /* even: publishes the job */
     if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->mu);
     }
     work(p, 0);
-    for (unsigned spins = 0; atomic_load_explicit(&p->running, memory_order_acquire) != 0; spins++) {
+    /* the tiles other threads took and are still running */
+    for (unsigned spins = 0; atomic_load_explicit(&p->done, memory_order_acquire) != ntiles;
+         spins++) {
         if (spins < SPIN_ROUNDS)
             cpu_relax();
         else
