@@ -81,11 +81,13 @@ def measure_roofline(threads: Sequence[int] = (1, 2), quick: bool = False,
                      build_dir: Path = BENCH_BUILD) -> Dict[str, Any]:
     """Runs the probe; returns its JSON with keys made ints and the machine added:
     {"isa", "read_gbs": {1: GB/s, 2: ...}, "fma_gflops": {1: ...}, "cpu", "flags", ...}.
-    quick: a 256 MiB buffer and 3 passes (a few seconds) instead of 1 GiB and 10."""
+    quick: a 256 MiB buffer and 3 passes (a few seconds) instead of 512 MiB (16x
+    the largest L3 here) and 20. Many short passes, best kept: on a shared
+    machine some of them run uncontended."""
     exe = build_probe(build_dir)
     args = [str(exe), "--threads", ",".join(str(t) for t in threads)]
     args += ["--mib", "256", "--passes", "3", "--fma-seconds", "0.1"] if quick else \
-        ["--mib", "1024", "--passes", "10"]
+        ["--mib", "512", "--passes", "20", "--fma-seconds", "0.05"]
     out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
     r = json.loads(out.strip().splitlines()[-1])
     r["read_gbs"] = {int(k): v for k, v in r["read_gbs"].items()}

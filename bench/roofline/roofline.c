@@ -13,10 +13,13 @@
  * output then says). One line of JSON on stdout:
  *
  *   {"isa": "avx2+fma", "lanes": 8, "fma_chains": 12, "buffer_bytes": ...,
- *    "passes": 5, "read_gbs": {"1": 11.9, "2": 17.5},
+ *    "passes": 20, "read_gbs": {"1": 11.9, "2": 17.5},
  *    "fma_gflops": {"1": 68.3, "2": 135.9}}
  *
  * usage: roofline [--mib N] [--passes N] [--threads 1,2] [--isa auto|avx512|avx2|scalar]
+ *                 [--fma-seconds S]
+ * Defaults: a 512 MiB buffer, 20 passes, FMA runs of 0.05 s: many short
+ * passes, so that on a shared machine the best of them ran uncontended.
  *
  * Build (one file, C11 + pthreads; the ISA code is compiled per function with
  * __attribute__((target))):  cc -O2 -std=c11 -pthread roofline.c -o roofline
@@ -347,8 +350,8 @@ static long parse_long(const char *s, long lo, long hi) {
 }
 
 int main(int argc, char **argv) {
-    long mib = 1024, passes = 5;
-    double fma_seconds = 0.25;
+    long mib = 512, passes = 20;
+    double fma_seconds = 0.05;
     int counts[MAX_COUNTS] = {1, 2}, ncounts = 2;
     enum isa isa = detect_isa(), best_isa = isa;
     for (int i = 1; i < argc; i++) {
