@@ -129,7 +129,8 @@ def run(selected: Sequence, min_time: float, repeats: int) -> List[List[object]]
             config = ember.ExecutorchBackendConfig(
                 memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False))
             buf = ember.to_edge(ep).to_executorch(config).buffer
-        method = rt.load_program(buf).load_method("forward")
+        # one thread, as eager: no pool to hand the kernel to
+        method = rt.load_program(buf).load_method("forward", num_threads=1)
         want = fn(*inputs)
         got = method.execute(list(inputs))[0]
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
@@ -164,19 +165,6 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def write_section(path: str, text: str) -> None:
-    """Replaces (or appends) this script's section of RESULTS.md, keeping the others."""
-    old = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
-    start = old.find(SECTION)
-    if start < 0:
-        new = old.rstrip("\n") + "\n\n" + text
-    else:
-        nxt = old.find("\n## ", start + len(SECTION))
-        new = old[:start] + text + (old[nxt + 1:] if nxt >= 0 else "")
-    with open(path, "w") as f:
-        f.write(new.rstrip("\n") + "\n")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="shorter timing (noisier)")
@@ -191,7 +179,7 @@ def main() -> int:
     print(table(rows, "simple"))
     if args.write:
         sys.path.insert(0, os.path.join(ROOT, "bench"))
-        from machine import measure_roofline, roofline_line
+        from machine import measure_roofline, roofline_line, write_section
 
         roof = roofline_line(measure_roofline((1, 2), quick=args.quick))
         cmd = "make bench-kernels" if not (args.quick or args.filter) else (
@@ -203,7 +191,7 @@ def main() -> int:
                 f"at least {min_time:g} s each. Ratio below 1: ember is faster. The portable "
                 f"kernels are plain C built without `-march`; eager runs vectorized "
                 f"library kernels.\n\n{roof}\n\n{table(rows, 'github')}\n")
-        write_section(args.write, text)
+        write_section(args.write, SECTION, text)
         print(f"wrote {args.write}")
     return 0
 
