@@ -20,10 +20,11 @@
  * default (ember_module_load_with() sets the count; 1 runs everything on
  * the calling thread).
  * The first successful ember_module_load() in a process registers the
- * portable kernel library (ember_portable_kernels_register()) and the CPU
- * backend (ember_xnnpack_backend_register()); later loads do not register
- * them again. Kernel tables registered after that first load
- * take precedence over the portable kernels, so register custom operators
+ * portable kernel library (ember_portable_kernels_register()), the optimized
+ * kernels above it (ember_optimized_kernels_register()) and the CPU backend
+ * (ember_xnnpack_backend_register()); later loads do not register them
+ * again. Kernel tables registered after that first load
+ * take precedence over the built-in kernels, so register custom operators
  * or overrides after it. After ember_kernels_clear(), register the kernels
  * you need yourself.
  *
