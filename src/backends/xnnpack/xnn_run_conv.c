@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "ember/threadpool.h"
+#include "kernels/optimized/f32_dwconv.h"
 #include "xnn_run.h"
 
 /* Output pixels per block of the im2col product. */
@@ -140,6 +141,9 @@ typedef struct dw_job {
     conv_geom c;
 } dw_job;
 
+/* Kernel heights the row kernel takes (taller ones take the plain loop). */
+#define XNN_DW_MAX_KH 16
+
 /* Output rows (b, oy) [start, start + count). */
 static void dw_rows(void *ctx, size_t thread, size_t start, size_t count) {
     const dw_job *j = ctx;
@@ -150,6 +154,23 @@ static void dw_rows(void *ctx, size_t thread, size_t start, size_t count) {
     float *y = xr_f(xr_out(j->g, n, 0));
     const size_t oc = c->oc, mult = c->gout;
     (void)thread;
+    if (mult == 1 && c->kh <= XNN_DW_MAX_KH) {
+        /* one input channel per output channel: the optimized row kernel */
+        const eko_f32_dwconv *k = eko_f32_dwconv_active();
+        const eko_dwconv_geom geo = {c->w, c->c, c->ow, c->kh, c->kw, c->sw, c->dw, c->pl};
+        const float *rows[XNN_DW_MAX_KH];
+        for (size_t row = start; row < start + count; row++) {
+            size_t b = row / c->oh, oy = row % c->oh;
+            for (size_t ky = 0; ky < c->kh; ky++) {
+                size_t iy = oy * c->sh + ky * c->dh;
+                rows[ky] = iy < c->pt || iy - c->pt >= c->h
+                               ? NULL
+                               : x + (b * c->h + iy - c->pt) * c->w * c->c;
+            }
+            k->row(&geo, rows, w, bias, n->out_min, n->out_max, y + row * c->ow * oc);
+        }
+        return;
+    }
     for (size_t row = start; row < start + count; row++) {
         size_t b = row / c->oh, oy = row % c->oh;
         for (size_t ox = 0; ox < c->ow; ox++) {

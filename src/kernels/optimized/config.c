@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "attention.h"
+#include "f32_dwconv.h"
 #include "f32_gemv.h"
 #include "f32_rows.h"
 #include "vmath.h"
@@ -45,3 +46,4 @@ TABLES(eko_vmath, eko_vmath)
 TABLES(eko_f32_rows, eko_f32_rows)
 TABLES(eko_f32_gemv, eko_f32_gemv)
 TABLES(eko_f32_attn, eko_f32_attn)
+TABLES(eko_f32_dwconv, eko_f32_dwconv)

@@ -1,0 +1,149 @@
+/*
+ * f32_dwconv_body.h — the kernel of f32_dwconv.h, written once on the SIMD
+ * layer. A f32_dwconv_<isa>.c includes its simd_<isa>.h and then this
+ * file, which defines that level's table eko_f32_dwconv_<isa>.
+ *
+ * Output pixels whose every tap lies inside the row (the interior) take a
+ * path without bounds checks; a 3x3 kernel there keeps its nine weight
+ * vectors of a channel block in registers across a run of pixels (AVX2:
+ * 9 weights + 1 bias + 1 accumulator + 1 input = 12 of 16), so each
+ * multiply-add loads one input vector. Edge pixels check each tap.
+ */
+#ifndef EMBER_KERNELS_OPTIMIZED_F32_DWCONV_BODY_H
+#define EMBER_KERNELS_OPTIMIZED_F32_DWCONV_BODY_H
+
+#include <stdbool.h>
+
+#include "f32_dwconv.h"
+#include "gemm.h" /* EKO_UNROLL */
+
+#define V EKO_VLEN
+#define EKO_DW_CAT2(a, b) a##_##b
+#define EKO_DW_CAT(a, b) EKO_DW_CAT2(a, b)
+
+/* Pixels of a run in the 3x3 path: the weights are loaded once per run and
+ * channel block, the run's inputs stay in L1 across channel blocks. */
+#define RUN 8
+
+static inline eko_v clamp_v(eko_v v, eko_v lo, eko_v hi) {
+    return eko_v_min(eko_v_max(v, lo), hi);
+}
+
+/* Channels [c0, c0 + n) of pixel ox, checking every tap (n <= V). */
+static inline __attribute__((always_inline)) void pixel_checked(
+    const eko_dwconv_geom *g, const float *const *rows, const float *w, const float *bias,
+    eko_v lo, eko_v hi, size_t ox, size_t c0, size_t n, float *out) {
+    const bool whole = n == V; /* a whole vector: plain loads, no masks */
+    eko_v acc = bias == NULL ? eko_v_set1(0.0f)
+                : whole      ? eko_v_load(bias + c0)
+                             : eko_v_load_part(bias + c0, n, 0.0f);
+    for (size_t ky = 0; ky < g->kh; ky++) {
+        if (rows[ky] == NULL) continue;
+        for (size_t kx = 0; kx < g->kw; kx++) {
+            size_t ix = ox * g->sw + kx * g->dw;
+            if (ix < g->pl || ix - g->pl >= g->w) continue;
+            const float *in = rows[ky] + (ix - g->pl) * g->c + c0;
+            const float *tap = w + (ky * g->kw + kx) * g->c + c0;
+            acc = whole ? eko_v_fma(eko_v_load(in), eko_v_load(tap), acc)
+                        : eko_v_fma(eko_v_load_part(in, n, 0.0f), eko_v_load_part(tap, n, 0.0f),
+                                    acc);
+        }
+    }
+    if (whole)
+        eko_v_store(out + ox * g->c + c0, clamp_v(acc, lo, hi));
+    else
+        eko_v_store_part(out + ox * g->c + c0, clamp_v(acc, lo, hi), n);
+}
+
+/* Every channel of pixel ox, checking every tap. */
+static void pixel_edge(const eko_dwconv_geom *g, const float *const *rows, const float *w,
+                       const float *bias, eko_v lo, eko_v hi, size_t ox, float *out) {
+    size_t c0 = 0;
+    for (; c0 + V <= g->c; c0 += V) pixel_checked(g, rows, w, bias, lo, hi, ox, c0, V, out);
+    if (c0 < g->c) pixel_checked(g, rows, w, bias, lo, hi, ox, c0, g->c - c0, out);
+}
+
+/* Interior pixels [ox0, ox1), any kernel size, whole vectors of channels
+ * [0, cv) (the rest goes through pixel_checked). */
+static void interior_any(const eko_dwconv_geom *g, const float *const *rows, const float *w,
+                         const float *bias, eko_v lo, eko_v hi, size_t ox0, size_t ox1,
+                         size_t cv, float *out) {
+    const size_t c = g->c;
+    for (size_t ox = ox0; ox < ox1; ox++) {
+        const size_t ix0 = ox * g->sw - g->pl;
+        for (size_t c0 = 0; c0 < cv; c0 += V) {
+            eko_v acc = bias != NULL ? eko_v_load(bias + c0) : eko_v_set1(0.0f);
+            for (size_t ky = 0; ky < g->kh; ky++) {
+                if (rows[ky] == NULL) continue;
+                const float *in = rows[ky] + ix0 * c + c0;
+                const float *tap = w + ky * g->kw * c + c0;
+                for (size_t kx = 0; kx < g->kw; kx++)
+                    acc = eko_v_fma(eko_v_load(in + kx * g->dw * c), eko_v_load(tap + kx * c), acc);
+            }
+            eko_v_store(out + ox * c + c0, clamp_v(acc, lo, hi));
+        }
+    }
+}
+
+/* Interior pixels [ox0, ox1) of a 3x3 kernel whose three rows all exist,
+ * whole vectors of channels [0, cv). */
+static void interior_3x3(const eko_dwconv_geom *g, const float *const *rows, const float *w,
+                         const float *bias, eko_v lo, eko_v hi, size_t ox0, size_t ox1,
+                         size_t cv, float *out) {
+    const size_t c = g->c, step = g->sw * c, dx = g->dw * c;
+    for (size_t r0 = ox0; r0 < ox1; r0 += RUN) {
+        const size_t r1 = r0 + RUN < ox1 ? r0 + RUN : ox1;
+        for (size_t c0 = 0; c0 < cv; c0 += V) {
+            eko_v k[9];
+            EKO_UNROLL
+            for (size_t t = 0; t < 9; t++) k[t] = eko_v_load(w + t * c + c0);
+            const eko_v b = bias != NULL ? eko_v_load(bias + c0) : eko_v_set1(0.0f);
+            const size_t at = (r0 * g->sw - g->pl) * c + c0;
+            const float *i0 = rows[0] + at, *i1 = rows[1] + at, *i2 = rows[2] + at;
+            float *o = out + r0 * c + c0;
+            for (size_t ox = r0; ox < r1; ox++, i0 += step, i1 += step, i2 += step, o += c) {
+                eko_v acc = eko_v_fma(eko_v_load(i0), k[0], b);
+                acc = eko_v_fma(eko_v_load(i0 + dx), k[1], acc);
+                acc = eko_v_fma(eko_v_load(i0 + 2 * dx), k[2], acc);
+                acc = eko_v_fma(eko_v_load(i1), k[3], acc);
+                acc = eko_v_fma(eko_v_load(i1 + dx), k[4], acc);
+                acc = eko_v_fma(eko_v_load(i1 + 2 * dx), k[5], acc);
+                acc = eko_v_fma(eko_v_load(i2), k[6], acc);
+                acc = eko_v_fma(eko_v_load(i2 + dx), k[7], acc);
+                acc = eko_v_fma(eko_v_load(i2 + 2 * dx), k[8], acc);
+                eko_v_store(o, clamp_v(acc, lo, hi));
+            }
+        }
+    }
+}
+
+static void dw_row(const eko_dwconv_geom *g, const float *const *rows, const float *w,
+                   const float *bias, float min, float max, float *out) {
+    const eko_v lo = eko_v_set1(min), hi = eko_v_set1(max);
+    /* interior: ox * sw >= pl and ox * sw + (kw - 1) * dw - pl < w */
+    const size_t reach = (g->kw - 1) * g->dw;
+    size_t ox0 = (g->pl + g->sw - 1) / g->sw, ox1 = 0;
+    if (g->w + g->pl > reach) {
+        ox1 = (g->w + g->pl - reach - 1) / g->sw + 1;
+        if (ox1 > g->ow) ox1 = g->ow;
+    }
+    if (ox0 > ox1) ox0 = ox1;
+    const size_t cv = g->c - g->c % V;
+    bool all_rows = true;
+    for (size_t ky = 0; ky < g->kh; ky++) all_rows = all_rows && rows[ky] != NULL;
+    for (size_t ox = 0; ox < ox0; ox++) pixel_edge(g, rows, w, bias, lo, hi, ox, out);
+    if (g->kh == 3 && g->kw == 3 && all_rows)
+        interior_3x3(g, rows, w, bias, lo, hi, ox0, ox1, cv, out);
+    else
+        interior_any(g, rows, w, bias, lo, hi, ox0, ox1, cv, out);
+    if (cv < g->c)
+        for (size_t ox = ox0; ox < ox1; ox++)
+            pixel_checked(g, rows, w, bias, lo, hi, ox, cv, g->c - cv, out);
+    for (size_t ox = ox1; ox < g->ow; ox++) pixel_edge(g, rows, w, bias, lo, hi, ox, out);
+}
+
+const eko_f32_dwconv EKO_DW_CAT(eko_f32_dwconv, EKO_SIMD_ISA) = {EKO_SIMD_ISA_ID, dw_row};
+
+#undef RUN
+#undef V
+#endif /* EMBER_KERNELS_OPTIMIZED_F32_DWCONV_BODY_H */
