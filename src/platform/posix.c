@@ -5,9 +5,13 @@
 #ifndef EMBER_PLATFORM_BAREMETAL
 
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* madvise */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "ember/platform.h"
 
@@ -29,11 +33,23 @@ static void posix_abort(void *user) {
     abort();
 }
 
+/* Blocks this large (packed weights, planned buffers of big models) start on
+ * a 2 MiB boundary and ask Linux for transparent huge pages: a decode step
+ * streams every weight once, and 4 KiB pages would cost a TLB miss per page. */
+#define HUGE_BLOCK ((size_t)8 << 20)
+#define HUGE_PAGE ((size_t)2 << 20)
+
 static void *posix_alloc(void *user, size_t size, size_t align) {
     (void)user;
     void *p = NULL;
     if (align < sizeof(void *)) align = sizeof(void *);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (size >= HUGE_BLOCK && align < HUGE_PAGE) align = HUGE_PAGE;
+#endif
     if (posix_memalign(&p, align, size == 0 ? 1 : size) != 0) return NULL;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (size >= HUGE_BLOCK) (void)madvise(p, size & ~(HUGE_PAGE - 1), MADV_HUGEPAGE);
+#endif
     return p;
 }
 
