@@ -5,12 +5,13 @@
  *     const eko_vmath *vm = eko_vmath_active();
  *     vm->exp(n, x, y);                 // y[i] = exp(x[i]) for i < n
  *
- * One table per instruction set (scalar C, AVX2 + FMA, AVX-512, NEON), all
- * from one body (vmath_body.h) on the SIMD layer; config.c picks the table
- * of the level in use (cpu.h). Accuracy and special values: vmath_simd.h,
- * whose inline eko_v_exp() etc. serve kernels that want the math on their
- * own vector registers. Every function accepts y == x (in place) and n == 0;
- * none allocates, none keeps state, all are thread-safe.
+ * One table per instruction set: AVX2 + FMA, AVX-512 and NEON from one body
+ * (vmath_body.h) on the SIMD layer, whose accuracy and special values
+ * vmath_simd.h gives (its inline eko_v_exp() etc. serve kernels that want
+ * the math on their own vector registers); the scalar table is libm, one
+ * element at a time. config.c picks the table of the level in use (cpu.h).
+ * Every function accepts y == x (in place) and n == 0; none allocates, none
+ * keeps state, all are thread-safe.
  */
 #ifndef EMBER_KERNELS_OPTIMIZED_VMATH_H
 #define EMBER_KERNELS_OPTIMIZED_VMATH_H

@@ -1,7 +1,7 @@
 /*
  * vmath_body.h — the array loops of vmath.h, written once on the SIMD
- * layer. A vmath_<isa>.c includes its simd_<isa>.h and then this file,
- * which defines that level's table eko_vmath_<isa>.
+ * layer. A vmath_<isa>.c (AVX2, AVX-512, NEON) includes its simd_<isa>.h and
+ * then this file, which defines that level's table eko_vmath_<isa>.
  */
 #ifndef EMBER_KERNELS_OPTIMIZED_VMATH_BODY_H
 #define EMBER_KERNELS_OPTIMIZED_VMATH_BODY_H
