@@ -25,8 +25,10 @@
  * channel block, the run's inputs stay in L1 across channel blocks. */
 #define RUN 8
 
+/* min(max(v, lo), hi) with NaN passing through (eko_v_max and eko_v_min
+ * return their second operand when either is NaN). */
 static inline eko_v clamp_v(eko_v v, eko_v lo, eko_v hi) {
-    return eko_v_min(eko_v_max(v, lo), hi);
+    return eko_v_min(hi, eko_v_max(lo, v));
 }
 
 /* Channels [c0, c0 + n) of pixel ox, checking every tap (n <= V). */

@@ -35,8 +35,8 @@ static inline __attribute__((always_inline)) void body(const size_t MR, size_t n
     const __m256 lo = _mm256_set1_ps(min), hi = _mm256_set1_ps(max);
     EKO_UNROLL
     for (size_t i = 0; i < MR; i++) {
-        __m256 v0 = _mm256_min_ps(_mm256_max_ps(acc[i][0], lo), hi);
-        __m256 v1 = _mm256_min_ps(_mm256_max_ps(acc[i][1], lo), hi);
+        __m256 v0 = _mm256_min_ps(hi, _mm256_max_ps(lo, acc[i][0]));
+        __m256 v1 = _mm256_min_ps(hi, _mm256_max_ps(lo, acc[i][1]));
         float *out = c + i * c_stride;
         if (nc == NR) {
             _mm256_storeu_ps(out, v0);
@@ -76,8 +76,8 @@ static void one_row(size_t nc, size_t kc, const float *a, const float *w, float 
     const __m256 lo = _mm256_set1_ps(min), hi = _mm256_set1_ps(max);
     __m256 v0 = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[4], acc[6]));
     __m256 v1 = _mm256_add_ps(_mm256_add_ps(acc[1], acc[3]), _mm256_add_ps(acc[5], acc[7]));
-    v0 = _mm256_min_ps(_mm256_max_ps(v0, lo), hi);
-    v1 = _mm256_min_ps(_mm256_max_ps(v1, lo), hi);
+    v0 = _mm256_min_ps(hi, _mm256_max_ps(lo, v0));
+    v1 = _mm256_min_ps(hi, _mm256_max_ps(lo, v1));
     if (nc == NR) {
         _mm256_storeu_ps(c, v0);
         _mm256_storeu_ps(c + 8, v1);

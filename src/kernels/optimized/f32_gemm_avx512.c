@@ -40,8 +40,8 @@ static inline __attribute__((always_inline)) void body(const size_t MR, size_t n
     EKO_UNROLL
     for (size_t i = 0; i < MR; i++) {
         float *out = c + i * c_stride;
-        _mm512_mask_storeu_ps(out, m0, _mm512_min_ps(_mm512_max_ps(acc[i][0], lo), hi));
-        _mm512_mask_storeu_ps(out + 16, m1, _mm512_min_ps(_mm512_max_ps(acc[i][1], lo), hi));
+        _mm512_mask_storeu_ps(out, m0, _mm512_min_ps(hi, _mm512_max_ps(lo, acc[i][0])));
+        _mm512_mask_storeu_ps(out + 16, m1, _mm512_min_ps(hi, _mm512_max_ps(lo, acc[i][1])));
     }
 }
 
@@ -75,8 +75,8 @@ static void one_row(size_t nc, size_t kc, const float *a, const float *w, float 
     const __mmask16 m0 = nc >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << nc) - 1u);
     const __mmask16 m1 = nc >= 32 ? (__mmask16)0xffff
                                   : nc <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nc - 16)) - 1u);
-    _mm512_mask_storeu_ps(c, m0, _mm512_min_ps(_mm512_max_ps(v0, lo), hi));
-    _mm512_mask_storeu_ps(c + 16, m1, _mm512_min_ps(_mm512_max_ps(v1, lo), hi));
+    _mm512_mask_storeu_ps(c, m0, _mm512_min_ps(hi, _mm512_max_ps(lo, v0)));
+    _mm512_mask_storeu_ps(c + 16, m1, _mm512_min_ps(hi, _mm512_max_ps(lo, v1)));
 }
 
 void eko_f32_gemm_8x32_avx512(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,

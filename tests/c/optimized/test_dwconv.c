@@ -71,6 +71,26 @@ static double run_case(const eko_f32_dwconv *k, size_t w, size_t c, size_t kh, s
     return worst;
 }
 
+/* A NaN input reaches the outputs whose taps read it, through the clamp. */
+static bool nan_passes_the_clamp(const eko_f32_dwconv *k, size_t c) {
+    enum { W = 12 };
+    float in[3 * W * 17], wt[9 * 17], out[W * 17];
+    if (c > 17) return false;
+    for (size_t i = 0; i < 3 * W * c; i++) in[i] = frand();
+    for (size_t i = 0; i < 9 * c; i++) wt[i] = frand();
+    in[(1 * W + 6) * c + c - 1] = NAN; /* middle row, pixel 6, last channel */
+    const float *rows[3] = {in, in + W * c, in + 2 * W * c};
+    const eko_dwconv_geom g = {W, c, W, 3, 3, 1, 1, 1};
+    k->row(&g, rows, wt, NULL, -0.5f, 0.5f, out);
+    bool ok = true;
+    for (size_t ox = 0; ox < W; ox++)
+        for (size_t ch = 0; ch < c; ch++) {
+            bool hit = ch == c - 1 && ox >= 5 && ox <= 7;
+            ok = ok && (hit ? isnan(out[ox * c + ch]) : !isnan(out[ox * c + ch]));
+        }
+    return ok;
+}
+
 static void test_level(eko_isa isa) {
     const eko_f32_dwconv *k = eko_f32_dwconv_for(isa);
     if (!eko_isa_supported(isa) || k == NULL) {
@@ -108,6 +128,8 @@ static void test_level(eko_isa isa) {
                                        pr, missing, e);
                         }
     CHECK_MSG(failures == 0, "%d of %d cases wrong", failures, cases);
+    CHECK_MSG(nan_passes_the_clamp(k, 8) && nan_passes_the_clamp(k, 17),
+              "NaN lost in the clamp");
 }
 
 int main(void) {

@@ -68,6 +68,26 @@ static double run_case(const eko_f32_gemm_config *cfg, ember_threadpool *pool, s
     return same_pack ? worst : 1e9;
 }
 
+/* A NaN in a row of A makes that row of C NaN, through the clamp too (as
+ * PyTorch's relu and hardtanh keep NaN); other rows stay finite. */
+static bool nan_passes_the_clamp(const eko_f32_gemm_config *cfg, size_t m) {
+    const size_t n = cfg->nr + 3, k = 5;
+    float a[16 * 5], w[(16 * 2 + 3) * 5 + 64], c[16 * (16 * 2 + 3)];
+    size_t floats;
+    if (m > 16 || n > 16 * 2 + 3 || !eko_f32_packed_size(cfg, n, k, &floats)) return false;
+    float *packed = malloc(sizeof(float) * floats);
+    for (size_t i = 0; i < m * k; i++) a[i] = frand();
+    for (size_t i = 0; i < n * k; i++) w[i] = frand();
+    a[(m - 1) * k + 2] = NAN;
+    eko_f32_pack(cfg, n, k, w, false, NULL, packed);
+    eko_f32_gemm(cfg, NULL, m, n, k, a, k, packed, c, n, -0.5f, 0.5f);
+    bool ok = true;
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) ok = ok && (i == m - 1 ? isnan(c[i * n + j]) : !isnan(c[i * n + j]));
+    free(packed);
+    return ok;
+}
+
 static void test_level(eko_isa isa, ember_threadpool **pools, size_t npools) {
     const eko_f32_gemm_config *cfg = eko_f32_gemm_config_for(isa);
     if (!eko_isa_supported(isa) || cfg == NULL) {
@@ -100,6 +120,8 @@ static void test_level(eko_isa isa, ember_threadpool **pools, size_t npools) {
                     }
                 }
     CHECK_MSG(failures == 0, "%d of %d cases wrong", failures, cases);
+    for (size_t m = 1; m <= mr + 1; m++)
+        CHECK_MSG(nan_passes_the_clamp(cfg, m), "NaN lost in the clamp, %zu rows", m);
 }
 
 int main(void) {
