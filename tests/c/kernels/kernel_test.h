@@ -109,6 +109,43 @@ static inline ember_value *tl_init(tl *l, tt **xs, size_t n, bool optional) {
     return &l->v;
 }
 
+/* Scalar values, by value: an Int, Double, Bool, None or String argument. */
+static inline ember_value kt_int(int64_t i) {
+    ember_value v;
+    memset(&v, 0, sizeof v);
+    v.tag = EMBER_TAG_INT;
+    v.u.i = i;
+    return v;
+}
+static inline ember_value kt_double(double d) {
+    ember_value v;
+    memset(&v, 0, sizeof v);
+    v.tag = EMBER_TAG_DOUBLE;
+    v.u.d = d;
+    return v;
+}
+static inline ember_value kt_bool(bool b) {
+    ember_value v;
+    memset(&v, 0, sizeof v);
+    v.tag = EMBER_TAG_BOOL;
+    v.u.b = b;
+    return v;
+}
+static inline ember_value kt_none(void) {
+    ember_value v;
+    memset(&v, 0, sizeof v);
+    v.tag = EMBER_TAG_NONE;
+    return v;
+}
+static inline ember_value kt_str(const char *s) {
+    ember_value v;
+    memset(&v, 0, sizeof v);
+    v.tag = EMBER_TAG_STRING;
+    v.u.str.data = s;
+    v.u.str.len = strlen(s);
+    return v;
+}
+
 static inline ember_kernel_fn kt_kernel(const char *key) {
     for (size_t i = 0; i < ember_portable_kernel_count(); i++)
         if (strcmp(ember_portable_kernel_at(i)->name, key) == 0)

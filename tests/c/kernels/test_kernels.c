@@ -43,37 +43,6 @@ static ember_tensor *tt_make(tt *x, int dtype, const int32_t *sizes, size_t dim,
             NULL)
 
 /* Scalar and list values. */
-static ember_value v_int(int64_t i) {
-    ember_value v;
-    v.tag = EMBER_TAG_INT;
-    v.u.i = i;
-    return v;
-}
-static ember_value v_dbl(double d) {
-    ember_value v;
-    v.tag = EMBER_TAG_DOUBLE;
-    v.u.d = d;
-    return v;
-}
-static ember_value v_bool(bool b) {
-    ember_value v;
-    v.tag = EMBER_TAG_BOOL;
-    v.u.b = b;
-    return v;
-}
-static ember_value v_none(void) {
-    ember_value v;
-    memset(&v, 0, sizeof v);
-    v.tag = EMBER_TAG_NONE;
-    return v;
-}
-static ember_value v_str(const char *s) {
-    ember_value v;
-    v.tag = EMBER_TAG_STRING;
-    v.u.str.data = s;
-    v.u.str.len = strlen(s);
-    return v;
-}
 
 #define IL(l, ...)                                                                                 \
     il_init(&(l), (const int64_t[]){__VA_ARGS__},                                                  \
@@ -166,13 +135,13 @@ static void test_add(void) {
     IN(b, EMBER_FLOAT32, bd, 3);
     OUT(o, EMBER_FLOAT32, od, 2, 3);
     /* broadcast [2,3] + 2 * [3] */
-    CHECK_OK(CALL("aten::add.out", &a.v, &b.v, VP(v_int(2)), &o.v, &o.v));
+    CHECK_OK(CALL("aten::add.out", &a.v, &b.v, VP(kt_int(2)), &o.v, &o.v));
     float want[6] = {21, 42, 63, 24, 45, 66};
     CHECK(close_f(od, want, 6, 0));
     CHECK(SHAPE_IS(&o.t, 2, 3));
 
     /* other broadcast the other way: [3] + [2,3] */
-    CHECK_OK(CALL("aten::add.out", &b.v, &a.v, VP(v_dbl(1.0)), &o.v, &o.v));
+    CHECK_OK(CALL("aten::add.out", &b.v, &a.v, VP(kt_double(1.0)), &o.v, &o.v));
     float want2[6] = {11, 22, 33, 14, 25, 36};
     CHECK(close_f(od, want2, 6, 0));
 
@@ -182,25 +151,25 @@ static void test_add(void) {
     float fod[3];
     IN(ia, EMBER_INT32, iad, 3);
     OUT(fo, EMBER_FLOAT32, fod, 3);
-    CHECK_OK(CALL("aten::add.Scalar_out", &ia.v, VP(v_dbl(0.5)), VP(v_int(1)), &fo.v, &fo.v));
+    CHECK_OK(CALL("aten::add.Scalar_out", &ia.v, VP(kt_double(0.5)), VP(kt_int(1)), &fo.v, &fo.v));
     float want3[3] = {1.5f, -1.5f, 3.5f};
     CHECK(close_f(fod, want3, 3, 0));
     /* ... but not into an int out */
     tt io;
     int32_t iod[3];
     OUT(io, EMBER_INT32, iod, 3);
-    CHECK_STATUS(CALL("aten::add.Scalar_out", &ia.v, VP(v_dbl(0.5)), VP(v_int(1)), &io.v, &io.v),
+    CHECK_STATUS(CALL("aten::add.Scalar_out", &ia.v, VP(kt_double(0.5)), VP(kt_int(1)), &io.v, &io.v),
                  EMBER_ERR_TYPE_MISMATCH);
     /* int + int scalar with alpha stays int; int64 wraps */
-    CHECK_OK(CALL("aten::add.Scalar_out", &ia.v, VP(v_int(7)), VP(v_int(-2)), &io.v, &io.v));
+    CHECK_OK(CALL("aten::add.Scalar_out", &ia.v, VP(kt_int(7)), VP(kt_int(-2)), &io.v, &io.v));
     CHECK(iod[0] == -13 && iod[1] == -16 && iod[2] == -11);
-    CHECK_STATUS(CALL("aten::add.Scalar_out", &ia.v, VP(v_int(7)), VP(v_dbl(1.5)), &io.v, &io.v),
+    CHECK_STATUS(CALL("aten::add.Scalar_out", &ia.v, VP(kt_int(7)), VP(kt_double(1.5)), &io.v, &io.v),
                  EMBER_ERR_TYPE_MISMATCH);
     tt la, lo;
     int64_t lad[2] = {INT64_MAX, INT64_MIN}, lod[2];
     IN(la, EMBER_INT64, lad, 2);
     OUT(lo, EMBER_INT64, lod, 2);
-    CHECK_OK(CALL("aten::add.Scalar_out", &la.v, VP(v_int(1)), VP(v_int(1)), &lo.v, &lo.v));
+    CHECK_OK(CALL("aten::add.Scalar_out", &la.v, VP(kt_int(1)), VP(kt_int(1)), &lo.v, &lo.v));
     CHECK(lod[0] == INT64_MIN && lod[1] == INT64_MIN + 1);
 
     /* int8 tensor + 0-dim float64 tensor: the 0-dim float wins the category */
@@ -211,7 +180,7 @@ static void test_add(void) {
     IN(ca, EMBER_INT8, cad, 2);
     IN0(cz, EMBER_FLOAT64, czd);
     OUT(co, EMBER_FLOAT64, cod, 2);
-    CHECK_OK(CALL("aten::add.out", &ca.v, &cz.v, VP(v_int(1)), &co.v, &co.v));
+    CHECK_OK(CALL("aten::add.out", &ca.v, &cz.v, VP(kt_int(1)), &co.v, &co.v));
     CHECK(cod[0] == 1.25 && cod[1] == 2.25);
 
     /* bool + bool = or */
@@ -220,7 +189,7 @@ static void test_add(void) {
     IN(ba, EMBER_BOOL, bad, 4);
     IN(bb, EMBER_BOOL, bbd, 4);
     OUT(bo, EMBER_BOOL, bod, 4);
-    CHECK_OK(CALL("aten::add.out", &ba.v, &bb.v, VP(v_int(1)), &bo.v, &bo.v));
+    CHECK_OK(CALL("aten::add.out", &ba.v, &bb.v, VP(kt_int(1)), &bo.v, &bo.v));
     CHECK(bod[0] == 0 && bod[1] == 1 && bod[2] == 1 && bod[3] == 1);
 
     /* half and bfloat16 compute in float */
@@ -231,47 +200,47 @@ static void test_add(void) {
     OUT(ho, EMBER_FLOAT16, hod, 2);
     IN(bfa, EMBER_BFLOAT16, bfad, 2);
     OUT(bfo, EMBER_BFLOAT16, bfod, 2);
-    CHECK_OK(CALL("aten::add.out", &ha.v, &ha.v, VP(v_int(1)), &ho.v, &ho.v));
+    CHECK_OK(CALL("aten::add.out", &ha.v, &ha.v, VP(kt_int(1)), &ho.v, &ho.v));
     CHECK(ember_half_to_float(hod[0]) == 3.0f && ember_half_to_float(hod[1]) == -4.0f);
-    CHECK_OK(CALL("aten::add.out", &bfa.v, &bfa.v, VP(v_int(2)), &bfo.v, &bfo.v));
+    CHECK_OK(CALL("aten::add.out", &bfa.v, &bfa.v, VP(kt_int(2)), &bfo.v, &bfo.v));
     CHECK(ember_bf16_to_float(bfod[0]) == 9.0f && ember_bf16_to_float(bfod[1]) == 1.5f);
 
     /* errors: not broadcastable, out too small, wrong tags, wrong nargs */
     tt c4, small;
     float c4d[4] = {0}, smalld[2];
     IN(c4, EMBER_FLOAT32, c4d, 4);
-    CHECK_STATUS(CALL("aten::add.out", &a.v, &c4.v, VP(v_int(1)), &o.v, &o.v),
+    CHECK_STATUS(CALL("aten::add.out", &a.v, &c4.v, VP(kt_int(1)), &o.v, &o.v),
                  EMBER_ERR_SHAPE_MISMATCH);
     OUT(small, EMBER_FLOAT32, smalld, 2, 1);
-    CHECK_STATUS(CALL("aten::add.out", &a.v, &b.v, VP(v_int(1)), &small.v, &small.v),
+    CHECK_STATUS(CALL("aten::add.out", &a.v, &b.v, VP(kt_int(1)), &small.v, &small.v),
                  EMBER_ERR_SHAPE_MISMATCH);
-    CHECK_STATUS(CALL("aten::add.out", &a.v, VP(v_int(3)), VP(v_int(1)), &o.v, &o.v),
+    CHECK_STATUS(CALL("aten::add.out", &a.v, VP(kt_int(3)), VP(kt_int(1)), &o.v, &o.v),
                  EMBER_ERR_INVALID_PROGRAM);
     CHECK_STATUS(CALL("aten::add.out", &a.v, &b.v, &o.v, &o.v), EMBER_ERR_INVALID_PROGRAM);
     /* a static out of the wrong shape */
     tt so;
     float sod[6];
     IN(so, EMBER_FLOAT32, sod, 3, 2);
-    CHECK_STATUS(CALL("aten::add.out", &a.v, &b.v, VP(v_int(1)), &so.v, &so.v),
+    CHECK_STATUS(CALL("aten::add.out", &a.v, &b.v, VP(kt_int(1)), &so.v, &so.v),
                  EMBER_ERR_SHAPE_MISMATCH);
     /* bounds fine but storage too small */
     tt tiny;
     float tinyd[2];
     tt_make(&tiny, EMBER_FLOAT32, (const int32_t[]){2, 3}, 2, tinyd, sizeof tinyd, true, NULL);
-    CHECK_STATUS(CALL("aten::add.out", &a.v, &b.v, VP(v_int(1)), &tiny.v, &tiny.v),
+    CHECK_STATUS(CALL("aten::add.out", &a.v, &b.v, VP(kt_int(1)), &tiny.v, &tiny.v),
                  EMBER_ERR_SHAPE_MISMATCH);
     /* a constant out is refused */
     tt k;
     float kd[6];
     OUT(k, EMBER_FLOAT32, kd, 2, 3);
     k.t.storage = EMBER_STORAGE_CONSTANT;
-    CHECK_STATUS(CALL("aten::add.out", &a.v, &b.v, VP(v_int(1)), &k.v, &k.v),
+    CHECK_STATUS(CALL("aten::add.out", &a.v, &b.v, VP(kt_int(1)), &k.v, &k.v),
                  EMBER_ERR_INVALID_PROGRAM);
     /* an unsupported dtype */
     tt q;
     uint8_t qd[3] = {0};
     IN(q, EMBER_QINT8, qd, 3);
-    CHECK_STATUS(CALL("aten::add.out", &q.v, &b.v, VP(v_int(1)), &o.v, &o.v),
+    CHECK_STATUS(CALL("aten::add.out", &q.v, &b.v, VP(kt_int(1)), &o.v, &o.v),
                  EMBER_ERR_NOT_SUPPORTED);
 }
 
@@ -286,7 +255,7 @@ static void test_add_layouts(void) {
     IN(b, EMBER_FLOAT32, bd, 2, 1, 1);
     tt_make(&o, EMBER_FLOAT32, (const int32_t[]){1, 2, 2, 3}, 4, od, sizeof od, false,
             (const uint8_t[]){0, 2, 3, 1});
-    CHECK_OK(CALL("aten::add.out", &a.v, &b.v, VP(v_int(1)), &o.v, &o.v));
+    CHECK_OK(CALL("aten::add.out", &a.v, &b.v, VP(kt_int(1)), &o.v, &o.v));
     bool ok = true;
     for (int c = 0; c < 2; c++)
         for (int h = 0; h < 2; h++)
@@ -314,11 +283,11 @@ static void test_add_layouts(void) {
     tt e, eo;
     tt_make(&e, EMBER_FLOAT32, (const int32_t[]){0, 3}, 2, NULL, 0, false, NULL);
     tt_make(&eo, EMBER_FLOAT32, (const int32_t[]){4, 3}, 2, NULL, 0, true, NULL);
-    CHECK_STATUS(CALL("aten::add.out", &e.v, &y.v, VP(v_int(1)), &eo.v, &eo.v),
+    CHECK_STATUS(CALL("aten::add.out", &e.v, &y.v, VP(kt_int(1)), &eo.v, &eo.v),
                  EMBER_ERR_SHAPE_MISMATCH); /* (0,3) and (5) do not broadcast */
     float y3[3] = {1, 2, 3};
     IN(y, EMBER_FLOAT32, y3, 3);
-    CHECK_OK(CALL("aten::add.out", &e.v, &y.v, VP(v_int(1)), &eo.v, &eo.v));
+    CHECK_OK(CALL("aten::add.out", &e.v, &y.v, VP(kt_int(1)), &eo.v, &eo.v));
     CHECK(SHAPE_IS(&eo.t, 0, 3));
 
     /* 0-dim op 0-dim -> 0-dim */
@@ -327,7 +296,7 @@ static void test_add_layouts(void) {
     IN0(s1, EMBER_FLOAT32, s1d);
     IN0(s2, EMBER_FLOAT32, s2d);
     IN0(so, EMBER_FLOAT32, sod);
-    CHECK_OK(CALL("aten::sub.out", &s1.v, &s2.v, VP(v_int(2)), &so.v, &so.v));
+    CHECK_OK(CALL("aten::sub.out", &s1.v, &s2.v, VP(kt_int(2)), &so.v, &so.v));
     CHECK(sod == -8);
 }
 
@@ -338,25 +307,25 @@ static void test_arith(void) {
     IN(a, EMBER_FLOAT32, ad, 4);
     IN(b, EMBER_FLOAT32, bd, 4);
     OUT(o, EMBER_FLOAT32, od, 4);
-    CHECK_OK(CALL("aten::sub.out", &a.v, &b.v, VP(v_int(3)), &o.v, &o.v));
+    CHECK_OK(CALL("aten::sub.out", &a.v, &b.v, VP(kt_int(3)), &o.v, &o.v));
     CHECK(od[0] == 1 && od[1] == -13 && od[2] == 1 && od[3] == 0);
-    CHECK_OK(CALL("aten::sub.Scalar_out", &a.v, VP(v_dbl(0.5)), VP(v_int(1)), &o.v, &o.v));
+    CHECK_OK(CALL("aten::sub.Scalar_out", &a.v, VP(kt_double(0.5)), VP(kt_int(1)), &o.v, &o.v));
     CHECK(od[0] == 6.5f && od[1] == -7.5f);
-    CHECK_OK(CALL("aten::rsub.Scalar_out", &a.v, VP(v_int(1)), VP(v_int(2)), &o.v, &o.v));
+    CHECK_OK(CALL("aten::rsub.Scalar_out", &a.v, VP(kt_int(1)), VP(kt_int(2)), &o.v, &o.v));
     CHECK(od[0] == -13 && od[1] == 15 && od[3] == 1);
-    CHECK_OK(CALL("aten::mul.Scalar_out", &a.v, VP(v_dbl(-2)), &o.v, &o.v));
+    CHECK_OK(CALL("aten::mul.Scalar_out", &a.v, VP(kt_double(-2)), &o.v, &o.v));
     CHECK(od[0] == -14 && od[1] == 14);
     CHECK_OK(CALL("aten::div.out", &a.v, &b.v, &o.v, &o.v));
     CHECK(od[0] == 3.5f && od[1] == -3.5f && isinf(od[2]) && isnan(od[3]));
-    CHECK_OK(CALL("aten::div.out_mode", &a.v, &b.v, VP(v_str("floor")), &o.v, &o.v));
+    CHECK_OK(CALL("aten::div.out_mode", &a.v, &b.v, VP(kt_str("floor")), &o.v, &o.v));
     CHECK(od[0] == 3 && od[1] == -4);
-    CHECK_OK(CALL("aten::div.out_mode", &a.v, &b.v, VP(v_str("trunc")), &o.v, &o.v));
+    CHECK_OK(CALL("aten::div.out_mode", &a.v, &b.v, VP(kt_str("trunc")), &o.v, &o.v));
     CHECK(od[0] == 3 && od[1] == -3);
-    CHECK_OK(CALL("aten::div.out_mode", &a.v, &b.v, VP(v_none()), &o.v, &o.v));
+    CHECK_OK(CALL("aten::div.out_mode", &a.v, &b.v, VP(kt_none()), &o.v, &o.v));
     CHECK(od[0] == 3.5f);
-    CHECK_STATUS(CALL("aten::div.out_mode", &a.v, &b.v, VP(v_str("round")), &o.v, &o.v),
+    CHECK_STATUS(CALL("aten::div.out_mode", &a.v, &b.v, VP(kt_str("round")), &o.v, &o.v),
                  EMBER_ERR_INVALID_ARGUMENT);
-    CHECK_OK(CALL("aten::div.Scalar_out", &a.v, VP(v_int(4)), &o.v, &o.v));
+    CHECK_OK(CALL("aten::div.Scalar_out", &a.v, VP(kt_int(4)), &o.v, &o.v));
     CHECK(od[0] == 1.75f);
 
     /* integer true division gives float; integer floor division stays int */
@@ -370,14 +339,14 @@ static void test_arith(void) {
     CHECK_OK(CALL("aten::div.out", &ia.v, &ib.v, &fo.v, &fo.v));
     CHECK(fod[0] == 3.5f && fod[1] == -3.5f && isinf(fod[2]));
     CHECK_STATUS(CALL("aten::div.out", &ia.v, &ib.v, &io.v, &io.v), EMBER_ERR_TYPE_MISMATCH);
-    CHECK_STATUS(CALL("aten::div.out_mode", &ia.v, &ib.v, VP(v_str("floor")), &io.v, &io.v),
+    CHECK_STATUS(CALL("aten::div.out_mode", &ia.v, &ib.v, VP(kt_str("floor")), &io.v, &io.v),
                  EMBER_ERR_KERNEL_FAILED); /* 5 // 0 */
     ibd[2] = -1;
     iad[2] = INT64_MIN;
-    CHECK_OK(CALL("aten::div.out_mode", &ia.v, &ib.v, VP(v_str("floor")), &io.v, &io.v));
+    CHECK_OK(CALL("aten::div.out_mode", &ia.v, &ib.v, VP(kt_str("floor")), &io.v, &io.v));
     CHECK(iod[0] == 3 && iod[1] == -4 && iod[2] == INT64_MIN);
     CHECK_OK(
-        CALL("aten::div.Scalar_mode_out", &ia.v, VP(v_int(-2)), VP(v_str("trunc")), &io.v, &io.v));
+        CALL("aten::div.Scalar_mode_out", &ia.v, VP(kt_int(-2)), VP(kt_str("trunc")), &io.v, &io.v));
     CHECK(iod[0] == -3 && iod[1] == 3);
 
     /* maximum / minimum with NaN, pow */
@@ -389,13 +358,13 @@ static void test_arith(void) {
     CHECK(isnan(od[0]) && od[1] == 2);
     CHECK_OK(CALL("aten::minimum.out", &b.v, &a.v, &o.v, &o.v));
     CHECK(isnan(od[0]) && od[1] == 1);
-    CHECK_OK(CALL("aten::pow.Tensor_Scalar_out", &b.v, VP(v_int(3)), &o.v, &o.v));
+    CHECK_OK(CALL("aten::pow.Tensor_Scalar_out", &b.v, VP(kt_int(3)), &o.v, &o.v));
     CHECK(od[0] == 0 && od[1] == 8);
     int64_t pd[3] = {3, -2, 2};
     IN(ia, EMBER_INT64, pd, 3);
-    CHECK_OK(CALL("aten::pow.Tensor_Scalar_out", &ia.v, VP(v_int(3)), &io.v, &io.v));
+    CHECK_OK(CALL("aten::pow.Tensor_Scalar_out", &ia.v, VP(kt_int(3)), &io.v, &io.v));
     CHECK(iod[0] == 27 && iod[1] == -8 && iod[2] == 8);
-    CHECK_STATUS(CALL("aten::pow.Tensor_Scalar_out", &ia.v, VP(v_int(-1)), &io.v, &io.v),
+    CHECK_STATUS(CALL("aten::pow.Tensor_Scalar_out", &ia.v, VP(kt_int(-1)), &io.v, &io.v),
                  EMBER_ERR_INVALID_ARGUMENT);
 }
 
@@ -411,11 +380,11 @@ static void test_compare_logic(void) {
     CHECK(od[0] == 0 && od[1] == 1 && od[2] == 0 && od[3] == 0);
     CHECK_OK(CALL("aten::lt.Tensor_out", &a.v, &b.v, &o.v, &o.v));
     CHECK(od[0] == 1 && od[1] == 0 && od[2] == 0);
-    CHECK_OK(CALL("aten::ge.Scalar_out", &a.v, VP(v_int(2)), &o.v, &o.v));
+    CHECK_OK(CALL("aten::ge.Scalar_out", &a.v, VP(kt_int(2)), &o.v, &o.v));
     CHECK(od[0] == 0 && od[1] == 1 && od[2] == 1 && od[3] == 0);
-    CHECK_OK(CALL("aten::ne.Scalar_out", &a.v, VP(v_dbl(2.0)), &o.v, &o.v));
+    CHECK_OK(CALL("aten::ne.Scalar_out", &a.v, VP(kt_double(2.0)), &o.v, &o.v));
     CHECK(od[0] == 1 && od[1] == 0 && od[3] == 1);
-    CHECK_OK(CALL("aten::gt.Scalar_out", &a.v, VP(v_dbl(1.5)), &o.v, &o.v));
+    CHECK_OK(CALL("aten::gt.Scalar_out", &a.v, VP(kt_double(1.5)), &o.v, &o.v));
     CHECK(od[0] == 0 && od[1] == 1);
     CHECK_OK(CALL("aten::le.Tensor_out", &a.v, &b.v, &o.v, &o.v));
     CHECK(od[0] == 1 && od[1] == 1 && od[2] == 0);
@@ -425,10 +394,10 @@ static void test_compare_logic(void) {
     float fod[3];
     IN(i, EMBER_INT32, id, 3);
     OUT(o, EMBER_BOOL, od, 3);
-    CHECK_OK(CALL("aten::gt.Scalar_out", &i.v, VP(v_dbl(2.5)), &o.v, &o.v));
+    CHECK_OK(CALL("aten::gt.Scalar_out", &i.v, VP(kt_double(2.5)), &o.v, &o.v));
     CHECK(od[0] == 0 && od[1] == 1 && od[2] == 1);
     OUT(fo, EMBER_FLOAT32, fod, 3); /* a comparison may write 1/0 to any dtype */
-    CHECK_OK(CALL("aten::eq.Scalar_out", &i.v, VP(v_int(3)), &fo.v, &fo.v));
+    CHECK_OK(CALL("aten::eq.Scalar_out", &i.v, VP(kt_int(3)), &fo.v, &fo.v));
     CHECK(fod[0] == 0 && fod[1] == 1 && fod[2] == 0);
 
     /* logical_not: bool bytes other than 1 still read as true */
@@ -468,7 +437,7 @@ static void test_compare_logic(void) {
     IN(x, EMBER_FLOAT32, xd, 3, 3);
     IN(mk, EMBER_BOOL, mkd, 3, 3);
     OUT(xo, EMBER_FLOAT32, xod, 3, 3);
-    CHECK_OK(CALL("aten::masked_fill.Scalar_out", &x.v, &mk.v, VP(v_dbl(-INFINITY)), &xo.v, &xo.v));
+    CHECK_OK(CALL("aten::masked_fill.Scalar_out", &x.v, &mk.v, VP(kt_double(-INFINITY)), &xo.v, &xo.v));
     CHECK(xod[0] == 0 && isinf(xod[1]) && xod[1] < 0 && xod[3] == 3 && xod[4] == 4 &&
           isinf(xod[5]));
 }
@@ -515,27 +484,27 @@ static void test_unary(void) {
     CHECK(od[4] == 2);
 
     /* gelu, exact and tanh */
-    CHECK_OK(CALL("aten::gelu.out", &x.v, VP(v_str("none")), &o.v, &o.v));
+    CHECK_OK(CALL("aten::gelu.out", &x.v, VP(kt_str("none")), &o.v, &o.v));
     for (int i = 0; i < N; i++) want[i] = 0.5f * xd[i] * (1.0f + erff(xd[i] / sqrtf(2.0f)));
     CHECK(close_f(od, want, N, 1e-6f));
-    CHECK_OK(CALL("aten::gelu.out", &x.v, VP(v_str("tanh")), &o.v, &o.v));
+    CHECK_OK(CALL("aten::gelu.out", &x.v, VP(kt_str("tanh")), &o.v, &o.v));
     for (int i = 0; i < N; i++) {
         float v = xd[i];
         want[i] =
             0.5f * v * (1.0f + tanhf(sqrtf(2.0f / 3.14159265f) * (v + 0.044715f * v * v * v)));
     }
     CHECK(close_f(od, want, N, 1e-6f));
-    CHECK_STATUS(CALL("aten::gelu.out", &x.v, VP(v_str("fast")), &o.v, &o.v),
+    CHECK_STATUS(CALL("aten::gelu.out", &x.v, VP(kt_str("fast")), &o.v, &o.v),
                  EMBER_ERR_INVALID_ARGUMENT);
 
     /* clamp / hardtanh / leaky_relu */
-    CHECK_OK(CALL("aten::clamp.out", &x.v, VP(v_dbl(-1)), VP(v_none()), &o.v, &o.v));
+    CHECK_OK(CALL("aten::clamp.out", &x.v, VP(kt_double(-1)), VP(kt_none()), &o.v, &o.v));
     CHECK(od[0] == -1 && od[6] == 3);
-    CHECK_OK(CALL("aten::hardtanh.out", &x.v, VP(v_dbl(-0.5)), VP(v_dbl(0.5)), &o.v, &o.v));
+    CHECK_OK(CALL("aten::hardtanh.out", &x.v, VP(kt_double(-0.5)), VP(kt_double(0.5)), &o.v, &o.v));
     CHECK(od[0] == -0.5f && od[6] == 0.5f && od[3] == 0);
-    CHECK_OK(CALL("aten::leaky_relu.out", &x.v, VP(v_dbl(0.1)), &o.v, &o.v));
+    CHECK_OK(CALL("aten::leaky_relu.out", &x.v, VP(kt_double(0.1)), &o.v, &o.v));
     CHECK(fabsf(od[0] + 0.3f) < 1e-6f && od[6] == 3);
-    CHECK_STATUS(CALL("aten::clamp.out", &x.v, VP(v_none()), VP(v_none()), &o.v, &o.v),
+    CHECK_STATUS(CALL("aten::clamp.out", &x.v, VP(kt_none()), VP(kt_none()), &o.v, &o.v),
                  EMBER_ERR_INVALID_ARGUMENT);
 
     /* float math on ints gives floats; ints can't hold them */
@@ -601,7 +570,7 @@ static void test_matmul(void) {
     fill_rand(bias, M);
     tt tbias;
     IN(tbias, EMBER_FLOAT32, bias, M);
-    CHECK_OK(CALL("aten::addmm.out", &tbias.v, &ta.v, &tb.v, VP(v_dbl(0.5)), VP(v_int(2)), &to.v,
+    CHECK_OK(CALL("aten::addmm.out", &tbias.v, &ta.v, &tb.v, VP(kt_double(0.5)), VP(kt_int(2)), &to.v,
                   &to.v));
     for (int i = 0; i < N * M; i++) want[i] = 2 * want[i] + 0.5f * bias[i % M];
     CHECK(close_f(o, want, N * M, 1e-5f));
@@ -610,7 +579,7 @@ static void test_matmul(void) {
     tt tcol;
     IN(tcol, EMBER_FLOAT32, bcol, N, 1);
     CHECK_OK(
-        CALL("aten::addmm.out", &tcol.v, &ta.v, &tb.v, VP(v_int(1)), VP(v_int(1)), &to.v, &to.v));
+        CALL("aten::addmm.out", &tcol.v, &ta.v, &tb.v, VP(kt_int(1)), VP(kt_int(1)), &to.v, &to.v));
     ref_mm(a, b, want, N, K, M);
     for (int i = 0; i < N * M; i++) want[i] += bcol[i / M];
     CHECK(close_f(o, want, N * M, 1e-5f));
@@ -619,12 +588,12 @@ static void test_matmul(void) {
     for (int i = 0; i < M; i++) nanb[i] = NAN;
     IN(tbias, EMBER_FLOAT32, nanb, M);
     CHECK_OK(
-        CALL("aten::addmm.out", &tbias.v, &ta.v, &tb.v, VP(v_int(0)), VP(v_int(1)), &to.v, &to.v));
+        CALL("aten::addmm.out", &tbias.v, &ta.v, &tb.v, VP(kt_int(0)), VP(kt_int(1)), &to.v, &to.v));
     ref_mm(a, b, want, N, K, M);
     CHECK(close_f(o, want, N * M, 1e-5f));
     IN(tbias, EMBER_FLOAT32, bias, 3);
     CHECK_STATUS(
-        CALL("aten::addmm.out", &tbias.v, &ta.v, &tb.v, VP(v_int(1)), VP(v_int(1)), &to.v, &to.v),
+        CALL("aten::addmm.out", &tbias.v, &ta.v, &tb.v, VP(kt_int(1)), VP(kt_int(1)), &to.v, &to.v),
         EMBER_ERR_SHAPE_MISMATCH);
 
     /* bmm (2, 3, 4) @ (2, 4, 5) */
@@ -693,7 +662,7 @@ static void test_softmax(void) {
     IN(tx, EMBER_FLOAT32, x, 2, 3, 4);
     OUT(to, EMBER_FLOAT32, o, 2, 3, 4);
     /* along dim 1 (strided) */
-    CHECK_OK(CALL("aten::_softmax.out", &tx.v, VP(v_int(1)), VP(v_bool(false)), &to.v, &to.v));
+    CHECK_OK(CALL("aten::_softmax.out", &tx.v, VP(kt_int(1)), VP(kt_bool(false)), &to.v, &to.v));
     for (int b = 0; b < 2; b++)
         for (int k = 0; k < 4; k++) {
             double mx = -INFINITY, s = 0;
@@ -705,7 +674,7 @@ static void test_softmax(void) {
     CHECK(close_f(o, want, 24, 1e-6f));
     CHECK(o[0] == 0);
     /* along the last dim, log */
-    CHECK_OK(CALL("aten::_log_softmax.out", &tx.v, VP(v_int(-1)), VP(v_bool(false)), &to.v, &to.v));
+    CHECK_OK(CALL("aten::_log_softmax.out", &tx.v, VP(kt_int(-1)), VP(kt_bool(false)), &to.v, &to.v));
     for (int r = 0; r < 6; r++) {
         double mx = -INFINITY, s = 0;
         for (int j = 0; j < 4; j++) mx = fmax(mx, x[r * 4 + j]);
@@ -713,16 +682,16 @@ static void test_softmax(void) {
         for (int j = 0; j < 4; j++) want[r * 4 + j] = (float)(x[r * 4 + j] - mx - log(s));
     }
     CHECK(close_f(o, want, 24, 1e-6f));
-    CHECK_STATUS(CALL("aten::_softmax.out", &tx.v, VP(v_int(3)), VP(v_bool(false)), &to.v, &to.v),
+    CHECK_STATUS(CALL("aten::_softmax.out", &tx.v, VP(kt_int(3)), VP(kt_bool(false)), &to.v, &to.v),
                  EMBER_ERR_INVALID_ARGUMENT);
-    CHECK_STATUS(CALL("aten::_softmax.out", &tx.v, VP(v_int(1)), VP(v_bool(true)), &to.v, &to.v),
+    CHECK_STATUS(CALL("aten::_softmax.out", &tx.v, VP(kt_int(1)), VP(kt_bool(true)), &to.v, &to.v),
                  EMBER_ERR_NOT_SUPPORTED);
     /* 0-dim softmax is 1 */
     tt s, so;
     float sd = 3, sod = 0;
     IN0(s, EMBER_FLOAT32, sd);
     IN0(so, EMBER_FLOAT32, sod);
-    CHECK_OK(CALL("aten::_softmax.out", &s.v, VP(v_int(0)), VP(v_bool(false)), &so.v, &so.v));
+    CHECK_OK(CALL("aten::_softmax.out", &s.v, VP(kt_int(0)), VP(kt_bool(false)), &so.v, &so.v));
     CHECK(sod == 1);
 }
 
@@ -743,7 +712,7 @@ static void test_norms(void) {
     OUT(tr, EMBER_FLOAT32, rstd, 1, R, 1);
     tt *ol[3] = {&ty, &tm, &tr};
     il ns;
-    CHECK_OK(CALL("aten::native_layer_norm.out", &tx.v, IL(ns, C), &tw.v, &tb.v, VP(v_dbl(1e-5)),
+    CHECK_OK(CALL("aten::native_layer_norm.out", &tx.v, IL(ns, C), &tw.v, &tb.v, VP(kt_double(1e-5)),
                   &ty.v, &tm.v, &tr.v, tl_init(&outs, ol, 3, false)));
     bool ok = true;
     for (int r = 0; r < R; r++) {
@@ -760,14 +729,14 @@ static void test_norms(void) {
     CHECK(ok);
     CHECK(SHAPE_IS(&tm.t, 1, R, 1));
     /* no weight and bias; normalized over the last two dims */
-    CHECK_OK(CALL("aten::native_layer_norm.out", &tx.v, IL(ns, R, C), VP(v_none()), VP(v_none()),
-                  VP(v_dbl(1e-5)), &ty.v, &tm.v, &tr.v, tl_init(&outs, ol, 3, false)));
+    CHECK_OK(CALL("aten::native_layer_norm.out", &tx.v, IL(ns, R, C), VP(kt_none()), VP(kt_none()),
+                  VP(kt_double(1e-5)), &ty.v, &tm.v, &tr.v, tl_init(&outs, ol, 3, false)));
     CHECK(SHAPE_IS(&tm.t, 1, 1, 1));
     double s = 0;
     for (int i = 0; i < R * C; i++) s += y[i];
     CHECK(fabs(s) < 1e-4);
     CHECK_STATUS(CALL("aten::native_layer_norm.out", &tx.v, IL(ns, 7), &tw.v, &tb.v,
-                      VP(v_dbl(1e-5)), &ty.v, &tm.v, &tr.v, tl_init(&outs, ol, 3, false)),
+                      VP(kt_double(1e-5)), &ty.v, &tm.v, &tr.v, tl_init(&outs, ol, 3, false)),
                  EMBER_ERR_SHAPE_MISMATCH);
 
     /* batch norm (inference) over (2, 3, 2, 2) */
@@ -786,7 +755,7 @@ static void test_norms(void) {
     tt_make(&te2, EMBER_FLOAT32, (const int32_t[]){0}, 1, NULL, 0, false, NULL);
     tt *bol[3] = {&tby, &te1, &te2};
     CHECK_OK(CALL("aten::_native_batch_norm_legit_no_training.out", &tbx.v, &tbw.v, &tbb.v, &tbm.v,
-                  &tbv.v, VP(v_dbl(0.1)), VP(v_dbl(1e-5)), &tby.v, &te1.v, &te2.v,
+                  &tbv.v, VP(kt_double(0.1)), VP(kt_double(1e-5)), &tby.v, &te1.v, &te2.v,
                   tl_init(&bouts, bol, 3, false)));
     ok = true;
     for (int i = 0; i < 24; i++) {
@@ -798,7 +767,7 @@ static void test_norms(void) {
     /* running stats of the wrong size */
     IN(tbm, EMBER_FLOAT32, bm, 2);
     CHECK_STATUS(CALL("aten::_native_batch_norm_legit_no_training.out", &tbx.v, &tbw.v, &tbb.v,
-                      &tbm.v, &tbv.v, VP(v_dbl(0.1)), VP(v_dbl(1e-5)), &tby.v, &te1.v, &te2.v,
+                      &tbm.v, &tbv.v, VP(kt_double(0.1)), VP(kt_double(1e-5)), &tby.v, &te1.v, &te2.v,
                       tl_init(&bouts, bol, 3, false)),
                  EMBER_ERR_SHAPE_MISMATCH);
 }
@@ -848,32 +817,32 @@ static void test_conv(void) {
     IN(tb, EMBER_FLOAT32, b, CO);
     OUT(ty, EMBER_FLOAT32, y, N, CO, 8, 8);
     CHECK_OK(CALL("aten::convolution.out", &tx.v, &tw.v, &tb.v, IL(ls, sh, sw), IL(lp, ph, pw),
-                  IL(ld, dh, dw), VP(v_bool(false)), IL(lo, 0, 0), VP(v_int(G)), &ty.v, &ty.v));
+                  IL(ld, dh, dw), VP(kt_bool(false)), IL(lo, 0, 0), VP(kt_int(G)), &ty.v, &ty.v));
     CHECK(SHAPE_IS(&ty.t, N, CO, oh, ow));
     ref_conv2d(x, w, b, want, N, CI, H, W, CO, KH, KW, sh, sw, ph, pw, dh, dw, G, oh, ow);
     CHECK(close_f(y, want, (size_t)(N * CO * oh * ow), 1e-5f));
     /* the fixture's layout: stride 1, padding 1, 3x3, no bias */
     OUT(ty, EMBER_FLOAT32, y, N, CO, H, W);
     IN(tw, EMBER_FLOAT32, w, CO, CI / G, 3, 1);
-    CHECK_OK(CALL("aten::convolution.out", &tx.v, &tw.v, VP(v_none()), IL(ls, 1, 1), IL(lp, 1, 0),
-                  IL(ld, 1, 1), VP(v_bool(false)), IL(lo, 0, 0), VP(v_int(G)), &ty.v, &ty.v));
+    CHECK_OK(CALL("aten::convolution.out", &tx.v, &tw.v, VP(kt_none()), IL(ls, 1, 1), IL(lp, 1, 0),
+                  IL(ld, 1, 1), VP(kt_bool(false)), IL(lo, 0, 0), VP(kt_int(G)), &ty.v, &ty.v));
     ref_conv2d(x, w, NULL, want, N, CI, H, W, CO, 3, 1, 1, 1, 1, 0, 1, 1, G, H, W);
     CHECK(close_f(y, want, (size_t)(N * CO * H * W), 1e-5f));
     /* wrong channel count, bad stride */
     IN(tw, EMBER_FLOAT32, w, CO, 3, 1, 1);
-    CHECK_STATUS(CALL("aten::convolution.out", &tx.v, &tw.v, VP(v_none()), IL(ls, 1, 1),
-                      IL(lp, 0, 0), IL(ld, 1, 1), VP(v_bool(false)), IL(lo, 0, 0), VP(v_int(G)),
+    CHECK_STATUS(CALL("aten::convolution.out", &tx.v, &tw.v, VP(kt_none()), IL(ls, 1, 1),
+                      IL(lp, 0, 0), IL(ld, 1, 1), VP(kt_bool(false)), IL(lo, 0, 0), VP(kt_int(G)),
                       &ty.v, &ty.v),
                  EMBER_ERR_SHAPE_MISMATCH);
     IN(tw, EMBER_FLOAT32, w, CO, 2, 1, 1);
-    CHECK_STATUS(CALL("aten::convolution.out", &tx.v, &tw.v, VP(v_none()), IL(ls, 0, 1),
-                      IL(lp, 0, 0), IL(ld, 1, 1), VP(v_bool(false)), IL(lo, 0, 0), VP(v_int(G)),
+    CHECK_STATUS(CALL("aten::convolution.out", &tx.v, &tw.v, VP(kt_none()), IL(ls, 0, 1),
+                      IL(lp, 0, 0), IL(ld, 1, 1), VP(kt_bool(false)), IL(lo, 0, 0), VP(kt_int(G)),
                       &ty.v, &ty.v),
                  EMBER_ERR_INVALID_ARGUMENT);
     /* kernel larger than the padded input */
     IN(tw, EMBER_FLOAT32, w, CO, 2, 9, 1);
-    CHECK_STATUS(CALL("aten::convolution.out", &tx.v, &tw.v, VP(v_none()), IL(ls, 1, 1),
-                      IL(lp, 0, 0), IL(ld, 1, 1), VP(v_bool(false)), IL(lo, 0, 0), VP(v_int(G)),
+    CHECK_STATUS(CALL("aten::convolution.out", &tx.v, &tw.v, VP(kt_none()), IL(ls, 1, 1),
+                      IL(lp, 0, 0), IL(ld, 1, 1), VP(kt_bool(false)), IL(lo, 0, 0), VP(kt_int(G)),
                       &ty.v, &ty.v),
                  EMBER_ERR_SHAPE_MISMATCH);
 
@@ -885,8 +854,8 @@ static void test_conv(void) {
     IN(t1x, EMBER_FLOAT32, x1, 1, 2, 9);
     IN(t1w, EMBER_FLOAT32, w1, 3, 2, 3);
     OUT(t1y, EMBER_FLOAT32, y1, 1, 3, 5);
-    CHECK_OK(CALL("aten::convolution.out", &t1x.v, &t1w.v, VP(v_none()), IL(ls, 2), IL(lp, 1),
-                  IL(ld, 1), VP(v_bool(false)), IL(lo, 0), VP(v_int(1)), &t1y.v, &t1y.v));
+    CHECK_OK(CALL("aten::convolution.out", &t1x.v, &t1w.v, VP(kt_none()), IL(ls, 2), IL(lp, 1),
+                  IL(ld, 1), VP(kt_bool(false)), IL(lo, 0), VP(kt_int(1)), &t1y.v, &t1y.v));
     ref_conv2d(x1, w1, NULL, want1, 1, 2, 1, 9, 3, 1, 3, 1, 2, 0, 1, 1, 1, 1, 1, 5);
     CHECK(close_f(y1, want1, 15, 1e-5f));
 
@@ -912,8 +881,8 @@ static void test_conv(void) {
     IN(ttx, EMBER_FLOAT32, tx2, 1, 2, 3, 3);
     IN(ttw, EMBER_FLOAT32, tw2, 2, 3, 3, 3);
     OUT(tty, EMBER_FLOAT32, ty2, 1, 3, 6, 6);
-    CHECK_OK(CALL("aten::convolution.out", &ttx.v, &ttw.v, VP(v_none()), IL(ls, 2, 2), IL(lp, 1, 1),
-                  IL(ld, 1, 1), VP(v_bool(true)), IL(lo, 1, 1), VP(v_int(1)), &tty.v, &tty.v));
+    CHECK_OK(CALL("aten::convolution.out", &ttx.v, &ttw.v, VP(kt_none()), IL(ls, 2, 2), IL(lp, 1, 1),
+                  IL(ld, 1, 1), VP(kt_bool(true)), IL(lo, 1, 1), VP(kt_int(1)), &tty.v, &tty.v));
     CHECK(SHAPE_IS(&tty.t, 1, 3, 6, 6));
     CHECK(close_f(ty2, tw_want, 108, 1e-5f));
 }
@@ -932,7 +901,7 @@ static void test_pool(void) {
     OUT(ti, EMBER_INT64, ind, 1, 2, 2, 2);
     tt *ol[2] = {&ty, &ti};
     CHECK_OK(CALL("aten::max_pool2d_with_indices.out", &tx.v, IL(k, 2, 2), IL(s, 2, 2), IL(p, 0, 0),
-                  IL(d, 1, 1), VP(v_bool(false)), &ty.v, &ti.v, tl_init(&outs, ol, 2, false)));
+                  IL(d, 1, 1), VP(kt_bool(false)), &ty.v, &ti.v, tl_init(&outs, ol, 2, false)));
     bool ok = true;
     for (int c = 0; c < 2; c++)
         for (int oy = 0; oy < 2; oy++)
@@ -958,14 +927,14 @@ static void test_pool(void) {
     OUT(ty, EMBER_FLOAT32, y9, 1, 1, 3, 3);
     OUT(ti, EMBER_INT64, i9, 1, 1, 3, 3);
     CHECK_OK(CALL("aten::max_pool2d_with_indices.out", &tx.v, IL(k, 3), IL(s, 2), IL(p, 1),
-                  IL(d, 1), VP(v_bool(true)), &ty.v, &ti.v, tl_init(&outs, ol, 2, false)));
+                  IL(d, 1), VP(kt_bool(true)), &ty.v, &ti.v, tl_init(&outs, ol, 2, false)));
     CHECK(SHAPE_IS(&ty.t, 1, 1, 3, 3));
     CHECK(y9[0] == 6 && i9[0] == 6 && y9[4] == 18 && y9[8] == 24);
     CHECK_OK(CALL("aten::max_pool2d_with_indices.out", &tx.v, IL(k, 2, 2), IL0(s), IL(p, 0),
-                  IL(d, 1), VP(v_bool(false)), &ty.v, &ti.v, tl_init(&outs, ol, 2, false)));
+                  IL(d, 1), VP(kt_bool(false)), &ty.v, &ti.v, tl_init(&outs, ol, 2, false)));
     CHECK(SHAPE_IS(&ty.t, 1, 1, 2, 2) && y9[0] == 6 && y9[3] == 18);
     CHECK_STATUS(CALL("aten::max_pool2d_with_indices.out", &tx.v, IL(k, 2), IL(s, 2), IL(p, 2),
-                      IL(d, 1), VP(v_bool(false)), &ty.v, &ti.v, tl_init(&outs, ol, 2, false)),
+                      IL(d, 1), VP(kt_bool(false)), &ty.v, &ti.v, tl_init(&outs, ol, 2, false)),
                  EMBER_ERR_INVALID_ARGUMENT); /* padding above half the kernel */
 
     /* avg pool 3x3 stride 2 padding 1 on 5x5: count_include_pad on and off */
@@ -973,14 +942,14 @@ static void test_pool(void) {
     tt tya;
     OUT(tya, EMBER_FLOAT32, ya, 1, 1, 3, 3);
     CHECK_OK(CALL("aten::avg_pool2d.out", &tx.v, IL(k, 3, 3), IL(s, 2, 2), IL(p, 1, 1),
-                  VP(v_bool(false)), VP(v_bool(true)), VP(v_none()), &tya.v, &tya.v));
+                  VP(kt_bool(false)), VP(kt_bool(true)), VP(kt_none()), &tya.v, &tya.v));
     CHECK(fabsf(ya[0] - (0 + 1 + 5 + 6) / 9.0f) < 1e-6f);
     CHECK(fabsf(ya[4] - (6 + 7 + 8 + 11 + 12 + 13 + 16 + 17 + 18) / 9.0f) < 1e-6f);
     CHECK_OK(CALL("aten::avg_pool2d.out", &tx.v, IL(k, 3, 3), IL(s, 2, 2), IL(p, 1, 1),
-                  VP(v_bool(false)), VP(v_bool(false)), VP(v_none()), &tya.v, &tya.v));
+                  VP(kt_bool(false)), VP(kt_bool(false)), VP(kt_none()), &tya.v, &tya.v));
     CHECK(fabsf(ya[0] - (0 + 1 + 5 + 6) / 4.0f) < 1e-6f);
     CHECK_OK(CALL("aten::avg_pool2d.out", &tx.v, IL(k, 3, 3), IL(s, 2, 2), IL(p, 1, 1),
-                  VP(v_bool(false)), VP(v_bool(true)), VP(v_int(2)), &tya.v, &tya.v));
+                  VP(kt_bool(false)), VP(kt_bool(true)), VP(kt_int(2)), &tya.v, &tya.v));
     CHECK(fabsf(ya[0] - (0 + 1 + 5 + 6) / 2.0f) < 1e-6f);
 
     /* adaptive average pool 5x5 -> 2x3 */
@@ -1007,29 +976,29 @@ static void test_reduce(void) {
     IN(tx, EMBER_FLOAT32, x, 2, 3, 4);
     /* mean over [-1, -2] with keepdim, as in the CNN fixture */
     OUT(to, EMBER_FLOAT32, o, 2, 1, 1);
-    CHECK_OK(CALL("aten::mean.out", &tx.v, IL(dims, -1, -2), VP(v_bool(true)), VP(v_none()), &to.v,
+    CHECK_OK(CALL("aten::mean.out", &tx.v, IL(dims, -1, -2), VP(kt_bool(true)), VP(kt_none()), &to.v,
                   &to.v));
     CHECK(SHAPE_IS(&to.t, 2, 1, 1) && o[0] == 5.5f && o[1] == 17.5f);
     /* sum over dim 1, no keepdim */
     OUT(to, EMBER_FLOAT32, o, 2, 4);
-    CHECK_OK(CALL("aten::sum.IntList_out", &tx.v, IL(dims, 1), VP(v_bool(false)), VP(v_none()),
+    CHECK_OK(CALL("aten::sum.IntList_out", &tx.v, IL(dims, 1), VP(kt_bool(false)), VP(kt_none()),
                   &to.v, &to.v));
     CHECK(SHAPE_IS(&to.t, 2, 4) && o[0] == 12 && o[3] == 21 && o[4] == 48);
     /* sum over everything (None), into a 0-dim out */
     tt t0;
     float s0 = 0;
     IN0(t0, EMBER_FLOAT32, s0);
-    CHECK_OK(CALL("aten::sum.IntList_out", &tx.v, VP(v_none()), VP(v_bool(false)), VP(v_none()),
+    CHECK_OK(CALL("aten::sum.IntList_out", &tx.v, VP(kt_none()), VP(kt_bool(false)), VP(kt_none()),
                   &t0.v, &t0.v));
     CHECK(s0 == 276);
-    CHECK_STATUS(CALL("aten::sum.IntList_out", &tx.v, IL(dims, 1, 1), VP(v_bool(false)),
-                      VP(v_none()), &to.v, &to.v),
+    CHECK_STATUS(CALL("aten::sum.IntList_out", &tx.v, IL(dims, 1, 1), VP(kt_bool(false)),
+                      VP(kt_none()), &to.v, &to.v),
                  EMBER_ERR_INVALID_ARGUMENT);
-    CHECK_STATUS(CALL("aten::sum.IntList_out", &tx.v, IL(dims, 3), VP(v_bool(false)), VP(v_none()),
+    CHECK_STATUS(CALL("aten::sum.IntList_out", &tx.v, IL(dims, 3), VP(kt_bool(false)), VP(kt_none()),
                       &to.v, &to.v),
                  EMBER_ERR_INVALID_ARGUMENT);
-    CHECK_STATUS(CALL("aten::sum.IntList_out", &tx.v, IL(dims, 1), VP(v_bool(false)),
-                      VP(v_int(EMBER_FLOAT64)), &to.v, &to.v),
+    CHECK_STATUS(CALL("aten::sum.IntList_out", &tx.v, IL(dims, 1), VP(kt_bool(false)),
+                      VP(kt_int(EMBER_FLOAT64)), &to.v, &to.v),
                  EMBER_ERR_TYPE_MISMATCH);
     /* bool sum into int64 */
     tt tb, tl64;
@@ -1037,41 +1006,41 @@ static void test_reduce(void) {
     int64_t cnt = 0;
     IN(tb, EMBER_BOOL, bd, 5);
     IN0(tl64, EMBER_INT64, cnt);
-    CHECK_OK(CALL("aten::sum.IntList_out", &tb.v, IL0(dims), VP(v_bool(false)),
-                  VP(v_int(EMBER_INT64)), &tl64.v, &tl64.v));
+    CHECK_OK(CALL("aten::sum.IntList_out", &tb.v, IL0(dims), VP(kt_bool(false)),
+                  VP(kt_int(EMBER_INT64)), &tl64.v, &tl64.v));
     CHECK(cnt == 3);
     /* mean of nothing is NaN; sum of nothing is 0 */
     tt te;
     tt_make(&te, EMBER_FLOAT32, (const int32_t[]){3, 0}, 2, NULL, 0, false, NULL);
     OUT(to, EMBER_FLOAT32, o, 3);
     CHECK_OK(
-        CALL("aten::mean.out", &te.v, IL(dims, 1), VP(v_bool(false)), VP(v_none()), &to.v, &to.v));
+        CALL("aten::mean.out", &te.v, IL(dims, 1), VP(kt_bool(false)), VP(kt_none()), &to.v, &to.v));
     CHECK(isnan(o[0]) && isnan(o[2]));
-    CHECK_OK(CALL("aten::sum.IntList_out", &te.v, IL(dims, 1), VP(v_bool(false)), VP(v_none()),
+    CHECK_OK(CALL("aten::sum.IntList_out", &te.v, IL(dims, 1), VP(kt_bool(false)), VP(kt_none()),
                   &to.v, &to.v));
     CHECK(o[0] == 0 && o[2] == 0);
-    CHECK_STATUS(CALL("aten::amax.out", &te.v, IL(dims, 1), VP(v_bool(false)), &to.v, &to.v),
+    CHECK_STATUS(CALL("aten::amax.out", &te.v, IL(dims, 1), VP(kt_bool(false)), &to.v, &to.v),
                  EMBER_ERR_INVALID_ARGUMENT);
 
     /* amax / amin / argmax / argmin along dim 2 */
     x[5] = 100;
     x[13] = NAN;
     OUT(to, EMBER_FLOAT32, o, 2, 3);
-    CHECK_OK(CALL("aten::amax.out", &tx.v, IL(dims, 2), VP(v_bool(false)), &to.v, &to.v));
+    CHECK_OK(CALL("aten::amax.out", &tx.v, IL(dims, 2), VP(kt_bool(false)), &to.v, &to.v));
     CHECK(o[0] == 3 && o[1] == 100 && o[2] == 11 && isnan(o[3]));
     OUT(to, EMBER_FLOAT32, o, 3);
-    CHECK_OK(CALL("aten::amin.out", &tx.v, IL(dims, 0, 2), VP(v_bool(false)), &to.v, &to.v));
+    CHECK_OK(CALL("aten::amin.out", &tx.v, IL(dims, 0, 2), VP(kt_bool(false)), &to.v, &to.v));
     CHECK(SHAPE_IS(&to.t, 3) && isnan(o[0]) && o[1] == 4 && o[2] == 8);
     int64_t am[6];
     tt tam;
     OUT(tam, EMBER_INT64, am, 2, 3);
-    CHECK_OK(CALL("aten::argmax.out", &tx.v, VP(v_int(-1)), VP(v_bool(false)), &tam.v, &tam.v));
+    CHECK_OK(CALL("aten::argmax.out", &tx.v, VP(kt_int(-1)), VP(kt_bool(false)), &tam.v, &tam.v));
     CHECK(am[0] == 3 && am[1] == 1 && am[3] == 1 && am[5] == 3);
-    CHECK_OK(CALL("aten::argmin.out", &tx.v, VP(v_int(2)), VP(v_bool(false)), &tam.v, &tam.v));
+    CHECK_OK(CALL("aten::argmin.out", &tx.v, VP(kt_int(2)), VP(kt_bool(false)), &tam.v, &tam.v));
     CHECK(am[0] == 0 && am[1] == 0 && am[3] == 1);
     int64_t flat = -1;
     IN0(tam, EMBER_INT64, flat);
-    CHECK_OK(CALL("aten::argmax.out", &tx.v, VP(v_none()), VP(v_bool(false)), &tam.v, &tam.v));
+    CHECK_OK(CALL("aten::argmax.out", &tx.v, VP(kt_none()), VP(kt_bool(false)), &tam.v, &tam.v));
     CHECK(flat == 13); /* the NaN */
 
     /* max.unary_out / mean.dtype_out: full reductions into 0-dim outs */
@@ -1083,9 +1052,9 @@ static void test_reduce(void) {
     x[13] = 13;
     CHECK_OK(CALL("aten::max.unary_out", &tx.v, &tfm.v, &tfm.v));
     CHECK(fm == 100);
-    CHECK_OK(CALL("aten::mean.dtype_out", &tx.v, VP(v_none()), &tfm.v, &tfm.v));
+    CHECK_OK(CALL("aten::mean.dtype_out", &tx.v, VP(kt_none()), &tfm.v, &tfm.v));
     CHECK(fabsf(fm - (276.0f - 5 + 100) / 24) < 1e-5f);
-    CHECK_STATUS(CALL("aten::mean.dtype_out", &tx.v, VP(v_int(EMBER_FLOAT64)), &tfm.v, &tfm.v),
+    CHECK_STATUS(CALL("aten::mean.dtype_out", &tx.v, VP(kt_int(EMBER_FLOAT64)), &tfm.v, &tfm.v),
                  EMBER_ERR_TYPE_MISMATCH);
     int32_t im[4] = {-7, 3, 9, -2}, imax = 0;
     tt tim, timax;
@@ -1119,7 +1088,7 @@ static void test_shape_ops(void) {
                  EMBER_ERR_INVALID_ARGUMENT);
     OUT(to, EMBER_FLOAT32, o, 2, 4, 3);
     CHECK_OK(
-        CALL("aten::transpose_copy.int_out", &tx.v, VP(v_int(1)), VP(v_int(-1)), &to.v, &to.v));
+        CALL("aten::transpose_copy.int_out", &tx.v, VP(kt_int(1)), VP(kt_int(-1)), &to.v, &to.v));
     CHECK(o[1] == 4 && o[3] == 1);
 
     /* view with -1, and a dynamic out */
@@ -1137,36 +1106,36 @@ static void test_shape_ops(void) {
     IN(tc, EMBER_FLOAT32, col, 3, 1);
     OUT(to, EMBER_FLOAT32, o, 2, 3, 4);
     CHECK_OK(
-        CALL("aten::expand_copy.out", &tc.v, IL(l, 2, -1, 4), VP(v_bool(false)), &to.v, &to.v));
+        CALL("aten::expand_copy.out", &tc.v, IL(l, 2, -1, 4), VP(kt_bool(false)), &to.v, &to.v));
     CHECK(o[0] == 1 && o[3] == 1 && o[4] == 2 && o[23] == 3);
-    CHECK_STATUS(CALL("aten::expand_copy.out", &tc.v, IL(l, 2, 4), VP(v_bool(false)), &to.v, &to.v),
+    CHECK_STATUS(CALL("aten::expand_copy.out", &tc.v, IL(l, 2, 4), VP(kt_bool(false)), &to.v, &to.v),
                  EMBER_ERR_SHAPE_MISMATCH);
 
     /* squeeze / unsqueeze */
     OUT(to, EMBER_FLOAT32, o, 3);
-    CHECK_OK(CALL("aten::squeeze_copy.dim_out", &tc.v, VP(v_int(1)), &to.v, &to.v));
+    CHECK_OK(CALL("aten::squeeze_copy.dim_out", &tc.v, VP(kt_int(1)), &to.v, &to.v));
     CHECK(SHAPE_IS(&to.t, 3) && o[2] == 3);
     CHECK_OK(CALL("aten::squeeze_copy.out", &tc.v, &to.v, &to.v));
     CHECK_OK(CALL("aten::squeeze_copy.dims_out", &tc.v, IL(l, 0, 1), &to.v, &to.v));
     OUT(to, EMBER_FLOAT32, o, 1, 3, 1);
-    CHECK_OK(CALL("aten::unsqueeze_copy.out", &tc.v, VP(v_int(0)), &to.v, &to.v));
+    CHECK_OK(CALL("aten::unsqueeze_copy.out", &tc.v, VP(kt_int(0)), &to.v, &to.v));
     CHECK(SHAPE_IS(&to.t, 1, 3, 1));
-    CHECK_STATUS(CALL("aten::unsqueeze_copy.out", &tc.v, VP(v_int(3)), &to.v, &to.v),
+    CHECK_STATUS(CALL("aten::unsqueeze_copy.out", &tc.v, VP(kt_int(3)), &to.v, &to.v),
                  EMBER_ERR_INVALID_ARGUMENT);
 
     /* slice_copy: the transformer's mask[:T, :T] with end = a symbolic T */
     OUT(to, EMBER_FLOAT32, o, 2, 3, 4);
-    CHECK_OK(CALL("aten::slice_copy.Tensor_out", &tx.v, VP(v_int(2)), VP(v_int(1)), VP(v_int(-1)),
-                  VP(v_int(1)), &to.v, &to.v));
+    CHECK_OK(CALL("aten::slice_copy.Tensor_out", &tx.v, VP(kt_int(2)), VP(kt_int(1)), VP(kt_int(-1)),
+                  VP(kt_int(1)), &to.v, &to.v));
     CHECK(SHAPE_IS(&to.t, 2, 3, 2) && o[0] == 1 && o[1] == 2 && o[2] == 5);
-    CHECK_OK(CALL("aten::slice_copy.Tensor_out", &tx.v, VP(v_int(2)), VP(v_none()),
-                  VP(v_int(INT64_MAX)), VP(v_int(3)), &to.v, &to.v));
+    CHECK_OK(CALL("aten::slice_copy.Tensor_out", &tx.v, VP(kt_int(2)), VP(kt_none()),
+                  VP(kt_int(INT64_MAX)), VP(kt_int(3)), &to.v, &to.v));
     CHECK(SHAPE_IS(&to.t, 2, 3, 2) && o[0] == 0 && o[1] == 3 && o[2] == 4);
-    CHECK_OK(CALL("aten::slice_copy.Tensor_out", &tx.v, VP(v_int(0)), VP(v_int(5)), VP(v_int(9)),
-                  VP(v_int(INT64_MAX)), &to.v, &to.v));
+    CHECK_OK(CALL("aten::slice_copy.Tensor_out", &tx.v, VP(kt_int(0)), VP(kt_int(5)), VP(kt_int(9)),
+                  VP(kt_int(INT64_MAX)), &to.v, &to.v));
     CHECK(SHAPE_IS(&to.t, 0, 3, 4));
-    CHECK_STATUS(CALL("aten::slice_copy.Tensor_out", &tx.v, VP(v_int(0)), VP(v_int(0)),
-                      VP(v_int(1)), VP(v_int(0)), &to.v, &to.v),
+    CHECK_STATUS(CALL("aten::slice_copy.Tensor_out", &tx.v, VP(kt_int(0)), VP(kt_int(0)),
+                      VP(kt_int(1)), VP(kt_int(0)), &to.v, &to.v),
                  EMBER_ERR_INVALID_ARGUMENT);
 
     /* a large transpose takes the tiled path: odd sizes, 1- and 8-byte elements */
@@ -1184,7 +1153,7 @@ static void test_shape_ops(void) {
         IN(ti64, EMBER_FLOAT64, b64, R, C);
         OUT(to64, EMBER_FLOAT64, t64, C, R);
         CHECK_OK(CALL("aten::permute_copy.out", &ti8.v, IL(l, 1, 0), &to8.v, &to8.v));
-        CHECK_OK(CALL("aten::transpose_copy.int_out", &ti64.v, VP(v_int(0)), VP(v_int(1)), &to64.v,
+        CHECK_OK(CALL("aten::transpose_copy.int_out", &ti64.v, VP(kt_int(0)), VP(kt_int(1)), &to64.v,
                       &to64.v));
         bool same = true;
         for (int r = 0; r < R; r++)
@@ -1195,15 +1164,15 @@ static void test_shape_ops(void) {
 
     /* a program that makes out one of the inputs is refused where that matters */
     OUT(to, EMBER_FLOAT32, o, 2, 3, 4);
-    CHECK_STATUS(CALL("aten::slice_copy.Tensor_out", &to.v, VP(v_int(0)), VP(v_int(0)),
-                      VP(v_int(1)), VP(v_int(1)), &to.v, &to.v),
+    CHECK_STATUS(CALL("aten::slice_copy.Tensor_out", &to.v, VP(kt_int(0)), VP(kt_int(0)),
+                      VP(kt_int(1)), VP(kt_int(1)), &to.v, &to.v),
                  EMBER_ERR_INVALID_PROGRAM);
 
     /* select_copy */
     OUT(to, EMBER_FLOAT32, o, 2, 4);
-    CHECK_OK(CALL("aten::select_copy.int_out", &tx.v, VP(v_int(1)), VP(v_int(-1)), &to.v, &to.v));
+    CHECK_OK(CALL("aten::select_copy.int_out", &tx.v, VP(kt_int(1)), VP(kt_int(-1)), &to.v, &to.v));
     CHECK(SHAPE_IS(&to.t, 2, 4) && o[0] == 8 && o[4] == 20);
-    CHECK_STATUS(CALL("aten::select_copy.int_out", &tx.v, VP(v_int(1)), VP(v_int(3)), &to.v, &to.v),
+    CHECK_STATUS(CALL("aten::select_copy.int_out", &tx.v, VP(kt_int(1)), VP(kt_int(3)), &to.v, &to.v),
                  EMBER_ERR_DATA_OUT_OF_BOUNDS);
 }
 
@@ -1217,13 +1186,13 @@ static void test_join_split(void) {
     tt_make(&te, EMBER_FLOAT32, (const int32_t[]){0}, 1, NULL, 0, false, NULL);
     OUT(to, EMBER_FLOAT32, o, 2, 5);
     tt *l3[3] = {&ta, &te, &tb};
-    CHECK_OK(CALL("aten::cat.out", tl_init(&list, l3, 3, false), VP(v_int(-1)), &to.v, &to.v));
+    CHECK_OK(CALL("aten::cat.out", tl_init(&list, l3, 3, false), VP(kt_int(-1)), &to.v, &to.v));
     float want[10] = {0, 1, 2, 10, 11, 3, 4, 5, 12, 13};
     CHECK(SHAPE_IS(&to.t, 2, 5) && close_f(o, want, 10, 0));
-    CHECK_STATUS(CALL("aten::cat.out", tl_init(&list, l3, 3, false), VP(v_int(0)), &to.v, &to.v),
+    CHECK_STATUS(CALL("aten::cat.out", tl_init(&list, l3, 3, false), VP(kt_int(0)), &to.v, &to.v),
                  EMBER_ERR_SHAPE_MISMATCH);
     tt *alias[2] = {&ta, &to};
-    CHECK_STATUS(CALL("aten::cat.out", tl_init(&list, alias, 2, false), VP(v_int(1)), &to.v, &to.v),
+    CHECK_STATUS(CALL("aten::cat.out", tl_init(&list, alias, 2, false), VP(kt_int(1)), &to.v, &to.v),
                  EMBER_ERR_INVALID_PROGRAM);
     /* int32 and float inputs into a float out */
     int32_t ib[2] = {7, 8};
@@ -1231,12 +1200,12 @@ static void test_join_split(void) {
     IN(tib, EMBER_INT32, ib, 2, 1);
     tt *l2[2] = {&ta, &tib};
     OUT(to, EMBER_FLOAT32, o, 2, 4);
-    CHECK_OK(CALL("aten::cat.out", tl_init(&list, l2, 2, false), VP(v_int(1)), &to.v, &to.v));
+    CHECK_OK(CALL("aten::cat.out", tl_init(&list, l2, 2, false), VP(kt_int(1)), &to.v, &to.v));
     CHECK(o[3] == 7 && o[7] == 8);
 
     OUT(to, EMBER_FLOAT32, o, 2, 3, 2);
     tt *s2[2] = {&ta, &ta};
-    CHECK_OK(CALL("aten::stack.out", tl_init(&list, s2, 2, false), VP(v_int(2)), &to.v, &to.v));
+    CHECK_OK(CALL("aten::stack.out", tl_init(&list, s2, 2, false), VP(kt_int(2)), &to.v, &to.v));
     CHECK(SHAPE_IS(&to.t, 2, 3, 2) && o[0] == 0 && o[1] == 0 && o[2] == 1 && o[11] == 5);
 
     /* split_with_sizes_copy along the last dim, as the transformer's qkv split */
@@ -1252,21 +1221,21 @@ static void test_join_split(void) {
     tl ol;
     ember_value *olv = tl_init(&ol, outs, 3, false);
     CHECK_OK(
-        CALL("aten::split_with_sizes_copy.out", &tx.v, IL(sz, 2, 1, 3), VP(v_int(-1)), olv, olv));
+        CALL("aten::split_with_sizes_copy.out", &tx.v, IL(sz, 2, 1, 3), VP(kt_int(-1)), olv, olv));
     CHECK(p0[0] == 0 && p0[1] == 1 && p0[2] == 6 && p1[0] == 2 && p1[1] == 8 && p2[0] == 3 &&
           p2[5] == 11);
-    CHECK_OK(CALL("aten::split_with_sizes_copy.out", &tx.v, IL(sz, 2, 1, 3), VP(v_int(1)), olv));
+    CHECK_OK(CALL("aten::split_with_sizes_copy.out", &tx.v, IL(sz, 2, 1, 3), VP(kt_int(1)), olv));
     CHECK_STATUS(
-        CALL("aten::split_with_sizes_copy.out", &tx.v, IL(sz, 2, 2, 3), VP(v_int(-1)), olv, olv),
+        CALL("aten::split_with_sizes_copy.out", &tx.v, IL(sz, 2, 2, 3), VP(kt_int(-1)), olv, olv),
         EMBER_ERR_SHAPE_MISMATCH);
     CHECK_STATUS(
-        CALL("aten::split_with_sizes_copy.out", &tx.v, IL(sz, 3, 3), VP(v_int(-1)), olv, olv),
+        CALL("aten::split_with_sizes_copy.out", &tx.v, IL(sz, 3, 3), VP(kt_int(-1)), olv, olv),
         EMBER_ERR_INVALID_ARGUMENT);
     /* split_copy: 6 in pieces of 4 -> 4, 2 */
     OUT(t0, EMBER_FLOAT32, p0, 2, 4);
     OUT(t1, EMBER_FLOAT32, p1, 2, 2);
     olv = tl_init(&ol, outs, 2, false);
-    CHECK_OK(CALL("aten::split_copy.Tensor_out", &tx.v, VP(v_int(4)), VP(v_int(1)), olv, olv));
+    CHECK_OK(CALL("aten::split_copy.Tensor_out", &tx.v, VP(kt_int(4)), VP(kt_int(1)), olv, olv));
     float hold[8];
     memcpy(hold, p0, sizeof p0);
     CHECK(SHAPE_IS(&t1.t, 2, 2) && hold[0] == 0 && p1[0] == 4 && p1[3] == 11);
@@ -1275,7 +1244,7 @@ static void test_join_split(void) {
     OUT(t0, EMBER_FLOAT32, u0, 6);
     OUT(t1, EMBER_FLOAT32, u1, 6);
     olv = tl_init(&ol, outs, 2, false);
-    CHECK_OK(CALL("aten::unbind_copy.int_out", &tx.v, VP(v_int(0)), olv, olv));
+    CHECK_OK(CALL("aten::unbind_copy.int_out", &tx.v, VP(kt_int(0)), olv, olv));
     CHECK(u0[5] == 5 && u1[0] == 6);
 }
 
@@ -1286,13 +1255,13 @@ static void test_copies(void) {
     il order;
     IN(tx, EMBER_FLOAT32, x, 2, 3);
     OUT(to, EMBER_FLOAT32, o, 2, 3);
-    CHECK_OK(CALL("aten::clone.out", &tx.v, VP(v_none()), &to.v, &to.v));
+    CHECK_OK(CALL("aten::clone.out", &tx.v, VP(kt_none()), &to.v, &to.v));
     CHECK(close_f(o, x, 6, 0));
     memset(o, 0, sizeof o);
-    CHECK_OK(CALL("dim_order_ops::_clone_dim_order.out", &tx.v, VP(v_bool(false)), IL(order, 0, 1),
+    CHECK_OK(CALL("dim_order_ops::_clone_dim_order.out", &tx.v, VP(kt_bool(false)), IL(order, 0, 1),
                   &to.v, &to.v));
     CHECK(close_f(o, x, 6, 0));
-    CHECK_STATUS(CALL("dim_order_ops::_clone_dim_order.out", &tx.v, VP(v_bool(false)),
+    CHECK_STATUS(CALL("dim_order_ops::_clone_dim_order.out", &tx.v, VP(kt_bool(false)),
                       IL(order, 1, 0), &to.v, &to.v),
                  EMBER_ERR_INVALID_ARGUMENT);
     /* to a channels-last out: the elements move, the values stay */
@@ -1302,7 +1271,7 @@ static void test_copies(void) {
     IN(tcx, EMBER_FLOAT32, cx, 1, 3, 2, 2);
     tt_make(&tco, EMBER_FLOAT32, (const int32_t[]){1, 3, 2, 2}, 4, co, sizeof co, false,
             (const uint8_t[]){0, 2, 3, 1});
-    CHECK_OK(CALL("dim_order_ops::_clone_dim_order.out", &tcx.v, VP(v_bool(false)),
+    CHECK_OK(CALL("dim_order_ops::_clone_dim_order.out", &tcx.v, VP(kt_bool(false)),
                   IL(order, 0, 2, 3, 1), &tco.v, &tco.v));
     CHECK(co[0] == 0 && co[1] == 4 && co[2] == 8 && co[3] == 1);
 
@@ -1314,14 +1283,14 @@ static void test_copies(void) {
     OUT(tio, EMBER_INT32, io, 2, 3);
     OUT(tho, EMBER_FLOAT16, ho, 2, 3);
     OUT(tbo, EMBER_BOOL, bo, 2, 3);
-    CHECK_OK(CALL("dim_order_ops::_to_dim_order_copy.out", &tx.v, VP(v_bool(false)), VP(v_none()),
+    CHECK_OK(CALL("dim_order_ops::_to_dim_order_copy.out", &tx.v, VP(kt_bool(false)), VP(kt_none()),
                   &tio.v, &tio.v));
     CHECK(io[0] == 1 && io[1] == -2 && io[4] == 100000);
-    CHECK_OK(CALL("aten::_to_copy.out", &tx.v, VP(v_bool(false)), VP(v_none()), &tho.v, &tho.v));
+    CHECK_OK(CALL("aten::_to_copy.out", &tx.v, VP(kt_bool(false)), VP(kt_none()), &tho.v, &tho.v));
     CHECK(ember_half_to_float(ho[0]) == 1.5f && isinf(ember_half_to_float(ho[4])));
-    CHECK_OK(CALL("aten::_to_copy.out", &tio.v, VP(v_bool(false)), VP(v_none()), &tbo.v, &tbo.v));
+    CHECK_OK(CALL("aten::_to_copy.out", &tio.v, VP(kt_bool(false)), VP(kt_none()), &tbo.v, &tbo.v));
     CHECK(bo[0] == 1 && bo[3] == 0);
-    CHECK_STATUS(CALL("aten::clone.out", &tx.v, VP(v_none()), &tio.v, &tio.v),
+    CHECK_STATUS(CALL("aten::clone.out", &tx.v, VP(kt_none()), &tio.v, &tio.v),
                  EMBER_ERR_TYPE_MISMATCH);
 
     /* copy_ into a buffer (the mutable-buffer fixture), with broadcasting */
@@ -1329,15 +1298,15 @@ static void test_copies(void) {
     tt tbuf, tsrc;
     IN(tbuf, EMBER_FLOAT32, buf, 2, 3);
     IN(tsrc, EMBER_FLOAT32, src, 3);
-    CHECK_OK(CALL("aten::copy_", &tbuf.v, &tsrc.v, VP(v_bool(false)), &tbuf.v));
+    CHECK_OK(CALL("aten::copy_", &tbuf.v, &tsrc.v, VP(kt_bool(false)), &tbuf.v));
     CHECK(buf[0] == 7 && buf[5] == 9);
-    CHECK_STATUS(CALL("aten::copy_", &tsrc.v, &tbuf.v, VP(v_bool(false)), &tsrc.v),
+    CHECK_STATUS(CALL("aten::copy_", &tsrc.v, &tbuf.v, VP(kt_bool(false)), &tsrc.v),
                  EMBER_ERR_SHAPE_MISMATCH);
     tbuf.t.storage = EMBER_STORAGE_CONSTANT;
-    CHECK_STATUS(CALL("aten::copy_", &tbuf.v, &tsrc.v, VP(v_bool(false)), &tbuf.v),
+    CHECK_STATUS(CALL("aten::copy_", &tbuf.v, &tsrc.v, VP(kt_bool(false)), &tbuf.v),
                  EMBER_ERR_INVALID_PROGRAM);
     tbuf.t.storage = EMBER_STORAGE_PLANNED;
-    CHECK_OK(CALL("aten::copy.out", &tbuf.v, &tx.v, VP(v_bool(false)), &to.v, &to.v));
+    CHECK_OK(CALL("aten::copy.out", &tbuf.v, &tx.v, VP(kt_bool(false)), &to.v, &to.v));
     CHECK(close_f(o, x, 6, 0));
 }
 
@@ -1347,44 +1316,44 @@ static void test_creation(void) {
     tt to;
     il l;
     OUT(to, EMBER_FLOAT32, o, 4, 4);
-    CHECK_OK(CALL("aten::full.out", IL(l, 2, 3), VP(v_dbl(-0.5)), &to.v, &to.v));
+    CHECK_OK(CALL("aten::full.out", IL(l, 2, 3), VP(kt_double(-0.5)), &to.v, &to.v));
     CHECK(SHAPE_IS(&to.t, 2, 3) && o[0] == -0.5f && o[5] == -0.5f);
     CHECK_OK(CALL("aten::ones.out", IL(l, 1, 2), &to.v, &to.v));
     CHECK(o[1] == 1);
     CHECK_OK(CALL("aten::zeros.out", IL(l, 4, 4), &to.v, &to.v));
     CHECK(o[15] == 0);
-    CHECK_STATUS(CALL("aten::full.out", IL(l, 5, 4), VP(v_int(1)), &to.v, &to.v),
+    CHECK_STATUS(CALL("aten::full.out", IL(l, 5, 4), VP(kt_int(1)), &to.v, &to.v),
                  EMBER_ERR_SHAPE_MISMATCH);
     int64_t lo[3];
     tt tlo, tx;
     OUT(tlo, EMBER_INT64, lo, 3);
     float xx[3] = {0};
     IN(tx, EMBER_FLOAT32, xx, 3);
-    CHECK_OK(CALL("aten::full_like.out", &tx.v, VP(v_int(42)), VP(v_none()), &tlo.v, &tlo.v));
+    CHECK_OK(CALL("aten::full_like.out", &tx.v, VP(kt_int(42)), VP(kt_none()), &tlo.v, &tlo.v));
     CHECK(lo[0] == 42 && lo[2] == 42);
     tt ts;
     double sd = 0;
     IN0(ts, EMBER_FLOAT64, sd);
-    CHECK_OK(CALL("aten::scalar_tensor.out", VP(v_dbl(2.5)), &ts.v, &ts.v));
+    CHECK_OK(CALL("aten::scalar_tensor.out", VP(kt_double(2.5)), &ts.v, &ts.v));
     CHECK(sd == 2.5);
 
     /* arange */
     tt ta;
     OUT(ta, EMBER_FLOAT32, o, 16);
     CHECK_OK(
-        CALL("aten::arange.start_out", VP(v_dbl(1)), VP(v_dbl(2)), VP(v_dbl(0.25)), &ta.v, &ta.v));
+        CALL("aten::arange.start_out", VP(kt_double(1)), VP(kt_double(2)), VP(kt_double(0.25)), &ta.v, &ta.v));
     CHECK(SHAPE_IS(&ta.t, 4) && o[0] == 1 && o[3] == 1.75f);
     int64_t ai[16];
     OUT(ta, EMBER_INT64, ai, 16);
-    CHECK_OK(CALL("aten::arange.out", VP(v_int(5)), &ta.v, &ta.v));
+    CHECK_OK(CALL("aten::arange.out", VP(kt_int(5)), &ta.v, &ta.v));
     CHECK(SHAPE_IS(&ta.t, 5) && ai[4] == 4);
     CHECK_OK(
-        CALL("aten::arange.start_out", VP(v_int(10)), VP(v_int(0)), VP(v_int(-3)), &ta.v, &ta.v));
+        CALL("aten::arange.start_out", VP(kt_int(10)), VP(kt_int(0)), VP(kt_int(-3)), &ta.v, &ta.v));
     CHECK(SHAPE_IS(&ta.t, 4) && ai[0] == 10 && ai[3] == 1);
     CHECK_STATUS(
-        CALL("aten::arange.start_out", VP(v_int(0)), VP(v_int(5)), VP(v_int(0)), &ta.v, &ta.v),
+        CALL("aten::arange.start_out", VP(kt_int(0)), VP(kt_int(5)), VP(kt_int(0)), &ta.v, &ta.v),
         EMBER_ERR_INVALID_ARGUMENT);
-    CHECK_STATUS(CALL("aten::arange.out", VP(v_int(17)), &ta.v, &ta.v), EMBER_ERR_SHAPE_MISMATCH);
+    CHECK_STATUS(CALL("aten::arange.out", VP(kt_int(17)), &ta.v, &ta.v), EMBER_ERR_SHAPE_MISMATCH);
 
     /* triu(1) of a (3, 3) full of -inf: the transformer's causal mask */
     float m[9], mo[9];
@@ -1392,9 +1361,9 @@ static void test_creation(void) {
     tt tm, tmo;
     IN(tm, EMBER_FLOAT32, m, 3, 3);
     OUT(tmo, EMBER_FLOAT32, mo, 3, 3);
-    CHECK_OK(CALL("aten::triu.out", &tm.v, VP(v_int(1)), &tmo.v, &tmo.v));
+    CHECK_OK(CALL("aten::triu.out", &tm.v, VP(kt_int(1)), &tmo.v, &tmo.v));
     CHECK(mo[0] == 0 && isinf(mo[1]) && mo[3] == 0 && mo[4] == 0 && isinf(mo[5]) && mo[8] == 0);
-    CHECK_OK(CALL("aten::tril.out", &tm.v, VP(v_int(-1)), &tmo.v, &tmo.v));
+    CHECK_OK(CALL("aten::tril.out", &tm.v, VP(kt_int(-1)), &tmo.v, &tmo.v));
     CHECK(mo[0] == 0 && isinf(mo[3]) && mo[4] == 0 && isinf(mo[6]) && isinf(mo[7]));
 
     /* constant_pad_nd: pad the last dim by (1, 2), crop dim 0 by (-1, 0) */
@@ -1403,7 +1372,7 @@ static void test_creation(void) {
     IN(tp, EMBER_FLOAT32, p, 2, 3);
     OUT(tpo, EMBER_FLOAT32, po, 2, 6);
     CHECK_OK(
-        CALL("aten::constant_pad_nd.out", &tp.v, IL(l, 1, 2, -1, 0), VP(v_dbl(9)), &tpo.v, &tpo.v));
+        CALL("aten::constant_pad_nd.out", &tp.v, IL(l, 1, 2, -1, 0), VP(kt_double(9)), &tpo.v, &tpo.v));
     float want[6] = {9, 4, 5, 6, 9, 9};
     CHECK(SHAPE_IS(&tpo.t, 1, 6) && close_f(po, want, 6, 0));
 }
@@ -1418,22 +1387,22 @@ static void test_indexing(void) {
     IN(tw, EMBER_FLOAT32, w, 4, 3);
     IN(ti, EMBER_INT64, ids, 1, 3);
     OUT(to, EMBER_FLOAT32, o, 1, 3, 3);
-    CHECK_OK(CALL("aten::embedding.out", &tw.v, &ti.v, VP(v_int(-1)), VP(v_bool(false)),
-                  VP(v_bool(false)), &to.v, &to.v));
+    CHECK_OK(CALL("aten::embedding.out", &tw.v, &ti.v, VP(kt_int(-1)), VP(kt_bool(false)),
+                  VP(kt_bool(false)), &to.v, &to.v));
     CHECK(SHAPE_IS(&to.t, 1, 3, 3) && o[0] == 9 && o[3] == 0 && o[8] == 11);
     ids[1] = 4;
-    CHECK_STATUS(CALL("aten::embedding.out", &tw.v, &ti.v, VP(v_int(-1)), VP(v_bool(false)),
-                      VP(v_bool(false)), &to.v, &to.v),
+    CHECK_STATUS(CALL("aten::embedding.out", &tw.v, &ti.v, VP(kt_int(-1)), VP(kt_bool(false)),
+                      VP(kt_bool(false)), &to.v, &to.v),
                  EMBER_ERR_DATA_OUT_OF_BOUNDS);
     ids[1] = -1;
-    CHECK_STATUS(CALL("aten::embedding.out", &tw.v, &ti.v, VP(v_int(-1)), VP(v_bool(false)),
-                      VP(v_bool(false)), &to.v, &to.v),
+    CHECK_STATUS(CALL("aten::embedding.out", &tw.v, &ti.v, VP(kt_int(-1)), VP(kt_bool(false)),
+                      VP(kt_bool(false)), &to.v, &to.v),
                  EMBER_ERR_DATA_OUT_OF_BOUNDS);
     int32_t ids32[2] = {1, 2};
     IN(ti, EMBER_INT32, ids32, 2);
     OUT(to, EMBER_FLOAT32, o, 2, 3);
-    CHECK_OK(CALL("aten::embedding.out", &tw.v, &ti.v, VP(v_int(-1)), VP(v_bool(false)),
-                  VP(v_bool(false)), &to.v, &to.v));
+    CHECK_OK(CALL("aten::embedding.out", &tw.v, &ti.v, VP(kt_int(-1)), VP(kt_bool(false)),
+                  VP(kt_bool(false)), &to.v, &to.v));
     CHECK(o[0] == 3 && o[5] == 8);
 
     /* index: x (2, 3, 4)[:, i, j] with i (2,) and j (2,) adjacent -> (2, 2) */
@@ -1478,16 +1447,16 @@ static void test_indexing(void) {
     tt tsel;
     IN(tsel, EMBER_INT64, sel, 2);
     OUT(to, EMBER_FLOAT32, o, 2, 2, 4);
-    CHECK_OK(CALL("aten::index_select.out", &tx.v, VP(v_int(1)), &tsel.v, &to.v, &to.v));
+    CHECK_OK(CALL("aten::index_select.out", &tx.v, VP(kt_int(1)), &tsel.v, &to.v, &to.v));
     CHECK(SHAPE_IS(&to.t, 2, 2, 4) && o[0] == 8 && o[4] == 0 && o[8] == 20);
     sel[0] = 3;
-    CHECK_STATUS(CALL("aten::index_select.out", &tx.v, VP(v_int(1)), &tsel.v, &to.v, &to.v),
+    CHECK_STATUS(CALL("aten::index_select.out", &tx.v, VP(kt_int(1)), &tsel.v, &to.v, &to.v),
                  EMBER_ERR_DATA_OUT_OF_BOUNDS);
     int64_t g[2 * 3 * 1] = {3, 2, 1, 0, 0, 0};
     tt tg;
     IN(tg, EMBER_INT64, g, 2, 3, 1);
     OUT(to, EMBER_FLOAT32, o, 2, 3, 1);
-    CHECK_OK(CALL("aten::gather.out", &tx.v, VP(v_int(2)), &tg.v, VP(v_bool(false)), &to.v, &to.v));
+    CHECK_OK(CALL("aten::gather.out", &tx.v, VP(kt_int(2)), &tg.v, VP(kt_bool(false)), &to.v, &to.v));
     CHECK(o[0] == 3 && o[1] == 6 && o[2] == 9 && o[3] == 12 && o[5] == 20);
 
     /* index_put: x (2, 3, 4)[:, [2, -3]] = v (broadcast (4,) -> (2, 2, 4)), then += */
@@ -1500,21 +1469,21 @@ static void test_indexing(void) {
     tt *lp[2] = {NULL, &tpv};
     OUT(to, EMBER_FLOAT32, o, 2, 3, 4);
     CHECK_OK(CALL("aten::index_put.out", &tx.v, tl_init(&idx, lp, 2, true), &tvals.v,
-                  VP(v_bool(false)), &to.v, &to.v));
+                  VP(kt_bool(false)), &to.v, &to.v));
     CHECK(SHAPE_IS(&to.t, 2, 3, 4) && o[0] == 100 && o[3] == 400 && o[4] == 4 && o[8] == 100 &&
           o[12] == 100 && o[16] == 16 && o[23] == 400);
     pv[1] = 2; /* a repeated index accumulates twice */
     CHECK_OK(CALL("aten::index_put.out", &tx.v, tl_init(&idx, lp, 2, true), &tvals.v,
-                  VP(v_bool(true)), &to.v, &to.v));
+                  VP(kt_bool(true)), &to.v, &to.v));
     CHECK(o[0] == 0 && o[8] == 208 && o[11] == 811 && o[20] == 220 && x[8] == 8);
     pv[0] = 3;
     CHECK_STATUS(CALL("aten::index_put.out", &tx.v, tl_init(&idx, lp, 2, true), &tvals.v,
-                      VP(v_bool(false)), &to.v, &to.v),
+                      VP(kt_bool(false)), &to.v, &to.v),
                  EMBER_ERR_DATA_OUT_OF_BOUNDS);
     /* a bool mask (2, 3) covers dims 0 and 1: rows (0, 1) and (1, 2) take v */
     tt *lpm[1] = {&tmask};
     CHECK_OK(CALL("aten::index_put.out", &tx.v, tl_init(&idx, lpm, 1, true), &tvals.v,
-                  VP(v_bool(false)), &to.v, &to.v));
+                  VP(kt_bool(false)), &to.v, &to.v));
     CHECK(o[0] == 0 && o[4] == 100 && o[7] == 400 && o[8] == 8 && o[20] == 100 && o[23] == 400);
 }
 
@@ -1535,12 +1504,12 @@ static void test_more_ops(void) {
     CHECK_STATUS(CALL("aten::repeat.out", &tx.v, IL(l, 2), &to.v, &to.v),
                  EMBER_ERR_INVALID_ARGUMENT);
     OUT(to, EMBER_FLOAT32, o, 2, 3);
-    CHECK_OK(CALL("aten::cumsum.out", &tx.v, VP(v_int(1)), VP(v_none()), &to.v, &to.v));
+    CHECK_OK(CALL("aten::cumsum.out", &tx.v, VP(kt_int(1)), VP(kt_none()), &to.v, &to.v));
     CHECK(o[0] == 1 && o[1] == -1 && o[2] == 2 && o[5] == 7);
-    CHECK_OK(CALL("aten::narrow_copy.out", &tx.v, VP(v_int(1)), VP(v_int(-2)), VP(v_int(2)), &to.v,
+    CHECK_OK(CALL("aten::narrow_copy.out", &tx.v, VP(kt_int(1)), VP(kt_int(-2)), VP(kt_int(2)), &to.v,
                   &to.v));
     CHECK(SHAPE_IS(&to.t, 2, 2) && o[0] == -2 && o[3] == 6);
-    CHECK_STATUS(CALL("aten::narrow_copy.out", &tx.v, VP(v_int(1)), VP(v_int(2)), VP(v_int(2)),
+    CHECK_STATUS(CALL("aten::narrow_copy.out", &tx.v, VP(kt_int(1)), VP(kt_int(2)), VP(kt_int(2)),
                       &to.v, &to.v),
                  EMBER_ERR_DATA_OUT_OF_BOUNDS);
 
@@ -1548,19 +1517,19 @@ static void test_more_ops(void) {
     uint8_t b[4];
     tt tb;
     OUT(tb, EMBER_BOOL, b, 2);
-    CHECK_OK(CALL("aten::any.out", &tx.v, VP(v_int(1)), VP(v_bool(false)), &tb.v, &tb.v));
+    CHECK_OK(CALL("aten::any.out", &tx.v, VP(kt_int(1)), VP(kt_bool(false)), &tb.v, &tb.v));
     CHECK(b[0] == 1 && b[1] == 1);
     float z[4] = {0, 0, 0, NAN};
     tt tz;
     IN(tz, EMBER_FLOAT32, z, 2, 2);
-    CHECK_OK(CALL("aten::any.out", &tz.v, VP(v_int(1)), VP(v_bool(false)), &tb.v, &tb.v));
+    CHECK_OK(CALL("aten::any.out", &tz.v, VP(kt_int(1)), VP(kt_bool(false)), &tb.v, &tb.v));
     CHECK(b[0] == 0 && b[1] == 1);
     IN(tb, EMBER_BOOL, b, 3);
     CHECK_STATUS(
-        CALL("aten::all.out", &tz.v, VP(v_int(0)), VP(v_bool(false)), &tb.v, &tb.v),
+        CALL("aten::all.out", &tz.v, VP(kt_int(0)), VP(kt_bool(false)), &tb.v, &tb.v),
         EMBER_ERR_SHAPE_MISMATCH); /* (2, 2) reduced over dim 0 is (2), a static (3) won't do */
     OUT(tb, EMBER_BOOL, b, 3);
-    CHECK_OK(CALL("aten::all.out", &tx.v, VP(v_int(0)), VP(v_bool(false)), &tb.v, &tb.v));
+    CHECK_OK(CALL("aten::all.out", &tx.v, VP(kt_int(0)), VP(kt_bool(false)), &tb.v, &tb.v));
     CHECK(b[0] == 1 && b[2] == 1);
     uint8_t one = 0;
     tt t1;
@@ -1580,9 +1549,9 @@ static void test_more_ops(void) {
     CHECK(io[0] == 1 && io[1] == 2 && io[2] == -2 && io[3] == -1);
     CHECK_OK(CALL("aten::floor_divide.out", &ta.v, &td.v, &tio.v, &tio.v));
     CHECK(io[0] == 2 && io[1] == -3 && io[2] == -3 && io[3] == 2);
-    CHECK_STATUS(CALL("aten::remainder.Scalar_out", &ta.v, VP(v_int(0)), &tio.v, &tio.v),
+    CHECK_STATUS(CALL("aten::remainder.Scalar_out", &ta.v, VP(kt_int(0)), &tio.v, &tio.v),
                  EMBER_ERR_KERNEL_FAILED);
-    CHECK_OK(CALL("aten::bitwise_and.Scalar_out", &ta.v, VP(v_int(6)), &tio.v, &tio.v));
+    CHECK_OK(CALL("aten::bitwise_and.Scalar_out", &ta.v, VP(kt_int(6)), &tio.v, &tio.v));
     CHECK(io[0] == 6 && io[1] == (-7 & 6));
     CHECK_OK(CALL("aten::bitwise_not.out", &ta.v, &tio.v, &tio.v));
     CHECK(io[0] == ~7);
@@ -1593,7 +1562,7 @@ static void test_more_ops(void) {
     float fa[4] = {7, -7, 7, -7};
     tt tfa;
     IN(tfa, EMBER_FLOAT32, fa, 4);
-    CHECK_OK(CALL("aten::remainder.Scalar_out", &tfa.v, VP(v_dbl(-3)), &tfo.v, &tfo.v));
+    CHECK_OK(CALL("aten::remainder.Scalar_out", &tfa.v, VP(kt_double(-3)), &tfo.v, &tfo.v));
     CHECK(fo[0] == -2 && fo[1] == -1);
 
     /* max.dim / min.dim: values and indices */
@@ -1604,10 +1573,10 @@ static void test_more_ops(void) {
     OUT(tmv, EMBER_FLOAT32, mv, 2);
     OUT(tmi, EMBER_INT64, mi, 2);
     tt *ol[2] = {&tmv, &tmi};
-    CHECK_OK(CALL("aten::max.dim_max", &tx.v, VP(v_int(1)), VP(v_bool(false)), &tmv.v, &tmi.v,
+    CHECK_OK(CALL("aten::max.dim_max", &tx.v, VP(kt_int(1)), VP(kt_bool(false)), &tmv.v, &tmi.v,
                   tl_init(&outs, ol, 2, false)));
     CHECK(mv[0] == 3 && mi[0] == 2 && mv[1] == 6 && mi[1] == 2);
-    CHECK_OK(CALL("aten::min.dim_min", &tx.v, VP(v_int(1)), VP(v_bool(false)), &tmv.v, &tmi.v,
+    CHECK_OK(CALL("aten::min.dim_min", &tx.v, VP(kt_int(1)), VP(kt_bool(false)), &tmv.v, &tmi.v,
                   tl_init(&outs, ol, 2, false)));
     CHECK(mv[0] == -2 && mi[0] == 1 && mv[1] == -4 && mi[1] == 0);
 
@@ -1615,11 +1584,11 @@ static void test_more_ops(void) {
     float v[2];
     tt tv;
     OUT(tv, EMBER_FLOAT32, v, 2);
-    CHECK_OK(CALL("aten::var.correction_out", &tx.v, IL(l, 1), VP(v_none()), VP(v_bool(false)),
+    CHECK_OK(CALL("aten::var.correction_out", &tx.v, IL(l, 1), VP(kt_none()), VP(kt_bool(false)),
                   &tv.v, &tv.v));
     /* row 0: 1, -2, 3 -> mean 2/3, squares sum 38/3, / 2 */
     CHECK(fabsf(v[0] - 38.0f / 6.0f) < 1e-5f);
-    CHECK_OK(CALL("aten::var.correction_out", &tx.v, IL(l, 1), VP(v_int(0)), VP(v_bool(false)),
+    CHECK_OK(CALL("aten::var.correction_out", &tx.v, IL(l, 1), VP(kt_int(0)), VP(kt_bool(false)),
                   &tv.v, &tv.v));
     CHECK(fabsf(v[0] - 38.0f / 9.0f) < 1e-5f);
 
@@ -1635,8 +1604,8 @@ static void test_more_ops(void) {
     OUT(tgm, EMBER_FLOAT32, gm, 2, 2);
     OUT(tgr, EMBER_FLOAT32, gr, 2, 2);
     tt *gol[3] = {&tgy, &tgm, &tgr};
-    CHECK_OK(CALL("aten::native_group_norm.out", &tg.v, &tgw.v, &tgb.v, VP(v_int(2)), VP(v_int(4)),
-                  VP(v_int(2)), VP(v_int(2)), VP(v_dbl(1e-5)), &tgy.v, &tgm.v, &tgr.v,
+    CHECK_OK(CALL("aten::native_group_norm.out", &tg.v, &tgw.v, &tgb.v, VP(kt_int(2)), VP(kt_int(4)),
+                  VP(kt_int(2)), VP(kt_int(2)), VP(kt_double(1e-5)), &tgy.v, &tgm.v, &tgr.v,
                   tl_init(&gouts, gol, 3, false)));
     bool ok = true;
     for (int grp = 0; grp < 4; grp++) { /* (n, group) slabs of 4 elements */
@@ -1652,8 +1621,8 @@ static void test_more_ops(void) {
         }
     }
     CHECK(ok);
-    CHECK_STATUS(CALL("aten::native_group_norm.out", &tg.v, &tgw.v, &tgb.v, VP(v_int(2)),
-                      VP(v_int(4)), VP(v_int(2)), VP(v_int(3)), VP(v_dbl(1e-5)), &tgy.v, &tgm.v,
+    CHECK_STATUS(CALL("aten::native_group_norm.out", &tg.v, &tgw.v, &tgb.v, VP(kt_int(2)),
+                      VP(kt_int(4)), VP(kt_int(2)), VP(kt_int(3)), VP(kt_double(1e-5)), &tgy.v, &tgm.v,
                       &tgr.v, tl_init(&gouts, gol, 3, false)),
                  EMBER_ERR_INVALID_ARGUMENT);
 
@@ -1662,7 +1631,7 @@ static void test_more_ops(void) {
     tt tu, tuo;
     IN(tu, EMBER_FLOAT32, u, 1, 1, 2, 3);
     OUT(tuo, EMBER_FLOAT32, uo, 1, 1, 4, 5);
-    CHECK_OK(CALL("aten::upsample_nearest2d.out", &tu.v, IL(l, 4, 5), VP(v_none()), VP(v_none()),
+    CHECK_OK(CALL("aten::upsample_nearest2d.out", &tu.v, IL(l, 4, 5), VP(kt_none()), VP(kt_none()),
                   &tuo.v, &tuo.v));
     float want[20] = {1, 1, 2, 2, 3, 1, 1, 2, 2, 3, 4, 4, 5, 5, 6, 4, 4, 5, 5, 6};
     CHECK(close_f(uo, want, 20, 0));
@@ -1670,8 +1639,8 @@ static void test_more_ops(void) {
     /* bilinear 2x3 -> 4x5: align_corners true (src = dst * (in - 1) / (out - 1)) */
     il lu;
     OUT(tuo, EMBER_FLOAT32, uo, 1, 1, 4, 5);
-    CHECK_OK(CALL("aten::upsample_bilinear2d.vec_out", &tu.v, IL(lu, 4, 5), VP(v_bool(true)),
-                  VP(v_none()), &tuo.v, &tuo.v));
+    CHECK_OK(CALL("aten::upsample_bilinear2d.vec_out", &tu.v, IL(lu, 4, 5), VP(kt_bool(true)),
+                  VP(kt_none()), &tuo.v, &tuo.v));
     CHECK(SHAPE_IS(&tuo.t, 1, 1, 4, 5) && uo[0] == 1 && uo[2] == 2 && uo[4] == 3 &&
           fabsf(uo[5] - 2) < 1e-6f && uo[19] == 6);
     /* align_corners false, scale 2: src = (dst + 0.5) / 2 - 0.5, clamped at 0 */
@@ -1682,18 +1651,18 @@ static void test_more_ops(void) {
     sf.u.double_list.len = 2;
     float uo2[24];
     OUT(tuo, EMBER_FLOAT32, uo2, 1, 1, 4, 6);
-    CHECK_OK(CALL("aten::upsample_bilinear2d.vec_out", &tu.v, VP(v_none()), VP(v_bool(false)), &sf,
+    CHECK_OK(CALL("aten::upsample_bilinear2d.vec_out", &tu.v, VP(kt_none()), VP(kt_bool(false)), &sf,
                   &tuo.v, &tuo.v));
     CHECK(SHAPE_IS(&tuo.t, 1, 1, 4, 6) && uo2[0] == 1 && uo2[1] == 1.25f && uo2[2] == 1.75f &&
           uo2[5] == 3 && uo2[6] == 1.75f && uo2[23] == 6);
-    CHECK_STATUS(CALL("aten::upsample_bilinear2d.vec_out", &tu.v, IL(lu, 0, 5), VP(v_bool(true)),
-                      VP(v_none()), &tuo.v, &tuo.v),
+    CHECK_STATUS(CALL("aten::upsample_bilinear2d.vec_out", &tu.v, IL(lu, 0, 5), VP(kt_bool(true)),
+                      VP(kt_none()), &tuo.v, &tuo.v),
                  EMBER_ERR_INVALID_ARGUMENT);
 
     /* elu, sign, isnan */
     OUT(to, EMBER_FLOAT32, o, 2, 3);
     CHECK_OK(
-        CALL("aten::elu.out", &tx.v, VP(v_dbl(1.5)), VP(v_int(1)), VP(v_int(1)), &to.v, &to.v));
+        CALL("aten::elu.out", &tx.v, VP(kt_double(1.5)), VP(kt_int(1)), VP(kt_int(1)), &to.v, &to.v));
     CHECK(o[0] == 1 && fabsf(o[1] - 1.5f * expm1f(-2)) < 1e-6f);
     CHECK_OK(CALL("aten::sign.out", &tx.v, &to.v, &to.v));
     CHECK(o[0] == 1 && o[1] == -1);
@@ -1711,90 +1680,90 @@ static void test_prim(void) {
     float x[24];
     tt tx;
     IN(tx, EMBER_FLOAT32, x, 2, 3, 4);
-    ember_value r = v_int(0);
-    CHECK_OK(CALL("aten::sym_size.int", &tx.v, VP(v_int(-1)), &r));
+    ember_value r = kt_int(0);
+    CHECK_OK(CALL("aten::sym_size.int", &tx.v, VP(kt_int(-1)), &r));
     CHECK(r.tag == EMBER_TAG_INT && r.u.i == 4);
-    CHECK_STATUS(CALL("aten::sym_size.int", &tx.v, VP(v_int(3)), &r), EMBER_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(CALL("aten::sym_size.int", &tx.v, VP(kt_int(3)), &r), EMBER_ERR_INVALID_ARGUMENT);
     CHECK_OK(CALL("aten::sym_numel", &tx.v, &r));
     CHECK(r.u.i == 24);
     /* a result slot that is a tensor is refused */
     CHECK_STATUS(CALL("aten::sym_numel", &tx.v, &tx.v), EMBER_ERR_INVALID_PROGRAM);
 
     /* strides, storage offset and contiguity, as torch reports them */
-    CHECK_OK(CALL("aten::sym_stride.int", &tx.v, VP(v_int(0)), &r));
+    CHECK_OK(CALL("aten::sym_stride.int", &tx.v, VP(kt_int(0)), &r));
     CHECK(r.tag == EMBER_TAG_INT && r.u.i == 12);
-    CHECK_OK(CALL("aten::sym_stride.int", &tx.v, VP(v_int(-1)), &r));
+    CHECK_OK(CALL("aten::sym_stride.int", &tx.v, VP(kt_int(-1)), &r));
     CHECK(r.u.i == 1);
-    CHECK_STATUS(CALL("aten::sym_stride.int", &tx.v, VP(v_int(-4)), &r),
+    CHECK_STATUS(CALL("aten::sym_stride.int", &tx.v, VP(kt_int(-4)), &r),
                  EMBER_ERR_INVALID_ARGUMENT);
     CHECK_OK(CALL("aten::sym_storage_offset", &tx.v, &r));
     CHECK(r.tag == EMBER_TAG_INT && r.u.i == 0);
-    CHECK_OK(CALL("aten::sym_is_contiguous", &tx.v, VP(v_none()), &r));
+    CHECK_OK(CALL("aten::sym_is_contiguous", &tx.v, VP(kt_none()), &r));
     CHECK(r.tag == EMBER_TAG_BOOL && r.u.b);
-    CHECK_OK(CALL("aten::sym_is_contiguous", &tx.v, VP(v_int(2)), &r));
+    CHECK_OK(CALL("aten::sym_is_contiguous", &tx.v, VP(kt_int(2)), &r));
     CHECK(r.tag == EMBER_TAG_BOOL && !r.u.b); /* channels_last needs 4 dims */
     float xc[2 * 3 * 4 * 5];
     tt tc;
     tt_make(&tc, EMBER_FLOAT32, (const int32_t[]){2, 3, 4, 5}, 4, xc, sizeof xc, false,
             (const uint8_t[]){0, 2, 3, 1});
-    CHECK_OK(CALL("aten::sym_stride.int", &tc.v, VP(v_int(1)), &r));
+    CHECK_OK(CALL("aten::sym_stride.int", &tc.v, VP(kt_int(1)), &r));
     CHECK(r.u.i == 1);
-    CHECK_OK(CALL("aten::sym_stride.int", &tc.v, VP(v_int(3)), &r));
+    CHECK_OK(CALL("aten::sym_stride.int", &tc.v, VP(kt_int(3)), &r));
     CHECK(r.u.i == 3);
-    CHECK_OK(CALL("aten::sym_is_contiguous", &tc.v, VP(v_int(0)), &r));
+    CHECK_OK(CALL("aten::sym_is_contiguous", &tc.v, VP(kt_int(0)), &r));
     CHECK(!r.u.b);
-    CHECK_OK(CALL("aten::sym_is_contiguous", &tc.v, VP(v_int(2)), &r));
+    CHECK_OK(CALL("aten::sym_is_contiguous", &tc.v, VP(kt_int(2)), &r));
     CHECK(r.u.b);
-    CHECK_OK(CALL("aten::sym_is_contiguous", &tc.v, VP(v_int(3)), &r));
+    CHECK_OK(CALL("aten::sym_is_contiguous", &tc.v, VP(kt_int(3)), &r));
     CHECK(!r.u.b);
     /* (2, 1, 4, 5) channels-last: C has size 1, so it is contiguous both ways */
     tt_make(&tc, EMBER_FLOAT32, (const int32_t[]){2, 1, 4, 5}, 4, xc, sizeof xc, false,
             (const uint8_t[]){0, 2, 3, 1});
-    CHECK_OK(CALL("aten::sym_is_contiguous", &tc.v, VP(v_int(0)), &r));
+    CHECK_OK(CALL("aten::sym_is_contiguous", &tc.v, VP(kt_int(0)), &r));
     CHECK(r.u.b);
-    CHECK_OK(CALL("aten::sym_is_contiguous", &tc.v, VP(v_int(2)), &r));
+    CHECK_OK(CALL("aten::sym_is_contiguous", &tc.v, VP(kt_int(2)), &r));
     CHECK(r.u.b);
-    CHECK_STATUS(CALL("aten::sym_is_contiguous", &tc.v, VP(v_int(1)), &r),
+    CHECK_STATUS(CALL("aten::sym_is_contiguous", &tc.v, VP(kt_int(1)), &r),
                  EMBER_ERR_INVALID_ARGUMENT);
 
-    CHECK_OK(CALL("executorch_prim::add.Scalar", VP(v_int(2)), VP(v_int(3)), &r));
+    CHECK_OK(CALL("executorch_prim::add.Scalar", VP(kt_int(2)), VP(kt_int(3)), &r));
     CHECK(r.tag == EMBER_TAG_INT && r.u.i == 5);
-    CHECK_OK(CALL("executorch_prim::mul.Scalar", VP(v_int(2)), VP(v_dbl(1.5)), &r));
+    CHECK_OK(CALL("executorch_prim::mul.Scalar", VP(kt_int(2)), VP(kt_double(1.5)), &r));
     CHECK(r.tag == EMBER_TAG_DOUBLE && r.u.d == 3.0);
-    CHECK_OK(CALL("executorch_prim::sub.Scalar", VP(v_int(INT64_MIN)), VP(v_int(1)), &r));
+    CHECK_OK(CALL("executorch_prim::sub.Scalar", VP(kt_int(INT64_MIN)), VP(kt_int(1)), &r));
     CHECK(r.tag == EMBER_TAG_INT && r.u.i == INT64_MAX);
-    CHECK_OK(CALL("executorch_prim::floordiv.Scalar", VP(v_int(-7)), VP(v_int(2)), &r));
+    CHECK_OK(CALL("executorch_prim::floordiv.Scalar", VP(kt_int(-7)), VP(kt_int(2)), &r));
     CHECK(r.u.i == -4);
-    CHECK_OK(CALL("executorch_prim::floordiv.Scalar", VP(v_dbl(-7)), VP(v_int(2)), &r));
+    CHECK_OK(CALL("executorch_prim::floordiv.Scalar", VP(kt_double(-7)), VP(kt_int(2)), &r));
     CHECK(r.tag == EMBER_TAG_DOUBLE && r.u.d == -4.0);
-    CHECK_STATUS(CALL("executorch_prim::floordiv.int", VP(v_int(1)), VP(v_int(0)), &r),
+    CHECK_STATUS(CALL("executorch_prim::floordiv.int", VP(kt_int(1)), VP(kt_int(0)), &r),
                  EMBER_ERR_KERNEL_FAILED);
-    CHECK_OK(CALL("executorch_prim::mod.Scalar", VP(v_int(-7)), VP(v_int(3)), &r));
+    CHECK_OK(CALL("executorch_prim::mod.Scalar", VP(kt_int(-7)), VP(kt_int(3)), &r));
     CHECK(r.u.i == 2);
-    CHECK_OK(CALL("executorch_prim::truediv.Scalar", VP(v_int(7)), VP(v_int(2)), &r));
+    CHECK_OK(CALL("executorch_prim::truediv.Scalar", VP(kt_int(7)), VP(kt_int(2)), &r));
     CHECK(r.tag == EMBER_TAG_DOUBLE && r.u.d == 3.5);
-    CHECK_OK(CALL("executorch_prim::eq.Scalar", VP(v_int(2)), VP(v_dbl(2.0)), &r));
+    CHECK_OK(CALL("executorch_prim::eq.Scalar", VP(kt_int(2)), VP(kt_double(2.0)), &r));
     CHECK(r.tag == EMBER_TAG_BOOL && r.u.b);
-    CHECK_OK(CALL("executorch_prim::lt.Scalar", VP(v_int(2)), VP(v_int(1)), &r));
+    CHECK_OK(CALL("executorch_prim::lt.Scalar", VP(kt_int(2)), VP(kt_int(1)), &r));
     CHECK(r.tag == EMBER_TAG_BOOL && !r.u.b);
-    CHECK_OK(CALL("executorch_prim::ge.Scalar", VP(v_int(2)), VP(v_int(2)), &r));
+    CHECK_OK(CALL("executorch_prim::ge.Scalar", VP(kt_int(2)), VP(kt_int(2)), &r));
     CHECK(r.u.b);
-    CHECK_OK(CALL("executorch_prim::neg.Scalar", VP(v_int(5)), &r));
+    CHECK_OK(CALL("executorch_prim::neg.Scalar", VP(kt_int(5)), &r));
     CHECK(r.tag == EMBER_TAG_INT && r.u.i == -5);
-    CHECK_OK(CALL("executorch_prim::sym_max.Scalar", VP(v_int(5)), VP(v_int(9)), &r));
+    CHECK_OK(CALL("executorch_prim::sym_max.Scalar", VP(kt_int(5)), VP(kt_int(9)), &r));
     CHECK(r.u.i == 9);
-    CHECK_OK(CALL("executorch_prim::sym_min.Scalar", VP(v_int(5)), VP(v_int(9)), &r));
+    CHECK_OK(CALL("executorch_prim::sym_min.Scalar", VP(kt_int(5)), VP(kt_int(9)), &r));
     CHECK(r.u.i == 5);
-    CHECK_STATUS(CALL("executorch_prim::sym_max.Scalar", VP(v_int(5)), VP(v_dbl(9)), &r),
+    CHECK_STATUS(CALL("executorch_prim::sym_max.Scalar", VP(kt_int(5)), VP(kt_double(9)), &r),
                  EMBER_ERR_TYPE_MISMATCH);
-    CHECK_OK(CALL("executorch_prim::round.Scalar", VP(v_dbl(2.5)), &r));
+    CHECK_OK(CALL("executorch_prim::round.Scalar", VP(kt_double(2.5)), &r));
     CHECK(r.tag == EMBER_TAG_INT && r.u.i == 2);
-    CHECK_OK(CALL("executorch_prim::ceil.Scalar", VP(v_dbl(2.1)), &r));
+    CHECK_OK(CALL("executorch_prim::ceil.Scalar", VP(kt_double(2.1)), &r));
     CHECK(r.u.i == 3);
     CHECK_OK(
-        CALL("executorch_prim::sym_ite.Scalar", VP(v_bool(false)), VP(v_int(1)), VP(v_int(2)), &r));
+        CALL("executorch_prim::sym_ite.Scalar", VP(kt_bool(false)), VP(kt_int(1)), VP(kt_int(2)), &r));
     CHECK(r.u.i == 2);
-    CHECK_OK(CALL("executorch_prim::sym_float.Scalar", VP(v_int(3)), &r));
+    CHECK_OK(CALL("executorch_prim::sym_float.Scalar", VP(kt_int(3)), &r));
     CHECK(r.tag == EMBER_TAG_DOUBLE && r.u.d == 3.0);
     float one = 4.5f;
     tt tone;
@@ -1822,9 +1791,9 @@ static void test_prim(void) {
     tt trows, trow;
     OUT(trows, EMBER_FLOAT32, rows, 3, 4);
     IN(trow, EMBER_FLOAT32, row, 4);
-    CHECK_OK(CALL("executorch_prim::et_copy_index.tensor", &trows.v, &trow.v, VP(v_int(1))));
+    CHECK_OK(CALL("executorch_prim::et_copy_index.tensor", &trows.v, &trow.v, VP(kt_int(1))));
     CHECK(SHAPE_IS(&trows.t, 2, 4) && rows[4] == 1 && rows[7] == 4);
-    CHECK_STATUS(CALL("executorch_prim::et_copy_index.tensor", &trows.v, &trow.v, VP(v_int(3))),
+    CHECK_STATUS(CALL("executorch_prim::et_copy_index.tensor", &trows.v, &trow.v, VP(kt_int(3))),
                  EMBER_ERR_SHAPE_MISMATCH);
 }
 
@@ -1914,14 +1883,14 @@ static ember_value *junk_value(junk *j, int kind) {
     ember_value *v = &j->vals[jrand() % POOL_V];
     switch (kind) {
     case K_TENSOR: return &j->t[jrand() % POOL_T].v;
-    case K_INT: *v = v_int(junk_int()); return v;
-    case K_SMALL: *v = v_int((int64_t)(jrand() % 4) - (jrand() % 8 == 0)); return v;
-    case K_BOOL: *v = v_bool(jrand() % 2); return v;
-    case K_DOUBLE: *v = v_dbl(jrand() % 7 == 0 ? NAN : (double)junk_int() * 0.5); return v;
-    case K_NONE: *v = v_none(); return v;
+    case K_INT: *v = kt_int(junk_int()); return v;
+    case K_SMALL: *v = kt_int((int64_t)(jrand() % 4) - (jrand() % 8 == 0)); return v;
+    case K_BOOL: *v = kt_bool(jrand() % 2); return v;
+    case K_DOUBLE: *v = kt_double(jrand() % 7 == 0 ? NAN : (double)junk_int() * 0.5); return v;
+    case K_NONE: *v = kt_none(); return v;
     case K_STR: {
         static const char *strs[] = {"none", "tanh", "floor", "trunc", "", "x"};
-        *v = v_str(strs[jrand() % 6]);
+        *v = kt_str(strs[jrand() % 6]);
         return v;
     }
     case K_LIST: {

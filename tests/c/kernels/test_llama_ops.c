@@ -41,33 +41,6 @@ static ember_status call(const char *key, ember_value **args, size_t n) {
     return kt_call(&g_ctx, key, args, n);
 }
 
-static ember_value v_int(int64_t i) {
-    ember_value v;
-    memset(&v, 0, sizeof v);
-    v.tag = EMBER_TAG_INT;
-    v.u.i = i;
-    return v;
-}
-static ember_value v_dbl(double x) {
-    ember_value v;
-    memset(&v, 0, sizeof v);
-    v.tag = EMBER_TAG_DOUBLE;
-    v.u.d = x;
-    return v;
-}
-static ember_value v_bool(bool b) {
-    ember_value v;
-    memset(&v, 0, sizeof v);
-    v.tag = EMBER_TAG_BOOL;
-    v.u.b = b;
-    return v;
-}
-static ember_value v_none(void) {
-    ember_value v;
-    memset(&v, 0, sizeof v);
-    v.tag = EMBER_TAG_NONE;
-    return v;
-}
 
 static ember_value *t4(tt *x, int dtype, int32_t a, int32_t b, int32_t c, int32_t d, void *data,
                        bool dynamic) {
@@ -179,8 +152,8 @@ static void run_custom_sdpa(const problem *p) {
               p->causal, p->mask ? x.dmask : NULL, scale);
     tt q, kc, vc, m, out;
     const int32_t ms[2] = {p->nq, p->len};
-    ember_value sp = v_int(p->mask ? 0 : p->pos), dp = v_dbl(0.0), ca = v_bool(p->causal),
-                sc = p->scale ? v_dbl(0.3) : v_none(), none = v_none();
+    ember_value sp = kt_int(p->mask ? 0 : p->pos), dp = kt_double(0.0), ca = kt_bool(p->causal),
+                sc = p->scale ? kt_double(0.3) : kt_none(), none = kt_none();
     ember_value *args[10] = {
         t4(&q, EMBER_FLOAT32, p->nb, p->nq, p->nh, p->d, x.q, false),
         t4(&kc, EMBER_FLOAT32, p->nb, p->len, p->nkvh, p->d, x.kc, false),
@@ -209,8 +182,8 @@ static void run_sdpa_with_kv_cache(const problem *p) {
               p->causal, p->mask ? x.dmask : NULL, scale);
     tt q, k, v, kc, vc, m, out;
     const int32_t ms[2] = {p->nq, p->len};
-    ember_value sp = v_int(p->pos), sl = v_int(p->nq), dp = v_dbl(0.0), ca = v_bool(p->causal),
-                sc = p->scale ? v_dbl(0.3) : v_none(), none = v_none();
+    ember_value sp = kt_int(p->pos), sl = kt_int(p->nq), dp = kt_double(0.0), ca = kt_bool(p->causal),
+                sc = p->scale ? kt_double(0.3) : kt_none(), none = kt_none();
     ember_value *args[13] = {
         t4(&q, EMBER_FLOAT32, p->nb, p->nq, p->nh, p->d, x.q, false),
         t4(&k, EMBER_FLOAT32, p->nb, p->nq, p->nkvh, p->d, x.k, false),
@@ -274,10 +247,10 @@ static void test_decode_matches_prefill(void) {
         k[i] = frand();
         v[i] = frand();
     }
-    ember_value dp = v_dbl(0.0), ca = v_bool(true), none = v_none();
+    ember_value dp = kt_double(0.0), ca = kt_bool(true), none = kt_none();
     {
         tt tq, tk, tv, tkc, tvc, to;
-        ember_value sp = v_int(0), sl = v_int(N);
+        ember_value sp = kt_int(0), sl = kt_int(N);
         ember_value *args[13] = {t4(&tq, EMBER_FLOAT32, 1, N, NH, D, q, false),
                                  t4(&tk, EMBER_FLOAT32, 1, N, NKV, D, k, false),
                                  t4(&tv, EMBER_FLOAT32, 1, N, NKV, D, v, false),
@@ -290,7 +263,7 @@ static void test_decode_matches_prefill(void) {
     for (int start = 0; start < N;) {
         int nt = start == 0 ? P : 1;
         tt tk, tv, tkc, tvc, tq, to, td;
-        ember_value sp = v_int(start);
+        ember_value sp = kt_int(start);
         const int32_t one = 1;
         ember_value *ua[5] = {t4(&tk, EMBER_FLOAT32, 1, nt, NKV, D, k + start * NKV * D, false),
                               t4(&tkc, EMBER_FLOAT32, 1, LEN, NKV, D, kc2, false), &sp,
@@ -331,7 +304,7 @@ static void test_update_cache_with_indices(void) {
                    val + ((size_t)b * NT + t) * NH * D, sizeof(float) * NH * D);
     tt tv, tc, ti, td;
     const int32_t is[2] = {NB, NT}, one = 1;
-    ember_value sp = v_int(12345); /* unused with indices */
+    ember_value sp = kt_int(12345); /* unused with indices */
     ember_value *args[6] = {t4(&tv, EMBER_FLOAT32, NB, NT, NH, D, val, false),
                             t4(&tc, EMBER_FLOAT32, NB, LEN, NH, D, cache, false),
                             &sp,
@@ -399,8 +372,8 @@ static void test_dtypes(void) {
         }
         reference(rout, rq, rkc, rvc, 1, NQ, NH, NKV, D, LEN, POS, true, NULL, 1.0 / 3.0);
         tt tq, tkc, tvc, to;
-        ember_value sp = v_int(POS), dp = v_dbl(0.0), ca = v_bool(true), sc = v_dbl(1.0 / 3.0),
-                    none = v_none();
+        ember_value sp = kt_int(POS), dp = kt_double(0.0), ca = kt_bool(true), sc = kt_double(1.0 / 3.0),
+                    none = kt_none();
         ember_value *args[10] = {t4(&tq, dts[i], 1, NQ, NH, D, q, false),
                                  t4(&tkc, dts[i], 1, LEN, NKV, D, kc, false),
                                  t4(&tvc, dts[i], 1, LEN, NKV, D, vc, false),
@@ -444,12 +417,12 @@ typedef struct kv_call {
 } kv_call;
 
 static void kv_call_init(kv_call *c) {
-    c->sp = v_int(2);
-    c->sl = v_int(EQ);
-    c->mask = v_none();
-    c->dp = v_dbl(0.0);
-    c->ca = v_bool(true);
-    c->sc = v_none();
+    c->sp = kt_int(2);
+    c->sl = kt_int(EQ);
+    c->mask = kt_none();
+    c->dp = kt_double(0.0);
+    c->ca = kt_bool(true);
+    c->sc = kt_none();
     ember_value *a[13] = {t4(&c->q, EMBER_FLOAT32, EB, EQ, EH, ED, e_q, false),
                           t4(&c->k, EMBER_FLOAT32, EB, EQ, EKV, ED, e_k, false),
                           t4(&c->v, EMBER_FLOAT32, EB, EQ, EKV, ED, e_v, false),
@@ -474,18 +447,18 @@ static void test_errors(void) {
     const int64_t bad_pos[] = {-1, EL, EL - 1, 1000000000000LL};
     for (size_t i = 0; i < 4; i++) {
         kv_call_init(&c);
-        c.sp = v_int(bad_pos[i]);
+        c.sp = kt_int(bad_pos[i]);
         CHECK_ERR(call(K, c.args, 13), EMBER_ERR_DATA_OUT_OF_BOUNDS, "start_pos");
     }
     kv_call_init(&c);
-    c.sl = v_int(EL);
+    c.sl = kt_int(EL);
     CHECK_ERR(call(K, c.args, 13), EMBER_ERR_DATA_OUT_OF_BOUNDS, "seq_len 6");
     kv_call_init(&c);
     tt m;
     const int32_t ms[2] = {EQ, EL};
     c.args[7] = tt_init(&m, EMBER_FLOAT32, ms, 2, e_mask, sizeof e_mask, false, NULL);
     CHECK_ERR(call(K, c.args, 13), EMBER_ERR_INVALID_ARGUMENT, "attn_mask and is_causal");
-    c.ca = v_bool(false);
+    c.ca = kt_bool(false);
     CHECK_OK(call(K, c.args, 13));
     memcpy(kc0, e_kc, sizeof kc0);
     const int32_t ms_bad[2] = {EQ, EL - 1};
@@ -494,7 +467,7 @@ static void test_errors(void) {
     c.args[7] = tt_init(&m, EMBER_INT64, ms, 2, e_mask, sizeof e_mask, false, NULL);
     CHECK_ERR(call(K, c.args, 13), EMBER_ERR_TYPE_MISMATCH, "float tensor");
     kv_call_init(&c);
-    c.dp = v_dbl(0.5);
+    c.dp = kt_double(0.5);
     CHECK_ERR(call(K, c.args, 13), EMBER_ERR_NOT_SUPPORTED, "drpout_p");
     kv_call_init(&c);
     t4(&c.q, EMBER_FLOAT32, EB, EQ, 3, ED, e_q, false); /* 3 heads, 2 kv heads */
@@ -525,7 +498,7 @@ static void test_errors(void) {
     kv_call_init(&c);
     CHECK_ERR(call(K, c.args, 12), EMBER_ERR_INVALID_PROGRAM, "");
     kv_call_init(&c);
-    c.sp = v_dbl(1.0);
+    c.sp = kt_double(1.0);
     CHECK_ERR(call(K, c.args, 13), EMBER_ERR_INVALID_PROGRAM, "Int");
     CHECK(memcmp(kc0, e_kc, sizeof kc0) == 0); /* no failed call wrote the cache */
 
@@ -534,11 +507,11 @@ static void test_errors(void) {
     kv_call_init(&c);
     ember_value *ca[10] = {&c.q.v, &c.kc.v, &c.vc.v, &c.sp, &c.mask, &c.dp, &c.ca, &c.sc,
                            &c.out.v, &c.out.v};
-    c.sp = v_int(EL - 1);
+    c.sp = kt_int(EL - 1);
     CHECK_ERR(call(C, ca, 10), EMBER_ERR_DATA_OUT_OF_BOUNDS, "start_pos 5 with 2 query rows");
-    c.sp = v_int(-3);
+    c.sp = kt_int(-3);
     CHECK_ERR(call(C, ca, 10), EMBER_ERR_DATA_OUT_OF_BOUNDS, "start_pos -3");
-    c.sp = v_int(EL - EQ);
+    c.sp = kt_int(EL - EQ);
     CHECK_OK(call(C, ca, 10));
     ca[8] = ca[9] = &c.kc.v;
     CHECK_ERR(call(C, ca, 10), EMBER_ERR_INVALID_PROGRAM, "out is also one of the inputs");
@@ -548,15 +521,15 @@ static void test_errors(void) {
     static float dummy[1];
     tt td;
     const int32_t one = 1;
-    ember_value sp = v_int(EL - EQ + 1);
+    ember_value sp = kt_int(EL - EQ + 1);
     ember_value *ua[5] = {&c.k.v, &c.kc.v, &sp,
                           tt_init(&td, EMBER_FLOAT32, &one, 1, dummy, sizeof dummy, false, NULL),
                           &td.v};
     memcpy(kc0, e_kc, sizeof kc0);
     CHECK_ERR(call(U, ua, 5), EMBER_ERR_DATA_OUT_OF_BOUNDS, "start_pos 5 with 2 new rows");
-    sp = v_int(-1);
+    sp = kt_int(-1);
     CHECK_ERR(call(U, ua, 5), EMBER_ERR_DATA_OUT_OF_BOUNDS, "start_pos -1");
-    sp = v_int(0);
+    sp = kt_int(0);
     ua[0] = &c.q.v; /* 4 heads into a cache of 2 */
     CHECK_ERR(call(U, ua, 5), EMBER_ERR_SHAPE_MISMATCH, "differ outside dim 1");
     ua[0] = &c.kc.v;
@@ -572,7 +545,7 @@ static void test_errors(void) {
     /* empty tensors: nothing to copy, nothing to compute */
     check_section("empty");
     tt e0, e1, e2, e3;
-    ember_value sp0 = v_int(0);
+    ember_value sp0 = kt_int(0);
     ember_value *ea[5] = {t4(&e0, EMBER_FLOAT32, 0, EQ, EKV, ED, e_k, false),
                           t4(&e1, EMBER_FLOAT32, 0, EL, EKV, ED, e_kc, false), &sp0, &td.v,
                           &td.v};

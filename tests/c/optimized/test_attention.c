@@ -209,33 +209,6 @@ static ember_kernel_fn optimized(const char *key) {
     return NULL;
 }
 
-static ember_value v_int(int64_t i) {
-    ember_value v;
-    memset(&v, 0, sizeof v);
-    v.tag = EMBER_TAG_INT;
-    v.u.i = i;
-    return v;
-}
-static ember_value v_dbl(double x) {
-    ember_value v;
-    memset(&v, 0, sizeof v);
-    v.tag = EMBER_TAG_DOUBLE;
-    v.u.d = x;
-    return v;
-}
-static ember_value v_bool(bool b) {
-    ember_value v;
-    memset(&v, 0, sizeof v);
-    v.tag = EMBER_TAG_BOOL;
-    v.u.b = b;
-    return v;
-}
-static ember_value v_none(void) {
-    ember_value v;
-    memset(&v, 0, sizeof v);
-    v.tag = EMBER_TAG_NONE;
-    return v;
-}
 
 static ember_value *t4(tt *x, int32_t a, int32_t b, int32_t c, int32_t d, float *data,
                        bool dynamic) {
@@ -268,8 +241,8 @@ static void twin_llama_kv(ember_threadpool *pool, int nq, int nh, int nkvh, int 
     if (!CHECK(fns[0] != NULL && fns[1] != NULL)) return;
     for (int w = 0; w < 2; w++) {
         tt tq, tk, tv, tkc, tvc, tm, to;
-        ember_value sp = v_int(pos), sl = v_int(seq_len), dp = v_dbl(dropout), ca = v_bool(causal),
-                    sc = v_none(), none = v_none();
+        ember_value sp = kt_int(pos), sl = kt_int(seq_len), dp = kt_double(dropout), ca = kt_bool(causal),
+                    sc = kt_none(), none = kt_none();
         const int32_t ms[2] = {nq, len};
         ember_value *args[13] = {t4(&tq, 1, nq, nh, d, q, false),
                                  t4(&tk, 1, nq, nkvh, d, k, false),
