@@ -19,6 +19,7 @@ STAGES: List[List[str]] = [
     # base: facts and helpers every stage shares
     ["ember.errors", "ember.schema", "ember.flatbuffer", "ember.graph_utils", "ember.dialect",
      "ember.tensor_spec", "ember.quantized_ops", "ember.llm", "ember.llm.custom_ops",
+     "ember.llm.llama_ops",
      "ember.runtime"],
     # capture: what torch.export needs to trace ember's pieces
     ["ember.capture"],
