@@ -94,6 +94,13 @@ fuzzer_ok() {
   return $rc
 }
 
+# The aarch64 cross compiler links a program (it needs the target's C library).
+aarch64_cc_ok() {
+  have aarch64-linux-gnu-gcc &&
+    printf 'int main(void) { return 0; }\n' |
+      aarch64-linux-gnu-gcc -x c - -o /dev/null >/dev/null 2>&1
+}
+
 missing=()
 have cc || have gcc || missing+=(gcc)
 have gcc || missing+=(gcc)
@@ -106,7 +113,9 @@ if ((SYSTEM_ONLY == 0)); then
   python311_ok || missing+=(python3.11 python3.11-venv)
   python311_dev_ok || missing+=(python3.11-dev)
   # the aarch64 cross build of the optimized kernels, run under user-mode QEMU
-  have aarch64-linux-gnu-gcc || missing+=(gcc-aarch64-linux-gnu)
+  # (the C library's development files come in a package of their own, which
+  # the compiler only recommends)
+  aarch64_cc_ok || missing+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
   have qemu-aarch64 || missing+=(qemu-user)
 fi
 # De-duplicate.
