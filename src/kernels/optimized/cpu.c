@@ -19,6 +19,7 @@ typedef struct cpu_info {
     bool probed;
     bool level[EKO_ISA_COUNT];
     bool vnni;
+    bool dotprod;
 } cpu_info;
 
 static cpu_info g_cpu;
@@ -55,6 +56,9 @@ static void probe(void) {
 #endif
 #if defined(__aarch64__)
     g_cpu.level[EKO_ISA_NEON] = true; /* Advanced SIMD is part of AArch64 */
+#if defined(__linux__)
+    g_cpu.dotprod = (getauxval(AT_HWCAP) >> 20) & 1; /* HWCAP_ASIMDDP */
+#endif
 #endif
     /* A level the build did not compile kernels for does not count. */
 #ifndef EMBER_HAVE_AVX2_KERNELS
@@ -62,7 +66,12 @@ static void probe(void) {
 #endif
 #ifndef EMBER_HAVE_AVX512_KERNELS
     g_cpu.level[EKO_ISA_AVX512] = false;
+#endif
+#ifndef EMBER_HAVE_AVX512VNNI_KERNELS
     g_cpu.vnni = false;
+#endif
+#ifndef EMBER_HAVE_NEONDOT_KERNELS
+    g_cpu.dotprod = false;
 #endif
 #ifndef EMBER_HAVE_NEON_KERNELS
     g_cpu.level[EKO_ISA_NEON] = false;
@@ -113,4 +122,9 @@ bool eko_isa_set(eko_isa isa) {
 bool eko_cpu_has_vnni(void) {
     probe();
     return g_cpu.vnni;
+}
+
+bool eko_cpu_has_dotprod(void) {
+    probe();
+    return g_cpu.dotprod;
 }
