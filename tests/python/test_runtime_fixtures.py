@@ -54,7 +54,8 @@ def test_fixture_case(case) -> None:
         outputs = method.execute(inputs)
         assert len(outputs) == len(run["outputs"]), f"run {r}: output count"
         for o, (got, rel) in enumerate(zip(outputs, run["outputs"])):
-            assert_output(got, load_npy(rel), f"{case['name']} run {r} output {o}")
+            assert_output(got, load_npy(rel), f"{case['name']} run {r} output {o}",
+                          atol=case.get("atol"))
 
 
 @pytest.mark.parametrize("source", ["path", "pathlib", "bytes", "bytearray", "memoryview", "file"])
