@@ -19,16 +19,19 @@ typedef struct loaded {
     size_t size;
 } loaded;
 
-/* Loads src, the bytes of value vi (or of its scales), for node. */
-static ember_status load(xnn_graph *g, const ember_backend_init_ctx *ctx,
-                         const xnn_const_source *src, uint32_t vi, uint32_t node, loaded *out) {
+/* Loads src, the bytes of value vi (scales: of its quantization scales),
+ * for node. */
+static ember_status load_bytes(xnn_graph *g, const ember_backend_init_ctx *ctx,
+                               const xnn_const_source *src, uint32_t vi, bool scales,
+                               uint32_t node, loaded *out) {
+    const char *what = scales ? "scales of value" : "constant value";
     memset(out, 0, sizeof *out);
     const void *bytes = src->bytes;
     size_t size = src->size;
     if (src->key != NULL) {
         ember_status st = ember_backend_get_data(ctx, src->key, src->key_len, &out->named);
         if (st != EMBER_OK)
-            return xnn_node_fail(g, node, st, "constant value %u: named data '%.*s': %s", vi,
+            return xnn_node_fail(g, node, st, "%s %u: named data '%.*s': %s", what, vi,
                                  (int)(src->key_len < 80 ? src->key_len : 80), src->key,
                                  ember_last_error());
         bytes = out->named.data;
@@ -37,8 +40,9 @@ static ember_status load(xnn_graph *g, const ember_backend_init_ctx *ctx,
     if (size < src->needed) {
         ember_backend_release_data(&out->named);
         return xnn_node_fail(g, node, EMBER_ERR_INVALID_PROGRAM,
-                             "constant value %u has %zu bytes, its shape needs %zu", vi, size,
-                             src->needed);
+                             scales ? "%s %u have %zu bytes, %zu needed"
+                                    : "%s %u has %zu bytes, its shape needs %zu",
+                             what, vi, size, src->needed);
     }
     if (((uintptr_t)bytes % _Alignof(float)) != 0) {
         /* misaligned data: read it through an aligned copy */
@@ -54,6 +58,11 @@ static ember_status load(xnn_graph *g, const ember_backend_init_ctx *ctx,
     out->f = bytes;
     out->size = src->needed;
     return EMBER_OK;
+}
+
+static ember_status load(xnn_graph *g, const ember_backend_init_ctx *ctx,
+                         const xnn_const_source *src, uint32_t vi, uint32_t node, loaded *out) {
+    return load_bytes(g, ctx, src, vi, false, node, out);
 }
 
 static void unload(loaded *l) { ember_backend_release_data(&l->named); }
@@ -111,7 +120,7 @@ static ember_status pack_qd8(xnn_graph *g, const ember_backend_init_ctx *ctx,
     loaded w, sc, b;
     memset(&b, 0, sizeof b);
     TRY_RET(load(g, ctx, &sources[wi], wi, ni, &w));
-    ember_status st = load(g, ctx, &sources[g->num_values + wi], wi, ni, &sc);
+    ember_status st = load_bytes(g, ctx, &sources[g->num_values + wi], wi, true, ni, &sc);
     if (st == EMBER_OK && n->in[2] != XNN_INVALID_ID)
         st = load(g, ctx, &sources[n->in[2]], n->in[2], ni, &b);
     /* scales must be positive numbers (XNNPACK checks the same) */
