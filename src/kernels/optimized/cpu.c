@@ -24,6 +24,7 @@ typedef struct cpu_info {
 
 static cpu_info g_cpu;
 static int g_active = -1; /* -1: not chosen yet */
+static bool g_hide_dot_ext; /* test hook: pretend the CPU lacks VNNI / DOTPROD */
 
 #ifdef EKO_X86
 /* XCR0: which register states the OS saves on a context switch. */
@@ -121,10 +122,12 @@ bool eko_isa_set(eko_isa isa) {
 
 bool eko_cpu_has_vnni(void) {
     probe();
-    return g_cpu.vnni;
+    return g_cpu.vnni && !g_hide_dot_ext;
 }
+
+void eko_cpu_hide_dot_ext(bool hide) { g_hide_dot_ext = hide; }
 
 bool eko_cpu_has_dotprod(void) {
     probe();
-    return g_cpu.dotprod;
+    return g_cpu.dotprod && !g_hide_dot_ext;
 }

@@ -42,4 +42,8 @@ bool eko_cpu_has_vnni(void);
  * build has kernels for it. */
 bool eko_cpu_has_dotprod(void);
 
+/** Test hook: while hide is true, the two functions above answer false (the
+ * kernels of a CPU without the extension run; tests pick them this way). */
+void eko_cpu_hide_dot_ext(bool hide);
+
 #endif /* EMBER_KERNELS_OPTIMIZED_CPU_H */

@@ -257,6 +257,26 @@ int main(void) {
     const eko_qd8_gemm_config *active = eko_qd8_gemm_config_active();
     CHECK(active != NULL && eko_qd8_gemm_config_supported(active));
     printf("-- active qd8 kernels: %s\n", active->name);
+    /* the level in use picks: the extension's kernels where the CPU has it;
+     * without, AVX-512 takes AVX2's kernels and AArch64 the plain NEON ones */
+    const eko_isa best = eko_isa_active();
+    for (int isa = 0; isa < EKO_ISA_COUNT; isa++) {
+        if (!eko_isa_set((eko_isa)isa)) continue;
+        for (int hide = 0; hide < 2; hide++) {
+            eko_cpu_hide_dot_ext(hide != 0);
+            const eko_qd8_gemm_config *c = eko_qd8_gemm_config_active();
+            const bool ext = isa == EKO_ISA_NEON ? eko_cpu_has_dotprod() : eko_cpu_has_vnni();
+            const char *want = isa == EKO_ISA_SCALAR ? "scalar"
+                               : isa == EKO_ISA_AVX2 ? "avx2"
+                               : isa == EKO_ISA_AVX512 ? (ext ? "avx512vnni" : "avx2")
+                                                       : (ext ? "neondot" : "neon");
+            CHECK_MSG(strcmp(c->name, want) == 0, "level %s, extension %s: %s, expected %s",
+                      eko_isa_name((eko_isa)isa), hide ? "hidden" : "as the CPU has it", c->name,
+                      want);
+        }
+        eko_cpu_hide_dot_ext(false);
+    }
+    eko_isa_set(best);
     ember_threadpool_destroy(pool2);
     return check_finish();
 }
