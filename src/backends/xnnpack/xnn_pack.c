@@ -107,8 +107,8 @@ static ember_status pack_qd8(xnn_graph *g, const ember_backend_init_ctx *ctx,
     size_t bytes;
     if (!eko_qd8_weights_init(&n->qw, oc, ic, slice, wv->dtype != XNN_DT_QCINT8, &bytes))
         return xnn_node_fail(g, ni, EMBER_ERR_NOT_SUPPORTED,
-                             "quantized filter [%zu, %zu] (groups of %zu) is too large to pack "
-                             "(at most %d input channels per scale)",
+                             "quantized filter [%zu, %zu] with a scale every %zu input "
+                             "channels cannot be packed (1 to %d input channels per scale)",
                              oc, ic, slice, EKO_QD8_MAX_K);
     uint8_t *packed = ember_alloc(ctx->allocator, bytes > 0 ? bytes : 1, 64);
     if (packed == NULL)

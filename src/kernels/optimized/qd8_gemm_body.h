@@ -17,6 +17,11 @@
  *   qd8_f_slice(f, acc, sums, scales, zc)  f[c] += float(acc[c] - zc * sums[c]) * scales[c]
  *   qd8_store(c, nc, f, sx, bias, min, max)  c[j] = clamp(f[j] * sx + bias[j]), j < nc
  *
+ * A kernel may read int4 weights another way (their range is small enough
+ * for products that int8 weights would saturate): it then defines
+ * QD8_X_OFFSET4, qd8_xv4, qd8_x_load4 and qd8_dot4 as above, used for int4
+ * blocks; otherwise those are the int8 ones.
+ *
  * The int32 sums of a slice stay exact (qd8_gemm.h bounds the depth); the
  * zero point and the offset come out through the packed per-column sums.
  */
@@ -27,6 +32,13 @@
 
 #include "gemm.h" /* EKO_UNROLL */
 #include "qd8_gemm.h"
+
+#ifndef QD8_X_OFFSET4
+#define QD8_X_OFFSET4 QD8_X_OFFSET
+typedef qd8_xv qd8_xv4;
+static inline qd8_xv4 qd8_x_load4(const int8_t *p) { return qd8_x_load(p); }
+static inline qd8_acc qd8_dot4(qd8_acc acc, qd8_xv4 x, qd8_w w) { return qd8_dot(acc, x, w); }
+#endif
 
 static inline __attribute__((always_inline)) void qd8_tile(const size_t MR, size_t nc,
                                                            const int8_t *x, size_t ldx,
@@ -55,16 +67,16 @@ static inline __attribute__((always_inline)) void qd8_tile(const size_t MR, size
                 qd8_w_unpack4(p, &lo, &hi);
                 EKO_UNROLL
                 for (size_t r = 0; r < MR; r++) {
-                    acc[r] = qd8_dot(acc[r], qd8_x_load(xs + r * ldx + 8 * b), lo);
-                    acc[r] = qd8_dot(acc[r], qd8_x_load(xs + r * ldx + 8 * b + 4), hi);
+                    acc[r] = qd8_dot4(acc[r], qd8_x_load4(xs + r * ldx + 8 * b), lo);
+                    acc[r] = qd8_dot4(acc[r], qd8_x_load4(xs + r * ldx + 8 * b + 4), hi);
                 }
             }
         }
         /* the slice's per-column weight sums, then its scales */
+        const int32_t offset = w->int4 ? QD8_X_OFFSET4 : QD8_X_OFFSET;
         EKO_UNROLL
         for (size_t r = 0; r < MR; r++)
-            accf[r] = qd8_f_slice(accf[r], acc[r], p, p + 64,
-                                  rows[r].zero_point + QD8_X_OFFSET);
+            accf[r] = qd8_f_slice(accf[r], acc[r], p, p + 64, rows[r].zero_point + offset);
         p += 128;
     }
     EKO_UNROLL
