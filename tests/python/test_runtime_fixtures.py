@@ -146,7 +146,9 @@ def test_metadata_matches_fixture(case) -> None:
         assert vm.nbytes == int(np.prod(vm.sizes)) * arr.itemsize
     assert meta.planned_buffer_sizes and all(b > 0 for b in meta.planned_buffer_sizes)
     assert meta.num_memory_planned_buffers() == len(meta.planned_buffer_sizes)
-    assert meta.operators and all(has_kernel(op) for op in meta.operators), meta.operators
+    # a program lowered whole to a delegate names no operator
+    assert meta.operators or meta.num_delegates > 0
+    assert all(has_kernel(op) for op in meta.operators), meta.operators
     assert meta.num_instructions >= len(meta.operators) - 1
     assert (meta.num_delegates > 0) == ("backend" in case)
 
