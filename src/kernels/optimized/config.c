@@ -49,13 +49,17 @@ TABLES(eko_f32_gemv, eko_f32_gemv)
 TABLES(eko_f32_attn, eko_f32_attn)
 TABLES(eko_f32_dwconv, eko_f32_dwconv)
 
-/* Dynamically quantized products (qd8_gemm.h): one kernel per level, and on
- * AVX-512 the VNNI kernel where the CPU has VNNI (AVX2's otherwise); on
- * AArch64 the dot-product kernel where the CPU has it. */
+/* Dynamically quantized products (qd8_gemm.h): one kernel per level, and
+ * where the CPU has the level's int8 dot-product extension, the kernel on
+ * it: AVX-VNNI for AVX2, AVX-512 VNNI for AVX-512 (which otherwise takes
+ * the best AVX2 kernel), DOTPROD for AArch64. Later rows are preferred. */
 static const eko_qd8_gemm_config g_qd8[] = {
     {"scalar", EKO_ISA_SCALAR, false, eko_qd8_gemm_scalar},
 #ifdef EMBER_HAVE_AVX2_KERNELS
     {"avx2", EKO_ISA_AVX2, false, eko_qd8_gemm_avx2},
+#endif
+#ifdef EMBER_HAVE_AVX2VNNI_KERNELS
+    {"avx2vnni", EKO_ISA_AVX2, true, eko_qd8_gemm_avx2vnni},
 #endif
 #ifdef EMBER_HAVE_AVX512VNNI_KERNELS
     {"avx512vnni", EKO_ISA_AVX512, true, eko_qd8_gemm_avx512vnni},
@@ -75,7 +79,12 @@ const eko_qd8_gemm_config *eko_qd8_gemm_config_at(size_t i) {
 bool eko_qd8_gemm_config_supported(const eko_qd8_gemm_config *cfg) {
     if (!eko_isa_supported(cfg->isa)) return false;
     if (!cfg->dot_ext) return true;
-    return cfg->isa == EKO_ISA_NEON ? eko_cpu_has_dotprod() : eko_cpu_has_vnni();
+    switch (cfg->isa) {
+    case EKO_ISA_AVX2: return eko_cpu_has_avxvnni();
+    case EKO_ISA_AVX512: return eko_cpu_has_vnni();
+    case EKO_ISA_NEON: return eko_cpu_has_dotprod();
+    default: return false;
+    }
 }
 
 const eko_qd8_gemm_config *eko_qd8_gemm_config_active(void) {

@@ -19,6 +19,7 @@ typedef struct cpu_info {
     bool probed;
     bool level[EKO_ISA_COUNT];
     bool vnni;
+    bool avxvnni;
     bool dotprod;
 } cpu_info;
 
@@ -53,6 +54,8 @@ static void probe(void) {
             g_cpu.level[EKO_ISA_AVX512] = g_cpu.level[EKO_ISA_AVX2] && zmm && f && dq && bw && vl;
             g_cpu.vnni = g_cpu.level[EKO_ISA_AVX512] && ((c >> 11) & 1);
         }
+        if (__get_cpuid_count(7, 1, &a, &b, &c, &d))
+            g_cpu.avxvnni = g_cpu.level[EKO_ISA_AVX2] && ((a >> 4) & 1); /* AVX-VNNI */
     }
 #endif
 #if defined(__aarch64__)
@@ -70,6 +73,9 @@ static void probe(void) {
 #endif
 #ifndef EMBER_HAVE_AVX512VNNI_KERNELS
     g_cpu.vnni = false;
+#endif
+#ifndef EMBER_HAVE_AVX2VNNI_KERNELS
+    g_cpu.avxvnni = false;
 #endif
 #ifndef EMBER_HAVE_NEONDOT_KERNELS
     g_cpu.dotprod = false;
@@ -123,6 +129,11 @@ bool eko_isa_set(eko_isa isa) {
 bool eko_cpu_has_vnni(void) {
     probe();
     return g_cpu.vnni && !g_hide_dot_ext;
+}
+
+bool eko_cpu_has_avxvnni(void) {
+    probe();
+    return g_cpu.avxvnni && !g_hide_dot_ext;
 }
 
 void eko_cpu_hide_dot_ext(bool hide) { g_hide_dot_ext = hide; }

@@ -38,6 +38,10 @@ const char *eko_isa_name(eko_isa isa);
  * and this build has kernels for it. */
 bool eko_cpu_has_vnni(void);
 
+/** Whether the CPU has AVX-VNNI (the VEX-encoded int8 dot products of recent
+ * x86 cores, for the AVX2 level) and this build has kernels for it. */
+bool eko_cpu_has_avxvnni(void);
+
 /** Whether the CPU has the AArch64 dot-product extension (SDOT/UDOT) and this
  * build has kernels for it. */
 bool eko_cpu_has_dotprod(void);

@@ -111,10 +111,10 @@ typedef void (*eko_qd8_ukernel)(size_t mr, size_t nc, const int8_t *x, size_t ld
                                 const uint8_t *panel, float *c, size_t ldc, float min, float max);
 
 typedef struct eko_qd8_gemm_config {
-    const char *name;     /* "scalar", "avx2", "avx512vnni", "neon", "neondot" */
+    const char *name;     /* "scalar", "avx2", "avx2vnni", "avx512vnni", "neon", "neondot" */
     eko_isa isa;          /* the level it needs */
     bool dot_ext;         /* needs the level's int8 dot-product extension on top
-                           * (AVX-512 VNNI; AArch64 DOTPROD) */
+                           * (AVX-VNNI, AVX-512 VNNI, AArch64 DOTPROD) */
     eko_qd8_ukernel ukernel;
 } eko_qd8_gemm_config;
 
@@ -143,6 +143,9 @@ void eko_qd8_gemm_scalar(size_t mr, size_t nc, const int8_t *x, size_t ldx,
 void eko_qd8_gemm_avx2(size_t mr, size_t nc, const int8_t *x, size_t ldx, const eko_qd8_row *rows,
                        const eko_qd8_weights *w, const uint8_t *panel, float *c, size_t ldc,
                        float min, float max);
+void eko_qd8_gemm_avx2vnni(size_t mr, size_t nc, const int8_t *x, size_t ldx,
+                           const eko_qd8_row *rows, const eko_qd8_weights *w, const uint8_t *panel,
+                           float *c, size_t ldc, float min, float max);
 void eko_qd8_gemm_avx512vnni(size_t mr, size_t nc, const int8_t *x, size_t ldx,
                              const eko_qd8_row *rows, const eko_qd8_weights *w,
                              const uint8_t *panel, float *c, size_t ldc, float min, float max);

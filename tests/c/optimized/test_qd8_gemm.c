@@ -1,7 +1,8 @@
 /*
  * test_qd8_gemm.c — dynamically quantized products (qd8_gemm.h) against a
  * plain loop in 64-bit integers and doubles, for every kernel set of this
- * build that the CPU runs (scalar, AVX2, AVX-512 VNNI, NEON, NEON dot).
+ * build that the CPU runs (scalar, AVX2, AVX-VNNI, AVX-512 VNNI, NEON, NEON
+ * dot).
  *
  * Weights int8 per channel, int4 per channel and int4 per group (groups of
  * 32, of 8, and of sizes that are not a multiple of the block depth); K odd
@@ -258,18 +259,21 @@ int main(void) {
     CHECK(active != NULL && eko_qd8_gemm_config_supported(active));
     printf("-- active qd8 kernels: %s\n", active->name);
     /* the level in use picks: the extension's kernels where the CPU has it;
-     * without, AVX-512 takes AVX2's kernels and AArch64 the plain NEON ones */
+     * without, AVX-512 takes the best AVX2 kernels, AVX2 and AArch64 their
+     * plain ones */
     const eko_isa best = eko_isa_active();
     for (int isa = 0; isa < EKO_ISA_COUNT; isa++) {
         if (!eko_isa_set((eko_isa)isa)) continue;
         for (int hide = 0; hide < 2; hide++) {
             eko_cpu_hide_dot_ext(hide != 0);
             const eko_qd8_gemm_config *c = eko_qd8_gemm_config_active();
-            const bool ext = isa == EKO_ISA_NEON ? eko_cpu_has_dotprod() : eko_cpu_has_vnni();
+            const bool avxvnni = eko_cpu_has_avxvnni();
             const char *want = isa == EKO_ISA_SCALAR ? "scalar"
-                               : isa == EKO_ISA_AVX2 ? "avx2"
-                               : isa == EKO_ISA_AVX512 ? (ext ? "avx512vnni" : "avx2")
-                                                       : (ext ? "neondot" : "neon");
+                               : isa == EKO_ISA_AVX2 ? (avxvnni ? "avx2vnni" : "avx2")
+                               : isa == EKO_ISA_AVX512
+                                   ? (eko_cpu_has_vnni() ? "avx512vnni"
+                                                         : avxvnni ? "avx2vnni" : "avx2")
+                                   : (eko_cpu_has_dotprod() ? "neondot" : "neon");
             CHECK_MSG(strcmp(c->name, want) == 0, "level %s, extension %s: %s, expected %s",
                       eko_isa_name((eko_isa)isa), hide ? "hidden" : "as the CPU has it", c->name,
                       want);
