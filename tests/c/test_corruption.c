@@ -520,10 +520,38 @@ static void v_xnn_value(walker *w, const wtable *t) {
         return;
     }
     wtable tv;
+    uint64_t first;
     if (w_subtable(w, &v, 0, "XNNQuantizedTensorValue.tensor_value", &tv)) v_xnn_tensor(w, &tv);
+    const uint8_t qtype = w_read_u8(w, &v, 1);
     w_scalar(w, &v, 1, 1, "XNNQuantizedTensorValue.quant_params_type");
-    if (w_subtable(w, &v, 2, "XNNQuantizedTensorValue.quant_params", &q))
+    if (!w_subtable(w, &v, 2, "XNNQuantizedTensorValue.quant_params", &q)) return;
+    switch (qtype) {
+    case 1: /* PerChannelQuant */
+        w_vector(w, &q, 0, 4, "PerChannelQuant.scale", "PerChannelQuant.scale[]", &first);
+        w_scalar(w, &q, 1, 4, "PerChannelQuant.channel_dim");
+        w_scalar(w, &q, 2, 4, "PerChannelQuant.scale_buffer_idx");
+        w_scalar(w, &q, 3, 4, "PerChannelQuant.num_scales");
+        break;
+    case 2: /* PerTensorQuant */
+        w_scalar(w, &q, 0, 4, "PerTensorQuant.scale");
+        w_scalar(w, &q, 1, 4, "PerTensorQuant.zero_point");
+        break;
+    case 3: /* PerTokenDynamicQuant */
+        w_scalar(w, &q, 0, 4, "PerTokenDynamicQuant.num_nonbatch_dims");
+        break;
+    case 4: /* PerChannelGroupQuant */
+        w_vector(w, &q, 0, 4, "PerChannelGroupQuant.scale", "PerChannelGroupQuant.scale[]",
+                 &first);
+        w_scalar(w, &q, 1, 4, "PerChannelGroupQuant.channel_dim");
+        w_scalar(w, &q, 2, 4, "PerChannelGroupQuant.group_size");
+        w_vector(w, &q, 3, 2, "PerChannelGroupQuant.scale_bf16", "PerChannelGroupQuant.scale_bf16[]",
+                 &first);
+        w_scalar(w, &q, 4, 4, "PerChannelGroupQuant.scale_buffer_idx");
+        w_scalar(w, &q, 5, 4, "PerChannelGroupQuant.num_scales");
+        break;
+    default:
         for (unsigned id = 0; id < 6; id++) w_scalar(w, &q, id, 4, "quant params field");
+    }
 }
 
 /* Node tables: which field ids hold 4-byte scalars and which uint vectors. */

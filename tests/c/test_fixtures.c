@@ -38,6 +38,7 @@ typedef struct case_spec {
     char name[64], program[128], method[64], backend[64];
     char data[MAX_DATA][128]; /* .ptd files */
     size_t ndata;
+    double atol;              /* atol=X: float outputs within X (0: by dtype) */
     run_spec runs[16];
     size_t nruns;
 } case_spec;
@@ -105,6 +106,9 @@ static bool parse_manifest(const char *path, case_spec *cases, size_t cap, size_
                 else if (strncmp(tok[k], "data=", 5) == 0 && tok[k][5] != '\0' && cur->ndata < MAX_DATA)
                     ok = CHECK(copy_field(cur->data[cur->ndata], sizeof cur->data[0], tok[k] + 5)) &&
                          (cur->ndata++, true);
+                else if (strncmp(tok[k], "atol=", 5) == 0 && tok[k][5] != '\0')
+                    ok = CHECK_MSG(sscanf(tok[k] + 5, "%lf", &cur->atol) == 1 && cur->atol > 0,
+                                   "%s:%d: bad tolerance %s", path, lineno, tok[k]);
                 else
                     ok = CHECK_MSG(false, "%s:%d: bad flag %s", path, lineno, tok[k]);
             }
@@ -165,8 +169,8 @@ static double elem_as_double(const void *data, int dtype, size_t i) {
 }
 
 /* Compares an output with the expected array; tracks the largest errors. */
-static bool compare(const ember_value *v, const npy_array *want, const char *what, double *max_abs,
-                    double *max_rel) {
+static bool compare(const ember_value *v, const npy_array *want, double case_atol,
+                    const char *what, double *max_abs, double *max_rel) {
     if (!CHECK_MSG(v->tag == EMBER_TAG_TENSOR, "%s: output is not a tensor", what)) return false;
     const ember_tensor *t = v->u.t;
     if (!CHECK_MSG(t->dtype == want->dtype, "%s: dtype %s, expected %s", what,
@@ -182,6 +186,7 @@ static bool compare(const ember_value *v, const npy_array *want, const char *wha
                     want->dtype == EMBER_FLOAT16 || want->dtype == EMBER_BFLOAT16;
     double rtol = want->dtype == EMBER_FLOAT16 || want->dtype == EMBER_BFLOAT16 ? 1e-2 : 1e-5;
     double atol = want->dtype == EMBER_FLOAT16 || want->dtype == EMBER_BFLOAT16 ? 1e-3 : 1e-6;
+    if (case_atol > 0) atol = case_atol; /* quantized programs: one output step */
     size_t bad = 0, first_bad = 0;
     for (size_t i = 0; i < want->numel; i++) {
         double g = elem_as_double(t->data, t->dtype, i), w = elem_as_double(want->data, want->dtype, i);
@@ -272,7 +277,8 @@ static bool run_case(const case_spec *c, ember_threadpool *pool) {
                     break;
                 }
                 snprintf(what, sizeof what, "%s run %zu output %zu", c->name, r, k);
-                ok = CHECK_OK(ember_method_output(m, k, &v)) && compare(v, &want, what, &max_abs, &max_rel);
+                ok = CHECK_OK(ember_method_output(m, k, &v)) &&
+                     compare(v, &want, c->atol, what, &max_abs, &max_rel);
                 npy_free(&want);
             }
             for (size_t k = 0; k < loaded; k++) npy_free(&in[k]);

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 import torch
@@ -34,12 +34,16 @@ def load_npy(rel: str) -> torch.Tensor:
     return torch.from_numpy(np.load(fixture(rel)))
 
 
-def assert_output(got: Any, expected: torch.Tensor, what: str) -> None:
+def assert_output(got: Any, expected: torch.Tensor, what: str,
+                  atol: Optional[float] = None) -> None:
+    """atol: the case's own absolute tolerance (quantized programs: one output
+    quantization step), in place of the dtype's."""
     assert isinstance(got, torch.Tensor), f"{what}: {type(got).__name__}, not a tensor"
     assert got.dtype == expected.dtype, f"{what}: dtype {got.dtype} != {expected.dtype}"
     assert tuple(got.shape) == tuple(expected.shape), f"{what}: shape {tuple(got.shape)} != {tuple(expected.shape)}"
     if expected.dtype.is_floating_point:
         torch.testing.assert_close(got, expected, rtol=RTOL[expected.dtype],
-                                   atol=ATOL[expected.dtype], msg=lambda m: f"{what}: {m}")
+                                   atol=ATOL[expected.dtype] if atol is None else atol,
+                                   msg=lambda m: f"{what}: {m}")
     else:
         assert torch.equal(got, expected), f"{what}: values differ"

@@ -54,7 +54,8 @@ def test_fixture_case(case) -> None:
         outputs = method.execute(inputs)
         assert len(outputs) == len(run["outputs"]), f"run {r}: output count"
         for o, (got, rel) in enumerate(zip(outputs, run["outputs"])):
-            assert_output(got, load_npy(rel), f"{case['name']} run {r} output {o}")
+            assert_output(got, load_npy(rel), f"{case['name']} run {r} output {o}",
+                          atol=case.get("atol"))
 
 
 @pytest.mark.parametrize("source", ["path", "pathlib", "bytes", "bytearray", "memoryview", "file"])
@@ -145,7 +146,9 @@ def test_metadata_matches_fixture(case) -> None:
         assert vm.nbytes == int(np.prod(vm.sizes)) * arr.itemsize
     assert meta.planned_buffer_sizes and all(b > 0 for b in meta.planned_buffer_sizes)
     assert meta.num_memory_planned_buffers() == len(meta.planned_buffer_sizes)
-    assert meta.operators and all(has_kernel(op) for op in meta.operators), meta.operators
+    # a program lowered whole to a delegate names no operator
+    assert meta.operators or meta.num_delegates > 0
+    assert all(has_kernel(op) for op in meta.operators), meta.operators
     assert meta.num_instructions >= len(meta.operators) - 1
     assert (meta.num_delegates > 0) == ("backend" in case)
 

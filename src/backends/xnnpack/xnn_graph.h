@@ -23,6 +23,7 @@
 #include "core/internal.h"
 #include "ember/backend.h"
 #include "ember/threadpool.h"
+#include "kernels/optimized/qd8_gemm.h"
 
 #define XNN_MAX_DIMS 6
 #define XNN_INVALID_ID UINT32_MAX
@@ -74,8 +75,11 @@ typedef enum xnn_kind {
     XNN_K_SDPA
 } xnn_kind;
 
-/* Quantization of a value (issue-level support: fp32 graphs run; quantized
- * values are decoded and verified, and refused by the nodes that meet them). */
+/* Quantization of a value. Every kind is decoded and verified; the nodes
+ * run dynamically quantized fully connected layers (a Convert of float32
+ * into qdint8 per-token values, then a FullyConnected of those with a
+ * qcint8, qcint4 or qbint4 filter) and refuse every other quantized operand
+ * (xnn_shape.c). */
 typedef enum xnn_quant {
     XNN_Q_NONE = 0, XNN_Q_PER_CHANNEL = 1, XNN_Q_PER_TENSOR = 2, XNN_Q_PER_TOKEN = 3,
     XNN_Q_PER_CHANNEL_GROUP = 4
@@ -93,11 +97,14 @@ typedef struct xnn_value {
     /* constants: their bytes, owned by the backend (copied at init) */
     const void *constant;
     size_t constant_bytes;
+    bool has_constant;           /* the file gives its bytes (a constant) */
     /* quantization parameters */
     float scale;
     int32_t zero_point;
     int32_t channel_dim, group_size;
     uint32_t num_nonbatch_dims;
+    uint32_t num_scales;         /* per channel / per group: how many scales */
+    bool scales_bf16;            /* those scales are bfloat16 (else float32) */
     /* planning: the nodes that make and last read it, its bytes in the arena */
     int32_t first, last;
     size_t offset, capacity;
@@ -142,6 +149,9 @@ typedef struct xnn_node {
     } p;
     /* weights packed at init (fully connected, convolutions) */
     float *packed;
+    /* a fully connected layer on qdint8 input: its quantized weights, packed */
+    bool qd8;
+    eko_qd8_weights qw;
     /* scratch bytes this node needs while it runs (im2col, packed operands) */
     size_t scratch_bytes;
     size_t scratch_offset;
@@ -160,6 +170,7 @@ typedef struct xnn_graph {
     size_t arena_bytes;
     ember_threadpool *threadpool;
     int isa;                     /* eko_isa the weights were packed for */
+    const eko_qd8_gemm_config *qd8;  /* the quantized kernels in use */
 } xnn_graph;
 
 /* Where a constant's bytes are, until init packs or copies them: the
@@ -191,8 +202,10 @@ ember_status xnn_node_fail(const xnn_graph *g, uint32_t node, ember_status st, c
 #endif
     ;
 
-/* Decodes and verifies a payload (xnn_read.c); *sources (one per value, from
- * ctx->allocator) says where each constant's bytes are. */
+/* Decodes and verifies a payload (xnn_read.c); *sources (from
+ * ctx->allocator) says where each constant's bytes are: (*sources)[i] those
+ * of value i, (*sources)[num_values + i] those of its quantization scales
+ * (per-channel and per-group quantization). */
 ember_status xnn_read(const ember_backend_init_ctx *ctx, const uint8_t *payload, size_t size,
                       xnn_graph *g, xnn_const_source **sources);
 
@@ -216,5 +229,11 @@ bool xnn_numel(const size_t *dims, size_t rank, size_t *numel);
 bool xnn_value_bytes(const xnn_value *v, const size_t *dims, size_t *bytes);
 /* Bytes per element (0 for the 4-bit types). */
 size_t xnn_dtype_size(uint8_t dtype);
+
+/* A qdint8 value at dims holds its int8 data (EKO_QD8_X_PAD readable bytes
+ * after it, rounded to 16), then one eko_qd8_row per row (the product of
+ * the dims before its num_nonbatch_dims). *data_bytes: where the rows'
+ * parameters start; false on overflow. xnn_value_bytes counts both. */
+bool xnn_qd8_layout(const xnn_value *v, const size_t *dims, size_t *data_bytes, size_t *rows);
 
 #endif /* EMBER_BACKENDS_XNNPACK_XNN_GRAPH_H */

@@ -6,6 +6,7 @@
  * the nodes that read them as they are. The named data is given back right
  * after, so a weight is held twice only while it is being packed.
  */
+#include <math.h>
 #include <string.h>
 
 #include "kernels/optimized/gemm.h"
@@ -18,17 +19,19 @@ typedef struct loaded {
     size_t size;
 } loaded;
 
-static ember_status load(xnn_graph *g, const ember_backend_init_ctx *ctx,
-                         const xnn_const_source *sources, uint32_t vi, uint32_t node,
-                         loaded *out) {
-    const xnn_const_source *src = &sources[vi];
+/* Loads src, the bytes of value vi (scales: of its quantization scales),
+ * for node. */
+static ember_status load_bytes(xnn_graph *g, const ember_backend_init_ctx *ctx,
+                               const xnn_const_source *src, uint32_t vi, bool scales,
+                               uint32_t node, loaded *out) {
+    const char *what = scales ? "scales of value" : "constant value";
     memset(out, 0, sizeof *out);
     const void *bytes = src->bytes;
     size_t size = src->size;
     if (src->key != NULL) {
         ember_status st = ember_backend_get_data(ctx, src->key, src->key_len, &out->named);
         if (st != EMBER_OK)
-            return xnn_node_fail(g, node, st, "constant value %u: named data '%.*s': %s", vi,
+            return xnn_node_fail(g, node, st, "%s %u: named data '%.*s': %s", what, vi,
                                  (int)(src->key_len < 80 ? src->key_len : 80), src->key,
                                  ember_last_error());
         bytes = out->named.data;
@@ -37,8 +40,9 @@ static ember_status load(xnn_graph *g, const ember_backend_init_ctx *ctx,
     if (size < src->needed) {
         ember_backend_release_data(&out->named);
         return xnn_node_fail(g, node, EMBER_ERR_INVALID_PROGRAM,
-                             "constant value %u has %zu bytes, its shape needs %zu", vi, size,
-                             src->needed);
+                             scales ? "%s %u have %zu bytes, %zu needed"
+                                    : "%s %u has %zu bytes, its shape needs %zu",
+                             what, vi, size, src->needed);
     }
     if (((uintptr_t)bytes % _Alignof(float)) != 0) {
         /* misaligned data: read it through an aligned copy */
@@ -54,6 +58,11 @@ static ember_status load(xnn_graph *g, const ember_backend_init_ctx *ctx,
     out->f = bytes;
     out->size = src->needed;
     return EMBER_OK;
+}
+
+static ember_status load(xnn_graph *g, const ember_backend_init_ctx *ctx,
+                         const xnn_const_source *src, uint32_t vi, uint32_t node, loaded *out) {
+    return load_bytes(g, ctx, src, vi, false, node, out);
 }
 
 static void unload(loaded *l) { ember_backend_release_data(&l->named); }
@@ -85,9 +94,68 @@ static float *alloc_packed(const ember_backend_init_ctx *ctx, size_t floats, siz
     return ember_alloc(ctx->allocator, bytes, 64);
 }
 
+/* A fully connected layer on qdint8 input: its int8 or int4 filter, scales
+ * and bias into the layout of qd8_gemm.h. */
+static ember_status pack_qd8(xnn_graph *g, const ember_backend_init_ctx *ctx,
+                             const xnn_const_source *sources, uint32_t ni) {
+    xnn_node *n = &g->nodes[ni];
+    const uint32_t wi = n->in[1];
+    const xnn_value *wv = &g->values[wi];
+    const size_t oc = wv->dims[0], ic = wv->dims[1];
+    const bool groupwise = wv->quant == XNN_Q_PER_CHANNEL_GROUP;
+    const size_t slice = groupwise ? (size_t)wv->group_size : ic;
+    size_t bytes;
+    if (!eko_qd8_weights_init(&n->qw, oc, ic, slice, wv->dtype != XNN_DT_QCINT8, &bytes))
+        return xnn_node_fail(g, ni, EMBER_ERR_NOT_SUPPORTED,
+                             "quantized filter [%zu, %zu] with a scale every %zu input "
+                             "channels cannot be packed (1 to %d input channels per scale)",
+                             oc, ic, slice, EKO_QD8_MAX_K);
+    uint8_t *packed = ember_alloc(ctx->allocator, bytes > 0 ? bytes : 1, 64);
+    if (packed == NULL)
+        return xnn_node_fail(g, ni, EMBER_ERR_OUT_OF_MEMORY,
+                             "cannot allocate %zu bytes of packed weights", bytes);
+    if (n->in[2] != XNN_INVALID_ID && !is_const(sources, n->in[2]))
+        return xnn_node_fail(g, ni, EMBER_ERR_NOT_SUPPORTED,
+                             "a bias that is not constant, with a quantized filter");
+    loaded w, sc, b;
+    memset(&b, 0, sizeof b);
+    TRY_RET(load(g, ctx, &sources[wi], wi, ni, &w));
+    ember_status st = load_bytes(g, ctx, &sources[g->num_values + wi], wi, true, ni, &sc);
+    if (st == EMBER_OK && n->in[2] != XNN_INVALID_ID)
+        st = load(g, ctx, &sources[n->in[2]], n->in[2], ni, &b);
+    /* scales must be positive numbers (XNNPACK checks the same) */
+    for (size_t i = 0; st == EMBER_OK && i < wv->num_scales; i++) {
+        float f;
+        if (wv->scales_bf16) {
+            uint16_t h;
+            memcpy(&h, (const uint8_t *)sc.f + 2 * i, sizeof h);
+            const uint32_t bits = (uint32_t)h << 16;
+            memcpy(&f, &bits, sizeof f);
+        } else {
+            f = sc.f[i];
+        }
+        if (!(f > 0.0f && isfinite(f)))
+            st = xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM,
+                               "filter (value %u): scale %zu is %g, not a positive number", wi, i,
+                               (double)f);
+    }
+    if (st == EMBER_OK && !eko_qd8_pack(&n->qw, w.f, sc.f, wv->scales_bf16, b.f, packed))
+        st = xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM,
+                           "qcint8 filter (value %u) holds -128; symmetric int8 weights lie in "
+                           "[-127, 127]",
+                           wi);
+    unload(&w);
+    unload(&sc);
+    unload(&b);
+    n->qd8 = st == EMBER_OK;
+    return st;
+}
+
 static ember_status pack_node(xnn_graph *g, const ember_backend_init_ctx *ctx,
                               const xnn_const_source *sources, uint32_t ni) {
     xnn_node *n = &g->nodes[ni];
+    if (n->type == XNN_NODE_FullyConnected && g->values[n->in[0]].dtype == XNN_DT_QDINT8)
+        return pack_qd8(g, ctx, sources, ni);
     const eko_f32_gemm_config *cfg = eko_f32_gemm_config_for((eko_isa)g->isa);
     loaded w, b;
     memset(&b, 0, sizeof b);
@@ -134,7 +202,7 @@ static ember_status pack_node(xnn_graph *g, const ember_backend_init_ctx *ctx,
     if (n->packed == NULL)
         return xnn_node_fail(g, ni, EMBER_ERR_OUT_OF_MEMORY,
                              "cannot allocate %zu floats of packed weights", floats);
-    TRY_RET(load(g, ctx, sources, n->in[1], ni, &w));
+    TRY_RET(load(g, ctx, &sources[n->in[1]], n->in[1], ni, &w));
     bool bias_in_pack = n->type != XNN_NODE_ConvTranspose2d && n->type != XNN_NODE_BatchMatrixMultiply;
     if (bias_in_pack && n->in[2] != XNN_INVALID_ID) {
         if (!is_const(sources, n->in[2])) {
@@ -142,7 +210,7 @@ static ember_status pack_node(xnn_graph *g, const ember_backend_init_ctx *ctx,
             return xnn_node_fail(g, ni, EMBER_ERR_NOT_SUPPORTED,
                                  "a bias that is not constant, with a constant filter");
         }
-        ember_status st = load(g, ctx, sources, n->in[2], ni, &b);
+        ember_status st = load(g, ctx, &sources[n->in[2]], n->in[2], ni, &b);
         if (st != EMBER_OK) {
             unload(&w);
             return st;
@@ -161,6 +229,7 @@ static ember_status pack_node(xnn_graph *g, const ember_backend_init_ctx *ctx,
 ember_status xnn_pack(xnn_graph *g, const ember_backend_init_ctx *ctx,
                       const xnn_const_source *sources) {
     g->isa = (int)eko_f32_gemm_config_active()->isa;
+    g->qd8 = eko_qd8_gemm_config_active();
     for (uint32_t ni = 0; ni < g->num_nodes; ni++) TRY_RET(pack_node(g, ctx, sources, ni));
     /* copies of the constants some node reads as they are */
     for (uint32_t vi = 0; vi < g->num_values; vi++) {
@@ -173,7 +242,7 @@ ember_status xnn_pack(xnn_graph *g, const ember_backend_init_ctx *ctx,
         }
         if (reader == XNN_INVALID_ID) continue;
         loaded c;
-        TRY_RET(load(g, ctx, sources, vi, reader, &c));
+        TRY_RET(load(g, ctx, &sources[vi], vi, reader, &c));
         void *copy = ember_alloc(ctx->allocator, c.size, 64);
         if (copy == NULL) {
             unload(&c);

@@ -103,8 +103,24 @@ bool xnn_numel(const size_t *dims, size_t rank, size_t *numel) {
     return true;
 }
 
+bool xnn_qd8_layout(const xnn_value *v, const size_t *dims, size_t *data_bytes, size_t *rows) {
+    size_t n, padded;
+    const size_t lead = v->rank > v->num_nonbatch_dims ? v->rank - v->num_nonbatch_dims : 0;
+    if (!xnn_numel(dims, v->rank, &n) || !xnn_numel(dims, lead, rows) ||
+        ember_add_overflow(n, EKO_QD8_X_PAD + 15, &padded))
+        return false;
+    *data_bytes = padded & ~(size_t)15;
+    return true;
+}
+
 bool xnn_value_bytes(const xnn_value *v, const size_t *dims, size_t *bytes) {
     size_t n;
+    if (v->dtype == XNN_DT_QDINT8) {
+        size_t data, rows, params;
+        return xnn_qd8_layout(v, dims, &data, &rows) &&
+               !ember_mul_overflow(rows, sizeof(eko_qd8_row), &params) &&
+               !ember_add_overflow(data, params, bytes);
+    }
     if (!xnn_numel(dims, v->rank, &n)) return false;
     if (v->dtype == XNN_DT_QCINT4 || v->dtype == XNN_DT_QBINT4) {
         /* two per byte along the last dim, rows padded to a whole byte */
@@ -191,6 +207,50 @@ static ember_status constant_source(reader *rd, uint32_t vi, uint32_t idx, xnn_c
     return EMBER_OK;
 }
 
+/* Where the scales of a per-channel or per-group quantized value are: the
+ * constant data entry scale_idx (current exporters), else the float32 or
+ * bfloat16 vector inside the table (older ones). n: how many there must be. */
+static ember_status scale_source(reader *rd, uint32_t vi, const fb_table *q, unsigned f32_field,
+                                 int bf16_field, unsigned idx_field, uint32_t n, bool group) {
+    const fb_reader *r = &rd->r;
+    xnn_value *v = &rd->g->values[vi];
+    xnn_const_source *src = &rd->sources[rd->g->num_values + vi];
+    fb_vec f32, bf16;
+    bool has_f32, has_bf16 = false;
+    uint32_t idx;
+    memset(&bf16, 0, sizeof bf16);
+    if (!fb_vec_field(r, q, f32_field, 4, &f32, &has_f32) ||
+        (bf16_field >= 0 && !fb_vec_field(r, q, (unsigned)bf16_field, 2, &bf16, &has_bf16)) ||
+        !fb_u32(r, q, idx_field, 0, &idx))
+        return bad("value %u: quantization scales are malformed", vi);
+    size_t width;
+    if (idx != 0) {
+        /* exporters store per-group scales as bfloat16, per-channel as float32 */
+        TRY_RET(constant_source(rd, vi, idx, src));
+        v->scales_bf16 = group;
+    } else if (has_f32 && f32.len > 0) {
+        if (f32.len != n) return bad("value %u: %u scales, %u expected", vi, f32.len, n);
+        src->bytes = fb_vec_bytes(r, &f32);
+        src->size = (size_t)f32.len * 4;
+    } else if (has_bf16 && bf16.len > 0) {
+        if (bf16.len != n) return bad("value %u: %u scales, %u expected", vi, bf16.len, n);
+        src->bytes = fb_vec_bytes(r, &bf16);
+        src->size = (size_t)bf16.len * 2;
+        v->scales_bf16 = true;
+    } else {
+        return bad("value %u: quantized per channel without scales", vi);
+    }
+    width = v->scales_bf16 ? 2 : 4;
+    if (ember_mul_overflow((size_t)n, width, &src->needed))
+        return bad("value %u: %u scales overflow", vi, n);
+    if (src->key == NULL && src->size < src->needed)
+        return bad("value %u: scales have %zu bytes, %u scales need %zu", vi, src->size, n,
+                   src->needed);
+    src->present = true;
+    v->num_scales = n;
+    return EMBER_OK;
+}
+
 /* Decodes the quantization parameters of a quantized tensor value. */
 static ember_status read_quant(reader *rd, uint32_t vi, const fb_table *qtv, xnn_value *v) {
     const fb_reader *r = &rd->r;
@@ -202,6 +262,7 @@ static ember_status read_quant(reader *rd, uint32_t vi, const fb_table *qtv, xnn
         return bad("value %u: quantization parameters are malformed", vi);
     if (type == XNN_Q_NONE || !present) return EMBER_OK;
     bool ok = true;
+    uint32_t num_scales = 0;
     switch (type) {
     case XNN_Q_PER_TENSOR:
         ok = fb_f32(r, &q, 0, 0.0f, &v->scale) && fb_i32(r, &q, 1, 0, &v->zero_point);
@@ -209,7 +270,8 @@ static ember_status read_quant(reader *rd, uint32_t vi, const fb_table *qtv, xnn
             return bad("value %u: scale %g is not a positive number", vi, (double)v->scale);
         break;
     case XNN_Q_PER_CHANNEL:
-        ok = fb_i32(r, &q, 1, 0, &v->channel_dim);
+        /* PerChannelQuant: scale, channel_dim, scale_buffer_idx, num_scales */
+        ok = fb_i32(r, &q, 1, 0, &v->channel_dim) && fb_u32(r, &q, 3, 0, &num_scales);
         break;
     case XNN_Q_PER_TOKEN: {
         int32_t n;
@@ -220,7 +282,10 @@ static ember_status read_quant(reader *rd, uint32_t vi, const fb_table *qtv, xnn
         break;
     }
     case XNN_Q_PER_CHANNEL_GROUP:
-        ok = fb_i32(r, &q, 1, 0, &v->channel_dim) && fb_i32(r, &q, 2, 0, &v->group_size);
+        /* PerChannelGroupQuant: scale, channel_dim, group_size, scale_bf16,
+         * scale_buffer_idx, num_scales */
+        ok = fb_i32(r, &q, 1, 0, &v->channel_dim) && fb_i32(r, &q, 2, 0, &v->group_size) &&
+             fb_u32(r, &q, 5, 0, &num_scales);
         if (ok && v->group_size <= 0)
             return bad("value %u: group size %d", vi, (int)v->group_size);
         break;
@@ -231,6 +296,27 @@ static ember_status read_quant(reader *rd, uint32_t vi, const fb_table *qtv, xnn
     if ((type == XNN_Q_PER_CHANNEL || type == XNN_Q_PER_CHANNEL_GROUP) &&
         (v->channel_dim < 0 || (uint32_t)v->channel_dim >= (v->rank > 0 ? v->rank : 1)))
         return bad("value %u: channel dim %d out of range", vi, (int)v->channel_dim);
+    if (type == XNN_Q_PER_CHANNEL) {
+        /* one scale per channel (num_scales 0: as many as the scale vector) */
+        const size_t channels = v->rank > 0 ? v->dims[v->channel_dim] : 1;
+        if (channels > UINT32_MAX || (num_scales != 0 && num_scales != channels))
+            return bad("value %u: %u scales for %zu channels", vi, num_scales, channels);
+        TRY_RET(scale_source(rd, vi, &q, 0, -1, 2, (uint32_t)channels, false));
+    }
+    if (type == XNN_Q_PER_CHANNEL_GROUP) {
+        /* a 2-d [channels, depth] weight, groups along the depth */
+        if (v->rank != 2 || v->channel_dim != 0)
+            return bad("value %u: per-group quantization of a rank-%u tensor along dim %d", vi,
+                       v->rank, (int)v->channel_dim);
+        const size_t depth = v->dims[1], gs = (size_t)v->group_size;
+        size_t groups;
+        if (depth % gs != 0)
+            return bad("value %u: group size %zu does not divide the depth %zu", vi, gs, depth);
+        if (ember_mul_overflow(v->dims[0], depth / gs, &groups) || groups > UINT32_MAX ||
+            (num_scales != 0 && num_scales != groups))
+            return bad("value %u: %u scales for %zu groups", vi, num_scales, groups);
+        TRY_RET(scale_source(rd, vi, &q, 0, 3, 4, (uint32_t)groups, true));
+    }
     v->quant = type;
     return EMBER_OK;
 }
@@ -272,8 +358,6 @@ static ember_status read_value(reader *rd, uint32_t vi, const fb_table *xv) {
         if (s > (uint32_t)INT32_MAX) return bad("value %u: dim %u is %u", vi, d, s);
         v->dims[d] = v->shape[d] = s;
     }
-    size_t bytes;
-    if (!xnn_value_bytes(v, v->dims, &bytes)) return bad("value %u: size overflows", vi);
     if ((flags & ~(XNN_VALUE_EXTERNAL_INPUT | XNN_VALUE_EXTERNAL_OUTPUT)) != 0)
         return bad("value %u: unknown flags 0x%x", vi, flags);
     if (flags == (XNN_VALUE_EXTERNAL_INPUT | XNN_VALUE_EXTERNAL_OUTPUT))
@@ -286,7 +370,10 @@ static ember_status read_value(reader *rd, uint32_t vi, const fb_table *xv) {
         v->external_id = external_id;
     }
     if (type == XVALUE_QUANTIZED) TRY_RET(read_quant(rd, vi, &qtv, v));
+    size_t bytes; /* after the quantization: a qdint8 value's size depends on it */
+    if (!xnn_value_bytes(v, v->dims, &bytes)) return bad("value %u: size overflows", vi);
     if (constant_idx != 0) {
+        v->has_constant = true;
         if (flags != 0) return bad("value %u is both constant and external", vi);
         xnn_const_source *src = &rd->sources[vi];
         TRY_RET(constant_source(rd, vi, constant_idx, src));
@@ -631,14 +718,17 @@ ember_status xnn_read(const ember_backend_init_ctx *ctx, const uint8_t *payload,
     g->num_nodes = xnodes.len;
     g->values = ember_alloc(a, sizeof(xnn_value) * (g->num_values + 1), _Alignof(xnn_value));
     g->nodes = ember_alloc(a, sizeof(xnn_node) * (g->num_nodes + 1), _Alignof(xnn_node));
-    rd.sources = ember_alloc(a, sizeof(xnn_const_source) * (g->num_values + 1),
-                             _Alignof(xnn_const_source));
+    /* sources: the values' bytes, then their scales' */
+    size_t nsources;
+    if (ember_mul_overflow((size_t)g->num_values + 1, 2 * sizeof(xnn_const_source), &nsources))
+        return bad("%u values", g->num_values);
+    rd.sources = ember_alloc(a, nsources, _Alignof(xnn_const_source));
     rd.id_sorted = ember_alloc(a, sizeof(id_index) * (g->num_values + 1), _Alignof(id_index));
     if (g->values == NULL || g->nodes == NULL || rd.sources == NULL || rd.id_sorted == NULL)
         return ember_backend_fail(EMBER_ERR_OUT_OF_MEMORY,
                                   "xnnpack: no memory for %u values and %u nodes", g->num_values,
                                   g->num_nodes);
-    memset(rd.sources, 0, sizeof(xnn_const_source) * (g->num_values + 1));
+    memset(rd.sources, 0, nsources);
     for (uint32_t i = 0; i < g->num_values; i++) {
         fb_table xv;
         if (!fb_vec_table(r, &xvalues, i, &xv)) return bad("value %u is malformed", i);

@@ -6,6 +6,7 @@
 
 bool xnn_node_scratch(xnn_graph *g, uint32_t ni, size_t *bytes) {
     *bytes = 0;
+    if (g->nodes[ni].qd8) return true; /* weights packed at init, no scratch */
     switch (g->nodes[ni].type) {
     case XNN_NODE_FullyConnected: case XNN_NODE_BatchMatrixMultiply:
         return xnn_linear_scratch(g, ni, bytes);
@@ -17,7 +18,11 @@ bool xnn_node_scratch(xnn_graph *g, uint32_t ni, size_t *bytes) {
 }
 
 ember_status xnn_run_node(xnn_graph *g, uint32_t ni) {
-    switch (g->nodes[ni].type) {
+    const xnn_node *n = &g->nodes[ni];
+    if (n->qd8) return xnn_run_fc_qd8(g, ni);
+    if (n->type == XNN_NODE_Convert && g->values[n->out[0]].dtype == XNN_DT_QDINT8)
+        return xnn_run_convert_qd8(g, ni);
+    switch (n->type) {
     case XNN_NODE_FullyConnected: case XNN_NODE_BatchMatrixMultiply:
         return xnn_run_linear(g, ni);
     case XNN_NODE_Conv2d: case XNN_NODE_DepthwiseConv2d: case XNN_NODE_ConvTranspose2d:

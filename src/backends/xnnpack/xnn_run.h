@@ -43,6 +43,8 @@ ember_status xnn_run_conv(xnn_graph *g, uint32_t ni);         /* conv, depthwise
 ember_status xnn_run_pool(xnn_graph *g, uint32_t ni);         /* max, avg, global avg, argmax */
 ember_status xnn_run_elementwise(xnn_graph *g, uint32_t ni);  /* binary, unary, softmax, convert */
 ember_status xnn_run_layout(xnn_graph *g, uint32_t ni);       /* transpose .. resize, copy */
+ember_status xnn_run_convert_qd8(xnn_graph *g, uint32_t ni);  /* float32 -> qdint8 */
+ember_status xnn_run_fc_qd8(xnn_graph *g, uint32_t ni);       /* qdint8 x quantized filter */
 
 bool xnn_linear_scratch(xnn_graph *g, uint32_t ni, size_t *bytes);
 bool xnn_conv_scratch(xnn_graph *g, uint32_t ni, size_t *bytes);

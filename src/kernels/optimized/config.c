@@ -8,6 +8,7 @@
 #include "f32_dwconv.h"
 #include "f32_gemv.h"
 #include "f32_rows.h"
+#include "qd8_gemm.h"
 #include "vmath.h"
 
 /* Each table by level; NULL where this build has no kernels of the level. */
@@ -47,3 +48,54 @@ TABLES(eko_f32_rows, eko_f32_rows)
 TABLES(eko_f32_gemv, eko_f32_gemv)
 TABLES(eko_f32_attn, eko_f32_attn)
 TABLES(eko_f32_dwconv, eko_f32_dwconv)
+
+/* Dynamically quantized products (qd8_gemm.h): one kernel per level, and
+ * where the CPU has the level's int8 dot-product extension, the kernel on
+ * it: AVX-VNNI for AVX2, AVX-512 VNNI for AVX-512 (which otherwise takes
+ * the best AVX2 kernel), DOTPROD for AArch64. Later rows are preferred. */
+static const eko_qd8_gemm_config g_qd8[] = {
+    {"scalar", EKO_ISA_SCALAR, false, eko_qd8_gemm_scalar},
+#ifdef EMBER_HAVE_AVX2_KERNELS
+    {"avx2", EKO_ISA_AVX2, false, eko_qd8_gemm_avx2},
+#endif
+#ifdef EMBER_HAVE_AVX2VNNI_KERNELS
+    {"avx2vnni", EKO_ISA_AVX2, true, eko_qd8_gemm_avx2vnni},
+#endif
+#ifdef EMBER_HAVE_AVX512VNNI_KERNELS
+    {"avx512vnni", EKO_ISA_AVX512, true, eko_qd8_gemm_avx512vnni},
+#endif
+#ifdef EMBER_HAVE_NEON_KERNELS
+    {"neon", EKO_ISA_NEON, false, eko_qd8_gemm_neon},
+#endif
+#ifdef EMBER_HAVE_NEONDOT_KERNELS
+    {"neondot", EKO_ISA_NEON, true, eko_qd8_gemm_neondot},
+#endif
+};
+
+const eko_qd8_gemm_config *eko_qd8_gemm_config_at(size_t i) {
+    return i < sizeof g_qd8 / sizeof g_qd8[0] ? &g_qd8[i] : NULL;
+}
+
+bool eko_qd8_gemm_config_supported(const eko_qd8_gemm_config *cfg) {
+    if (!eko_isa_supported(cfg->isa)) return false;
+    if (!cfg->dot_ext) return true;
+    switch (cfg->isa) {
+    case EKO_ISA_AVX2: return eko_cpu_has_avxvnni();
+    case EKO_ISA_AVX512: return eko_cpu_has_vnni();
+    case EKO_ISA_NEON: return eko_cpu_has_dotprod();
+    default: return false;
+    }
+}
+
+const eko_qd8_gemm_config *eko_qd8_gemm_config_active(void) {
+    const eko_isa level = eko_isa_active();
+    const eko_qd8_gemm_config *best = &g_qd8[0];
+    /* the last supported set of the level in use; AVX-512 without VNNI
+     * takes AVX2's */
+    for (size_t i = 0; i < sizeof g_qd8 / sizeof g_qd8[0]; i++) {
+        const eko_qd8_gemm_config *c = &g_qd8[i];
+        const bool fits = c->isa == level || (level == EKO_ISA_AVX512 && c->isa == EKO_ISA_AVX2);
+        if (fits && eko_qd8_gemm_config_supported(c)) best = c;
+    }
+    return best;
+}

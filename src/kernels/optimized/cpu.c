@@ -19,10 +19,13 @@ typedef struct cpu_info {
     bool probed;
     bool level[EKO_ISA_COUNT];
     bool vnni;
+    bool avxvnni;
+    bool dotprod;
 } cpu_info;
 
 static cpu_info g_cpu;
 static int g_active = -1; /* -1: not chosen yet */
+static bool g_hide_dot_ext; /* test hook: pretend the CPU lacks VNNI / DOTPROD */
 
 #ifdef EKO_X86
 /* XCR0: which register states the OS saves on a context switch. */
@@ -51,10 +54,15 @@ static void probe(void) {
             g_cpu.level[EKO_ISA_AVX512] = g_cpu.level[EKO_ISA_AVX2] && zmm && f && dq && bw && vl;
             g_cpu.vnni = g_cpu.level[EKO_ISA_AVX512] && ((c >> 11) & 1);
         }
+        if (__get_cpuid_count(7, 1, &a, &b, &c, &d))
+            g_cpu.avxvnni = g_cpu.level[EKO_ISA_AVX2] && ((a >> 4) & 1); /* AVX-VNNI */
     }
 #endif
 #if defined(__aarch64__)
     g_cpu.level[EKO_ISA_NEON] = true; /* Advanced SIMD is part of AArch64 */
+#if defined(__linux__)
+    g_cpu.dotprod = (getauxval(AT_HWCAP) >> 20) & 1; /* HWCAP_ASIMDDP */
+#endif
 #endif
     /* A level the build did not compile kernels for does not count. */
 #ifndef EMBER_HAVE_AVX2_KERNELS
@@ -62,7 +70,15 @@ static void probe(void) {
 #endif
 #ifndef EMBER_HAVE_AVX512_KERNELS
     g_cpu.level[EKO_ISA_AVX512] = false;
+#endif
+#ifndef EMBER_HAVE_AVX512VNNI_KERNELS
     g_cpu.vnni = false;
+#endif
+#ifndef EMBER_HAVE_AVX2VNNI_KERNELS
+    g_cpu.avxvnni = false;
+#endif
+#ifndef EMBER_HAVE_NEONDOT_KERNELS
+    g_cpu.dotprod = false;
 #endif
 #ifndef EMBER_HAVE_NEON_KERNELS
     g_cpu.level[EKO_ISA_NEON] = false;
@@ -112,5 +128,17 @@ bool eko_isa_set(eko_isa isa) {
 
 bool eko_cpu_has_vnni(void) {
     probe();
-    return g_cpu.vnni;
+    return g_cpu.vnni && !g_hide_dot_ext;
+}
+
+bool eko_cpu_has_avxvnni(void) {
+    probe();
+    return g_cpu.avxvnni && !g_hide_dot_ext;
+}
+
+void eko_cpu_hide_dot_ext(bool hide) { g_hide_dot_ext = hide; }
+
+bool eko_cpu_has_dotprod(void) {
+    probe();
+    return g_cpu.dotprod && !g_hide_dot_ext;
 }

@@ -34,7 +34,20 @@ bool eko_isa_set(eko_isa isa);
 /** "scalar", "avx2", "avx512", "neon". */
 const char *eko_isa_name(eko_isa isa);
 
-/** Whether the CPU has AVX-512 VNNI (int8 dot products; quantized kernels). */
+/** Whether the CPU has AVX-512 VNNI (int8 dot products; quantized kernels)
+ * and this build has kernels for it. */
 bool eko_cpu_has_vnni(void);
+
+/** Whether the CPU has AVX-VNNI (the VEX-encoded int8 dot products of recent
+ * x86 cores, for the AVX2 level) and this build has kernels for it. */
+bool eko_cpu_has_avxvnni(void);
+
+/** Whether the CPU has the AArch64 dot-product extension (SDOT/UDOT) and this
+ * build has kernels for it. */
+bool eko_cpu_has_dotprod(void);
+
+/** Test hook: while hide is true, the two functions above answer false (the
+ * kernels of a CPU without the extension run; tests pick them this way). */
+void eko_cpu_hide_dot_ext(bool hide);
 
 #endif /* EMBER_KERNELS_OPTIMIZED_CPU_H */

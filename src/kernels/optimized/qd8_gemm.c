@@ -1,0 +1,248 @@
+/*
+ * Dynamically quantized matrix products (qd8_gemm.h): weight geometry and
+ * packing, row quantization, and the driver that spreads tiles of rows x
+ * panels over the thread pool. Plain C; the micro-kernels are per ISA.
+ */
+#include "qd8_gemm.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "ember/threadpool.h"
+
+bool eko_qd8_weights_init(eko_qd8_weights *w, size_t n, size_t k, size_t slice_k, bool int4,
+                          size_t *bytes) {
+    memset(w, 0, sizeof *w);
+    if (slice_k == 0 || slice_k > EKO_QD8_MAX_K || k % slice_k != 0) return false;
+    const size_t depth = int4 ? 8 : 4; /* k per block */
+    w->n = n;
+    w->k = k;
+    w->slice_k = slice_k;
+    w->slices = k / slice_k;
+    w->slice_blocks = slice_k / depth + (slice_k % depth != 0);
+    w->int4 = int4;
+    w->panels = n / EKO_QD8_NR + (n % EKO_QD8_NR != 0);
+    size_t panel;
+    /* per slice: blocks, sums, scales; per panel: slices, biases */
+    if (ember_mul_overflow(w->slice_blocks + 2, EKO_QD8_BLOCK_BYTES, &w->slice_bytes) ||
+        ember_mul_overflow(w->slice_bytes, w->slices, &panel) ||
+        ember_add_overflow(panel, EKO_QD8_BLOCK_BYTES, &w->panel_bytes) ||
+        ember_mul_overflow(w->panel_bytes, w->panels, bytes))
+        return false;
+    return true;
+}
+
+static float bf16_to_f32(uint16_t h) {
+    const uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* Weight (row, kk) of the source as an int. */
+static int weight_at(const eko_qd8_weights *w, const uint8_t *src, size_t row, size_t kk) {
+    if (!w->int4) return (int8_t)src[row * w->k + kk];
+    const uint8_t b = src[row * ((w->k + 1) / 2) + kk / 2];
+    return (kk % 2 == 0 ? b & 0x0f : b >> 4) - 8;
+}
+
+static float scale_at(const eko_qd8_weights *w, const void *scales, bool bf16, size_t row,
+                      size_t slice) {
+    const size_t i = row * w->slices + slice;
+    if (bf16) {
+        uint16_t h;
+        memcpy(&h, (const uint8_t *)scales + 2 * i, sizeof h);
+        return bf16_to_f32(h);
+    }
+    float f;
+    memcpy(&f, (const uint8_t *)scales + 4 * i, sizeof f);
+    return f;
+}
+
+bool eko_qd8_pack(eko_qd8_weights *w, const void *src_v, const void *scales, bool scales_bf16,
+                  const float *bias, uint8_t *out) {
+    const uint8_t *src = src_v;
+    const size_t depth = w->int4 ? 8 : 4;
+    bool ok = true;
+    memset(out, 0, w->panel_bytes * w->panels);
+    for (size_t p = 0; p < w->panels; p++) {
+        uint8_t *panel = out + p * w->panel_bytes;
+        const size_t n0 = p * EKO_QD8_NR;
+        const size_t nc = w->n - n0 < EKO_QD8_NR ? w->n - n0 : EKO_QD8_NR;
+        for (size_t s = 0; s < w->slices; s++) {
+            uint8_t *blocks = panel + s * w->slice_bytes;
+            int32_t sums[EKO_QD8_NR] = {0};
+            float sc[EKO_QD8_NR] = {0};
+            for (size_t c = 0; c < nc; c++) {
+                sc[c] = scale_at(w, scales, scales_bf16, n0 + c, s);
+                for (size_t i = 0; i < w->slice_k; i++) {
+                    const int v = weight_at(w, src, n0 + c, s * w->slice_k + i);
+                    ok = ok && v != -128;
+                    sums[c] += v;
+                    /* block i / depth; in it, k step i % depth */
+                    uint8_t *blk = blocks + (i / depth) * EKO_QD8_BLOCK_BYTES;
+                    const size_t d = i % depth;
+                    if (!w->int4)
+                        blk[4 * c + d] = (uint8_t)(int8_t)v;
+                    else if (d < 4)
+                        blk[4 * c + d] = (uint8_t)((blk[4 * c + d] & 0xf0) | (v + 8));
+                    else
+                        blk[4 * c + d - 4] = (uint8_t)((blk[4 * c + d - 4] & 0x0f) | ((v + 8) << 4));
+                }
+            }
+            if (w->int4) /* zero weights past the slice: nibbles of 8 */
+                for (size_t i = w->slice_k; i < w->slice_blocks * depth; i++)
+                    for (size_t c = 0; c < EKO_QD8_NR; c++) {
+                        uint8_t *blk = blocks + (i / depth) * EKO_QD8_BLOCK_BYTES;
+                        const size_t d = i % depth;
+                        if (d < 4) blk[4 * c + d] = (uint8_t)((blk[4 * c + d] & 0xf0) | 8);
+                        else blk[4 * c + d - 4] = (uint8_t)((blk[4 * c + d - 4] & 0x0f) | 0x80);
+                    }
+            if (w->int4) /* columns past n: zero weights too */
+                for (size_t b = 0; b < w->slice_blocks; b++)
+                    for (size_t c = nc; c < EKO_QD8_NR; c++)
+                        memset(blocks + b * EKO_QD8_BLOCK_BYTES + 4 * c, 0x88, 4);
+            uint8_t *tail = blocks + w->slice_blocks * EKO_QD8_BLOCK_BYTES;
+            memcpy(tail, sums, sizeof sums);
+            memcpy(tail + EKO_QD8_BLOCK_BYTES, sc, sizeof sc);
+        }
+        float b[EKO_QD8_NR] = {0};
+        for (size_t c = 0; c < nc && bias != NULL; c++) b[c] = bias[n0 + c];
+        memcpy(panel + w->slices * w->slice_bytes, b, sizeof b);
+    }
+    w->data = out;
+    return ok;
+}
+
+/* --------------------------------------------------------------------- */
+/* Row quantization                                                      */
+/* --------------------------------------------------------------------- */
+
+static eko_qd8_row row_params(float lo, float hi) {
+    /* XNNPACK's asymmetric choice: the range holds 0; the multiplier maps it
+     * onto 255 steps; the zero point comes from the end with less error */
+    const float rmin = lo < 0.0f ? lo : 0.0f, rmax = hi > 0.0f ? hi : 0.0f;
+    float mult = 1.0f;
+    if (rmin != rmax) {
+        const float range = rmax - rmin;
+        /* a range beyond float (e.g. -3e38 .. 3e38): divide in double */
+        mult = isfinite(range) ? 255.0f / range : (float)(255.0 / ((double)rmax - rmin));
+    }
+    const float dmin = rmin * mult, dmax = rmax * mult;
+    float zp = (-128.0f + dmin) + (127.0f + dmax) > 0.0f ? -128.0f - dmin : 127.0f - dmax;
+    zp = zp < -128.0f ? -128.0f : zp > 127.0f ? 127.0f : zp;
+    eko_qd8_row r;
+    r.zero_point = (int32_t)rintf(zp);
+    r.scale = 1.0f / mult;
+    return r;
+}
+
+static void quantize_row(size_t k, const float *x, int8_t *q, eko_qd8_row *out) {
+    float lo = INFINITY, hi = -INFINITY;
+    bool nan = false;
+    for (size_t i = 0; i < k; i++) {
+        const float v = x[i];
+        if (isnan(v)) nan = true;
+        else if (isfinite(v)) {
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+    }
+    if (lo > hi) lo = hi = 0.0f; /* no finite value */
+    eko_qd8_row r = row_params(lo, hi);
+    /* as XNNPACK's conversion: multiply by the reciprocal of the scale */
+    const float mult = 1.0f / r.scale;
+    const float qlo = (float)(-128 - r.zero_point), qhi = (float)(127 - r.zero_point);
+    for (size_t i = 0; i < k; i++) {
+        float v = x[i] * mult;
+        if (isnan(v)) {
+            q[i] = (int8_t)r.zero_point;
+            continue;
+        }
+        v = v < qlo ? qlo : v > qhi ? qhi : v;
+        q[i] = (int8_t)((int32_t)rintf(v) + r.zero_point);
+    }
+    if (nan) r.scale = NAN;
+    *out = r;
+}
+
+typedef struct quant_job {
+    size_t k, ldx, ldq;
+    const float *x;
+    int8_t *q;
+    eko_qd8_row *params;
+} quant_job;
+
+static void quant_rows(void *ctx, size_t thread, size_t start, size_t count) {
+    const quant_job *j = ctx;
+    (void)thread;
+    for (size_t r = start; r < start + count; r++)
+        quantize_row(j->k, j->x + r * j->ldx, j->q + r * j->ldq, &j->params[r]);
+}
+
+void eko_qd8_quantize(struct ember_threadpool *pool, size_t rows, size_t k, const float *x,
+                      size_t ldx, int8_t *q, size_t ldq, eko_qd8_row *params) {
+    quant_job j = {k, ldx, ldq, x, q, params};
+    /* a thread's share is worth its wake-up only from a few rows of k */
+    ember_parallel_1d(rows * k >= 4096 ? pool : NULL, quant_rows, &j, rows, 1);
+}
+
+/* --------------------------------------------------------------------- */
+/* Driver                                                                */
+/* --------------------------------------------------------------------- */
+
+typedef struct gemm_job {
+    const eko_qd8_gemm_config *cfg;
+    size_t m;
+    const int8_t *x;
+    size_t ldx;
+    const eko_qd8_row *rows;
+    const eko_qd8_weights *w;
+    float *c;
+    size_t ldc;
+    float min, max;
+    size_t rows_per_block, panels_per_group, groups;
+} gemm_job;
+
+static void gemm_tiles(void *ctx, size_t thread, size_t start, size_t count) {
+    const gemm_job *j = ctx;
+    const eko_qd8_weights *w = j->w;
+    (void)thread;
+    for (size_t t = start; t < start + count; t++) {
+        const size_t block = t / j->groups, group = t % j->groups;
+        const size_t m0 = block * j->rows_per_block;
+        const size_t m1 = m0 + j->rows_per_block < j->m ? m0 + j->rows_per_block : j->m;
+        const size_t p0 = group * j->panels_per_group;
+        const size_t p1 = p0 + j->panels_per_group < w->panels ? p0 + j->panels_per_group
+                                                               : w->panels;
+        /* a panel from memory once per block of rows, from cache for the rest */
+        for (size_t p = p0; p < p1; p++) {
+            const size_t n0 = p * EKO_QD8_NR;
+            const size_t nc = w->n - n0 < EKO_QD8_NR ? w->n - n0 : EKO_QD8_NR;
+            const uint8_t *panel = w->data + p * w->panel_bytes;
+            for (size_t r = m0; r < m1; r += EKO_QD8_MR) {
+                const size_t mr = m1 - r < EKO_QD8_MR ? m1 - r : EKO_QD8_MR;
+                j->cfg->ukernel(mr, nc, j->x + r * j->ldx, j->ldx, j->rows + r, w, panel,
+                                j->c + r * j->ldc + n0, j->ldc, j->min, j->max);
+            }
+        }
+    }
+}
+
+void eko_qd8_gemm(const eko_qd8_gemm_config *cfg, struct ember_threadpool *pool, size_t m,
+                  const int8_t *x, size_t ldx, const eko_qd8_row *rows, const eko_qd8_weights *w,
+                  float *c, size_t ldc, float min, float max) {
+    if (m == 0 || w->n == 0) return;
+    gemm_job j = {cfg, m, x, ldx, rows, w, c, ldc, min, max, 0, 0, 0};
+    const size_t threads = ember_threadpool_size(pool);
+    /* blocks of 64 rows (a multiple of MR); panel groups so that every
+     * thread gets about four tiles */
+    j.rows_per_block = m <= 64 ? m : 64;
+    const size_t blocks = m / j.rows_per_block + (m % j.rows_per_block != 0);
+    const size_t want = threads * 4 / blocks + 1;
+    j.panels_per_group = threads <= 1 ? w->panels : w->panels / want + (w->panels % want != 0);
+    if (j.panels_per_group == 0) j.panels_per_group = 1;
+    j.groups = w->panels / j.panels_per_group + (w->panels % j.panels_per_group != 0);
+    ember_parallel_1d(pool, gemm_tiles, &j, blocks * j.groups, 1);
+}

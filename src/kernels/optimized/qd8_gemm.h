@@ -1,0 +1,159 @@
+/*
+ * qd8_gemm.h — matrix products of dynamically quantized activations (int8,
+ * one scale and zero point per row, chosen at run time) with int8 or int4
+ * weights quantized per output channel or per group of the depth:
+ *
+ *     C[m][n] = clamp(bias[n] + sx[m] * sum_s ws[s][n] * sum_{k in s} (x[m][k] - zx[m]) * W[n][k])
+ *
+ * where the slices s cover k: one slice of all k (per-channel weights), or
+ * slices of the group size (groupwise weights, ws one scale per group).
+ * Products run in int32; each slice's sum turns into float once.
+ *
+ * Weights are packed once (eko_qd8_pack) in a layout every instruction set
+ * reads (so packing does not depend on the level): panels of EKO_QD8_NR
+ * output channels; in a panel, for every slice, its blocks of 64 bytes,
+ * then the slice's per-column weight sums (int32) and scales (float), and
+ * after the last slice the biases:
+ *
+ *     int8 block:  16 columns x 4 k   byte 4 c + i = W[n0 + c][k0 + i]
+ *     int4 block:  16 columns x 8 k   byte 4 c + i: low nibble W[n0 + c][k0 + i] + 8,
+ *                                     high nibble W[n0 + c][k0 + 4 + i] + 8
+ *     sums:        int32 [16]         sum over the slice of W[n0 + c][k]
+ *     scales:      float [16]
+ *     biases:      float [16]
+ *
+ * A slice is padded with zero weights to whole blocks, so a group need not
+ * be a multiple of the block depth; columns past n are zero. A product of
+ * one row (decode) streams every panel once, front to back; more rows reuse
+ * it from cache EKO_QD8_MR rows at a time.
+ *
+ * Activations are read 4 bytes at a time from each slice's start, so the
+ * last row of x must be followed by EKO_QD8_X_PAD readable bytes (they are
+ * multiplied by zero weights). Int8 weights must lie in [-127, 127] (the
+ * AVX2 kernels' sign trick needs it; symmetric quantizers never use -128).
+ * Slices are at most EKO_QD8_MAX_K deep, so int32 sums cannot overflow.
+ */
+#ifndef EMBER_KERNELS_OPTIMIZED_QD8_GEMM_H
+#define EMBER_KERNELS_OPTIMIZED_QD8_GEMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu.h"
+
+#define EKO_QD8_NR 16
+#define EKO_QD8_MR 4
+#define EKO_QD8_BLOCK_BYTES 64
+#define EKO_QD8_X_PAD 8
+#define EKO_QD8_MAX_K 65536
+
+struct ember_threadpool;
+
+/* Quantization of one activation row: x = scale * (q - zero_point). */
+typedef struct eko_qd8_row {
+    float scale;
+    int32_t zero_point;
+} eko_qd8_row;
+
+/* A packed weight: its geometry (set by eko_qd8_weights_init) and bytes. */
+typedef struct eko_qd8_weights {
+    size_t n, k;          /* output channels, depth */
+    size_t slice_k;       /* depth per scale slice (k, or the group size) */
+    size_t slices;        /* k / slice_k */
+    size_t slice_blocks;  /* 64-byte weight blocks per slice */
+    bool int4;
+    size_t slice_bytes;   /* blocks + sums + scales of one slice in one panel */
+    size_t panel_bytes;   /* slices + biases */
+    size_t panels;
+    const uint8_t *data;  /* panels * panel_bytes, 64-byte aligned */
+} eko_qd8_weights;
+
+/**
+ * Sets the geometry of an (n, k) weight, int8 or int4, whose scales change
+ * every slice_k along k (slice_k == k: per channel). *bytes: what
+ * eko_qd8_pack writes. False if slice_k is 0, does not divide k, exceeds
+ * EKO_QD8_MAX_K, or a size overflows.
+ */
+bool eko_qd8_weights_init(eko_qd8_weights *w, size_t n, size_t k, size_t slice_k, bool int4,
+                          size_t *bytes);
+
+/**
+ * Packs a weight into out (the bytes eko_qd8_weights_init gave, 64-byte
+ * aligned) and points w->data at it. src: int8 [n][k], or for int4 rows of
+ * (k + 1) / 2 bytes, element 2j in the low nibble and 2j + 1 in the high one,
+ * each stored plus 8 (0..15 for -8..7). scales: float32, or bfloat16 when
+ * scales_bf16, [n] (per channel) or [n][slices]. bias: n floats or NULL.
+ * Returns false (out partly written) if an int8 weight is -128.
+ */
+bool eko_qd8_pack(eko_qd8_weights *w, const void *src, const void *scales, bool scales_bf16,
+                  const float *bias, uint8_t *out);
+
+/**
+ * Quantizes rows of floats as XNNPACK's dynamic quantization does: the row's
+ * range widened to hold 0, scale (max - min) / 255, zero point rounded into
+ * [-128, 127], q = clamp(round(x / scale) + zero point). An all-zero row
+ * gets scale 1 (its values quantize to its zero point). Infinities saturate (the range is that of the
+ * finite values); a row with a NaN gets a NaN scale (its products are NaN,
+ * as in float) and NaN elements quantize to the zero point.
+ * x: rows of k floats, ldx apart; q: rows of k int8, ldq apart.
+ */
+void eko_qd8_quantize(struct ember_threadpool *pool, size_t rows, size_t k, const float *x,
+                      size_t ldx, int8_t *q, size_t ldq, eko_qd8_row *params);
+
+/*
+ * A micro-kernel: mr (<= EKO_QD8_MR) rows of x (ldx bytes apart, their
+ * quantization in rows) times one packed panel, nc (<= EKO_QD8_NR) columns
+ * of c (rows ldc floats apart) written.
+ */
+typedef void (*eko_qd8_ukernel)(size_t mr, size_t nc, const int8_t *x, size_t ldx,
+                                const eko_qd8_row *rows, const eko_qd8_weights *w,
+                                const uint8_t *panel, float *c, size_t ldc, float min, float max);
+
+typedef struct eko_qd8_gemm_config {
+    const char *name;     /* "scalar", "avx2", "avx2vnni", "avx512vnni", "neon", "neondot" */
+    eko_isa isa;          /* the level it needs */
+    bool dot_ext;         /* needs the level's int8 dot-product extension on top
+                           * (AVX-VNNI, AVX-512 VNNI, AArch64 DOTPROD) */
+    eko_qd8_ukernel ukernel;
+} eko_qd8_gemm_config;
+
+/** The kernels for the level in use (config.c; never NULL). */
+const eko_qd8_gemm_config *eko_qd8_gemm_config_active(void);
+
+/** Every kernel set of this build, i = 0, 1, ... (NULL past the last), for tests. */
+const eko_qd8_gemm_config *eko_qd8_gemm_config_at(size_t i);
+
+/** Whether this CPU runs cfg. */
+bool eko_qd8_gemm_config_supported(const eko_qd8_gemm_config *cfg);
+
+/**
+ * C = the product above for m rows of quantized x (ldx bytes apart; see the
+ * padding rule), split over the pool's threads by rows and panels. c: m rows
+ * of w->n floats, ldc apart. No allocation.
+ */
+void eko_qd8_gemm(const eko_qd8_gemm_config *cfg, struct ember_threadpool *pool, size_t m,
+                  const int8_t *x, size_t ldx, const eko_qd8_row *rows, const eko_qd8_weights *w,
+                  float *c, size_t ldc, float min, float max);
+
+/* The micro-kernels (one file per instruction set). */
+void eko_qd8_gemm_scalar(size_t mr, size_t nc, const int8_t *x, size_t ldx,
+                         const eko_qd8_row *rows, const eko_qd8_weights *w, const uint8_t *panel,
+                         float *c, size_t ldc, float min, float max);
+void eko_qd8_gemm_avx2(size_t mr, size_t nc, const int8_t *x, size_t ldx, const eko_qd8_row *rows,
+                       const eko_qd8_weights *w, const uint8_t *panel, float *c, size_t ldc,
+                       float min, float max);
+void eko_qd8_gemm_avx2vnni(size_t mr, size_t nc, const int8_t *x, size_t ldx,
+                           const eko_qd8_row *rows, const eko_qd8_weights *w, const uint8_t *panel,
+                           float *c, size_t ldc, float min, float max);
+void eko_qd8_gemm_avx512vnni(size_t mr, size_t nc, const int8_t *x, size_t ldx,
+                             const eko_qd8_row *rows, const eko_qd8_weights *w,
+                             const uint8_t *panel, float *c, size_t ldc, float min, float max);
+void eko_qd8_gemm_neon(size_t mr, size_t nc, const int8_t *x, size_t ldx, const eko_qd8_row *rows,
+                       const eko_qd8_weights *w, const uint8_t *panel, float *c, size_t ldc,
+                       float min, float max);
+void eko_qd8_gemm_neondot(size_t mr, size_t nc, const int8_t *x, size_t ldx,
+                          const eko_qd8_row *rows, const eko_qd8_weights *w, const uint8_t *panel,
+                          float *c, size_t ldc, float min, float max);
+
+#endif /* EMBER_KERNELS_OPTIMIZED_QD8_GEMM_H */

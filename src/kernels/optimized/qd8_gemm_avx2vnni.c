@@ -1,0 +1,32 @@
+/*
+ * qd8_gemm.h micro-kernel on AVX2 with AVX-VNNI (the VEX-encoded vpdpbusd
+ * of recent x86 cores): a panel's 16 columns in two vectors of 8 int32;
+ * vpdpbusd adds four products of unsigned activation bytes and signed
+ * weight bytes into each lane, so activations go in offset by 128 (x ^
+ * 0x80) and the packed weight sums take the offset back out. Picked for the
+ * AVX2 level where the CPU has AVX-VNNI (cpu.c).
+ */
+#include "qd8_gemm.h"
+
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__) && defined(__AVXVNNI__)
+#include "qd8_avx2.h"
+
+#define QD8_FN eko_qd8_gemm_avx2vnni
+#define QD8_X_OFFSET 128
+
+typedef __m256i qd8_xv; /* x + 128 as unsigned bytes, four repeated */
+
+static inline qd8_xv qd8_x_load(const int8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm256_set1_epi32((int)(v ^ 0x80808080u));
+}
+
+static inline qd8_acc qd8_dot(qd8_acc acc, qd8_xv x, qd8_w w) {
+    return (qd8_acc){_mm256_dpbusd_avx_epi32(acc.a, x, w.a), _mm256_dpbusd_avx_epi32(acc.b, x, w.b)};
+}
+
+#include "qd8_gemm_body.h"
+#else
+typedef int eko_no_avx2vnni_qd8_gemm; /* this build has no AVX-VNNI kernels */
+#endif

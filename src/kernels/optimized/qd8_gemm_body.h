@@ -1,0 +1,97 @@
+/*
+ * qd8_gemm_body.h — the micro-kernel of qd8_gemm.h, written once over a
+ * few primitives that each qd8_gemm_<isa>.c defines before including it:
+ *
+ *   QD8_FN                the kernel's name
+ *   QD8_X_OFFSET          what qd8_dot adds to every activation (0, or 128
+ *                         where the instruction takes unsigned activations)
+ *   qd8_acc               16 int32 sums (one per column of a panel)
+ *   qd8_w                 one 64-byte block of int8 weights (16 columns x 4 k)
+ *   qd8_xv                4 activations, ready for qd8_dot
+ *   qd8_f                 16 floats
+ *   qd8_acc_zero()        qd8_f_zero()
+ *   qd8_w_load(p)         a block of int8 weights
+ *   qd8_w_unpack4(p, lo, hi)  an int4 block: low nibbles - 8, high nibbles - 8
+ *   qd8_x_load(p)         4 activations from p (any alignment)
+ *   qd8_dot(acc, xv, w)   acc[c] += sum_i (x[i] + QD8_X_OFFSET) * w[4 c + i]
+ *   qd8_f_slice(f, acc, sums, scales, zc)  f[c] += float(acc[c] - zc * sums[c]) * scales[c]
+ *   qd8_store(c, nc, f, sx, bias, min, max)  c[j] = clamp(f[j] * sx + bias[j]), j < nc
+ *
+ * A kernel may read int4 weights another way (their range is small enough
+ * for products that int8 weights would saturate): it then defines
+ * QD8_X_OFFSET4, qd8_xv4, qd8_x_load4 and qd8_dot4 as above, used for int4
+ * blocks; otherwise those are the int8 ones.
+ *
+ * The int32 sums of a slice stay exact (qd8_gemm.h bounds the depth); the
+ * zero point and the offset come out through the packed per-column sums.
+ */
+#ifndef EMBER_KERNELS_OPTIMIZED_QD8_GEMM_BODY_H
+#define EMBER_KERNELS_OPTIMIZED_QD8_GEMM_BODY_H
+
+#include <string.h>
+
+#include "gemm.h" /* EKO_UNROLL */
+#include "qd8_gemm.h"
+
+#ifndef QD8_X_OFFSET4
+#define QD8_X_OFFSET4 QD8_X_OFFSET
+typedef qd8_xv qd8_xv4;
+static inline qd8_xv4 qd8_x_load4(const int8_t *p) { return qd8_x_load(p); }
+static inline qd8_acc qd8_dot4(qd8_acc acc, qd8_xv4 x, qd8_w w) { return qd8_dot(acc, x, w); }
+#endif
+
+static inline __attribute__((always_inline)) void qd8_tile(const size_t MR, size_t nc,
+                                                           const int8_t *x, size_t ldx,
+                                                           const eko_qd8_row *rows,
+                                                           const eko_qd8_weights *w,
+                                                           const uint8_t *p, float *c, size_t ldc,
+                                                           float min, float max) {
+    qd8_f accf[EKO_QD8_MR];
+    EKO_UNROLL
+    for (size_t r = 0; r < MR; r++) accf[r] = qd8_f_zero();
+    for (size_t s = 0; s < w->slices; s++) {
+        qd8_acc acc[EKO_QD8_MR];
+        EKO_UNROLL
+        for (size_t r = 0; r < MR; r++) acc[r] = qd8_acc_zero();
+        const int8_t *xs = x + s * w->slice_k;
+        if (!w->int4) {
+            for (size_t b = 0; b < w->slice_blocks; b++, p += EKO_QD8_BLOCK_BYTES) {
+                const qd8_w wv = qd8_w_load(p);
+                EKO_UNROLL
+                for (size_t r = 0; r < MR; r++)
+                    acc[r] = qd8_dot(acc[r], qd8_x_load(xs + r * ldx + 4 * b), wv);
+            }
+        } else {
+            for (size_t b = 0; b < w->slice_blocks; b++, p += EKO_QD8_BLOCK_BYTES) {
+                qd8_w lo, hi;
+                qd8_w_unpack4(p, &lo, &hi);
+                EKO_UNROLL
+                for (size_t r = 0; r < MR; r++) {
+                    acc[r] = qd8_dot4(acc[r], qd8_x_load4(xs + r * ldx + 8 * b), lo);
+                    acc[r] = qd8_dot4(acc[r], qd8_x_load4(xs + r * ldx + 8 * b + 4), hi);
+                }
+            }
+        }
+        /* the slice's per-column weight sums, then its scales */
+        const int32_t offset = w->int4 ? QD8_X_OFFSET4 : QD8_X_OFFSET;
+        EKO_UNROLL
+        for (size_t r = 0; r < MR; r++)
+            accf[r] = qd8_f_slice(accf[r], acc[r], p, p + 64, rows[r].zero_point + offset);
+        p += 128;
+    }
+    EKO_UNROLL
+    for (size_t r = 0; r < MR; r++) qd8_store(c + r * ldc, nc, accf[r], rows[r].scale, p, min, max);
+}
+
+void QD8_FN(size_t mr, size_t nc, const int8_t *x, size_t ldx, const eko_qd8_row *rows,
+            const eko_qd8_weights *w, const uint8_t *panel, float *c, size_t ldc, float min,
+            float max) {
+    switch (mr) {
+    case 4: qd8_tile(4, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    case 3: qd8_tile(3, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    case 2: qd8_tile(2, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    default: qd8_tile(1, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    }
+}
+
+#endif /* EMBER_KERNELS_OPTIMIZED_QD8_GEMM_BODY_H */

@@ -1,0 +1,286 @@
+/*
+ * test_qd8_gemm.c — dynamically quantized products (qd8_gemm.h) against a
+ * plain loop in 64-bit integers and doubles, for every kernel set of this
+ * build that the CPU runs (scalar, AVX2, AVX-VNNI, AVX-512 VNNI, NEON, NEON
+ * dot).
+ *
+ * Weights int8 per channel, int4 per channel and int4 per group (groups of
+ * 32, of 8, and of sizes that are not a multiple of the block depth); K odd
+ * and not a multiple of the block; M from 1 past two 64-row blocks; N around
+ * the panel width; weights and activations at their extremes; with and
+ * without bias and clamp; on the caller alone and on a pool of 2 threads.
+ * Activations are read through a buffer that ends EKO_QD8_X_PAD bytes after
+ * the last row (an over-read shows under ASan). Then the row quantization:
+ * its properties, all-zero, infinite and NaN rows.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "ember/threadpool.h"
+#include "kernels/optimized/qd8_gemm.h"
+
+static uint32_t g_seed = 99;
+static uint32_t urand(void) {
+    g_seed = g_seed * 1664525u + 1013904223u;
+    return g_seed >> 8;
+}
+static float frand(void) { return (float)(urand() & 0xffffff) / (float)0x800000 - 1.0f; }
+
+typedef struct wcase {
+    size_t m, n, k, slice_k;
+    bool int4, bias, clamp, extremes;
+} wcase;
+
+/* Runs one case; returns the worst error over its tolerance (<= 1 passes). */
+static double run_case(const eko_qd8_gemm_config *cfg, ember_threadpool *pool, const wcase *t) {
+    const size_t m = t->m, n = t->n, k = t->k, ldx = k + 5, ldc = n + 3;
+    const size_t row_bytes = t->int4 ? (k + 1) / 2 : k, slices = k / t->slice_k;
+    int8_t *x = malloc(m * ldx + EKO_QD8_X_PAD);
+    eko_qd8_row *rows = malloc(sizeof(eko_qd8_row) * (m + 1));
+    uint8_t *src = malloc(n * row_bytes + 1);
+    int *wv = malloc(sizeof(int) * (n * k + 1));
+    float *scales = malloc(sizeof(float) * (n * slices + 1));
+    float *bias = malloc(sizeof(float) * (n + 1));
+    float *c = malloc(sizeof(float) * (m * ldc + 1));
+    for (size_t i = 0; i < m * ldx + EKO_QD8_X_PAD; i++) x[i] = (int8_t)(urand() & 0xff);
+    for (size_t r = 0; r < m; r++) {
+        rows[r].scale = 0.001f + (float)(urand() % 1000) * 1e-4f;
+        rows[r].zero_point = (int32_t)(urand() % 256) - 128;
+        if (t->extremes) { /* whole rows at the ends of int8 */
+            memset(x + r * ldx, r % 2 ? 0x80 : 0x7f, k);
+            rows[r].zero_point = r % 2 ? 127 : -128;
+        }
+    }
+    memset(src, 0, n * row_bytes + 1);
+    for (size_t j = 0; j < n; j++)
+        for (size_t kk = 0; kk < k; kk++) {
+            int v = t->int4 ? (int)(urand() % 16) - 8 : (int)(urand() % 255) - 127;
+            if (t->extremes) v = t->int4 ? ((j + kk) % 2 ? 7 : -8) : ((j + kk) % 2 ? 127 : -127);
+            wv[j * k + kk] = v;
+            if (t->int4)
+                src[j * row_bytes + kk / 2] |= (uint8_t)((v + 8) << (kk % 2 ? 4 : 0));
+            else
+                src[j * row_bytes + kk] = (uint8_t)(int8_t)v;
+        }
+    for (size_t i = 0; i < n * slices; i++) scales[i] = 0.002f + (float)(urand() % 1000) * 1e-5f;
+    for (size_t j = 0; j < n; j++) bias[j] = frand();
+    for (size_t i = 0; i < m * ldc; i++) c[i] = 12345.0f;
+
+    eko_qd8_weights w;
+    size_t bytes;
+    double worst = 0;
+    if (!eko_qd8_weights_init(&w, n, k, t->slice_k, t->int4, &bytes)) return 1e9;
+    uint8_t *packed = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+    if (!eko_qd8_pack(&w, src, scales, false, t->bias ? bias : NULL, packed)) worst = 1e9;
+    const float lo = t->clamp ? -0.5f : -INFINITY, hi = t->clamp ? 0.5f : INFINITY;
+    eko_qd8_gemm(cfg, pool, m, x, ldx, rows, &w, c, ldc, lo, hi);
+
+    for (size_t r = 0; r < m; r++) {
+        for (size_t j = 0; j < n; j++) {
+            double ref = 0, mag = 0;
+            for (size_t s = 0; s < slices; s++) {
+                int64_t sum = 0;
+                for (size_t kk = s * t->slice_k; kk < (s + 1) * t->slice_k; kk++)
+                    sum += ((int64_t)x[r * ldx + kk] - rows[r].zero_point) * wv[j * k + kk];
+                ref += (double)sum * scales[j * slices + s];
+                mag += fabs((double)sum * scales[j * slices + s]);
+            }
+            ref = ref * rows[r].scale + (t->bias ? bias[j] : 0.0);
+            mag = mag * rows[r].scale + (t->bias ? fabs(bias[j]) : 0.0);
+            ref = ref < lo ? lo : ref > hi ? hi : ref;
+            const double err = fabs(c[r * ldc + j] - ref) / (2e-6 * mag + 1e-6);
+            if (err > worst) worst = err;
+        }
+        for (size_t j = n; j < ldc && (r + 1 < m || j < n + 1); j++)
+            if (c[r * ldc + j] != 12345.0f) worst = 1e9; /* wrote past n */
+    }
+    free(packed);
+    free(x);
+    free(rows);
+    free(src);
+    free(wv);
+    free(scales);
+    free(bias);
+    free(c);
+    return worst;
+}
+
+static void test_config(const eko_qd8_gemm_config *cfg, ember_threadpool *pool2) {
+    char name[64];
+    snprintf(name, sizeof name, "qd8 gemm %s", cfg->name);
+    check_section(name);
+    if (!eko_qd8_gemm_config_supported(cfg)) {
+        printf("-- %s: skipped (not on this CPU)\n", cfg->name);
+        return;
+    }
+    static const size_t ms[] = {1, 2, 3, 4, 5, 9, 67, 130};
+    static const size_t ns[] = {1, 15, 16, 17, 40};
+    /* (k, slice_k, int4): per channel, then groups */
+    static const size_t ks[][3] = {{1, 1, 0},   {3, 3, 0},   {4, 4, 0},   {17, 17, 0},
+                                   {64, 64, 0}, {101, 101, 0}, {1, 1, 1},  {7, 7, 1},
+                                   {8, 8, 1},   {33, 33, 1}, {64, 32, 1}, {96, 32, 1},
+                                   {24, 8, 1},  {36, 12, 1}, {15, 5, 1},  {6, 2, 1}};
+    int cases = 0, failures = 0;
+    for (size_t a = 0; a < sizeof ms / sizeof *ms; a++)
+        for (size_t b = 0; b < sizeof ns / sizeof *ns; b++)
+            for (size_t d = 0; d < sizeof ks / sizeof *ks; d++)
+                for (int variant = 0; variant < 3; variant++) {
+                    wcase t = {ms[a], ns[b], ks[d][0], ks[d][1], ks[d][2] != 0,
+                               variant != 1, variant == 2, variant == 1};
+                    ember_threadpool *pool = (a + b + d + (size_t)variant) % 2 ? pool2 : NULL;
+                    const double err = run_case(cfg, pool, &t);
+                    cases++;
+                    if (err > 1.0) {
+                        if (failures++ < 5)
+                            printf("  m=%zu n=%zu k=%zu slice=%zu int4=%d variant=%d pool=%d: "
+                                   "err %.3g\n",
+                                   t.m, t.n, t.k, t.slice_k, t.int4, variant, pool != NULL, err);
+                    }
+                }
+    CHECK_MSG(failures == 0, "%d of %d cases wrong", failures, cases);
+}
+
+/* A NaN row scale (a row with a NaN) makes that row NaN through the clamp;
+ * the other rows stay finite. */
+static void test_nan_row(const eko_qd8_gemm_config *cfg) {
+    if (!eko_qd8_gemm_config_supported(cfg)) return;
+    const size_t m = 3, n = 5, k = 8;
+    int8_t x[3 * 8 + EKO_QD8_X_PAD] = {0};
+    int8_t src[5 * 8];
+    float scales[5], c[3 * 5];
+    eko_qd8_row rows[3] = {{0.5f, 0}, {NAN, 0}, {0.25f, 3}};
+    for (size_t i = 0; i < sizeof x; i++) x[i] = (int8_t)(i * 7);
+    for (size_t i = 0; i < sizeof src; i++) src[i] = (int8_t)(i % 11) - 5;
+    for (size_t i = 0; i < n; i++) scales[i] = 0.01f;
+    eko_qd8_weights w;
+    size_t bytes;
+    CHECK(eko_qd8_weights_init(&w, n, k, k, false, &bytes));
+    uint8_t *packed = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    CHECK(eko_qd8_pack(&w, src, scales, false, NULL, packed));
+    eko_qd8_gemm(cfg, NULL, m, x, k, rows, &w, c, n, 0.0f, 6.0f);
+    bool ok = true;
+    for (size_t j = 0; j < n; j++)
+        ok = ok && isnan(c[n + j]) && !isnan(c[j]) && !isnan(c[2 * n + j]);
+    CHECK_MSG(ok, "%s: NaN row", cfg->name);
+    free(packed);
+}
+
+static void test_pack(void) {
+    check_section("qd8 pack");
+    eko_qd8_weights w;
+    size_t bytes;
+    /* geometry: slices must divide k, stay within the depth bound */
+    CHECK(!eko_qd8_weights_init(&w, 4, 10, 3, true, &bytes));
+    CHECK(!eko_qd8_weights_init(&w, 4, 10, 0, true, &bytes));
+    CHECK(!eko_qd8_weights_init(&w, 4, EKO_QD8_MAX_K * 2, EKO_QD8_MAX_K * 2, false, &bytes));
+    CHECK(!eko_qd8_weights_init(&w, SIZE_MAX / 2, 64, 64, false, &bytes));
+    CHECK(eko_qd8_weights_init(&w, 17, 10, 5, true, &bytes));
+    CHECK_EQ_INT(w.panels, 2);
+    CHECK_EQ_INT(w.slices, 2);
+    CHECK_EQ_INT(bytes, 2 * (2 * 3 * 64 + 64));
+    /* -128 in an int8 weight is refused (outside symmetric int8) */
+    int8_t src[16 * 4];
+    float scales[16];
+    for (size_t i = 0; i < sizeof src; i++) src[i] = 1;
+    for (size_t i = 0; i < 16; i++) scales[i] = 1.0f;
+    CHECK(eko_qd8_weights_init(&w, 16, 4, 4, false, &bytes));
+    uint8_t *packed = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    CHECK(eko_qd8_pack(&w, src, scales, false, NULL, packed));
+    src[37] = -128;
+    CHECK(!eko_qd8_pack(&w, src, scales, false, NULL, packed));
+    /* bfloat16 scales: 0x3f80 is 1.0, 0x4040 is 3.0 */
+    uint16_t bf[16];
+    for (size_t i = 0; i < 16; i++) bf[i] = i % 2 ? 0x4040 : 0x3f80;
+    src[37] = 1;
+    CHECK(eko_qd8_pack(&w, src, bf, true, NULL, packed));
+    float sc[16];
+    memcpy(sc, packed + 64 + 64, sizeof sc); /* after one block and the sums */
+    CHECK(sc[0] == 1.0f && sc[1] == 3.0f);
+    int32_t sums[16];
+    memcpy(sums, packed + 64, sizeof sums);
+    CHECK_EQ_INT(sums[0], 4);
+    free(packed);
+}
+
+static void test_quantize(ember_threadpool *pool2) {
+    check_section("qd8 quantize");
+    enum { R = 7, K = 37 };
+    float x[R * K];
+    int8_t q[R * K];
+    eko_qd8_row p[R];
+    for (size_t i = 0; i < R * K; i++) x[i] = frand() * (float)(1 + i / K * 3);
+    for (size_t i = 0; i < K; i++) x[1 * K + i] = (float)i * 0.5f;          /* all >= 0 */
+    for (size_t i = 0; i < K; i++) x[2 * K + i] = -(float)i * 0.25f - 1.0f; /* all < 0 */
+    for (size_t i = 0; i < K; i++) x[3 * K + i] = 0.0f;                     /* all zero */
+    x[4 * K + 3] = INFINITY, x[4 * K + 5] = -INFINITY;                     /* saturate */
+    x[5 * K + 7] = NAN;
+    x[6 * K + 0] = 3e38f, x[6 * K + 1] = -3e38f;                           /* huge range */
+    eko_qd8_quantize(pool2, R, K, x, K, q, K, p);
+    for (size_t r = 0; r < R; r++) {
+        if (r == 5) continue;
+        float lo = 0, hi = 0;
+        for (size_t i = 0; i < K; i++)
+            if (isfinite(x[r * K + i])) {
+                lo = fminf(lo, x[r * K + i]);
+                hi = fmaxf(hi, x[r * K + i]);
+            }
+        bool ok = p[r].scale > 0 && isfinite(p[r].scale) && p[r].zero_point >= -128 &&
+                  p[r].zero_point <= 127;
+        for (size_t i = 0; i < K && ok; i++) {
+            const double v = x[r * K + i], deq = (double)p[r].scale * (q[r * K + i] - p[r].zero_point);
+            if (v == INFINITY) ok = q[r * K + i] == 127;
+            else if (v == -INFINITY) ok = q[r * K + i] == -128;
+            else ok = fabs(deq - v) <= 0.5 * p[r].scale * 1.001 + fabs(v) * 1e-6;
+            if (v == 0.0) ok = ok && q[r * K + i] == p[r].zero_point; /* 0 is exact */
+        }
+        if (r != 3 && r != 6) /* the range spans 255 steps, within a step */
+            ok = ok && fabs((hi - lo) / p[r].scale - 255.0) < 0.01;
+        CHECK_MSG(ok, "row %zu: scale %g zero point %d", r, (double)p[r].scale, (int)p[r].zero_point);
+    }
+    CHECK(p[3].scale == 1.0f); /* all zero: XNNPACK's scale 1 */
+    CHECK(p[1].zero_point == -128 && p[2].zero_point == 127);
+    CHECK(isnan(p[5].scale));
+    CHECK(q[5 * K + 7] == p[5].zero_point);
+}
+
+int main(void) {
+    ember_threadpool *pool2 = NULL;
+    CHECK_OK(ember_threadpool_create(2, &pool2));
+    test_pack();
+    test_quantize(pool2);
+    for (size_t i = 0; eko_qd8_gemm_config_at(i) != NULL; i++) {
+        test_config(eko_qd8_gemm_config_at(i), pool2);
+        test_nan_row(eko_qd8_gemm_config_at(i));
+    }
+    check_section("active");
+    const eko_qd8_gemm_config *active = eko_qd8_gemm_config_active();
+    CHECK(active != NULL && eko_qd8_gemm_config_supported(active));
+    printf("-- active qd8 kernels: %s\n", active->name);
+    /* the level in use picks: the extension's kernels where the CPU has it;
+     * without, AVX-512 takes the best AVX2 kernels, AVX2 and AArch64 their
+     * plain ones */
+    const eko_isa best = eko_isa_active();
+    for (int isa = 0; isa < EKO_ISA_COUNT; isa++) {
+        if (!eko_isa_set((eko_isa)isa)) continue;
+        for (int hide = 0; hide < 2; hide++) {
+            eko_cpu_hide_dot_ext(hide != 0);
+            const eko_qd8_gemm_config *c = eko_qd8_gemm_config_active();
+            const bool avxvnni = eko_cpu_has_avxvnni();
+            const char *want = isa == EKO_ISA_SCALAR ? "scalar"
+                               : isa == EKO_ISA_AVX2 ? (avxvnni ? "avx2vnni" : "avx2")
+                               : isa == EKO_ISA_AVX512
+                                   ? (eko_cpu_has_vnni() ? "avx512vnni"
+                                                         : avxvnni ? "avx2vnni" : "avx2")
+                                   : (eko_cpu_has_dotprod() ? "neondot" : "neon");
+            CHECK_MSG(strcmp(c->name, want) == 0, "level %s, extension %s: %s, expected %s",
+                      eko_isa_name((eko_isa)isa), hide ? "hidden" : "as the CPU has it", c->name,
+                      want);
+        }
+        eko_cpu_hide_dot_ext(false);
+    }
+    eko_isa_set(best);
+    ember_threadpool_destroy(pool2);
+    return check_finish();
+}
