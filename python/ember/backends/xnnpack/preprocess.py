@@ -33,6 +33,7 @@ from ...errors import ExportError, source_location
 from ...tensor_spec import upper_bound
 from .graph import EXTERNAL_INPUT, EXTERNAL_OUTPUT, INVALID_ID, XGraph, XNode, serialize
 from .ops import OPS, constant_of, f32_bytes, unsupported_reason, val
+from .quant import QuantPlan
 
 _TO_NHWC, _TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
 _CLAMPING = {"FullyConnected", "Conv2d", "DepthwiseConv2d", "ConvTranspose2d", "Add", "Subtract",
@@ -85,6 +86,9 @@ class Builder:
         self.constants: Dict[Node, int] = {}
         self.calls = {n for n in ep.graph.nodes if n.op == "call_function"}
         self.current: Optional[Node] = None
+        self.plan = QuantPlan(ep)
+        # values a lowering shares between nodes (the quantized copy of an input)
+        self.extra: Dict[Any, int] = {}
 
     # -- facts ----------------------------------------------------------- #
 
@@ -93,6 +97,11 @@ class Builder:
 
     def constant_data(self, node: Any) -> Optional[torch.Tensor]:
         return constant_of(self.ep, node)
+
+    def tag_of(self, node: Any) -> Optional[str]:
+        """The data file a constant (or a computation on constants) goes to."""
+        tags = {external_tag(a) for a in ([node] + list(node.all_input_nodes))} - {None}
+        return min(tags) if tags else None
 
     def layout_of(self, node: Any) -> str:
         return self.values[node][1] if node in self.values else "nchw"
@@ -208,12 +217,16 @@ class Builder:
         for n in self.ep.graph.nodes:
             if n.op != "call_function" or self.constant_data(n) is not None:
                 continue  # folded constants are read as data by their users
-            reason = unsupported_reason(self.ep, n)
+            quantized = self.plan.covers(n)
+            reason = self.plan.reason(n) if quantized else unsupported_reason(self.ep, n)
             if reason is not None:
                 raise ExportError(f"xnnpack cannot take {n.target} (node {n.name}, from "
                                   f"{source_location(n)}): {reason}")
             self.current = n
-            OPS[n.target].lower(self, n)
+            if quantized:
+                self.plan.lower(self, n)
+            else:
+                OPS[n.target].lower(self, n)
         outs = pytree.tree_leaves(self.ep.graph.output_node().args[0])
         taken = set()
         for k, o in enumerate(outs):

@@ -1,0 +1,13 @@
+"""Quantization for the XNNPACK backend (pt2e, with torchao's prepare/convert).
+
+ExecuTorch's `executorch.backends.xnnpack.quantizer.xnnpack_quantizer` names
+are here, and in `ember.backends.xnnpack.quantizer.xnnpack_quantizer`.
+"""
+
+from torchao.quantization.pt2e.quantizer import QuantizationConfig
+
+from .config import get_symmetric_quantization_config, get_weight_only_quantization_config
+from .xnnpack_quantizer import XNNPACKQuantizer
+
+__all__ = ["XNNPACKQuantizer", "get_symmetric_quantization_config",
+           "get_weight_only_quantization_config", "QuantizationConfig"]
