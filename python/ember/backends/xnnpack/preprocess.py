@@ -244,6 +244,7 @@ class Builder:
             self.g.values[vid].external_id = len(inputs) + k
         self.g.num_externs = len(inputs) + len(outs)
         _fold_clamps(self.g)
+        _drop_unused_values(self.g)
         return self.g
 
 
@@ -271,6 +272,24 @@ def _fold_clamps(g: XGraph) -> None:
                 continue
         keep.append(n)
     g.nodes[:] = keep
+
+
+def _drop_unused_values(g: XGraph) -> None:
+    """Removes the values no node reads or writes and that are no external
+    (the output of a clamp folded away), numbering the rest in order."""
+    used = {i for i, v in enumerate(g.values) if v.flags}
+    for n in g.nodes:
+        for k, v in n.fields.items():
+            if k.endswith("_id") and isinstance(v, int) and v != INVALID_ID:
+                used.add(v)
+    if len(used) == len(g.values):
+        return
+    new_id = {old: new for new, old in enumerate(sorted(used))}
+    g.values[:] = [v for i, v in enumerate(g.values) if i in used]
+    for n in g.nodes:
+        for k, v in list(n.fields.items()):
+            if k.endswith("_id") and isinstance(v, int) and v != INVALID_ID:
+                n.fields[k] = new_id[v]
 
 
 class XnnpackBackend(BackendDetails):

@@ -364,8 +364,8 @@ class QuantPlan:
 
 def _dynamic_value(b: Any, act: DynamicInput) -> int:
     """The qdint8 value of a dynamically quantized input (one Convert per
-    source value)."""
-    key = ("qdint8", act.source)
+    dequantize node, as each quantizes on its own)."""
+    key = ("qdint8", act.nodes[0])
     if key not in b.extra:
         x = b.input(act.source, "nchw")
         q = b.g.value(b.g.values[x].dims, datatype=QDINT8,
