@@ -64,22 +64,35 @@ class XnnpackPartitioner(Partitioner):
         reasons = self.reasons
         reasons.clear()
         plan = QuantPlan(ep)
+        quant_ops = plan.targets
+
+        split: Dict[Node, str] = {}
 
         class _Support(OperatorSupportBase):
             def is_node_supported(self, submodules, node: Node) -> bool:  # noqa: ARG002
                 if node.op != "call_function":
                     return False
-                why = delegation_reason(ep, plan, node)
+                why = split.get(node) or delegation_reason(ep, plan, node)
                 if why is not None:
                     reasons[node.name] = why
                 return why is None
 
-        parts = CapabilityBasedPartitioner(ep.graph_module, _Support(),
-                                           allows_single_node_partition=True).propose_partitions()
+        # A partition must hold quantized patterns whole; where one cuts a
+        # pattern, its nodes stay outside and the partitions are proposed again.
+        for _ in range(16):
+            parts = CapabilityBasedPartitioner(ep.graph_module, _Support(),
+                                               allows_single_node_partition=True).propose_partitions()
+            cut = set().union(*[plan.split_patterns(set(p.nodes)) for p in parts]) if parts else set()
+            if not cut:
+                break
+            for n in cut:
+                split[n] = "its quantized pattern would be split between delegates"
         tags: Dict[str, DelegationSpec] = {}
         for i, p in enumerate(parts):
-            # a partition of nothing but views and getitems computes nothing
-            if all(n.target.__class__.__name__ == "builtin_function_or_method" for n in p.nodes):
+            # a partition of nothing but getitems, or quantize / dequantize
+            # steps, computes nothing worth a delegate
+            if all(n.target.__class__.__name__ == "builtin_function_or_method" or
+                   n.target in quant_ops for n in p.nodes):
                 continue
             tag = f"xnnpack_{i}"
             for n in p.nodes:

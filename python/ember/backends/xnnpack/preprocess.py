@@ -31,7 +31,7 @@ from torch.utils import _pytree as pytree
 from ...backend.backend_details import BackendDetails, CompileSpec, PreprocessResult
 from ...errors import ExportError, source_location
 from ...tensor_spec import upper_bound
-from .graph import EXTERNAL_INPUT, EXTERNAL_OUTPUT, INVALID_ID, XGraph, XNode, serialize
+from .graph import EXTERNAL_INPUT, EXTERNAL_OUTPUT, INVALID_ID, QINT8, XGraph, XNode, serialize
 from .ops import OPS, constant_of, f32_bytes, unsupported_reason, val
 from .quant import QuantPlan
 
@@ -87,6 +87,8 @@ class Builder:
         self.calls = {n for n in ep.graph.nodes if n.op == "call_function"}
         self.current: Optional[Node] = None
         self.plan = QuantPlan(ep)
+        # set while a static quantized op is lowered (see input and output)
+        self.static = False
         # values a lowering shares between nodes (the quantized copy of an input)
         self.extra: Dict[Any, int] = {}
 
@@ -104,6 +106,8 @@ class Builder:
         return min(tags) if tags else None
 
     def layout_of(self, node: Any) -> str:
+        if self.static and self.plan.is_static_dq(node):
+            node = node.args[0]
         return self.values[node][1] if node in self.values else "nchw"
 
     def _scalar_like(self, node: Any) -> bool:
@@ -142,31 +146,36 @@ class Builder:
         handle = at.meta.get("debug_handle", 0) if at is not None else 0
         return self.g.node(kind, int(handle) if isinstance(handle, int) else 0, **fields)
 
+    def _like(self, vid: int, dims: Sequence[int]) -> int:
+        """A new value of vid's type (quantized values keep their params)."""
+        src = self.g.values[vid]
+        return self.g.value(dims, datatype=src.datatype, quant=src.quant)
+
     def _convert(self, vid: int, have: str, want: str, shape: Sequence[Any]) -> int:
         key = (vid, want)
         if key in self.converted:
             return self.converted[key]
         at = self.current
         if have == "nchw" and want == "nhwc1d":  # [N, C, L] -> [N, C, L, 1] -> [N, L, 1, C]
-            four = self.g.value(_bounds(list(shape) + [1]))
+            four = self._like(vid, _bounds(list(shape) + [1]))
             self.node("StaticReshape", at, num_dims=4, new_shape=_new_shape(list(shape) + [1]),
                       input_id=vid, output_id=four)
-            out = self.g.value(_bounds(_physical(shape, want)))
+            out = self._like(vid, _bounds(_physical(shape, want)))
             self.node("StaticTranspose", at, num_dims=4, perm=_TO_NHWC, input_id=four,
                       output_id=out)
         elif have == "nhwc1d" and want == "nchw":  # [N, L, 1, C] -> [N, C, L, 1] -> [N, C, L]
-            four = self.g.value(_bounds(list(shape) + [1]))
+            four = self._like(vid, _bounds(list(shape) + [1]))
             self.node("StaticTranspose", at, num_dims=4, perm=_TO_NCHW, input_id=vid,
                       output_id=four)
-            out = self.g.value(_bounds(shape))
+            out = self._like(vid, _bounds(shape))
             self.node("StaticReshape", at, num_dims=len(shape), new_shape=_new_shape(shape),
                       input_id=four, output_id=out)
         elif have == "nchw" and want == "nhwc":
-            out = self.g.value(_bounds(_physical(shape, want)))
+            out = self._like(vid, _bounds(_physical(shape, want)))
             self.node("StaticTranspose", at, num_dims=4, perm=_TO_NHWC, input_id=vid,
                       output_id=out)
         elif have == "nhwc" and want == "nchw":
-            out = self.g.value(_bounds(shape))
+            out = self._like(vid, _bounds(shape))
             self.node("StaticTranspose", at, num_dims=4, perm=_TO_NCHW, input_id=vid,
                       output_id=out)
         else:
@@ -175,7 +184,11 @@ class Builder:
         return out
 
     def input(self, node: Any, layout: str, as_4d: bool = False) -> int:
-        """The value holding node, in layout (a 1-d convolution asks for nhwc1d)."""
+        """The value holding node, in layout (a 1-d convolution asks for nhwc1d).
+        While a static quantized op is lowered, a dequantized activation is
+        read as the quantized value it came from."""
+        if self.static and self.plan.is_static_dq(node):
+            node = node.args[0]
         want = "nhwc1d" if as_4d and layout == "nhwc" else layout
         if node not in self.values:
             data = self.constant_data(node)
@@ -193,7 +206,11 @@ class Builder:
     def output(self, node: Node, layout: str, as_4d: bool = False) -> int:
         """A new value for node's result, stored in layout."""
         layout = "nhwc1d" if as_4d and layout == "nhwc" else layout
-        vid = self.g.value(_bounds(_physical(_logical(val(node)), layout)))
+        dims = _bounds(_physical(_logical(val(node)), layout))
+        if self.static:  # a static quantized op writes its output quantized
+            vid = self.g.value(dims, datatype=QINT8, quant=self.plan.out_quant(node))
+        else:
+            vid = self.g.value(dims)
         self.values[node] = (vid, layout)
         return vid
 
