@@ -267,15 +267,21 @@ class Builder:
 
 def _fold_clamps(g: XGraph) -> None:
     """A Clamp whose input only it reads, made by a node that clamps its own
-    output, becomes that node's output_min_max."""
+    output, becomes that node's output_min_max. The node keeps writing its
+    own value, which the Clamp's readers read instead (unless the Clamp wrote
+    a delegate output: then the node writes that)."""
     readers: Dict[int, int] = {}
     for n in g.nodes:
         for k, v in n.fields.items():
             if k.endswith("_id") and k != "output_id" and isinstance(v, int) and v != INVALID_ID:
                 readers[v] = readers.get(v, 0) + 1
     producer = {n.output_id: n for n in g.nodes}
+    renamed: Dict[int, int] = {}
     keep: List[XNode] = []
     for n in g.nodes:
+        for k, v in list(n.fields.items()):
+            if k.endswith("_id") and k != "output_id" and v in renamed:
+                n.fields[k] = renamed[v]  # type: ignore[index]
         if n.kind == "Clamp":
             src = int(n.fields["input_id"])  # type: ignore[arg-type]
             p = producer.get(src)
@@ -284,8 +290,11 @@ def _fold_clamps(g: XGraph) -> None:
                 lo = n.output_min if p.output_min is None else max(p.output_min, n.output_min)
                 hi = n.output_max if p.output_max is None else min(p.output_max, n.output_max)
                 p.output_min, p.output_max = lo, hi
-                p.fields["output_id"] = n.output_id
-                producer[n.output_id] = p
+                if g.values[n.output_id].flags:
+                    p.fields["output_id"] = n.output_id
+                    producer[n.output_id] = p
+                else:
+                    renamed[n.output_id] = src
                 continue
         keep.append(n)
     g.nodes[:] = keep

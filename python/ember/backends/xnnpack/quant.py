@@ -603,12 +603,10 @@ def _lower_dequantize(b: Any, dq: Node, plan: "QuantPlan") -> None:
     b.values[dq] = (fv, layout)
 
 
-def _static_weights(b: Any, op: _Static, plan: "QuantPlan", layout: Callable[[torch.Tensor], torch.Tensor],
-                    channel_dim: int) -> Tuple[int, int]:
-    """(filter id, bias id) of a static op: int8 weights in the payload's
-    layout, per channel (qcint8) or per tensor (qint8), and the bias as int32
-    with scale input scale x weight scale (qcint32 / qint32)."""
-    in_scale = plan.static_q[op.node.args[0].args[0]][0]
+def _static_filter(b: Any, op: _Static, layout: Callable[[torch.Tensor], torch.Tensor],
+                   channel_dim: int) -> int:
+    """The int8 weights of a static op in the payload's layout: per channel
+    (qcint8, float32 scales in named data) or per tensor (qint8)."""
     tag = b.tag_of(op.node.args[1])
     g = b.g
     if op.weight is not None:
@@ -616,40 +614,49 @@ def _static_weights(b: Any, op: _Static, plan: "QuantPlan", layout: Callable[[to
         w_scale = op.weight.scale.detach().to(torch.float32).contiguous()
         data = g.constant_data(w.numpy().tobytes(), tag)
         sidx = g.constant_data(w_scale.numpy().tobytes(), tag, "scale_")
-        fid = g.value(list(w.shape), constant=data, datatype=QCINT8, quant=QuantParams(
+        return g.value(list(w.shape), constant=data, datatype=QCINT8, quant=QuantParams(
             PER_CHANNEL, {"scale": [], "channel_dim": channel_dim, "scale_buffer_idx": sidx,
                           "num_scales": w_scale.numel()}))
-        b_scale: Any = w_scale * in_scale
-    else:
-        scale, wdata, _ = op.weight_per_tensor  # type: ignore[misc]
-        w = layout(wdata.detach().to(torch.int8)).contiguous()
-        data = g.constant_data(w.numpy().tobytes(), tag)
-        fid = g.value(list(w.shape), constant=data, datatype=QINT8,
-                      quant=QuantParams(PER_TENSOR, {"scale": scale, "zero_point": 0}))
-        b_scale = scale * in_scale
+    scale, wdata, _ = op.weight_per_tensor  # type: ignore[misc]
+    w = layout(wdata.detach().to(torch.int8)).contiguous()
+    data = g.constant_data(w.numpy().tobytes(), tag)
+    return g.value(list(w.shape), constant=data, datatype=QINT8,
+                   quant=QuantParams(PER_TENSOR, {"scale": scale, "zero_point": 0}))
+
+
+def _static_bias(b: Any, op: _Static, plan: "QuantPlan") -> int:
+    """A static op's bias as int32 with scale input scale x weight scale
+    (per channel: qcint32, per tensor: qint32), rounded as
+    quantize_per_channel / quantize_per_tensor round."""
     if op.bias is None:
-        return fid, 0xFFFFFFFF
+        return 0xFFFFFFFF
+    in_scale = plan.static_q[op.node.args[0].args[0]][0]
+    tag = b.tag_of(op.node.args[1])
+    g = b.g
+    if op.weight is not None:
+        b_scale: Any = op.weight.scale.detach().to(torch.float32).contiguous() * in_scale
+    else:
+        b_scale = op.weight_per_tensor[0] * in_scale  # type: ignore[index]
     bias = b.constant_data(op.bias).detach().to(torch.float32)
     if isinstance(b_scale, torch.Tensor):
         q = _qd.quantize_per_channel.default(bias, b_scale, torch.zeros_like(b_scale, dtype=torch.int64),
                                              0, -2 ** 31, 2 ** 31 - 1, torch.int32)
         data = g.constant_data(q.contiguous().numpy().tobytes(), tag)
         sidx = g.constant_data(b_scale.contiguous().numpy().tobytes(), tag, "scale_")
-        bid = g.value([bias.numel()], constant=data, datatype=QCINT32, quant=QuantParams(
+        return g.value([bias.numel()], constant=data, datatype=QCINT32, quant=QuantParams(
             PER_CHANNEL, {"scale": [], "channel_dim": 0, "scale_buffer_idx": sidx,
                           "num_scales": b_scale.numel()}))
-    else:
-        q = _qd.quantize_per_tensor.default(bias, b_scale, 0, -2 ** 31, 2 ** 31 - 1, torch.int32)
-        data = g.constant_data(q.contiguous().numpy().tobytes(), tag)
-        bid = g.value([bias.numel()], constant=data, datatype=QINT32,
-                      quant=QuantParams(PER_TENSOR, {"scale": b_scale, "zero_point": 0}))
-    return fid, bid
+    q = _qd.quantize_per_tensor.default(bias, b_scale, 0, -2 ** 31, 2 ** 31 - 1, torch.int32)
+    data = g.constant_data(q.contiguous().numpy().tobytes(), tag)
+    return g.value([bias.numel()], constant=data, datatype=QINT32,
+                   quant=QuantParams(PER_TENSOR, {"scale": b_scale, "zero_point": 0}))
 
 
 def _static_linear(b: Any, op: _Static, plan: "QuantPlan") -> None:
     node = op.node
     x = b.input(node.args[0], "nchw")
-    fid, bid = _static_weights(b, op, plan, lambda w: w, 0)
+    fid = _static_filter(b, op, lambda w: w, 0)
+    bid = _static_bias(b, op, plan)
     b.node("FullyConnected", node, input1_id=x, filter_id=fid, bias_id=bid,
            output_id=b.output(node, "nchw"))
 
@@ -663,9 +670,10 @@ def _static_conv(b: Any, op: _Static, plan: "QuantPlan") -> None:
     cin = val(x).shape[1]
     depthwise = wshape[1] == 1 and groups == cin
     xin = b.input(x, "nhwc")
-    fid, bid = _static_weights(b, op, plan,
-                               lambda w: _conv_weight(w, False, depthwise, groups),
-                               3 if depthwise else 0)
+    fid = _static_filter(b, op, lambda w: _conv_weight(w, False, depthwise, groups),
+                         3 if depthwise else 0)
+    out = b.output(node, "nhwc")  # defined before the bias, as ExecuTorch numbers them
+    bid = _static_bias(b, op, plan)
     kh, kw = int(wshape[2]), int(wshape[3])
     b.node("DepthwiseConv2d" if depthwise else "Conv2d", node,
            padding_top=padding[0], padding_right=padding[1], padding_bottom=padding[0],
@@ -675,7 +683,7 @@ def _static_conv(b: Any, op: _Static, plan: "QuantPlan") -> None:
            group_input_channels=1 if depthwise else int(wshape[1]),
            group_output_channels=int(wshape[0]) // cin if depthwise else int(wshape[0]) // groups,
            groups=cin if depthwise else groups, input1_id=xin, filter_id=fid, bias_id=bid,
-           output_id=b.output(node, "nhwc"))
+           output_id=out)
 
 
 def _dynamic_value(b: Any, act: DynamicInput) -> int:
