@@ -31,7 +31,11 @@ STAGES: List[List[str]] = [
      "ember.backend.lowered", "ember.backend.lowering", "ember.backend.utils",
      "ember.backends", "ember.backends.xnnpack", "ember.backends.xnnpack.graph",
      "ember.backends.xnnpack.ops", "ember.backends.xnnpack.partitioner",
-     "ember.backends.xnnpack.preprocess"],
+     "ember.backends.xnnpack.preprocess", "ember.backends.xnnpack.quant",
+     "ember.backends.xnnpack.quantizer", "ember.backends.xnnpack.quantizer.config",
+     "ember.backends.xnnpack.quantizer.annotators",
+     "ember.backends.xnnpack.quantizer.xnnpack_quantizer",
+     "ember.backends.transforms", "ember.backends.transforms.duplicate_dynamic_quant_chain"],
     # emit: to_executorch's passes, memory planning, the emitter
     ["ember.config", "ember.memory_planning", "ember.passes.write_back",
      "ember.passes.spec_prop", "ember.passes.constant_folding", "ember.passes.views",

@@ -20,7 +20,21 @@ from ...flatbuffer import RefVector, Scalar, Table, Vector, build
 
 INVALID_ID = 0xFFFFFFFF
 UINT64_MAX = 0xFFFFFFFFFFFFFFFF
-FP32 = 1  # XNNDatatype
+
+# XNNDatatype values.
+FP32 = 1
+QINT8 = 3      # int8, one scale and zero point per tensor
+QINT32 = 5     # int32, one scale per tensor (a bias)
+QCINT8 = 6     # int8, one scale per channel (weights)
+QCINT32 = 7    # int32, one scale per channel (a bias)
+QDINT8 = 9     # int8, scale and zero point chosen per row at run time
+QBINT4 = 10    # 4-bit, one scale per block of a row (weights)
+
+# XNNQuantParams union tags.
+PER_CHANNEL = 1
+PER_TENSOR = 2
+PER_TOKEN_DYNAMIC = 3
+PER_CHANNEL_GROUP = 4
 
 # Value flags and node flags.
 EXTERNAL_INPUT = 0x1
@@ -80,12 +94,22 @@ for _name in ("Add", "Subtract", "Multiply", "Div", "Minimum", "Maximum", "PReLU
 
 
 @dataclass
+class QuantParams:
+    """An XNNQuantParams table: kind is its union tag (PER_TENSOR, ...), fields
+    its values by name (scale_buffer names the constant holding the scales)."""
+
+    kind: int
+    fields: Dict[str, object]
+
+
+@dataclass
 class XValue:
     dims: List[int]
     external_id: int = INVALID_ID
     flags: int = 0
     constant: int = 0          # index into XGraph.constants (0: none)
     datatype: int = FP32
+    quant: Optional[QuantParams] = None  # set: an XNNQuantizedTensorValue
 
 
 @dataclass
@@ -112,20 +136,26 @@ class XGraph:
     # named_data keys that go to a .ptd data file: key -> the file's tag
     external_tags: Dict[str, str] = field(default_factory=dict)
 
-    def value(self, dims: Sequence[int], **kw: int) -> int:
+    def value(self, dims: Sequence[int], **kw: object) -> int:
         """Defines a tensor value; returns its id."""
-        self.values.append(XValue([int(d) for d in dims], **kw))
+        self.values.append(XValue([int(d) for d in dims], **kw))  # type: ignore[arg-type]
         return len(self.values) - 1
 
-    def constant(self, data: bytes, dims: Sequence[int], tag: Optional[str] = None) -> int:
-        """A constant value whose bytes go to the program's named data (or, with
-        a tag, to the data file "<tag>.ptd")."""
-        key = hashlib.sha256(data).hexdigest()
+    def constant_data(self, data: bytes, tag: Optional[str] = None, prefix: str = "") -> int:
+        """Bytes for the program's named data (or, with a tag, for the data file
+        "<tag>.ptd") under prefix + their sha256; returns their constant_data index."""
+        key = prefix + hashlib.sha256(data).hexdigest()
         self.named_data[key] = data
         if tag is not None:
             self.external_tags.setdefault(key, tag)
         self.constants.append({"offset": UINT64_MAX, "size": len(data), "named_key": key})
-        return self.value(dims, constant=len(self.constants) - 1)
+        return len(self.constants) - 1
+
+    def constant(self, data: bytes, dims: Sequence[int], tag: Optional[str] = None,
+                 datatype: int = FP32, quant: Optional[QuantParams] = None) -> int:
+        """A constant value whose bytes go to the program's named data."""
+        index = self.constant_data(data, tag)
+        return self.value(dims, constant=index, datatype=datatype, quant=quant)
 
     def node(self, kind: str, debug_handle: int = 0, **fields: object) -> XNode:
         n = XNode(kind, dict(fields), debug_handle)
@@ -167,6 +197,30 @@ def _xnode(n: XNode) -> Table:
     return Table(f)  # type: ignore[arg-type]
 
 
+# Field ids of each XNNQuantParams table, in schema order ("*" a float
+# vector, "~" a float, "-" a deprecated slot).
+QUANT_FIELDS: Dict[int, List[str]] = {
+    PER_CHANNEL: ["*scale", "channel_dim", "scale_buffer_idx", "num_scales"],
+    PER_TENSOR: ["~scale", "zero_point"],
+    PER_TOKEN_DYNAMIC: ["num_nonbatch_dims"],
+    PER_CHANNEL_GROUP: ["*scale", "channel_dim", "group_size", "-scale_bf16",
+                        "scale_buffer_idx", "num_scales"],
+}
+_SIGNED = {"channel_dim", "zero_point", "num_nonbatch_dims", "group_size"}
+
+
+def _quant_table(q: QuantParams) -> Table:
+    f: Dict[int, object] = {}
+    for slot, name in enumerate(QUANT_FIELDS[q.kind]):
+        if name.startswith("*"):
+            f[slot] = Vector("f", [float(x) for x in q.fields.get(name[1:], [])])  # type: ignore
+        elif name.startswith("~"):
+            _scalar(f, slot, "f", float(q.fields[name[1:]]))  # type: ignore[arg-type]
+        elif not name.startswith("-"):
+            _scalar(f, slot, "i" if name in _SIGNED else "I", int(q.fields.get(name, 0)))  # type: ignore
+    return Table(f)  # type: ignore[arg-type]
+
+
 def _xvalue(i: int, v: XValue) -> Table:
     t: Dict[int, object] = {0: Scalar("h", v.datatype), 1: Scalar("I", len(v.dims)),
                             2: Vector("I", v.dims)}
@@ -174,7 +228,10 @@ def _xvalue(i: int, v: XValue) -> Table:
     _scalar(t, 4, "I", v.external_id)
     _scalar(t, 5, "I", v.flags)
     _scalar(t, 6, "I", i)
-    return Table({0: Scalar("B", 1), 1: Table(t)})  # type: ignore[arg-type]
+    if v.quant is None:
+        return Table({0: Scalar("B", 1), 1: Table(t)})  # type: ignore[arg-type]
+    qt = Table({0: Table(t), 1: Scalar("B", v.quant.kind), 2: _quant_table(v.quant)})  # type: ignore
+    return Table({0: Scalar("B", 2), 1: qt})  # type: ignore[arg-type]
 
 
 def _constant(c: Dict[str, object]) -> Table:

@@ -1,4 +1,4 @@
-"""XnnpackPartitioner: the float32 subgraphs the XNNPACK payload can express.
+"""XnnpackPartitioner: the subgraphs the XNNPACK payload can express.
 
 Each call_function node passes or fails ops.py's check for its operator
 (dtypes, ranks, constant weights, parameters the payload can state); torch's
@@ -24,10 +24,19 @@ from ...backend.partitioner import (
     tag_constant_data,
 )
 from .ops import KEEP_WHOLE, unsupported_reason
+from .quant import QuantPlan, torchao_ops
+
+
+def delegation_reason(ep: ExportedProgram, plan: QuantPlan, node: Node) -> Optional[str]:
+    """None if node can be delegated, else why not (quantized patterns first)."""
+    if plan.covers(node):
+        return plan.reason(node)
+    return unsupported_reason(ep, node)
 
 
 class XnnpackPartitioner(Partitioner):
-    """Delegates every float32 subgraph XnnpackBackend can run.
+    """Delegates every float32 subgraph XnnpackBackend can run, and the
+    quantized patterns of quant.py.
 
     `reasons` (after partition()) maps each call_function node that stays
     outside to why, for the curious.
@@ -41,8 +50,11 @@ class XnnpackPartitioner(Partitioner):
         self, ep: ExportedProgram
     ) -> Tuple[List[torch._ops.OpOverload], Optional[Callable[[Node], bool]]]:
         # whole only where the node will be delegated (a float64 linear must
-        # decompose into ops the portable kernels run)
-        return list(KEEP_WHOLE), lambda node: unsupported_reason(ep, node) is None
+        # decompose into ops the portable kernels run); torchao's quantize ops
+        # stay whole for the patterns that read them
+        plan = QuantPlan(ep, lenient=True)
+        keep = list(KEEP_WHOLE) + list(torchao_ops().values())
+        return keep, lambda node: delegation_reason(ep, plan, node) is None
 
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
         from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
@@ -51,22 +63,36 @@ class XnnpackPartitioner(Partitioner):
         ep = exported_program
         reasons = self.reasons
         reasons.clear()
+        plan = QuantPlan(ep)
+        quant_ops = plan.targets
+
+        split: Dict[Node, str] = {}
 
         class _Support(OperatorSupportBase):
             def is_node_supported(self, submodules, node: Node) -> bool:  # noqa: ARG002
                 if node.op != "call_function":
                     return False
-                why = unsupported_reason(ep, node)
+                why = split.get(node) or delegation_reason(ep, plan, node)
                 if why is not None:
                     reasons[node.name] = why
                 return why is None
 
-        parts = CapabilityBasedPartitioner(ep.graph_module, _Support(),
-                                           allows_single_node_partition=True).propose_partitions()
+        # A partition must hold quantized patterns whole; where one cuts a
+        # pattern, its nodes stay outside and the partitions are proposed again.
+        for _ in range(16):
+            parts = CapabilityBasedPartitioner(ep.graph_module, _Support(),
+                                               allows_single_node_partition=True).propose_partitions()
+            cut = set().union(*[plan.split_patterns(set(p.nodes)) for p in parts]) if parts else set()
+            if not cut:
+                break
+            for n in cut:
+                split[n] = "its quantized pattern would be split between delegates"
         tags: Dict[str, DelegationSpec] = {}
         for i, p in enumerate(parts):
-            # a partition of nothing but views and getitems computes nothing
-            if all(n.target.__class__.__name__ == "builtin_function_or_method" for n in p.nodes):
+            # a partition of nothing but getitems, or quantize / dequantize
+            # steps, computes nothing worth a delegate
+            if all(n.target.__class__.__name__ == "builtin_function_or_method" or
+                   n.target in quant_ops for n in p.nodes):
                 continue
             tag = f"xnnpack_{i}"
             for n in p.nodes:

@@ -31,8 +31,9 @@ from torch.utils import _pytree as pytree
 from ...backend.backend_details import BackendDetails, CompileSpec, PreprocessResult
 from ...errors import ExportError, source_location
 from ...tensor_spec import upper_bound
-from .graph import EXTERNAL_INPUT, EXTERNAL_OUTPUT, INVALID_ID, XGraph, XNode, serialize
+from .graph import EXTERNAL_INPUT, EXTERNAL_OUTPUT, INVALID_ID, QINT8, XGraph, XNode, serialize
 from .ops import OPS, constant_of, f32_bytes, unsupported_reason, val
+from .quant import QuantPlan
 
 _TO_NHWC, _TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
 _CLAMPING = {"FullyConnected", "Conv2d", "DepthwiseConv2d", "ConvTranspose2d", "Add", "Subtract",
@@ -85,6 +86,11 @@ class Builder:
         self.constants: Dict[Node, int] = {}
         self.calls = {n for n in ep.graph.nodes if n.op == "call_function"}
         self.current: Optional[Node] = None
+        self.plan = QuantPlan(ep)
+        # set while a static quantized op is lowered (see input and output)
+        self.static = False
+        # values a lowering shares between nodes (the quantized copy of an input)
+        self.extra: Dict[Any, int] = {}
 
     # -- facts ----------------------------------------------------------- #
 
@@ -94,7 +100,14 @@ class Builder:
     def constant_data(self, node: Any) -> Optional[torch.Tensor]:
         return constant_of(self.ep, node)
 
+    def tag_of(self, node: Any) -> Optional[str]:
+        """The data file a constant (or a computation on constants) goes to."""
+        tags = {external_tag(a) for a in ([node] + list(node.all_input_nodes))} - {None}
+        return min(tags) if tags else None
+
     def layout_of(self, node: Any) -> str:
+        if self.static and self.plan.is_static_dq(node):
+            node = node.args[0]
         return self.values[node][1] if node in self.values else "nchw"
 
     def _scalar_like(self, node: Any) -> bool:
@@ -133,31 +146,36 @@ class Builder:
         handle = at.meta.get("debug_handle", 0) if at is not None else 0
         return self.g.node(kind, int(handle) if isinstance(handle, int) else 0, **fields)
 
+    def _like(self, vid: int, dims: Sequence[int]) -> int:
+        """A new value of vid's type (quantized values keep their params)."""
+        src = self.g.values[vid]
+        return self.g.value(dims, datatype=src.datatype, quant=src.quant)
+
     def _convert(self, vid: int, have: str, want: str, shape: Sequence[Any]) -> int:
         key = (vid, want)
         if key in self.converted:
             return self.converted[key]
         at = self.current
         if have == "nchw" and want == "nhwc1d":  # [N, C, L] -> [N, C, L, 1] -> [N, L, 1, C]
-            four = self.g.value(_bounds(list(shape) + [1]))
+            four = self._like(vid, _bounds(list(shape) + [1]))
             self.node("StaticReshape", at, num_dims=4, new_shape=_new_shape(list(shape) + [1]),
                       input_id=vid, output_id=four)
-            out = self.g.value(_bounds(_physical(shape, want)))
+            out = self._like(vid, _bounds(_physical(shape, want)))
             self.node("StaticTranspose", at, num_dims=4, perm=_TO_NHWC, input_id=four,
                       output_id=out)
         elif have == "nhwc1d" and want == "nchw":  # [N, L, 1, C] -> [N, C, L, 1] -> [N, C, L]
-            four = self.g.value(_bounds(list(shape) + [1]))
+            four = self._like(vid, _bounds(list(shape) + [1]))
             self.node("StaticTranspose", at, num_dims=4, perm=_TO_NCHW, input_id=vid,
                       output_id=four)
-            out = self.g.value(_bounds(shape))
+            out = self._like(vid, _bounds(shape))
             self.node("StaticReshape", at, num_dims=len(shape), new_shape=_new_shape(shape),
                       input_id=four, output_id=out)
         elif have == "nchw" and want == "nhwc":
-            out = self.g.value(_bounds(_physical(shape, want)))
+            out = self._like(vid, _bounds(_physical(shape, want)))
             self.node("StaticTranspose", at, num_dims=4, perm=_TO_NHWC, input_id=vid,
                       output_id=out)
         elif have == "nhwc" and want == "nchw":
-            out = self.g.value(_bounds(shape))
+            out = self._like(vid, _bounds(shape))
             self.node("StaticTranspose", at, num_dims=4, perm=_TO_NCHW, input_id=vid,
                       output_id=out)
         else:
@@ -166,7 +184,11 @@ class Builder:
         return out
 
     def input(self, node: Any, layout: str, as_4d: bool = False) -> int:
-        """The value holding node, in layout (a 1-d convolution asks for nhwc1d)."""
+        """The value holding node, in layout (a 1-d convolution asks for nhwc1d).
+        While a static quantized op is lowered, a dequantized activation is
+        read as the quantized value it came from."""
+        if self.static and self.plan.is_static_dq(node):
+            node = node.args[0]
         want = "nhwc1d" if as_4d and layout == "nhwc" else layout
         if node not in self.values:
             data = self.constant_data(node)
@@ -184,7 +206,11 @@ class Builder:
     def output(self, node: Node, layout: str, as_4d: bool = False) -> int:
         """A new value for node's result, stored in layout."""
         layout = "nhwc1d" if as_4d and layout == "nhwc" else layout
-        vid = self.g.value(_bounds(_physical(_logical(val(node)), layout)))
+        dims = _bounds(_physical(_logical(val(node)), layout))
+        if self.static:  # a static quantized op writes its output quantized
+            vid = self.g.value(dims, datatype=QINT8, quant=self.plan.out_quant(node))
+        else:
+            vid = self.g.value(dims)
         self.values[node] = (vid, layout)
         return vid
 
@@ -208,12 +234,16 @@ class Builder:
         for n in self.ep.graph.nodes:
             if n.op != "call_function" or self.constant_data(n) is not None:
                 continue  # folded constants are read as data by their users
-            reason = unsupported_reason(self.ep, n)
+            quantized = self.plan.covers(n)
+            reason = self.plan.reason(n) if quantized else unsupported_reason(self.ep, n)
             if reason is not None:
                 raise ExportError(f"xnnpack cannot take {n.target} (node {n.name}, from "
                                   f"{source_location(n)}): {reason}")
             self.current = n
-            OPS[n.target].lower(self, n)
+            if quantized:
+                self.plan.lower(self, n)
+            else:
+                OPS[n.target].lower(self, n)
         outs = pytree.tree_leaves(self.ep.graph.output_node().args[0])
         taken = set()
         for k, o in enumerate(outs):
@@ -231,20 +261,27 @@ class Builder:
             self.g.values[vid].external_id = len(inputs) + k
         self.g.num_externs = len(inputs) + len(outs)
         _fold_clamps(self.g)
+        _drop_unused_values(self.g)
         return self.g
 
 
 def _fold_clamps(g: XGraph) -> None:
     """A Clamp whose input only it reads, made by a node that clamps its own
-    output, becomes that node's output_min_max."""
+    output, becomes that node's output_min_max. The node keeps writing its
+    own value, which the Clamp's readers read instead (unless the Clamp wrote
+    a delegate output: then the node writes that)."""
     readers: Dict[int, int] = {}
     for n in g.nodes:
         for k, v in n.fields.items():
             if k.endswith("_id") and k != "output_id" and isinstance(v, int) and v != INVALID_ID:
                 readers[v] = readers.get(v, 0) + 1
     producer = {n.output_id: n for n in g.nodes}
+    renamed: Dict[int, int] = {}
     keep: List[XNode] = []
     for n in g.nodes:
+        for k, v in list(n.fields.items()):
+            if k.endswith("_id") and k != "output_id" and v in renamed:
+                n.fields[k] = renamed[v]  # type: ignore[index]
         if n.kind == "Clamp":
             src = int(n.fields["input_id"])  # type: ignore[arg-type]
             p = producer.get(src)
@@ -253,11 +290,32 @@ def _fold_clamps(g: XGraph) -> None:
                 lo = n.output_min if p.output_min is None else max(p.output_min, n.output_min)
                 hi = n.output_max if p.output_max is None else min(p.output_max, n.output_max)
                 p.output_min, p.output_max = lo, hi
-                p.fields["output_id"] = n.output_id
-                producer[n.output_id] = p
+                if g.values[n.output_id].flags:
+                    p.fields["output_id"] = n.output_id
+                    producer[n.output_id] = p
+                else:
+                    renamed[n.output_id] = src
                 continue
         keep.append(n)
     g.nodes[:] = keep
+
+
+def _drop_unused_values(g: XGraph) -> None:
+    """Removes the values no node reads or writes and that are no external
+    (the output of a clamp folded away), numbering the rest in order."""
+    used = {i for i, v in enumerate(g.values) if v.flags}
+    for n in g.nodes:
+        for k, v in n.fields.items():
+            if k.endswith("_id") and isinstance(v, int) and v != INVALID_ID:
+                used.add(v)
+    if len(used) == len(g.values):
+        return
+    new_id = {old: new for new, old in enumerate(sorted(used))}
+    g.values[:] = [v for i, v in enumerate(g.values) if i in used]
+    for n in g.nodes:
+        for k, v in list(n.fields.items()):
+            if k.endswith("_id") and isinstance(v, int) and v != INVALID_ID:
+                n.fields[k] = new_id[v]
 
 
 class XnnpackBackend(BackendDetails):
