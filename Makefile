@@ -10,6 +10,8 @@ export JOBS FUZZ_SECONDS
 
 BUILD := build
 DEMO_PTE := $(BUILD)/nanogpt_kv.pte
+DEMO_PTE_INT8 := $(BUILD)/nanogpt_kv_int8.pte
+DEMO_PTE_8DA4W := $(BUILD)/nanogpt_kv_8da4w.pte
 DEMO_TOKENIZER := examples/nanogpt/tokenizer
 DEMO_PROMPT := It is a truth universally acknowledged, that
 
@@ -21,13 +23,20 @@ help: ## List every target
 	  awk 'BEGIN {FS = ":.*## "} {printf "  make %-15s %s\n", $$1, $$2}'
 	@echo "variables: JOBS=$(JOBS) FUZZ_SECONDS=$(FUZZ_SECONDS) PREFIX=$(PREFIX)"
 
-demo: ## Export the committed nanoGPT (KV cache, XNNPACK-delegated) and generate text with ember-llm in C
+demo: ## Export the committed nanoGPT (KV cache, XNNPACK-delegated; fp32, int8, 8da4w) and generate text with ember-llm in C
 	@scripts/bootstrap.sh >/dev/null
 	scripts/build.sh $(BUILD) -- ember-llm
 	PYTHONWARNINGS=ignore .venv/bin/python examples/nanogpt/export.py --kind kv --backend xnnpack --out $(DEMO_PTE)
 	@echo
 	$(BUILD)/ember-llm --model $(DEMO_PTE) --tokenizer $(DEMO_TOKENIZER) \
 	  --prompt "$(DEMO_PROMPT)" --max-new-tokens 120 --temperature 0.8 --top-k 40 --seed 42 --stats
+	@echo
+	@echo "Quantized: the same model with int8 and 4-bit weights (dynamic int8 activations)"
+	PYTHONWARNINGS=ignore .venv/bin/python examples/nanogpt/export.py --kind kv --backend xnnpack --quant int8 --out $(DEMO_PTE_INT8)
+	PYTHONWARNINGS=ignore .venv/bin/python examples/nanogpt/export.py --kind kv --backend xnnpack --quant 8da4w --out $(DEMO_PTE_8DA4W)
+	@echo
+	@scripts/demo_quant.sh $(BUILD)/ember-llm $(DEMO_TOKENIZER) "$(DEMO_PROMPT)" \
+	  --table-only "fp32=$(DEMO_PTE)" "int8=$(DEMO_PTE_INT8)" "8da4w (group 32)=$(DEMO_PTE_8DA4W)"
 	@echo
 
 test: ## Everything: bootstrap, build, ctest, pytest, then ctest under ASan+UBSan

@@ -16,6 +16,7 @@ checkpoint, GPT-2 weights in a local directory (--gpt2, with EMBER_GPT2_DIR),
 or are random with a GPT-2 architecture (--random-gpt2, for benchmarks).
 
 usage: python examples/nanogpt/export.py --kind seq|kv [--backend portable|xnnpack]
+                                         [--quant none|int8|8da4w [--group-size 32]]
                                          [--checkpoint ckpt.pt]
                                          [--gpt2 NAME | --random-gpt2 NAME] [--out model.pte]
 """
@@ -34,28 +35,34 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from model import GPT, GPT2_SIZES, GPTConfig  # noqa: E402
+from quantize import SCHEMES  # noqa: E402
 
 CKPT_PATH = os.path.join(HERE, "ckpt.pt")
 
 
-def export_seq(model: GPT, config: Any = None, backend: str = "portable") -> Any:
+def export_seq(model: GPT, config: Any = None, backend: str = "portable", quant: str = "none",
+               group_size: int = 32) -> Any:
     """Export (a): ``forward(tokens [1, T]) -> (logits [1, 1, vocab], None)``,
     T dynamic in 1..block_size. Returns an ExecutorchProgramManager
     (``.buffer`` holds the .pte bytes). ``config`` is an
     ``ember.ExecutorchBackendConfig``; the default folds the weight transposes
     into constants. ``backend`` "xnnpack" delegates to XnnpackBackend what its
-    payload can state."""
+    payload can state. ``quant`` (quantize.py: none, int8, 8da4w with
+    ``group_size``) quantizes the linear layers first; quantized programs need
+    the xnnpack backend."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     from ember import (EdgeCompileConfig, ExecutorchBackendConfig, to_edge,
                        to_edge_transform_and_lower)
+    from quantize import quantize_for_export
 
     model = model.eval()
     block = model.config.block_size
     example = (torch.randint(0, model.config.vocab_size, (1, block), dtype=torch.long),)
     dynamic_shape = ({1: torch.export.Dim("token_dim", max=block)},)
     with sdpa_kernel([SDPBackend.MATH]), torch.no_grad():
-        ep = torch.export.export(model, example, dynamic_shapes=dynamic_shape)
+        quantized = quantize_for_export(model, example, dynamic_shape, quant, group_size, backend)
+        ep = torch.export.export(quantized, example, dynamic_shapes=dynamic_shape)
     if backend == "xnnpack":
         from ember.backends.xnnpack import XnnpackPartitioner
 
@@ -70,11 +77,12 @@ def export_seq(model: GPT, config: Any = None, backend: str = "portable") -> Any
     return edge.to_executorch(config)
 
 
-def export_kv(model: GPT, config: Any = None, backend: str = "portable") -> Any:
+def export_kv(model: GPT, config: Any = None, backend: str = "portable", quant: str = "none",
+              group_size: int = 32) -> Any:
     """Export (b), with a KV cache: implemented in kv_cache.py."""
     from kv_cache import export_kv as _export_kv
 
-    return _export_kv(model, config=config, backend=backend)
+    return _export_kv(model, config=config, backend=backend, quant=quant, group_size=group_size)
 
 
 EXPORTERS: Dict[str, Callable[..., Any]] = {"seq": export_seq, "kv": export_kv}
@@ -104,17 +112,25 @@ def main(argv: Optional[list] = None) -> None:
     ap.add_argument("--block-size", type=int, help="crop the context to this many tokens")
     ap.add_argument("--backend", choices=["portable", "xnnpack"], default="portable",
                     help="xnnpack: delegate to XnnpackBackend (ember's fast CPU path)")
+    ap.add_argument("--quant", choices=SCHEMES, default="none",
+                    help="int8: dynamic int8 activations, int8 weights per channel; 8da4w: "
+                         "dynamic int8 activations, 4-bit weights per group (needs --backend "
+                         "xnnpack; see quantize.py)")
+    ap.add_argument("--group-size", type=int, default=32, help="8da4w: input channels per group")
     ap.add_argument("--out", default="model.pte")
     a = ap.parse_args(argv)
+    if a.quant != "none" and a.backend != "xnnpack":
+        ap.error(f"--quant {a.quant} needs --backend xnnpack (the quantized layers run there)")
 
     model = load_model(a.checkpoint, a.gpt2, a.random_gpt2).eval()
     if a.block_size:
         model.crop_block_size(a.block_size)
     cfg = model.config
-    print(f"export: {a.kind} ({a.backend}), {model.get_num_params(False) / 1e6:.1f} M parameters, "
+    quant = "" if a.quant == "none" else f", {a.quant}"
+    print(f"export: {a.kind} ({a.backend}{quant}), {model.get_num_params(False) / 1e6:.1f} M parameters, "
           f"{cfg.n_layer} layers, n_embd {cfg.n_embd}, block_size {cfg.block_size}, vocab {cfg.vocab_size}")
     t0 = time.time()
-    prog = EXPORTERS[a.kind](model, backend=a.backend)
+    prog = EXPORTERS[a.kind](model, backend=a.backend, quant=a.quant, group_size=a.group_size)
     with open(a.out, "wb") as f:
         prog.write_to_file(f)
     print(f"export: wrote {a.out} ({os.path.getsize(a.out) / 1e6:.1f} MB) in {time.time() - t0:.1f} s")

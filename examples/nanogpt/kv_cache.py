@@ -118,7 +118,7 @@ def generate_kv(model: KVCacheGPT, prompt: List[int], max_new_tokens: int) -> Li
 
 
 def export_kv(model: GPT, max_len: Optional[int] = None, config: Any = None,
-              backend: str = "portable") -> Any:
+              backend: str = "portable", quant: str = "none", group_size: int = 32) -> Any:
     """Exports ``model`` with a KV cache as an ember program (an
     ExecutorchProgramManager: ``.buffer`` holds the .pte bytes).
 
@@ -129,14 +129,20 @@ def export_kv(model: GPT, max_len: Optional[int] = None, config: Any = None,
     ``backend`` "xnnpack" delegates what the XNNPACK payload can state (the
     matrix products, layer norms' neighbours, GELU, ...) to XnnpackBackend;
     attention with its cache stays the fused ember::sdpa_with_kv_cache kernel.
+    ``quant`` (quantize.py: none, int8, 8da4w with ``group_size``) quantizes
+    the linear layers first; quantized programs need the xnnpack backend (8da4w
+    changes ``model``'s linear layers in place).
     """
     from ember import ExecutorchBackendConfig, to_edge, to_edge_transform_and_lower
+    from quantize import quantize_for_export
 
     kv = KVCacheGPT(model, max_len).eval()
     seq = torch.export.Dim("T", min=1, max=kv.max_len)
     example = (torch.zeros(1, 2, dtype=torch.long), torch.tensor([0], dtype=torch.long))
+    dynamic_shapes = ({1: seq}, None)
+    quantized = quantize_for_export(kv, example, dynamic_shapes, quant, group_size, backend)
     with torch.no_grad():
-        ep = torch.export.export(kv, example, dynamic_shapes=({1: seq}, None), strict=False)
+        ep = torch.export.export(quantized, example, dynamic_shapes=dynamic_shapes, strict=False)
     if config is None:
         config = ExecutorchBackendConfig(init_mutable_buffers=False, fold_constants=True)
     if backend == "xnnpack":

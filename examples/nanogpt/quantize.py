@@ -1,0 +1,75 @@
+"""Quantization schemes for the nanoGPT exports (export.py --quant).
+
+  none   float32 weights and activations.
+  int8   dynamic int8: each linear layer's activations are quantized per row
+         (token) at run time, its weights per output channel to int8
+         (symmetric, [-127, 127]). pt2e flow with ember's XNNPACKQuantizer:
+         export -> prepare_pt2e -> calibrate -> convert_pt2e, the way
+         ExecuTorch's LLM manual quantizes nanoGPT.
+  8da4w  int8 dynamic activations, 4-bit weights in groups of --group-size
+         input channels, each group with its own scale: torchao's quantize_
+         source transform, as ExecuTorch's LLM export does it.
+
+Both run in XnnpackBackend: its partitioner lowers the quantized linear
+layers to qdint8 x qcint8 / qbint4 fully connected nodes. The token
+embedding, the layer norms and attention stay float32.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import torch
+
+SCHEMES = ("none", "int8", "8da4w")
+
+
+def quantize_for_export(model: torch.nn.Module, example: Sequence[Any], dynamic_shapes: Any,
+                        scheme: str, group_size: int = 32, backend: str = "xnnpack",
+                        calibration: Optional[Sequence[Sequence[Any]]] = None) -> torch.nn.Module:
+    """``model`` quantized with ``scheme``, ready for torch.export with the same
+    example inputs and dynamic shapes: the module itself for "none", torchao's
+    quantized module for "8da4w" (changed in place), and the converted pt2e
+    graph module for "int8". Dynamic quantization needs no calibration data;
+    ``calibration`` (default: the example) only exercises the prepared graph.
+    A quantized scheme needs ``backend`` "xnnpack", where its layers run."""
+    if scheme == "none":
+        return model
+    if backend != "xnnpack":
+        raise ValueError(f"quantization {scheme} needs the xnnpack backend, not {backend!r}: "
+                         "the quantized linear layers run in XnnpackBackend")
+    if scheme == "8da4w":
+        from torchao.quantization.granularity import PerGroup
+        from torchao.quantization.quant_api import (Int8DynamicActivationIntxWeightConfig,
+                                                    quantize_)
+
+        if group_size <= 0:
+            raise ValueError(f"group size must be positive, not {group_size}")
+        for name, m in model.named_modules():
+            if isinstance(m, torch.nn.Linear) and m.in_features % group_size:
+                raise ValueError(f"8da4w: {name} has {m.in_features} input features, not a "
+                                 f"multiple of the group size {group_size}; pick a group size "
+                                 "that divides every linear layer's input width")
+        quantize_(model, Int8DynamicActivationIntxWeightConfig(
+            weight_dtype=torch.int4, weight_granularity=PerGroup(group_size)))
+        return model
+    if scheme == "int8":
+        from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+        from ember.backends.transforms.duplicate_dynamic_quant_chain import \
+            DuplicateDynamicQuantChainPass
+        from ember.backends.xnnpack.quantizer import (XNNPACKQuantizer,
+                                                      get_symmetric_quantization_config)
+
+        quantizer = XNNPACKQuantizer().set_global(
+            get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True))
+        with torch.no_grad():
+            traced = torch.export.export(model, tuple(example), dynamic_shapes=dynamic_shapes,
+                                         strict=False).module()
+            prepared = prepare_pt2e(traced, quantizer)
+            for args in calibration or [example]:
+                prepared(*args)
+            converted = convert_pt2e(prepared)
+        DuplicateDynamicQuantChainPass()(converted)
+        return converted
+    raise ValueError(f"unknown quantization scheme {scheme!r}; one of {', '.join(SCHEMES)}")
