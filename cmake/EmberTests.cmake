@@ -118,6 +118,12 @@ function(ember_add_cli_tests)
                    COMMAND ${llm} --model "${fx}/mlp.pte" --prompt hi)
   ember_expect_run(cli/llm_bad_option RC 2 STDERR "${llm_err}.*--top-p"
                    COMMAND ${llm} --tokenizer "${tok}" --model "${fx}/mlp.pte" --top-p 2)
+  ember_expect_run(cli/llm_prompt_and_ids RC 2 STDERR "${llm_err}.*--prompt or --prompt-ids"
+                   COMMAND ${llm} --model "${fx}/mlp.pte" --prompt hi --prompt-ids "1 2")
+  ember_expect_run(cli/llm_bad_prompt_ids RC 2 STDERR "${llm_err}.*--prompt-ids wants token ids"
+                   COMMAND ${llm} --model "${fx}/transformer.pte" --prompt-ids "1 x")
+  ember_expect_run(cli/llm_ids_not_a_model RC 1 STDERR "${llm_err}.*input 0 must be tokens"
+                   COMMAND ${llm} --model "${fx}/mlp.pte" --prompt-ids "1 2")
   ember_expect_run(cli/llm_missing_tokenizer RC 1 STDERR "${llm_err}.*no-such-tokenizer/vocab.json"
                    COMMAND ${llm} --tokenizer "${PROJECT_BINARY_DIR}/no-such-tokenizer" --encode hi)
   if(EXISTS "${tok}/vocab.json")

@@ -3,7 +3,8 @@
 # build, test or use ember; scripts/bootstrap.sh does not run this):
 #   gguf              writes the llama.cpp model file from the benchmark's weights
 #   llama-cpp-python  llama.cpp, built from its source distribution (which
-#                     vendors llama.cpp) for this CPU; its Python API drives
+#                     vendors llama.cpp) for this CPU's instruction sets (AMX
+#                     left out; see ggml_isa_args); its Python API drives
 #                     the llama.cpp rows of bench/llm/bench_llm.py
 #   llama-bench       llama.cpp's own benchmark tool, built from the same
 #                     vendored sources in the kept build directory, so that
@@ -43,12 +44,39 @@ if [[ ! -d "$SRC" ]]; then
   tar -xzf "$SDIST" -C "$DIR"
 fi
 
+# The instruction sets ggml is built for. On x86-64: each extension this CPU
+# lists, named one by one, and never AMX (-march=native would turn AMX on, and
+# some virtual machines list AMX yet fault on its tile instructions, which
+# llama.cpp's int8 matrix products use). Elsewhere: -march=native.
+ggml_isa_args() {
+  if [[ $(uname -m) != x86_64 ]]; then
+    echo "-DGGML_NATIVE=ON"
+    return
+  fi
+  local flags pair args=(-DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
+  flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+  for pair in sse4_2:SSE42 avx:AVX avx2:AVX2 bmi2:BMI2 fma:FMA f16c:F16C avx_vnni:AVX_VNNI \
+              avx512f:AVX512 avx512vbmi:AVX512_VBMI avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16; do
+    if [[ $flags == *" ${pair%%:*} "* ]]; then args+=("-DGGML_${pair#*:}=ON"); else args+=("-DGGML_${pair#*:}=OFF"); fi
+  done
+  echo "${args[*]}"
+}
+CMAKE_ARGS_LLAMA="$(ggml_isa_args) -DLLAVA_BUILD=OFF -DCMAKE_BUILD_TYPE=Release"
+STAMP="$DIR/llama-cpp-build.args"
+if [[ -f "$STAMP" && "$(cat "$STAMP")" != "$CMAKE_ARGS_LLAMA" ]] ||
+   { [[ ! -f "$STAMP" ]] && "$PY" -c 'import llama_cpp' >/dev/null 2>&1; }; then
+  # built for other instruction sets (or by an earlier version of this script)
+  say "rebuilding llama.cpp for: $CMAKE_ARGS_LLAMA"
+  "$PY" -m pip uninstall -q -y llama-cpp-python
+  rm -rf "$BUILD"
+fi
+
 if ! "$PY" -c 'import llama_cpp' >/dev/null 2>&1; then
-  # CPU only, tuned for this machine (-march=native), no multimodal library.
+  # CPU only, no multimodal library.
   say "pip install llama-cpp-python==$VERSION from source (several minutes)"
-  CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DCMAKE_BUILD_TYPE=Release" \
-  CMAKE_BUILD_PARALLEL_LEVEL="$JOBS" \
+  CMAKE_ARGS="$CMAKE_ARGS_LLAMA" CMAKE_BUILD_PARALLEL_LEVEL="$JOBS" \
     "$PY" -m pip install -q --no-build-isolation -C "build-dir=$BUILD" "$SRC"
+  echo "$CMAKE_ARGS_LLAMA" > "$STAMP"
 fi
 
 BENCH_BIN="$BUILD/bin/llama-bench"

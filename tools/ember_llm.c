@@ -31,6 +31,7 @@
 
 static const char k_usage[] =
     "usage: ember-llm --model MODEL.pte --tokenizer DIR [--prompt TEXT] [options]\n"
+    "       ember-llm --model MODEL.pte --prompt-ids IDS [--tokenizer DIR] [options]\n"
     "       ember-llm --tokenizer DIR --encode TEXT\n"
     "       ember-llm --tokenizer DIR --decode IDS\n"
     "\n"
@@ -43,7 +44,11 @@ static const char k_usage[] =
     "  --data FILE                a .ptd file with weights the program keeps outside\n"
     "                             itself (repeatable)\n"
     "  --tokenizer DIR            directory with vocab.json and merges.txt\n"
-    "  --prompt TEXT              the prompt (printed before the generated text)\n"
+    "  --prompt TEXT              the prompt (printed before the generated text);\n"
+    "                             a program whose metadata names a BOS token gets\n"
+    "                             it in front, as ExecuTorch's runner does\n"
+    "  --prompt-ids IDS           the prompt as token ids (\"1 2 3\"), taken as they\n"
+    "                             are; without --tokenizer the output is ids too\n"
     "  --max-new-tokens N         generate at most N tokens (default 128)\n"
     "  --temperature F            0 is greedy (default 0.8)\n"
     "  --top-k N                  keep the N most likely tokens; 0 keeps all (default 0)\n"
@@ -66,6 +71,7 @@ typedef struct app {
     const char *model;
     const char *tokenizer;
     const char *prompt_arg;
+    const char *prompt_ids;
     const char *encode;
     const char *decode;
     bool stats;
@@ -190,6 +196,8 @@ static void parse_args(app *a, int argc, char **argv) {
             a->tokenizer = v;
         } else if ((v = option_value(argc, argv, &i, "--prompt")) != NULL) {
             a->prompt_arg = v;
+        } else if ((v = option_value(argc, argv, &i, "--prompt-ids")) != NULL) {
+            a->prompt_ids = v;
         } else if ((v = option_value(argc, argv, &i, "--encode")) != NULL) {
             a->encode = v;
         } else if ((v = option_value(argc, argv, &i, "--decode")) != NULL) {
@@ -220,7 +228,11 @@ static void parse_args(app *a, int argc, char **argv) {
             die(EXIT_USAGE, "unknown argument '%s' (try --help)", arg);
         }
     }
-    if (a->tokenizer == NULL) die(EXIT_USAGE, "--tokenizer DIR is required (try --help)");
+    if (a->prompt_arg != NULL && a->prompt_ids != NULL)
+        die(EXIT_USAGE, "give --prompt or --prompt-ids, not both");
+    if (a->tokenizer == NULL && (a->prompt_ids == NULL || a->encode != NULL || a->decode != NULL))
+        die(EXIT_USAGE, "--tokenizer DIR is required (try --help)");
+    if (a->tokenizer == NULL) a->ids = true;
     if (a->encode != NULL && a->decode != NULL) die(EXIT_USAGE, "give --encode or --decode, not both");
     if (a->encode == NULL && a->decode == NULL && a->model == NULL)
         die(EXIT_USAGE, "--model FILE is required (try --help)");
@@ -285,25 +297,32 @@ static void run_encode(app *a) {
     printf("\n");
 }
 
-static void run_decode(app *a) {
-    load_tokenizer(a);
-    size_t cap = strlen(a->decode) / 2 + 1; /* ids need a separator each */
+/* Parses token ids separated by spaces (or commas) into a->tokens, with one
+ * slot to spare in front; returns their count. */
+static size_t parse_ids(app *a, const char *text, const char *option) {
+    size_t cap = strlen(text) / 2 + 2; /* ids need a separator each; one spare */
     if (cap <= SIZE_MAX / sizeof *a->tokens) a->tokens = malloc(cap * sizeof *a->tokens);
     if (a->tokens == NULL) die(EXIT_RUNTIME, "out of memory");
     size_t n = 0;
-    const char *p = a->decode;
+    const char *p = text;
     for (;;) {
         while (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n') p++;
         if (*p == '\0') break;
         char *end;
         errno = 0;
         long id = strtol(p, &end, 10);
-        if (errno != 0 || end == p || id < 0 || id > INT32_MAX || n >= cap)
-            die(EXIT_USAGE, "--decode wants token ids separated by spaces, not '%s'", a->decode);
-        a->tokens[n++] = (int32_t)id;
+        if (errno != 0 || end == p || id < 0 || id > INT32_MAX || n + 1 >= cap)
+            die(EXIT_USAGE, "%s wants token ids separated by spaces, not '%s'", option, text);
+        a->tokens[1 + n++] = (int32_t)id;
         p = end;
     }
-    for (size_t i = 0; i < n; i++) {
+    return n;
+}
+
+static void run_decode(app *a) {
+    load_tokenizer(a);
+    size_t n = parse_ids(a, a->decode, "--decode");
+    for (size_t i = 1; i <= n; i++) {
         const char *bytes;
         size_t len;
         ember_status st = ember_bpe_tokenizer_decode(a->tok, a->tokens[i], &bytes, &len);
@@ -361,6 +380,8 @@ static void print_stats(const app *a, const ember_llm_stats *s) {
     fprintf(stderr, "peak RSS:            %.1f MiB\n", rss_mib);
 }
 
+static void generate(app *a, const int32_t *tokens, size_t n_tokens);
+
 static void run_generate(app *a) {
     ember_module_options mo;
     memset(&mo, 0, sizeof mo);
@@ -368,9 +389,19 @@ static void run_generate(app *a) {
     mo.num_threads = a->threads;
     mo.data_files = a->data_files;
     mo.num_data_files = a->num_data;
+    /* Token ids are checked before the model is loaded (a usage error). */
+    size_t n_ids = a->prompt_ids != NULL ? parse_ids(a, a->prompt_ids, "--prompt-ids") : 0;
     ember_status st = ember_llm_runner_open(a->model, a->tokenizer, &mo, &a->runner);
     if (st != EMBER_OK) die_status(st, NULL);
+    size_t max_len = ember_llm_runner_max_seq_len(a->runner);
 
+    if (a->prompt_ids != NULL) {
+        size_t n = n_ids;
+        if (n == 0) die(EXIT_RUNTIME, "the prompt is empty");
+        if (n > max_len) die(EXIT_RUNTIME, "the prompt is %zu tokens; this model takes at most %zu", n, max_len);
+        generate(a, a->tokens + 1, n);
+        return;
+    }
     const char *prompt = a->prompt_arg;
     size_t len;
     if (prompt == NULL) {
@@ -386,29 +417,40 @@ static void run_generate(app *a) {
     if (len == 0) die(EXIT_RUNTIME, "the prompt is empty");
     if (len > MAX_PROMPT_BYTES) die(EXIT_RUNTIME, "the prompt is longer than %zu bytes", MAX_PROMPT_BYTES);
 
-    /* Encode first, so that a prompt the model cannot take fails before any output. */
-    a->tokens = malloc(len * sizeof *a->tokens); /* len <= MAX_PROMPT_BYTES: no overflow */
+    /* Encode first, so that a prompt the model cannot take fails before any
+     * output; slot 0 is for the BOS token the program's metadata may name. */
+    a->tokens = malloc((len + 1) * sizeof *a->tokens); /* len <= MAX_PROMPT_BYTES: no overflow */
     if (a->tokens == NULL) die(EXIT_RUNTIME, "out of memory");
     size_t n_tokens;
-    st = ember_bpe_tokenizer_encode(ember_llm_runner_tokenizer(a->runner), prompt, len, a->tokens,
-                                    len, &n_tokens);
+    st = ember_bpe_tokenizer_encode(ember_llm_runner_tokenizer(a->runner), prompt, len,
+                                    a->tokens + 1, len, &n_tokens);
     if (st != EMBER_OK) die_status(st, "cannot encode the prompt");
-    size_t max_len = ember_llm_runner_max_seq_len(a->runner);
+    int32_t *tokens = a->tokens + 1;
+    int32_t bos = ember_llm_runner_bos_id(a->runner);
+    if (bos >= 0 && (n_tokens == 0 || tokens[0] != bos)) {
+        *--tokens = bos;
+        n_tokens++;
+    }
     if (n_tokens > max_len)
         die(EXIT_RUNTIME, "the prompt is %zu tokens; this model takes at most %zu", n_tokens, max_len);
-
-    if (a->opts.kv_keep > max_len)
-        die(EXIT_USAGE, "--kv-keep is %zu; this model takes at most %zu tokens", a->opts.kv_keep,
-            max_len);
-
     if (!a->ids) {
         fwrite(prompt, 1, len, stdout);
         fflush(stdout);
     }
+    generate(a, tokens, n_tokens);
+}
+
+/* Generates from tokens[0..n) (checked against the model's limit), printing
+ * each new token as it comes, then the stats. */
+static void generate(app *a, const int32_t *tokens, size_t n_tokens) {
+    size_t max_len = ember_llm_runner_max_seq_len(a->runner);
+    if (a->opts.kv_keep > max_len)
+        die(EXIT_USAGE, "--kv-keep is %zu; this model takes at most %zu tokens", a->opts.kv_keep,
+            max_len);
     a->opts.on_token = on_token;
     a->opts.user = a;
     ember_llm_stats s;
-    st = ember_llm_runner_generate_ids(a->runner, a->tokens, n_tokens, &a->opts, &s);
+    ember_status st = ember_llm_runner_generate_ids(a->runner, tokens, n_tokens, &a->opts, &s);
     if (st != EMBER_OK) {
         printf("\n");
         die_status(st, "generation failed");

@@ -45,12 +45,15 @@ counted: see `Costs` below and the note written beside the table.
 from __future__ import annotations
 
 import argparse
+import copy
+import ctypes
 import hashlib
 import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +80,7 @@ class Row:
     window: bool         # True: each decode step re-runs the whole window (no cache)
     slow: bool = False
     same_model: bool = True  # False: another model of the same sizes (tokens not comparable)
+    quant: str = "f32"   # weights: "f32", "int8" or "int4" (--quant runs the quantized rows)
 
 
 ROWS = [
@@ -88,6 +92,14 @@ ROWS = [
     Row("executorch llm (b) kv", "python", "et_llm", False, same_model=False),
     Row("llama.cpp f32", "python", "gguf", False),
     Row("llama.cpp f32 (llama-bench)", "llama-bench", "gguf", False),
+    Row("ember xnnpack (b) kv int8", "ember", "ember_xnn_kv_int8", False, quant="int8"),
+    Row("llama.cpp q8_0", "python", "gguf_q8_0", False, quant="int8"),
+    Row("llama.cpp q8_0 (llama-bench)", "llama-bench", "gguf_q8_0", False, quant="int8"),
+    Row("ember xnnpack (b) kv 8da4w", "ember", "ember_xnn_kv_8da4w", False, quant="int4"),
+    Row("executorch llm (b) kv 8da4w", "python", "et_llm_8da4w", False, same_model=False,
+        quant="int4"),
+    Row("llama.cpp q4_0", "python", "gguf_q4_0", False, quant="int4"),
+    Row("llama.cpp q4_0 (llama-bench)", "llama-bench", "gguf_q4_0", False, quant="int4"),
     Row("ember portable (a) seq", "ember", "ember_seq", True, slow=True),
     Row("eager (no cache)", "python", None, True, slow=True),
     Row("executorch portable (a)", "python", "et_portable", True, slow=True),
@@ -98,7 +110,14 @@ TOKENS_REF_ROW = "eager (kv cache)"
 EXPORT_FILES = {"ember_xnn_seq": "ember_xnnpack_seq.pte", "ember_xnn_kv": "ember_xnnpack_kv.pte",
                 "ember_kv": "ember_portable_kv.pte", "ember_seq": "ember_portable_seq.pte",
                 "et_xnnpack": "executorch_xnnpack_seq.pte", "et_portable": "executorch_portable_seq.pte",
-                "et_llm": "executorch_llm_kv.pte", "gguf": "gpt2-f32.gguf"}
+                "et_llm": "executorch_llm_kv.pte", "gguf": "gpt2-f32.gguf",
+                "ember_xnn_kv_int8": "ember_xnnpack_kv_int8.pte",
+                "ember_xnn_kv_8da4w": "ember_xnnpack_kv_8da4w.pte",
+                "et_llm_8da4w": "executorch_llm_kv_8da4w.pte",
+                "gguf_q8_0": "gpt2-q8_0.gguf", "gguf_q4_0": "gpt2-q4_0.gguf"}
+# The quantized rows' table: its own section, its rows' weights as stored
+QUANT_SECTION = "## LLM quantized: GPT-2 124M with int8 and 4-bit weights"
+QUANT_GROUP = 32  # 8da4w group size (llama.cpp's q4_0 blocks hold 32 weights too)
 
 
 class Unavailable(Exception):
@@ -218,9 +237,9 @@ def _export_key(cfg: Dict[str, int], export: str) -> str:
         files += sorted((ROOT / "python" / "ember").rglob("*.py")) + sorted(NANOGPT.glob("*.py"))
     elif export.startswith("et"):
         pkgs.append("executorch")
-        files += [HERE / "et_llm_export.py"] if export == "et_llm" else []
+        files += [HERE / "et_llm_export.py"] if export.startswith("et_llm") else []
     else:
-        pkgs.append("gguf")
+        pkgs += ["gguf"] + (["llama_cpp_python"] if export != "gguf" else [])
         files.append(HERE / "gguf_gpt2.py")
     for f in files:
         if f.exists():
@@ -323,16 +342,48 @@ def export_all(cfg: Dict[str, int], work: Path, needed: Sequence[str],
             def et_llm() -> None:
                 _et_llm_module().export_executorch_llm(model, path)
             timed(k, et_llm)
+        elif k in ("ember_xnn_kv_int8", "ember_xnn_kv_8da4w"):
+            scheme = "int8" if k.endswith("int8") else "8da4w"
+            # 8da4w quantizes the linear layers of the model it is given in place
+            timed(k, lambda: path.write_bytes(nanogpt_export.export_kv(
+                copy.deepcopy(model), backend="xnnpack", quant=scheme,
+                group_size=QUANT_GROUP).buffer))
+        elif k == "et_llm_8da4w":
+            def et_llm_8da4w() -> None:
+                _et_llm_module().export_executorch_llm(model, path, qmode="8da4w",
+                                                       group_size=QUANT_GROUP)
+            timed(k, et_llm_8da4w)
         elif k == "gguf":
-            def to_gguf() -> None:
+            timed(k, lambda: _write_f32_gguf(model, path))
+        elif k in ("gguf_q8_0", "gguf_q4_0"):
+            def to_quantized_gguf() -> None:
                 try:
-                    from gguf_gpt2 import write_gpt2_gguf
-                    import gguf  # noqa: F401
+                    import llama_cpp
                 except ImportError:
-                    raise Unavailable("the gguf package is not installed (scripts/bench_peers.sh)")
-                write_gpt2_gguf(model, TOKENIZER, path)
-            timed(k, to_gguf)
+                    raise Unavailable("llama-cpp-python is not installed (scripts/bench_peers.sh)")
+                ftype = {"gguf_q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0,
+                         "gguf_q4_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_0}[k]
+                with tempfile.TemporaryDirectory(dir=work) as tmp:
+                    src = Path(tmp) / "f32.gguf"
+                    _write_f32_gguf(model, src)
+                    params = llama_cpp.llama_model_quantize_default_params()
+                    params.ftype = ftype
+                    params.nthread = os.cpu_count() or 1
+                    rc = llama_cpp.llama_model_quantize(str(src).encode(), str(path).encode(),
+                                                        ctypes.byref(params))
+                    if rc != 0 or not path.exists():
+                        raise RuntimeError(f"llama.cpp's quantizer failed ({rc}) for {path.name}")
+            timed(k, to_quantized_gguf)
     return failed
+
+
+def _write_f32_gguf(model: Any, path: Path) -> None:
+    try:
+        from gguf_gpt2 import write_gpt2_gguf
+        import gguf  # noqa: F401
+    except ImportError:
+        raise Unavailable("the gguf package is not installed (scripts/bench_peers.sh)")
+    write_gpt2_gguf(model, TOKENIZER, path)
 
 
 # --------------------------------------------------------------------------- #
@@ -368,7 +419,7 @@ def _generate(step: Callable[[List[int], int], int], prompt: List[int], n_new: i
             "tokens": tokens[len(prompt):], "peak_rss_mib": _peak_rss_mib()}
 
 
-def _row_llama_cpp(files: Dict[str, Path], prompt: List[int], threads: int,
+def _row_llama_cpp(gguf_path: Path, prompt: List[int], threads: int,
                    budget_s: float, bs: int) -> Dict[str, Any]:
     try:
         import llama_cpp
@@ -376,10 +427,10 @@ def _row_llama_cpp(files: Dict[str, Path], prompt: List[int], threads: int,
         raise Unavailable("llama-cpp-python is not installed (scripts/bench_peers.sh)")
     import numpy as np
 
-    if not files["gguf"].exists():
+    if not gguf_path.exists():
         raise Unavailable("no GGUF file (the gguf package is not installed: scripts/bench_peers.sh)")
     f32 = llama_cpp.GGML_TYPE_F32
-    llm = llama_cpp.Llama(model_path=str(files["gguf"]), n_ctx=bs, n_batch=PROMPT_TOKENS,
+    llm = llama_cpp.Llama(model_path=str(gguf_path), n_ctx=bs, n_batch=PROMPT_TOKENS,
                           n_threads=threads, n_threads_batch=threads, type_k=f32, type_v=f32,
                           logits_all=False, verbose=False)
     n_vocab = llm.n_vocab()
@@ -399,8 +450,8 @@ def _row_llama_cpp(files: Dict[str, Path], prompt: List[int], threads: int,
 def run_python_row(row: str, cfg: Dict[str, int], files: Dict[str, Path],
                    prompt: List[int], threads: int, budget_s: float) -> Dict[str, Any]:
     bs = cfg["block_size"]
-    if row == "llama.cpp f32":  # no torch in this process
-        return _row_llama_cpp(files, prompt, threads, budget_s, bs)
+    if row.startswith("llama.cpp"):  # no torch in this process
+        return _row_llama_cpp(files[ROW_BY_NAME[row].export], prompt, threads, budget_s, bs)
 
     import torch
 
@@ -435,13 +486,14 @@ def run_python_row(row: str, cfg: Dict[str, int], files: Dict[str, Path],
     _unsafe_reset_threadpool(threads)
     if _threadpool_get_thread_count() != threads:
         raise RuntimeError(f"ExecuTorch kept {_threadpool_get_thread_count()} threads")
-    if row == "executorch llm (b) kv":
+    if row.startswith("executorch llm"):
         et = _et_llm_module()
-        if not files["et_llm"].exists():
+        path = files[ROW_BY_NAME[row].export]
+        if not path.exists():
             raise Unavailable("its export failed (see the export step)")
         if hasattr(et, "load_runtime_ops"):
             et.load_runtime_ops()
-        method = Runtime.get().load_program(str(files["et_llm"])).load_method("forward")
+        method = Runtime.get().load_program(str(path)).load_method("forward")
         state = {"pos": 0}
 
         def step(tokens: List[int], n: int) -> int:
@@ -502,18 +554,18 @@ def llama_bench_exe() -> Optional[Path]:
     return exe if exe.exists() else None
 
 
-def run_llama_bench(files: Dict[str, Path], threads: int, reps: int) -> Dict[str, Any]:
+def run_llama_bench(gguf_path: Path, threads: int, reps: int) -> Dict[str, Any]:
     """llama-bench's pp64 (from an empty cache) and tg128 after 64 cached
     tokens (-d 64), as the other rows decode after the prompt; mean of reps.
     Its KV cache is f16: llama-bench takes no f32 cache type."""
     exe = llama_bench_exe()
     if exe is None:
         raise Unavailable("llama-bench was not built (scripts/bench_peers.sh)")
-    if not files["gguf"].exists():
+    if not gguf_path.exists():
         raise Unavailable("no GGUF file (the gguf package is not installed: scripts/bench_peers.sh)")
 
     def bench(*test: str) -> float:
-        proc = subprocess.run([str(exe), "-m", str(files["gguf"]), *test, "-t", str(threads),
+        proc = subprocess.run([str(exe), "-m", str(gguf_path), *test, "-t", str(threads),
                                "-r", str(reps), "-o", "json"], capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"llama-bench failed: {proc.stderr[-2000:]}")
@@ -548,7 +600,7 @@ def _run_row(row: Row, threads: int, args: argparse.Namespace, work: Path,
     if row.runner == "ember":
         return run_ember_row(row, args.ember_llm, files, prompt, threads)
     if row.runner == "llama-bench":
-        return run_llama_bench(files, threads, 2 if args.quick else 5)
+        return run_llama_bench(files[row.export], threads, 2 if args.quick else 5)
     cmd = [sys.executable, __file__, "--row", row.name, "--threads-one", str(threads),
            "--workdir", args.workdir, "--budget", str(args.budget)]
     proc = subprocess.run(cmd + (["--quick"] if args.quick else []), capture_output=True,
@@ -567,6 +619,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     ap.add_argument("--quick", action="store_true", help="a 2-layer model (checks the script)")
     ap.add_argument("--workdir", default=str(ROOT / "build-bench" / "bench-llm"))
     ap.add_argument("--rows", help="comma-separated subset of rows (default: all but the slow)")
+    ap.add_argument("--quant", action="store_true",
+                    help="the quantized rows (int8 and 4-bit weights, with eager float32 as a "
+                         "reference) instead of the float32 ones; their own section")
     ap.add_argument("--slow", action="store_true",
                     help="also the slow rows: " + ", ".join(r.name for r in ROWS if r.slow))
     ap.add_argument("--threads", default="1,2", help="thread counts (comma-separated)")
@@ -600,7 +655,9 @@ def main(argv: Optional[List[str]] = None) -> None:
             raise SystemExit(f"unknown rows {unknown}; rows: {[r.name for r in ROWS]}")
         rows = [ROW_BY_NAME[n] for n in names]
     else:
-        rows = [r for r in ROWS if args.slow or not r.slow]
+        rows = [r for r in ROWS if (args.slow or not r.slow) and (r.quant != "f32") == args.quant]
+        if args.quant:
+            rows.insert(0, ROW_BY_NAME[TOKENS_REF_ROW])
     threads = [int(t) for t in args.threads.split(",")]
 
     print(f"model: GPT-2 config {cfg} (random weights, seed {SEED}); prompt {PROMPT_TOKENS} "
@@ -629,13 +686,20 @@ def main(argv: Optional[List[str]] = None) -> None:
                   f"tok/s ({res['seconds']:.0f} s)", flush=True)
 
     costs = Costs(cfg["n_layer"], cfg["n_embd"], cfg["vocab_size"])
-    table = format_table(results, costs, roof)
+    if args.quant:
+        table = format_quant_table(results, costs, roof, files, cfg)
+    else:
+        table = format_table(results, costs, roof)
     print("\n" + table)
     if args.out and not args.quick:
         cmd = quote_command([__file__] + (argv if argv is not None else sys.argv[1:]),
-                            "make bench-llm")
-        write_section(Path(args.out), SECTION,
-                      results_section(cmd, table, cfg, costs, roof, roofline_line(roof)))
+                            "make bench-llm-quant" if args.quant else "make bench-llm")
+        if args.quant:
+            write_section(Path(args.out), QUANT_SECTION,
+                          quant_section(cmd, table, cfg, roofline_line(roof)))
+        else:
+            write_section(Path(args.out), SECTION,
+                          results_section(cmd, table, cfg, costs, roof, roofline_line(roof)))
         print(f"wrote {args.out}")
 
 
@@ -723,6 +787,95 @@ def results_section(cmd: str, table: str, cfg: Dict[str, int], costs: Costs,
         "(bench/llm/et_llm_export.py): a llama-architecture model at GPT-2's sizes (RMSNorm, "
         "rotary positions, SwiGLU with hidden 2048, untied head), the same matrix bytes and "
         "FLOPs per token within 0.1%, other weights, so its tokens are not compared.\n\n"
+        f"{table}\n")
+
+
+# --------------------------------------------------------------------------- #
+# The quantized rows' table
+# --------------------------------------------------------------------------- #
+
+def weights_read_per_token(row: Row, files: Dict[str, Path], cfg: Dict[str, int],
+                           costs: Costs) -> float:
+    """Bytes of weights one decode step reads, from the file as stored: all of
+    it but the tables only looked up (one row each per token). A float32 row
+    counts as Costs does. ember's and ExecuTorch's quantized programs keep the
+    token embedding in float32 for the lookup (the head, untied by
+    quantization, is a quantized matrix of its own), and ember's the position
+    embedding too; llama.cpp's GGUF has no output matrix, so its token
+    embedding, quantized, is read whole as the head and only the position
+    embedding is a lookup."""
+    if row.quant == "f32":
+        return float(costs.weight_bytes)
+    path = files[row.export]
+    c, v, bs = cfg["n_embd"], cfg["vocab_size"], cfg["block_size"]
+    if row.export.startswith("gguf"):
+        from gguf import GGUFReader
+
+        tensors = {t.name: int(t.n_bytes) for t in GGUFReader(str(path)).tensors}
+        pos = tensors.get("position_embd.weight", 0)
+        return float(sum(tensors.values()) - pos + pos // bs)
+    lookups = v * c * 4 + (bs * c * 4 if row.export.startswith("ember") else 0)
+    rows_read = c * 4 * (2 if row.export.startswith("ember") else 1)
+    return float(path.stat().st_size - lookups + rows_read)
+
+
+def format_quant_table(results: List[Tuple[Row, int, Dict[str, Any]]], costs: Costs,
+                       roof: Dict[str, Any], files: Dict[str, Path], cfg: Dict[str, int]) -> str:
+    from tabulate import tabulate
+
+    kv = costs.kv_bytes(PROMPT_TOKENS + NEW_TOKENS // 2)
+    peers = {("int8", t): r for row, t, r in results
+             if row.name == "llama.cpp q8_0" and "unavailable" not in r}
+    peers.update({("int4", t): r for row, t, r in results
+                  if row.name == "llama.cpp q4_0" and "unavailable" not in r})
+    et4 = {t: r for row, t, r in results
+           if row.name == "executorch llm (b) kv 8da4w" and "unavailable" not in r}
+    prefill_flops = costs.flops(PROMPT_TOKENS, 0)
+    out, missing = [], []
+    for row, t, r in results:
+        if "unavailable" in r:
+            missing.append(f"- {row.name}: not available: {r['unavailable']}.")
+            out.append([row.name, "-", "n/a (below)"] + [""] * 9)
+            continue
+        bw, peak = roof["read_gbs"][t], roof["fma_gflops"][t]
+        weights = weights_read_per_token(row, files, cfg, costs)
+        roof_tps = bw * 1e9 / (weights + kv)
+        gflops = prefill_flops * r["prefill_tps"] / PROMPT_TOKENS / 1e9
+        size = files[row.export].stat().st_size / 1e6 if row.export else costs.weight_bytes / 1e6
+        peer = peers.get((row.quant, t))
+        out.append([
+            row.name, t, f"{size:.0f}", f"{weights / 1e6:.0f}",
+            f"{r['prefill_tps']:.1f}", f"{100 * gflops / peak:.0f}%",
+            f"{r['decode_tps']:.2f}", f"{100 * r['decode_tps'] / roof_tps:.0f}%",
+            "-" if r.get("peak_rss_mib") is None else f"{r['peak_rss_mib']:.0f}",
+            "-" if not peer or row.quant == "f32" else f"{r['decode_tps'] / peer['decode_tps']:.2f}",
+            "-" if t not in et4 or row.quant != "int4" else
+            f"{r['prefill_tps'] / et4[t]['prefill_tps']:.2f}"])
+    table = tabulate(out, headers=["row", "threads", "file MB", "weights read MB/token",
+                                   "prefill tok/s", "% FMA peak", "decode tok/s", "% roofline",
+                                   "peak RSS MiB", "decode vs llama.cpp (same bits)",
+                                   "prefill vs executorch 8da4w"],
+                     tablefmt="github", disable_numparse=True)
+    return table + ("\n\n" + "\n".join(missing) if missing else "")
+
+
+def quant_section(cmd: str, table: str, cfg: Dict[str, int], roof_line: str) -> str:
+    return (
+        f"{QUANT_SECTION}\n\nCommand: `{cmd}`\n\n{roof_line}\n\n"
+        f"Model {cfg} with random weights (seed {SEED}), the same weights in every row "
+        "except ExecuTorch's (its llama architecture at GPT-2's sizes, as in the float32 "
+        "table); 64-token prompt, 128 new tokens, greedy. ember int8: dynamic int8 "
+        "activations per token, int8 weights per output channel (export.py --quant int8: "
+        "ember's XNNPACKQuantizer through pt2e). ember 8da4w and ExecuTorch 8da4w: dynamic "
+        f"int8 activations, 4-bit weights with a bf16 scale per group of {QUANT_GROUP} "
+        "(torchao's quantize_; ExecuTorch's through its LLM export's qmode 8da4w). llama.cpp "
+        "q8_0 / q4_0: the float32 GGUF quantized by llama.cpp's own quantizer (blocks of 32 "
+        "weights with an f16 scale), run through llama-cpp-python (f32 KV cache) and by "
+        "llama-bench (f16 KV cache). Weights read per token: the bytes of every matrix as "
+        "stored, read once per token, without the tables that are only looked up (one row "
+        "each); the % roofline is decode tok/s over read bandwidth / (those bytes + the f32 "
+        "KV cache at the average position). The quantized rows' tokens are not compared: "
+        "each quantizer rounds its own way. Eager (kv cache) runs the float32 model.\n\n"
         f"{table}\n")
 
 

@@ -11,6 +11,7 @@
 
 #define METHOD "forward"
 #define END_TOKEN "<|endoftext|>"
+#define MAX_EOS 8
 
 struct ember_llm_runner {
     ember_module *module;
@@ -21,6 +22,9 @@ struct ember_llm_runner {
     size_t max_seq_len;    /* T bound of input 0 */
     size_t vocab;          /* last dim of output 0 */
     int32_t end_id;        /* "<|endoftext|>", or -1 */
+    int32_t bos_id;        /* the file's get_bos_id, or -1 */
+    int32_t eos_ids[MAX_EOS]; /* the file's get_eos_ids (or get_eos_id) */
+    size_t num_eos;
     void *out_buffer;      /* storage for an unplanned output 0, or NULL */
     int64_t *window;       /* (max_seq_len) tokens fed to the model */
     float *logits;         /* (vocab) the last position's logits, for the sampler */
@@ -98,6 +102,92 @@ static ember_status check_program(ember_llm_runner *r, const char *path) {
     return EMBER_OK;
 }
 
+/* Runs a metadata method, as ExecuTorch's LLM exports carry them (methods
+ * without inputs whose outputs are constants: get_max_seq_len, get_bos_id,
+ * use_kv_cache, ...): its Int or Bool outputs, at most cap, into v[0..*n).
+ * *n = 0 when the program has no method of that name. */
+static ember_status read_meta(ember_llm_runner *r, const char *path, const char *name, int64_t *v,
+                              size_t cap, size_t *n) {
+    *n = 0;
+    ember_method_meta mm;
+    if (ember_program_method_meta(ember_module_program(r->module), name, &mm) != EMBER_OK) {
+        ember_clear_error();
+        return EMBER_OK;
+    }
+    if (mm.num_inputs != 0 || mm.num_outputs == 0 || mm.num_outputs > cap)
+        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT,
+                               "%s: metadata method \"%s\" has %zu inputs and %zu outputs; "
+                               "expected none and 1 to %zu",
+                               path, name, mm.num_inputs, mm.num_outputs, cap);
+    ember_method *m;
+    ember_status st = ember_module_method(r->module, name, &m);
+    if (st == EMBER_OK) st = ember_method_execute(m);
+    if (st != EMBER_OK) return with_path(st, path);
+    for (size_t i = 0; i < mm.num_outputs; i++) {
+        const ember_value *o;
+        if ((st = ember_method_output(m, i, &o)) != EMBER_OK) return with_path(st, path);
+        if (o->tag == EMBER_TAG_INT) v[i] = o->u.i;
+        else if (o->tag == EMBER_TAG_BOOL) v[i] = o->u.b;
+        else
+            return ember_error_set(EMBER_ERR_INVALID_ARGUMENT,
+                                   "%s: metadata method \"%s\" output %zu is not an int or a bool",
+                                   path, name, i);
+    }
+    *n = mm.num_outputs;
+    return EMBER_OK;
+}
+
+/* What an ExecuTorch LLM export says about itself, checked against the
+ * method's form: the sequence limit, KV cache use, vocabulary, BOS and EOS. */
+static ember_status read_metadata(ember_llm_runner *r, const char *path) {
+    int64_t v[MAX_EOS];
+    size_t n;
+    ember_status st;
+    if ((st = read_meta(r, path, "get_max_seq_len", v, 1, &n)) != EMBER_OK) return st;
+    if (n == 1) {
+        if (v[0] < 1)
+            return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "%s: get_max_seq_len is %lld", path,
+                                   (long long)v[0]);
+        if ((uint64_t)v[0] < r->max_seq_len) r->max_seq_len = (size_t)v[0];
+    }
+    if ((st = read_meta(r, path, "use_kv_cache", v, 1, &n)) != EMBER_OK) return st;
+    if (n == 1 && (v[0] != 0) != (r->kind == EMBER_LLM_KV))
+        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT,
+                               "%s: use_kv_cache is %s, but \"" METHOD "\" takes %s", path,
+                               v[0] ? "true" : "false",
+                               r->kind == EMBER_LLM_KV ? "a start position (a cache)"
+                                                       : "tokens only (no cache)");
+    if ((st = read_meta(r, path, "get_vocab_size", v, 1, &n)) != EMBER_OK) return st;
+    if (n == 1 && (v[0] < 1 || (uint64_t)v[0] > r->vocab))
+        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT,
+                               "%s: get_vocab_size is %lld, but \"" METHOD "\" returns %zu logits",
+                               path, (long long)v[0], r->vocab);
+    if ((st = read_meta(r, path, "get_bos_id", v, 1, &n)) != EMBER_OK) return st;
+    if (n == 1) {
+        if (v[0] < 0 || (uint64_t)v[0] >= r->vocab)
+            return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "%s: get_bos_id %lld is not a token",
+                                   path, (long long)v[0]);
+        r->bos_id = (int32_t)v[0];
+    }
+    if ((st = read_meta(r, path, "get_eos_ids", v, MAX_EOS, &n)) != EMBER_OK) return st;
+    if (n == 0 && (st = read_meta(r, path, "get_eos_id", v, 1, &n)) != EMBER_OK) return st;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] < 0 || (uint64_t)v[i] >= r->vocab)
+            return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "%s: end-of-sequence id %lld is not "
+                                   "a token", path, (long long)v[i]);
+        r->eos_ids[i] = (int32_t)v[i];
+    }
+    r->num_eos = n;
+    return EMBER_OK;
+}
+
+static bool is_end(const ember_llm_runner *r, int32_t token) {
+    if (token == r->end_id) return true;
+    for (size_t i = 0; i < r->num_eos; i++)
+        if (token == r->eos_ids[i]) return true;
+    return false;
+}
+
 ember_status ember_llm_runner_load(const char *model_path, const char *tokenizer_dir,
                                    ember_llm_runner **out) {
     return ember_llm_runner_load_with(model_path, tokenizer_dir, 0, out);
@@ -114,15 +204,19 @@ ember_status ember_llm_runner_load_with(const char *model_path, const char *toke
 
 ember_status ember_llm_runner_open(const char *model_path, const char *tokenizer_dir,
                                    const ember_module_options *options, ember_llm_runner **out) {
-    if (model_path == NULL || tokenizer_dir == NULL || out == NULL)
+    if (model_path == NULL || out == NULL)
         return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "ember_llm_runner_load: NULL argument");
     uint64_t t0 = ember_ticks_ns();
     ember_llm_runner *r = calloc(1, sizeof *r);
     if (r == NULL) return ember_error_set(EMBER_ERR_OUT_OF_MEMORY, "out of memory for the runner");
     r->end_id = -1;
+    r->bos_id = -1;
 
-    ember_status st = ember_bpe_tokenizer_load_dir(tokenizer_dir, &r->tok);
-    if (st != EMBER_OK) st = with_path(st, "tokenizer");
+    ember_status st = EMBER_OK;
+    if (tokenizer_dir != NULL) {
+        st = ember_bpe_tokenizer_load_dir(tokenizer_dir, &r->tok);
+        if (st != EMBER_OK) st = with_path(st, "tokenizer");
+    }
     if (st == EMBER_OK) {
         st = ember_module_load_with(model_path, options, &r->module);
         if (st != EMBER_OK) st = with_path(st, model_path);
@@ -132,7 +226,8 @@ ember_status ember_llm_runner_open(const char *model_path, const char *tokenizer
         if (st != EMBER_OK) st = with_path(st, model_path);
     }
     if (st == EMBER_OK) st = check_program(r, model_path);
-    if (st == EMBER_OK) {
+    if (st == EMBER_OK) st = read_metadata(r, model_path);
+    if (st == EMBER_OK && r->tok != NULL) {
         size_t n_tok = ember_bpe_tokenizer_vocab_size(r->tok);
         if (n_tok > r->vocab)
             st = ember_error_set(EMBER_ERR_INVALID_ARGUMENT,
@@ -152,7 +247,8 @@ ember_status ember_llm_runner_open(const char *model_path, const char *tokenizer
         ember_llm_runner_destroy(r);
         return st;
     }
-    if (ember_bpe_tokenizer_token_id(r->tok, END_TOKEN, sizeof END_TOKEN - 1, &r->end_id) != EMBER_OK)
+    if (r->tok == NULL ||
+        ember_bpe_tokenizer_token_id(r->tok, END_TOKEN, sizeof END_TOKEN - 1, &r->end_id) != EMBER_OK)
         r->end_id = -1;
     ember_clear_error();
     r->load_ms = ms_since(t0);
@@ -181,6 +277,8 @@ const ember_bpe_tokenizer *ember_llm_runner_tokenizer(const ember_llm_runner *ru
 }
 
 double ember_llm_runner_load_ms(const ember_llm_runner *runner) { return runner->load_ms; }
+
+int32_t ember_llm_runner_bos_id(const ember_llm_runner *runner) { return runner->bos_id; }
 
 /* Runs the model on tokens[0..n) starting at position pos (kv; ignored for
  * seq) and copies the last position's logits into r->logits. */
@@ -297,13 +395,13 @@ ember_status ember_llm_runner_generate_ids(ember_llm_runner *r, const int32_t *p
             t_first = ember_ticks_ns();
             s.ttft_ms = (double)(t_first - t_start) / 1e6;
         }
-        if (token == r->end_id) break;
+        if (is_end(r, token)) break;
         history[len++] = token;
         s.generated_tokens++;
         if (o.on_token != NULL) {
             const char *piece = "";
             size_t plen = 0;
-            if (ember_bpe_tokenizer_decode(r->tok, token, &piece, &plen) != EMBER_OK) {
+            if (r->tok == NULL || ember_bpe_tokenizer_decode(r->tok, token, &piece, &plen) != EMBER_OK) {
                 piece = "";
                 plen = 0;
             }
@@ -323,6 +421,9 @@ ember_status ember_llm_runner_generate(ember_llm_runner *r, const char *prompt, 
                                        const ember_llm_options *options, ember_llm_stats *stats) {
     if (r == NULL || (prompt == NULL && prompt_len != 0))
         return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "ember_llm_runner_generate: NULL argument");
+    if (r->tok == NULL)
+        return ember_error_set(EMBER_ERR_INVALID_STATE,
+                               "the runner has no tokenizer: generate from token ids");
     /* n bytes never make more than n tokens. */
     int32_t *ids = NULL;
     if (prompt_len <= SIZE_MAX / sizeof *ids)

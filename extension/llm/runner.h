@@ -95,13 +95,23 @@ typedef struct ember_llm_stats {
 /**
  * Loads the program and the tokenizer and checks that they fit together.
  *
+ * Programs from ExecuTorch's LLM export carry metadata methods (methods
+ * without inputs returning constants); the runner reads those it knows:
+ * get_max_seq_len (lowers max_seq_len), use_kv_cache and get_vocab_size
+ * (checked against "forward"), get_bos_id (see ember_llm_runner_bos_id())
+ * and get_eos_ids / get_eos_id (generation also stops at these).
+ *
  * @param[in]  model_path     the `.pte` file
- * @param[in]  tokenizer_dir  directory with vocab.json and merges.txt
+ * @param[in]  tokenizer_dir  directory with vocab.json and merges.txt, or
+ *                            NULL for a runner that works on token ids only
+ *                            (ember_llm_runner_generate_ids(); pieces handed
+ *                            to on_token are then empty)
  * @param[out] out            the runner (release with ember_llm_runner_destroy())
  * @return EMBER_OK; EMBER_ERR_INVALID_ARGUMENT (a NULL argument, a corrupt
  *         tokenizer file, or a program whose "forward" does not have one of
  *         the two forms above, or whose vocabulary is smaller than the
- *         tokenizer's: the message says which); any status of
+ *         tokenizer's, or metadata that contradicts "forward" or names ids
+ *         outside its vocabulary: the message says which); any status of
  *         ember_module_load() and ember_module_method() (EMBER_ERR_IO,
  *         EMBER_ERR_INVALID_PROGRAM, EMBER_ERR_OPERATOR_MISSING, ...);
  *         EMBER_ERR_OUT_OF_MEMORY. ember_last_error() says which file failed.
@@ -140,7 +150,10 @@ size_t ember_llm_runner_max_seq_len(const ember_llm_runner *runner);
 /** Logits per step (the model's vocabulary size). */
 size_t ember_llm_runner_vocab_size(const ember_llm_runner *runner);
 
-/** The tokenizer, owned by the runner. */
+/** The token the program's metadata puts before a prompt (get_bos_id), or -1. */
+int32_t ember_llm_runner_bos_id(const ember_llm_runner *runner);
+
+/** The tokenizer, owned by the runner (NULL when loaded without one). */
 const ember_bpe_tokenizer *ember_llm_runner_tokenizer(const ember_llm_runner *runner);
 
 /** Milliseconds ember_llm_runner_load() took (program, method and tokenizer). */
@@ -154,7 +167,8 @@ double ember_llm_runner_load_ms(const ember_llm_runner *runner);
  * @param[in]     prompt_len  its length
  * @param[in]     options     settings, or NULL for the defaults
  * @param[out]    stats       filled in on success; may be NULL
- * @return as ember_llm_runner_generate_ids().
+ * @return as ember_llm_runner_generate_ids(); EMBER_ERR_INVALID_STATE for a
+ *         runner without a tokenizer.
  */
 ember_status ember_llm_runner_generate(ember_llm_runner *runner, const char *prompt,
                                        size_t prompt_len, const ember_llm_options *options,

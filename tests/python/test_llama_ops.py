@@ -278,3 +278,96 @@ def test_executorch_llm_export(et_llm) -> None:
                                        msg=lambda m: f"{name} at pos {pos}: {m}")
         torch.testing.assert_close(outs["ember"], outs["executorch"], rtol=1e-4, atol=1e-4)
         pos += s
+
+
+# ExecuTorch's LLM export with 8da4w linear layers (its qmode 8da4w: torchao's
+# dynamic int8 activations, 4-bit weights in groups of 32), which lowers them
+# to quantized XnnpackBackend payloads: ember runs ExecuTorch's own file.
+SMALL_Q = dict(SMALL, hidden_dim=128)  # every linear's input width a multiple of 32
+
+
+@pytest.fixture(scope="module")
+def et_llm_8da4w(tmp_path_factory):
+    if not _et_available():
+        pytest.skip("executorch's llama ops not loadable")
+    sys.path.insert(0, os.path.join(ROOT, "bench", "llm"))
+    from et_llm_export import export_executorch_llm
+
+    path = tmp_path_factory.mktemp("et_llm_8da4w") / "llama_small_8da4w.pte"
+    export_executorch_llm(SMALL_Q, path, weight_std=0.2, qmode="8da4w", group_size=32)
+    return path
+
+
+def _ember_llm() -> Optional[str]:
+    env = os.environ.get("EMBER_LLM")
+    if env:
+        return env if os.path.isabs(env) else os.path.join(ROOT, env)
+    for exe in (os.path.join(ROOT, "build", "ember-llm"),
+                os.path.join(os.path.dirname(sys.executable), "ember-llm")):
+        if os.access(exe, os.X_OK):
+            return exe
+    return None
+
+
+def test_executorch_llm_export_8da4w(et_llm_8da4w) -> None:
+    """Both runtimes on ExecuTorch's quantized payloads, step by step: the same
+    dynamic quantization and integer products, so the logits agree to float
+    rounding (seen: 1.5e-6 of logits around 5), far inside one quantization
+    step of the output."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+    from executorch.runtime import Runtime
+
+    buf = et_llm_8da4w.read_bytes()
+    pte = deserialize_pte_binary(buf)
+    program = getattr(pte, "program", pte)
+    plan = program.execution_plan[0]
+    assert any(d.id == "XnnpackBackend" for d in plan.delegates)
+    assert {"get_max_seq_len", "use_kv_cache"} <= {p.name for p in program.execution_plan}
+
+    methods = {"ember": ember_runtime.Runtime.get().load_program(buf).load_method("forward"),
+               "executorch": Runtime.get().load_program(buf).load_method("forward")}
+    g = torch.Generator().manual_seed(3)
+    pos = 0
+    for s in (5, 1, 1, 1, 1, 1, 4, 1):
+        tokens = torch.randint(0, SMALL_Q["vocab_size"], (1, s), generator=g)
+        outs = {name: m.execute([tokens, torch.tensor([pos])])[0] for name, m in methods.items()}
+        assert outs["executorch"].abs().max() > 0.5
+        torch.testing.assert_close(outs["ember"], outs["executorch"], rtol=1e-4, atol=1e-4,
+                                   msg=lambda m: f"at pos {pos}: {m}")
+        pos += s
+
+
+def test_executorch_llm_export_8da4w_in_ember_llm(et_llm_8da4w) -> None:
+    """ember-llm on ExecuTorch's quantized export, token ids in and out (no
+    tokenizer fits its random vocabulary): the same greedy tokens as
+    ExecuTorch's runtime, and the file's own limits (get_max_seq_len)."""
+    from executorch.runtime import Runtime
+
+    exe = _ember_llm()
+    if exe is None:
+        pytest.skip("ember-llm is not built")
+    prompt = [1, 17, 42, 99, 7, 3]
+    n_new = 20
+    method = Runtime.get().load_program(str(et_llm_8da4w)).load_method("forward")
+    tokens, pos, want = list(prompt), 0, []
+    pending = list(prompt)
+    for _ in range(n_new):
+        logits = method.execute([torch.tensor([pending]), torch.tensor([pos])])[0]
+        pos += len(pending)
+        nxt = int(logits.reshape(-1, logits.shape[-1])[-1].argmax())
+        want.append(nxt)
+        tokens.append(nxt)
+        pending = [nxt]
+    res = subprocess.run([exe, "--model", str(et_llm_8da4w), "--prompt-ids",
+                          " ".join(map(str, prompt)), "--max-new-tokens", str(n_new),
+                          "--temperature", "0", "--threads", "1"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    got = [int(t) for t in res.stdout.split()]
+    # the file names no end token among these ids, so all n_new come out
+    assert got == want
+
+    too_long = " ".join(["5"] * (SMALL_Q["block_size"] + 1))
+    res = subprocess.run([exe, "--model", str(et_llm_8da4w), "--prompt-ids", too_long,
+                          "--max-new-tokens", "1"], capture_output=True, text=True, timeout=120)
+    assert res.returncode != 0 and "takes at most" in res.stderr, res.stderr
