@@ -279,3 +279,40 @@ def test_export_nanogpt_script_runs_in_ember_run(tmp_path, script, longest) -> N
                          capture_output=True, text=True, timeout=120)
     assert res.returncode not in (0,) and res.returncode > 0, (res.returncode, res.stdout, res.stderr)
     assert res.stderr.strip()
+
+
+def test_export_nanogpt_quantized_script(tmp_path) -> None:
+    """The LLM manual's quantized export (8-bit dynamic quantization with the
+    XNNPACK quantizer, then the XNNPACK partitioner), with only its imports
+    changed: the program carries quantized XnnpackBackend payloads that ember
+    and ExecuTorch run alike. The two runtimes quantize the activations the
+    same way (per token) and multiply the same int8 weights, so they agree to
+    float rounding; against float32 eager, the logits move by the
+    quantization's error only (seen: under 2% of the largest logit)."""
+    ember_run = _ember_run()
+    if not os.access(ember_run, os.X_OK):
+        pytest.skip(f"{ember_run} is not built")
+    gpt2_dir = tmp_path / "gpt2"
+    sd = _random_hf_gpt2(gpt2_dir, n_embd=64, n_positions=24, vocab_size=160, seed=1)
+    env = dict(os.environ, **{GPT2_DIR_ENV: str(gpt2_dir)})
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.join(ROOT, "python"), env.get("PYTHONPATH")) if p)
+    res = subprocess.run([sys.executable, os.path.join(NANOGPT_DIR, "export_nanogpt_quantized.py")],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    pte = tmp_path / "nanogpt.pte"
+    assert ember_runtime.Runtime.get().load_program(str(pte)).metadata("forward").num_delegates > 0
+
+    idx = torch.randint(0, 160, (1, 7), generator=torch.Generator().manual_seed(2))
+    np.save(tmp_path / "idx.npy", idx.numpy())
+    res = subprocess.run([ember_run, str(pte), "--input", str(tmp_path / "idx.npy"), "--output-dir",
+                          str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    got = np.load(tmp_path / "out" / "out0.npy")
+    from executorch.runtime import Runtime
+
+    ref = Runtime.get().load_program(str(pte)).load_method("forward").execute([idx])[0].numpy()
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+    expected = _hf_gpt2_logits(sd, 2, idx)[:, -1:, :].numpy()
+    scale = float(np.abs(expected).max())
+    err = float(np.abs(got - expected).max())
+    assert 0 < err <= 0.05 * scale, (err, scale)  # quantized (err > 0), and only by that
