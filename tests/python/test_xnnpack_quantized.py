@@ -70,7 +70,8 @@ def lower(model: nn.Module, example: tuple, dynamic_shapes: Any, scheme: str) ->
         quantize_(model, Int8DynamicActivationIntxWeightConfig(
             weight_dtype=torch.int4, weight_granularity=PerGroup(int(scheme[len("8da4w-g"):]))))
     ep = torch.export.export(model, example, dynamic_shapes=dynamic_shapes)
-    return to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch().buffer
+    edge = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
+    return edge.to_executorch().buffer
 
 
 def check(model: nn.Module, example: tuple, runs: Sequence[torch.Tensor], scheme: str,
@@ -121,3 +122,30 @@ def test_8da4w_linear(ic: int, oc: int, bias: bool, group: int) -> None:
     model = Linear(ic, oc, bias, False)
     x = torch.randn(2, 3, ic)
     check(model, (x,), [x, torch.randn(2, 3, ic) * 0.1], f"8da4w-g{group}")
+
+
+def test_static_quantization_is_refused_naming_the_node() -> None:
+    """Statically quantized operands (qint8 activations, qcint32 biases) are not
+    run: method load fails at init and names the node and its debug handle."""
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+    from executorch.exir import to_edge_transform_and_lower
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    torch.manual_seed(5)
+    model = Linear(16, 8, True, True).eval()
+    x = torch.randn(2, 16)
+    quantizer = XNNPACKQuantizer().set_global(
+        get_symmetric_quantization_config(is_per_channel=True, is_dynamic=False))
+    prepared = prepare_pt2e(torch.export.export(model, (x,)).module(), quantizer)
+    prepared(x)
+    ep = torch.export.export(convert_pt2e(prepared), (x,))
+    edge = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
+    buffer = edge.to_executorch().buffer
+    program = ember_runtime.Runtime.get().load_program(buffer)
+    named = r"xnnpack node \d+ \(\w+, debug handle \d+\).*qint8"
+    with pytest.raises(ember_runtime.EmberError, match=named):
+        program.load_method("forward")

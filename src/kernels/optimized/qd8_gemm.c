@@ -221,8 +221,8 @@ static void gemm_tiles(void *ctx, size_t thread, size_t start, size_t count) {
             const size_t n0 = p * EKO_QD8_NR;
             const size_t nc = w->n - n0 < EKO_QD8_NR ? w->n - n0 : EKO_QD8_NR;
             const uint8_t *panel = w->data + p * w->panel_bytes;
-            for (size_t r = m0; r < m1; r += EKO_QD8_MR) {
-                const size_t mr = m1 - r < EKO_QD8_MR ? m1 - r : EKO_QD8_MR;
+            for (size_t r = m0; r < m1; r += j->cfg->mr) {
+                const size_t mr = m1 - r < j->cfg->mr ? m1 - r : j->cfg->mr;
                 j->cfg->ukernel(mr, nc, j->x + r * j->ldx, j->ldx, j->rows + r, w, panel,
                                 j->c + r * j->ldc + n0, j->ldc, j->min, j->max);
             }
@@ -236,7 +236,7 @@ void eko_qd8_gemm(const eko_qd8_gemm_config *cfg, struct ember_threadpool *pool,
     if (m == 0 || w->n == 0) return;
     gemm_job j = {cfg, m, x, ldx, rows, w, c, ldc, min, max, 0, 0, 0};
     const size_t threads = ember_threadpool_size(pool);
-    /* blocks of 64 rows (a multiple of MR); panel groups so that every
+    /* blocks of 64 rows (a multiple of every MR); panel groups so that every
      * thread gets about four tiles */
     j.rows_per_block = m <= 64 ? m : 64;
     const size_t blocks = m / j.rows_per_block + (m % j.rows_per_block != 0);

@@ -25,7 +25,7 @@
  * A slice is padded with zero weights to whole blocks, so a group need not
  * be a multiple of the block depth; columns past n are zero. A product of
  * one row (decode) streams every panel once, front to back; more rows reuse
- * it from cache EKO_QD8_MR rows at a time.
+ * it from cache, a kernel's MR rows (at most EKO_QD8_MAX_MR) at a time.
  *
  * Activations are read 4 bytes at a time from each slice's start, so the
  * last row of x must be followed by EKO_QD8_X_PAD readable bytes (they are
@@ -43,7 +43,7 @@
 #include "cpu.h"
 
 #define EKO_QD8_NR 16
-#define EKO_QD8_MR 4
+#define EKO_QD8_MAX_MR 8
 #define EKO_QD8_BLOCK_BYTES 64
 #define EKO_QD8_X_PAD 8
 #define EKO_QD8_MAX_K 65536
@@ -102,7 +102,7 @@ void eko_qd8_quantize(struct ember_threadpool *pool, size_t rows, size_t k, cons
                       size_t ldx, int8_t *q, size_t ldq, eko_qd8_row *params);
 
 /*
- * A micro-kernel: mr (<= EKO_QD8_MR) rows of x (ldx bytes apart, their
+ * A micro-kernel: mr (<= its config's mr) rows of x (ldx bytes apart, their
  * quantization in rows) times one packed panel, nc (<= EKO_QD8_NR) columns
  * of c (rows ldc floats apart) written.
  */
@@ -113,6 +113,7 @@ typedef void (*eko_qd8_ukernel)(size_t mr, size_t nc, const int8_t *x, size_t ld
 typedef struct eko_qd8_gemm_config {
     const char *name;     /* "scalar", "avx2", "avx2vnni", "avx512vnni", "neon", "neondot" */
     eko_isa isa;          /* the level it needs */
+    size_t mr;            /* rows per call, at most */
     bool dot_ext;         /* needs the level's int8 dot-product extension on top
                            * (AVX-VNNI, AVX-512 VNNI, AArch64 DOTPROD) */
     eko_qd8_ukernel ukernel;

@@ -14,6 +14,8 @@
 
 #define QD8_FN eko_qd8_gemm_avx512vnni
 #define QD8_X_OFFSET 128
+/* 8 rows: 8 int32 + 8 float accumulators + weights and activations, of 32 */
+#define QD8_MR 8
 
 typedef __m512i qd8_acc;
 typedef __m512i qd8_w;

@@ -3,6 +3,7 @@
  * few primitives that each qd8_gemm_<isa>.c defines before including it:
  *
  *   QD8_FN                the kernel's name
+ *   QD8_MR                rows per call, at most (optional: 4; 8 at most)
  *   QD8_X_OFFSET          what qd8_dot adds to every activation (0, or 128
  *                         where the instruction takes unsigned activations)
  *   qd8_acc               16 int32 sums (one per column of a panel)
@@ -33,6 +34,13 @@
 #include "gemm.h" /* EKO_UNROLL */
 #include "qd8_gemm.h"
 
+#ifndef QD8_MR
+#define QD8_MR 4
+#endif
+#if QD8_MR > EKO_QD8_MAX_MR
+#error "QD8_MR above EKO_QD8_MAX_MR"
+#endif
+
 #ifndef QD8_X_OFFSET4
 #define QD8_X_OFFSET4 QD8_X_OFFSET
 typedef qd8_xv qd8_xv4;
@@ -46,11 +54,11 @@ static inline __attribute__((always_inline)) void qd8_tile(const size_t MR, size
                                                            const eko_qd8_weights *w,
                                                            const uint8_t *p, float *c, size_t ldc,
                                                            float min, float max) {
-    qd8_f accf[EKO_QD8_MR];
+    qd8_f accf[QD8_MR];
     EKO_UNROLL
     for (size_t r = 0; r < MR; r++) accf[r] = qd8_f_zero();
     for (size_t s = 0; s < w->slices; s++) {
-        qd8_acc acc[EKO_QD8_MR];
+        qd8_acc acc[QD8_MR];
         EKO_UNROLL
         for (size_t r = 0; r < MR; r++) acc[r] = qd8_acc_zero();
         const int8_t *xs = x + s * w->slice_k;
@@ -87,6 +95,12 @@ void QD8_FN(size_t mr, size_t nc, const int8_t *x, size_t ldx, const eko_qd8_row
             const eko_qd8_weights *w, const uint8_t *panel, float *c, size_t ldc, float min,
             float max) {
     switch (mr) {
+#if QD8_MR >= 8
+    case 8: qd8_tile(8, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    case 7: qd8_tile(7, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    case 6: qd8_tile(6, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    case 5: qd8_tile(5, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+#endif
     case 4: qd8_tile(4, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
     case 3: qd8_tile(3, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
     case 2: qd8_tile(2, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
