@@ -36,7 +36,9 @@ static void count_task(void *ctx, size_t thread, size_t start, size_t count) {
     if (thread >= j->threads) atomic_fetch_add(&j->bad_thread, 1);
     else if (thread < 64) atomic_store(&j->used[thread], 1);
     if (j->slow_first && start < j->range / 4) {
-        struct timespec ts = {0, 200000};
+        /* 1 ms a tile: 100 ms of them, long enough that a loaded machine
+         * schedules every worker before the caller could finish them alone */
+        struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
     }
     for (size_t i = start; i < start + count && i < MAX_RANGE; i++)
