@@ -160,14 +160,22 @@ def payload_summary(payload: bytes) -> Dict[str, Any]:
             "outputs": g.get("output_ids"), "externs": g.get("num_externs")}
 
 
+_LAYOUT_NODES = {"XNNStaticTranspose", "XNNStaticReshape", "XNNConcatenate2", "XNNConcatenate3",
+                 "XNNConcatenate4", "XNNConcatenate5", "XNNCopy"}
+
+
 def quantized_records(payloads: Sequence[bytes]) -> List[str]:
-    """Each node that reads or writes a quantized value, across payloads, with
+    """Each node that computes on a quantized value, across payloads, with
     its values spelled out (type, dims, quant params, constant key): what two
-    partitioners must agree on even where they cut delegates differently."""
+    partitioners must agree on even where they cut delegates differently or
+    order a value's layout changes differently (layout nodes are left out:
+    the runtime checks cover them)."""
     out = []
     for p in payloads:
         s = payload_summary(p)
         for kind, fields, minmax in s["nodes"]:
+            if kind in _LAYOUT_NODES:
+                continue
             ids = {k: v for k, v in fields.items() if k.endswith("_id") and v != 0xFFFFFFFF}
             vals = {k: s["values"][v][:6] for k, v in ids.items()}
             if any(v[0] == "XNNQuantizedTensorValue" for v in vals.values()):
@@ -397,11 +405,25 @@ class StaticCNN(nn.Module):
         return self.fc(z.mean(dim=(2, 3), keepdim=True).flatten(1))
 
 
+class StaticLayout(nn.Module):
+    """Static int8 through cat and permute (they keep their input's qparams)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Conv2d(3, 8, 1), nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        z = torch.cat([F.relu(self.a(x)), F.relu(self.b(x))], dim=1)
+        return self.fc(z.permute(0, 2, 3, 1))
+
+
 def _quantized(name: str) -> Tuple[nn.Module, tuple, List[tuple]]:
     """A quantized module, its example input and more inputs to run."""
     torch.manual_seed(5)
-    if name.startswith("mlp-static") or name.startswith("cnn-static"):
-        cls, shape = (Mlp64, (4, 64)) if name.startswith("mlp") else (StaticCNN, (1, 3, 12, 12))
+    if name.split("-")[1] == "static":
+        cls, shape = {"mlp": (Mlp64, (4, 64)), "cnn": (StaticCNN, (1, 3, 12, 12)),
+                      "layout": (StaticLayout, (1, 3, 5, 6))}[name.split("-")[0]]
         calib = [(torch.randn(*shape),) for _ in range(4)]
         return quantize(cls().eval(), calib[0], calib, "ember",
                         is_per_channel=not name.endswith("per-tensor")), calib[0], \
@@ -426,7 +448,13 @@ def _quantized(name: str) -> Tuple[nn.Module, tuple, List[tuple]]:
 
 
 _LOWERED = ["mlp-dynamic", "transformer-dynamic", "mlp-8da4w", "transformer-8da4w", "mlp-static",
-            "mlp-static-per-tensor", "cnn-static", "cnn-static-per-tensor"]
+            "mlp-static-per-tensor", "cnn-static", "cnn-static-per-tensor", "layout-static"]
+
+
+# The models whose single delegate ember writes value for value as the
+# reference does (elsewhere the two may place layout changes differently).
+_WHOLE_PAYLOAD_EQUAL = {"mlp-dynamic", "mlp-8da4w", "mlp-static", "mlp-static-per-tensor",
+                        "cnn-static", "cnn-static-per-tensor"}
 
 
 def _quantized_nodes(lowered: List[Any]) -> int:
@@ -449,7 +477,8 @@ def test_payload_matches_reference(name: str) -> None:
     a = quantized_records([m.processed_bytes for m in ours_q])
     b = quantized_records([m.processed_bytes for m in ref_q])
     assert a == b, "the quantized nodes differ:\n" + "\n".join(a) + "\n--\n" + "\n".join(b)
-    if len(ref_q) == 1 and len(ours_q) == 1:  # one delegate each: the whole payload agrees
+    if name in _WHOLE_PAYLOAD_EQUAL:  # one delegate each, the same layouts: every value agrees
+        assert len(ours_q) == len(ref_q) == 1
         sa, sb = payload_summary(ours_q[0].processed_bytes), payload_summary(ref_q[0].processed_bytes)
         for part in ("nodes", "values", "inputs", "outputs", "externs"):
             assert sa[part] == sb[part], f"{part} differ:\n{sa[part]}\n{sb[part]}"
@@ -521,6 +550,31 @@ def test_runs_in_ember_runtime() -> None:
             eager = model(*args)
         got = method.execute([a.clone() for a in args])[0]
         assert float((got - eager).abs().max()) <= output_step(eager)
+
+
+def test_partner_quantizer_from_the_docs() -> None:
+    """docs/quantization.md's example quantizer: its linears lower to static
+    quantized FullyConnected nodes that run within one output step."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "..", "docs", "quantization.md")) as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    code = next(b for b in blocks if "class LinearOnlyQuantizer" in b)
+    scope: Dict[str, Any] = {}
+    exec(code, scope)  # noqa: S102 - the documented example itself
+    torch.manual_seed(8)
+    x = torch.randn(4, 64)
+    m = prepare_pt2e(torch.export.export(Mlp64().eval(), (x,)).module(),
+                     scope["LinearOnlyQuantizer"]())
+    m(x)
+    m = convert_pt2e(m)
+    buffer, lowered, part = lower(m, (x,), "ember")
+    fcs = [n for mod in lowered for n in decode_payload(mod.processed_bytes)["xnodes"]
+           if n["xnode_union_type"] == "XNNFullyConnected"]
+    assert len(fcs) == 3 and _quantized_nodes(lowered) > 0
+    got = run_reference(buffer, (x,))[0]
+    with torch.no_grad():
+        eager = m(x)
+    assert float((got - eager).abs().max()) <= output_step(eager, m) + 1e-6
 
 
 def test_duplicate_dynamic_quant_chain_gives_each_reader_a_chain() -> None:

@@ -449,14 +449,19 @@ class QuantPlan:
             pair = _static_q(n)
             if pair is not None:
                 self.static_q[n] = pair
-        candidates = [n for n in self.ep.graph.nodes
-                      if n.op == "call_function" and n.target in STATIC_OPS and
-                      any(self.is_static_dq(a) or (isinstance(a, Node) and a.target in STATIC_OPS)
-                          for a in n.all_input_nodes)]
+        # candidates: ops reading a static int8 value or dequantized weights,
+        # and clamps after such an op
+        for n in self.ep.graph.nodes:
+            if n.op != "call_function" or n.target not in STATIC_OPS:
+                continue
+            reads_dq = any(self.is_static_dq(a) for a in n.all_input_nodes)
+            dq_weight = n.target in STATIC_WEIGHTED and isinstance(n.args[1], Node) and \
+                n.args[1].target in (DQ, DQ_CHANNEL)
+            after_op = n.target in CLAMPS and n.args[0] in self.static_ops
+            if reads_dq or dq_weight or after_op:
+                self.static_ops[n] = _Static(n, n)
         # clamps fused into the op before them need that op, and it them:
         # repeat until nothing changes
-        for n in candidates:
-            self.static_ops[n] = _Static(n, n)
         changed = True
         while changed:
             changed = False
