@@ -552,6 +552,59 @@ def test_runs_in_ember_runtime() -> None:
         assert float((got - eager).abs().max()) <= output_step(eager)
 
 
+def test_weight_only_runs_on_the_portable_kernels() -> None:
+    """Weight-only int8: the linears read dequantized weights and stay on the
+    portable kernels (XNNPACK has no weight-only node), with a reason; the
+    program runs in both runtimes like the eager quantized model."""
+    from ember.backends.xnnpack.quantizer import (
+        XNNPACKQuantizer,
+        get_weight_only_quantization_config,
+    )
+
+    torch.manual_seed(9)
+    x = torch.randn(3, 64)
+    q = XNNPACKQuantizer().set_global(get_weight_only_quantization_config())
+    m = prepare_pt2e(torch.export.export(Mlp64().eval(), (x,)).module(), q)
+    m(x)
+    m = convert_pt2e(m)
+    targets = [str(n.target) for n in m.graph.nodes]
+    assert targets.count("quantized_decomposed.dequantize_per_channel.default") == 3
+    assert not any("quantize_per_tensor" in t for t in targets)
+    buffer, lowered, part = lower(copy.deepcopy(m), (x,), "ember")
+    assert _quantized_nodes(lowered) == 0
+    assert any(k.startswith("dequantize_per_channel") for k in part.reasons), part.reasons
+    with torch.no_grad():
+        eager = m(x)
+    torch.testing.assert_close(run_reference(buffer, (x,))[0], eager, rtol=1e-4, atol=1e-4)
+    ember_runtime = pytest.importorskip("ember.runtime")
+    got = ember_runtime.Runtime.get().load_program(buffer).load_method("forward").execute([x])[0]
+    torch.testing.assert_close(got, eager, rtol=1e-4, atol=1e-4)
+
+
+def test_qat_prepare_matches_reference() -> None:
+    """QAT configurations insert the same fake-quantize modules."""
+    from torchao.quantization.pt2e.quantize_pt2e import prepare_qat_pt2e
+
+    from ember.backends.xnnpack.quantizer import XNNPACKQuantizer as Ours
+    from ember.backends.xnnpack.quantizer import get_symmetric_quantization_config as ours_cfg
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer as Ref,
+        get_symmetric_quantization_config as ref_cfg,
+    )
+
+    torch.manual_seed(10)
+    model, x = Mlp64(), torch.randn(4, 64)
+    graphs = []
+    for q, cfg in ((Ours(), ours_cfg), (Ref(), ref_cfg)):
+        q.set_global(cfg(is_per_channel=True, is_qat=True))
+        m = prepare_qat_pt2e(torch.export.export(copy.deepcopy(model), (x,)).module(), q)
+        m(x)
+        graphs.append(([(n.op, str(n.target)) for n in m.graph.nodes],
+                       sorted(type(mod).__name__ for mod in m.modules())))
+        graphs[-1] += (canonical_graph(convert_pt2e(m)),)
+    assert graphs[0] == graphs[1]
+
+
 def test_partner_quantizer_from_the_docs() -> None:
     """docs/quantization.md's example quantizer: its linears lower to static
     quantized FullyConnected nodes that run within one output step."""
