@@ -539,95 +539,27 @@ def test_group_size_xnnpack_cannot_take_stays_outside() -> None:
     torch.testing.assert_close(got, eager, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.xfail(strict=False, reason="ember's XnnpackBackend refuses quantized values for now")
-def test_runs_in_ember_runtime() -> None:
+@pytest.mark.parametrize("name", ["mlp-dynamic", "mlp-8da4w", "cnn-static"])
+def test_runs_in_ember_runtime(name: str) -> None:
+    """ember's runtime on its own quantized payloads, within the steps the
+    reference runtime keeps. Until ember's XnnpackBackend takes quantized
+    values, its refusal (naming a quantized datatype) is an expected
+    failure; any other error fails."""
     ember_runtime = pytest.importorskip("ember.runtime")
-    model, example, runs = _quantized("mlp-dynamic")
+    model, example, runs = _quantized(name)
     buffer, _, _ = lower(copy.deepcopy(model), example, "ember")
-    method = ember_runtime.Runtime.get().load_program(buffer).load_method("forward")
-    for args in runs:
+    try:
+        method = ember_runtime.Runtime.get().load_program(buffer).load_method("forward")
+        outs = [method.execute([a.clone() for a in args])[0] for args in runs]
+    except Exception as e:  # noqa: BLE001 - the refusal is checked by its message
+        if re.search(r"quantiz|\bq[a-z]*int[0-9]+\b", str(e)):  # "operand 1 is qdint8"
+            pytest.xfail(f"ember's XnnpackBackend refuses quantized values: {e}")
+        raise
+    steps = 3 if name.endswith("-dynamic") else 1
+    for args, got in zip(runs, outs):
         with torch.no_grad():
             eager = model(*args)
-        got = method.execute([a.clone() for a in args])[0]
-        assert float((got - eager).abs().max()) <= output_step(eager)
-
-
-def test_weight_only_runs_on_the_portable_kernels() -> None:
-    """Weight-only int8: the linears read dequantized weights and stay on the
-    portable kernels (XNNPACK has no weight-only node), with a reason; the
-    program runs in both runtimes like the eager quantized model."""
-    from ember.backends.xnnpack.quantizer import (
-        XNNPACKQuantizer,
-        get_weight_only_quantization_config,
-    )
-
-    torch.manual_seed(9)
-    x = torch.randn(3, 64)
-    q = XNNPACKQuantizer().set_global(get_weight_only_quantization_config())
-    m = prepare_pt2e(torch.export.export(Mlp64().eval(), (x,)).module(), q)
-    m(x)
-    m = convert_pt2e(m)
-    targets = [str(n.target) for n in m.graph.nodes]
-    assert targets.count("quantized_decomposed.dequantize_per_channel.default") == 3
-    assert not any("quantize_per_tensor" in t for t in targets)
-    buffer, lowered, part = lower(copy.deepcopy(m), (x,), "ember")
-    assert _quantized_nodes(lowered) == 0
-    assert any(k.startswith("dequantize_per_channel") for k in part.reasons), part.reasons
-    with torch.no_grad():
-        eager = m(x)
-    torch.testing.assert_close(run_reference(buffer, (x,))[0], eager, rtol=1e-4, atol=1e-4)
-    ember_runtime = pytest.importorskip("ember.runtime")
-    got = ember_runtime.Runtime.get().load_program(buffer).load_method("forward").execute([x])[0]
-    torch.testing.assert_close(got, eager, rtol=1e-4, atol=1e-4)
-
-
-def test_qat_prepare_matches_reference() -> None:
-    """QAT configurations insert the same fake-quantize modules."""
-    from torchao.quantization.pt2e.quantize_pt2e import prepare_qat_pt2e
-
-    from ember.backends.xnnpack.quantizer import XNNPACKQuantizer as Ours
-    from ember.backends.xnnpack.quantizer import get_symmetric_quantization_config as ours_cfg
-    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
-        XNNPACKQuantizer as Ref,
-        get_symmetric_quantization_config as ref_cfg,
-    )
-
-    torch.manual_seed(10)
-    model, x = Mlp64(), torch.randn(4, 64)
-    graphs = []
-    for q, cfg in ((Ours(), ours_cfg), (Ref(), ref_cfg)):
-        q.set_global(cfg(is_per_channel=True, is_qat=True))
-        m = prepare_qat_pt2e(torch.export.export(copy.deepcopy(model), (x,)).module(), q)
-        m(x)
-        graphs.append(([(n.op, str(n.target)) for n in m.graph.nodes],
-                       sorted(type(mod).__name__ for mod in m.modules())))
-        graphs[-1] += (canonical_graph(convert_pt2e(m)),)
-    assert graphs[0] == graphs[1]
-
-
-def test_partner_quantizer_from_the_docs() -> None:
-    """docs/quantization.md's example quantizer: its linears lower to static
-    quantized FullyConnected nodes that run within one output step."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    with open(os.path.join(here, "..", "..", "docs", "quantization.md")) as f:
-        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
-    code = next(b for b in blocks if "class LinearOnlyQuantizer" in b)
-    scope: Dict[str, Any] = {}
-    exec(code, scope)  # noqa: S102 - the documented example itself
-    torch.manual_seed(8)
-    x = torch.randn(4, 64)
-    m = prepare_pt2e(torch.export.export(Mlp64().eval(), (x,)).module(),
-                     scope["LinearOnlyQuantizer"]())
-    m(x)
-    m = convert_pt2e(m)
-    buffer, lowered, part = lower(m, (x,), "ember")
-    fcs = [n for mod in lowered for n in decode_payload(mod.processed_bytes)["xnodes"]
-           if n["xnode_union_type"] == "XNNFullyConnected"]
-    assert len(fcs) == 3 and _quantized_nodes(lowered) > 0
-    got = run_reference(buffer, (x,))[0]
-    with torch.no_grad():
-        eager = m(x)
-    assert float((got - eager).abs().max()) <= output_step(eager, m) + 1e-6
+        assert float((got - eager).abs().max()) <= steps * output_step(eager, model) + 1e-6
 
 
 def test_duplicate_dynamic_quant_chain_gives_each_reader_a_chain() -> None:
