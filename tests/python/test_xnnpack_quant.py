@@ -421,6 +421,10 @@ class StaticLayout(nn.Module):
 def _quantized(name: str) -> Tuple[nn.Module, tuple, List[tuple]]:
     """A quantized module, its example input and more inputs to run."""
     torch.manual_seed(5)
+    if name == "cnn-dynamic":
+        ex = (torch.randn(1, 3, 12, 12),)
+        return quantize(StaticCNN().eval(), ex, [ex], "ember", is_per_channel=True,
+                        is_dynamic=True), ex, [ex, (torch.randn(1, 3, 12, 12),)]
     if name.split("-")[1] == "static":
         cls, shape = {"mlp": (Mlp64, (4, 64)), "cnn": (StaticCNN, (1, 3, 12, 12)),
                       "layout": (StaticLayout, (1, 3, 5, 6))}[name.split("-")[0]]
@@ -447,7 +451,7 @@ def _quantized(name: str) -> Tuple[nn.Module, tuple, List[tuple]]:
     raise KeyError(name)
 
 
-_LOWERED = ["mlp-dynamic", "transformer-dynamic", "mlp-8da4w", "transformer-8da4w", "mlp-static",
+_LOWERED = ["mlp-dynamic", "transformer-dynamic", "cnn-dynamic", "mlp-8da4w", "transformer-8da4w", "mlp-static",
             "mlp-static-per-tensor", "cnn-static", "cnn-static-per-tensor", "layout-static"]
 
 

@@ -45,6 +45,7 @@ from torch.fx import Node
 from .graph import PER_TENSOR, QuantParams
 from .ops import OPS, arg, unsupported_reason, val
 from .quant_lowering import (
+    dynamic_conv,
     dynamic_value,
     lower_dequantize,
     lower_quantize,
@@ -96,22 +97,32 @@ class QuantPlan:
     # -- analysis: dynamic ------------------------------------------------ #
 
     def _is_quantized_linear(self, node: Node) -> bool:
-        if node.op != "call_function" or node.target != aten.linear.default:
+        """A linear or convolution over a dequantized input or weight."""
+        if node.op != "call_function" or node.target not in STATIC_WEIGHTED:
             return False
         a, w = node.args[0], node.args[1]
         return any(isinstance(x, Node) and x.op == "call_function" and x.target in self.targets
                    for x in (a, w))
 
     def _check_linear(self, node: Node) -> "Tuple[Optional[_Linear], str]":
+        """A linear, or a 2-d convolution (not transposed, not depthwise), of
+        a dynamically quantized input and int8 per-channel weights."""
         act, why = dynamic_input(node.args[0])
         if act is None:
             return None, why
-        w, why = weight_of(self.facts, node.args[1])
+        conv = node.target == aten.convolution.default
+        if conv and (val(node.args[0]).dim() != 4 or node.args[6] or node.args[8] != 1 or
+                     not all(isinstance(d, int) for d in val(node.args[0]).shape[1:])):
+            return None, "dynamically quantized convolutions must be 2-d, static in C, H, W, " \
+                         "not transposed, one group"
+        w, why = weight_of(self.facts, node.args[1], 4 if conv else 2)
         if w is None:
             return None, why
-        in_features = val(act.source).shape[-1]
+        if w.group:
+            return None, "groupwise weights for a convolution"
+        in_features = val(act.source).shape[1 if conv else -1]
         if not isinstance(in_features, int) or in_features != w.shape[1]:
-            return None, "the input's last dim is not the weight's"
+            return None, "the input's channels are not the weight's"
         bias = arg(node, 2, "bias")
         if bias is not None and not self._float_bias(bias, w.shape[0]):
             return None, "the bias is not a constant float32 [out] tensor"
@@ -231,7 +242,7 @@ class QuantPlan:
         # candidates: ops reading a static int8 value or dequantized weights,
         # and clamps after such an op
         for n in self.ep.graph.nodes:
-            if n.op != "call_function" or n.target not in STATIC_OPS:
+            if n.op != "call_function" or n.target not in STATIC_OPS or n in self.linears:
                 continue
             reads_dq = any(self.is_static_dq(a) for a in n.all_input_nodes)
             dq_weight = n.target in STATIC_WEIGHTED and isinstance(n.args[1], Node) and \
@@ -329,7 +340,9 @@ class QuantPlan:
 
     def lower(self, b: Any, node: Node) -> None:
         lin = self.linears.get(node)
-        if lin is not None:
+        if lin is not None and node.target == aten.convolution.default:
+            dynamic_conv(b, lin)
+        elif lin is not None:
             xin = dynamic_value(b, lin.act)
             wid = weight_value(b, lin.weight)
             bid = b.constant(lin.bias) if lin.bias is not None else 0xFFFFFFFF

@@ -138,14 +138,15 @@ def static_conv(b: Any, op: _Static, plan: Any) -> None:
            output_id=out)
 
 
-def dynamic_value(b: Any, act: DynamicInput) -> int:
+def dynamic_value(b: Any, act: DynamicInput, layout: str = "nchw") -> int:
     """The qdint8 value of a dynamically quantized input (one Convert per
-    dequantize node, as each quantizes on its own)."""
-    key = ("qdint8", act.nodes[0])
+    dequantize node, as each quantizes on its own): a row of a linear's
+    input, or a pixel (H, W, C: three non-batch dims) of a convolution's."""
+    key = ("qdint8", act.nodes[0], layout)
     if key not in b.extra:
-        x = b.input(act.source, "nchw")
-        q = b.g.value(b.g.values[x].dims, datatype=QDINT8,
-                      quant=QuantParams(PER_TOKEN_DYNAMIC, {"num_nonbatch_dims": 1}))
+        x = b.input(act.source, layout)
+        q = b.g.value(b.g.values[x].dims, datatype=QDINT8, quant=QuantParams(
+            PER_TOKEN_DYNAMIC, {"num_nonbatch_dims": 3 if layout == "nhwc" else 1}))
         b.node("Convert", act.nodes[0], input_id=x, output_id=q)
         b.extra[key] = q
     return b.extra[key]
@@ -183,3 +184,30 @@ def weight_value(b: Any, w: Weight) -> int:
     quant = QuantParams(PER_CHANNEL, {"scale": [], "channel_dim": 0, "scale_buffer_idx": sidx,
                                       "num_scales": scales.numel()})
     return b.g.value([oc, ic], constant=data, datatype=QCINT8, quant=quant)
+
+
+def dynamic_conv(b: Any, lin: Any) -> None:
+    """A 2-d convolution of a dynamically quantized input: qdint8 NHWC input,
+    qcint8 OHWI filter, float32 bias and output."""
+    node, w = lin.node, lin.weight
+    stride, padding, dilation = list(node.args[3]), list(node.args[4]), list(node.args[5])
+    xin = dynamic_value(b, lin.act, "nhwc")
+    if w.data is None or w.scale is None:
+        raise ValueError(f"xnnpack: the data of weight {w.node.name} is not known")
+    tag = b.tag_of(w.node)
+    data = w.data.detach().to(torch.int8).permute(0, 2, 3, 1).contiguous()  # OHWI
+    scales = w.scale.detach().to(torch.float32).contiguous()
+    didx = b.g.constant_data(data.numpy().tobytes(), tag)
+    sidx = b.g.constant_data(scales.numpy().tobytes(), tag, "scale_")
+    fid = b.g.value(list(data.shape), constant=didx, datatype=QCINT8, quant=QuantParams(
+        PER_CHANNEL, {"scale": [], "channel_dim": 0, "scale_buffer_idx": sidx,
+                      "num_scales": scales.numel()}))
+    out = b.output(node, "nhwc")  # before the bias, as ExecuTorch numbers them
+    bid = b.constant(lin.bias) if lin.bias is not None else 0xFFFFFFFF
+    oc, ic, kh, kw = (int(d) for d in w.shape)
+    b.node("Conv2d", node, padding_top=padding[0], padding_right=padding[1],
+           padding_bottom=padding[0], padding_left=padding[1], kernel_height=kh, kernel_width=kw,
+           subsampling_height=stride[0], subsampling_width=stride[1],
+           dilation_height=dilation[0], dilation_width=dilation[1], group_input_channels=ic,
+           group_output_channels=oc, groups=1, input1_id=xin, filter_id=fid, bias_id=bid,
+           output_id=out)
