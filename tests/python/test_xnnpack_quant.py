@@ -543,6 +543,23 @@ def test_group_size_xnnpack_cannot_take_stays_outside() -> None:
     torch.testing.assert_close(got, eager, rtol=1e-4, atol=1e-4)
 
 
+def test_activation_range_xnnpack_cannot_take_stays_outside() -> None:
+    """Static activations in [-100, 100] (XNNPACK's qint8 values span
+    [-128, 127]): nothing quantized is delegated, each quantize / dequantize
+    and linear left outside says why, and the program runs like the eager
+    quantized model on the portable kernels."""
+    torch.manual_seed(11)
+    x = torch.randn(4, 64)
+    m = quantize(Mlp64().eval(), (x,), [(x,)], "ember", is_per_channel=True, act_qmin=-100,
+                 act_qmax=100)
+    buffer, lowered, part = lower(copy.deepcopy(m), (x,), "ember")
+    assert _quantized_nodes(lowered) == 0
+    assert any(k.startswith("quantize_per_tensor") for k in part.reasons), part.reasons
+    with torch.no_grad():
+        eager = m(x)
+    torch.testing.assert_close(run_reference(buffer, (x,))[0], eager, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("name", ["mlp-dynamic", "mlp-8da4w", "cnn-static"])
 def test_runs_in_ember_runtime(name: str) -> None:
     """ember's runtime on its own quantized payloads, within the steps the
