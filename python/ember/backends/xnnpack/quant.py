@@ -118,7 +118,7 @@ class QuantPlan:
         w, why = weight_of(self.facts, node.args[1], 4 if conv else 2)
         if w is None:
             return None, why
-        if w.group:
+        if conv and w.group:
             return None, "groupwise weights for a convolution"
         in_features = val(act.source).shape[1 if conv else -1]
         if not isinstance(in_features, int) or in_features != w.shape[1]:

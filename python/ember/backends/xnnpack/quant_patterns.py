@@ -46,6 +46,7 @@ Q = _qd.quantize_per_tensor.default
 DQ = _qd.dequantize_per_tensor.default
 DQ_CHANNEL = _qd.dequantize_per_channel.default
 
+
 def quant_targets() -> Set[Any]:
     """Every target a quantized pattern is made of."""
     return {DYN_CHOOSE, DYN_Q, DYN_DQ, Q, DQ, DQ_CHANNEL} | \
