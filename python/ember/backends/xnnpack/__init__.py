@@ -9,6 +9,9 @@
 
 The payload is ExecuTorch's format, so the same .pte runs in ExecuTorch's
 runtime with XNNPACK, and ExecuTorch's XNNPACK programs run in ember.
+Quantized models (pt2e with ember.backends.xnnpack.quantizer, or torchao's
+8-bit-activation 4-bit-weight linears) lower to XNNPACK's quantized values:
+see docs/quantization.md.
 """
 
 from ...edge import EdgeCompileConfig
