@@ -284,11 +284,13 @@ def test_export_nanogpt_script_runs_in_ember_run(tmp_path, script, longest) -> N
 def test_export_nanogpt_quantized_script(tmp_path) -> None:
     """The LLM manual's quantized export (8-bit dynamic quantization with the
     XNNPACK quantizer, then the XNNPACK partitioner), with only its imports
-    changed: the program carries quantized XnnpackBackend payloads that ember
-    and ExecuTorch run alike. The two runtimes quantize the activations the
-    same way (per token) and multiply the same int8 weights, so they agree to
-    float rounding; against float32 eager, the logits move by the
-    quantization's error only (seen: under 2% of the largest logit)."""
+    changed: the program carries quantized XnnpackBackend payloads, and
+    ember-run's logits differ from float32 eager by the quantization's error
+    only (seen: under 2% of the largest logit). As with ExecuTorch's own
+    partitioner on this dynamic-length model, some quantize/dequantize ops stay
+    outside the delegate; ember runs them on its quantized_decomposed kernels.
+    (ExecuTorch's runtime is not compared here: its portable
+    quantize_per_channel kernel takes only double scales.)"""
     ember_run = _ember_run()
     if not os.access(ember_run, os.X_OK):
         pytest.skip(f"{ember_run} is not built")
@@ -308,10 +310,6 @@ def test_export_nanogpt_quantized_script(tmp_path) -> None:
                           str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     got = np.load(tmp_path / "out" / "out0.npy")
-    from executorch.runtime import Runtime
-
-    ref = Runtime.get().load_program(str(pte)).load_method("forward").execute([idx])[0].numpy()
-    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
     expected = _hf_gpt2_logits(sd, 2, idx)[:, -1:, :].numpy()
     scale = float(np.abs(expected).max())
     err = float(np.abs(got - expected).max())

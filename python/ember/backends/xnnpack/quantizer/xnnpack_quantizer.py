@@ -30,6 +30,10 @@ from torchao.quantization.pt2e.quantizer import (
 from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY
 
 from .annotators import PATTERNS, Keep, Pattern, propagate_shared, scalars_to_attrs
+# ExecuTorch's module of this name exports the configuration builders too, so
+# scripts that import them from here port by changing the package name only.
+from .config import (get_symmetric_quantization_config,  # noqa: F401
+                     get_weight_only_quantization_config)
 
 _ACT_SCHEMES = (torch.per_tensor_affine, torch.per_tensor_symmetric)
 _WEIGHT_SCHEMES = (torch.per_tensor_symmetric, torch.per_channel_symmetric)
