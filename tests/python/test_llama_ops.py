@@ -239,15 +239,21 @@ def test_ember_definitions_without_executorch() -> None:
 SMALL = dict(n_layer=2, n_head=4, n_kv_head=2, n_embd=64, vocab_size=256, block_size=32)
 
 
-@pytest.fixture(scope="module")
-def et_llm(tmp_path_factory):
+def _export_et_llm(tmp_path_factory, name: str, sizes: Dict[str, int], **options):
+    """ExecuTorch's LLM export of a small random llama into a temporary
+    file: (the eager model it exported, the file's path)."""
     if not _et_available():
         pytest.skip("executorch's llama ops not loadable")
     sys.path.insert(0, os.path.join(ROOT, "bench", "llm"))
     from et_llm_export import export_executorch_llm
 
-    path = tmp_path_factory.mktemp("et_llm") / "llama_small.pte"
-    eager = export_executorch_llm(SMALL, path, weight_std=0.2)
+    path = tmp_path_factory.mktemp(name) / f"{name}.pte"
+    return export_executorch_llm(sizes, path, weight_std=0.2, **options), path
+
+
+@pytest.fixture(scope="module")
+def et_llm(tmp_path_factory):
+    eager, path = _export_et_llm(tmp_path_factory, "llama_small", SMALL)
     return eager, path.read_bytes()
 
 
@@ -288,14 +294,8 @@ SMALL_Q = dict(SMALL, hidden_dim=128)  # every linear's input width a multiple o
 
 @pytest.fixture(scope="module")
 def et_llm_8da4w(tmp_path_factory):
-    if not _et_available():
-        pytest.skip("executorch's llama ops not loadable")
-    sys.path.insert(0, os.path.join(ROOT, "bench", "llm"))
-    from et_llm_export import export_executorch_llm
-
-    path = tmp_path_factory.mktemp("et_llm_8da4w") / "llama_small_8da4w.pte"
-    export_executorch_llm(SMALL_Q, path, weight_std=0.2, qmode="8da4w", group_size=32)
-    return path
+    return _export_et_llm(tmp_path_factory, "llama_small_8da4w", SMALL_Q, qmode="8da4w",
+                          group_size=32)[1]
 
 
 def _ember_llm() -> Optional[str]:
