@@ -3,6 +3,7 @@
  * driver that spreads tiles of the output over the thread pool (gemm.h).
  */
 #include "gemm.h"
+#include "tiles.h"
 
 #include <string.h>
 
@@ -96,8 +97,8 @@ typedef struct gemm_job {
     float *c;
     size_t c_stride;
     float min, max;
-    size_t panels, panel_floats;
-    size_t rows_per_block, panels_per_group, groups;
+    size_t panel_floats;
+    eko_tiles tiles;
 } gemm_job;
 
 static void gemm_tiles(void *ctx, size_t thread, size_t start, size_t count) {
@@ -105,14 +106,8 @@ static void gemm_tiles(void *ctx, size_t thread, size_t start, size_t count) {
     const size_t mr = j->cfg->mr, nr = j->cfg->nr;
     (void)thread;
     for (size_t t = start; t < start + count; t++) {
-        const size_t block = t / j->groups, group = t % j->groups;
-        const size_t m0 = block * j->rows_per_block;
-        const size_t m1 = m0 + j->rows_per_block < j->m ? m0 + j->rows_per_block : j->m;
-        const size_t p0 = group * j->panels_per_group;
-        const size_t p1 = p0 + j->panels_per_group < j->panels ? p0 + j->panels_per_group
-                                                               : j->panels;
-        /* panel outside, rows inside: a panel is read from memory once per
-         * block and from cache for the rest of its rows */
+        size_t m0, m1, p0, p1;
+        eko_tiles_bounds(&j->tiles, t, &m0, &m1, &p0, &p1);
         for (size_t p = p0; p < p1; p++) {
             const size_t n0 = p * nr, nc = j->n - n0 < nr ? j->n - n0 : nr;
             const float *w = j->packed + p * j->panel_floats;
@@ -129,12 +124,8 @@ void eko_f32_gemm_serial(const eko_f32_gemm_config *cfg, size_t m, size_t n, siz
                          const float *a, size_t a_stride, const float *packed, float *c,
                          size_t c_stride, float min, float max) {
     if (m == 0 || n == 0) return;
-    gemm_job j = {cfg, m, n, k, a, a_stride, packed, c, c_stride, min, max, 0, 0, 0, 0, 0};
-    j.panels = n / cfg->nr + (n % cfg->nr != 0);
-    j.panel_floats = (k + 1) * cfg->nr;
-    j.rows_per_block = m;
-    j.panels_per_group = j.panels;
-    j.groups = 1;
+    gemm_job j = {cfg, m, n, k, a, a_stride, packed, c, c_stride, min, max, (k + 1) * cfg->nr,
+                  eko_tiles_single(m, n / cfg->nr + (n % cfg->nr != 0))};
     gemm_tiles(&j, 0, 0, 1);
 }
 
@@ -142,18 +133,7 @@ void eko_f32_gemm(const eko_f32_gemm_config *cfg, struct ember_threadpool *pool,
                   size_t n, size_t k, const float *a, size_t a_stride, const float *packed,
                   float *c, size_t c_stride, float min, float max) {
     if (m == 0 || n == 0) return;
-    gemm_job j = {cfg, m, n, k, a, a_stride, packed, c, c_stride, min, max, 0, 0, 0, 0, 0};
-    j.panels = n / cfg->nr + (n % cfg->nr != 0);
-    j.panel_floats = (k + 1) * cfg->nr;
-    const size_t threads = ember_threadpool_size(pool);
-    /* Rows in blocks of 64 (a multiple of every MR): enough reuse of a panel,
-     * small enough that large M gives tiles to every thread. Panels in groups
-     * so that there are about four tiles per thread. */
-    j.rows_per_block = m <= 64 ? m : 64;
-    const size_t blocks = m / j.rows_per_block + (m % j.rows_per_block != 0);
-    size_t want = threads * 4 / blocks + 1;
-    j.panels_per_group = threads == 1 ? j.panels : j.panels / want + (j.panels % want != 0);
-    if (j.panels_per_group == 0) j.panels_per_group = 1;
-    j.groups = j.panels / j.panels_per_group + (j.panels % j.panels_per_group != 0);
-    ember_parallel_1d(pool, gemm_tiles, &j, blocks * j.groups, 1);
+    gemm_job j = {cfg, m, n, k, a, a_stride, packed, c, c_stride, min, max, (k + 1) * cfg->nr,
+                  eko_tiles_plan(m, n / cfg->nr + (n % cfg->nr != 0), ember_threadpool_size(pool))};
+    ember_parallel_1d(pool, gemm_tiles, &j, j.tiles.count, 1);
 }

@@ -4,6 +4,7 @@
  * panels over the thread pool. Plain C; the micro-kernels are per ISA.
  */
 #include "qd8_gemm.h"
+#include "tiles.h"
 
 #include <math.h>
 #include <string.h>
@@ -202,7 +203,7 @@ typedef struct gemm_job {
     float *c;
     size_t ldc;
     float min, max;
-    size_t rows_per_block, panels_per_group, groups;
+    eko_tiles tiles;
 } gemm_job;
 
 static void gemm_tiles(void *ctx, size_t thread, size_t start, size_t count) {
@@ -210,13 +211,8 @@ static void gemm_tiles(void *ctx, size_t thread, size_t start, size_t count) {
     const eko_qd8_weights *w = j->w;
     (void)thread;
     for (size_t t = start; t < start + count; t++) {
-        const size_t block = t / j->groups, group = t % j->groups;
-        const size_t m0 = block * j->rows_per_block;
-        const size_t m1 = m0 + j->rows_per_block < j->m ? m0 + j->rows_per_block : j->m;
-        const size_t p0 = group * j->panels_per_group;
-        const size_t p1 = p0 + j->panels_per_group < w->panels ? p0 + j->panels_per_group
-                                                               : w->panels;
-        /* a panel from memory once per block of rows, from cache for the rest */
+        size_t m0, m1, p0, p1;
+        eko_tiles_bounds(&j->tiles, t, &m0, &m1, &p0, &p1);
         for (size_t p = p0; p < p1; p++) {
             const size_t n0 = p * EKO_QD8_NR;
             const size_t nc = w->n - n0 < EKO_QD8_NR ? w->n - n0 : EKO_QD8_NR;
@@ -234,15 +230,7 @@ void eko_qd8_gemm(const eko_qd8_gemm_config *cfg, struct ember_threadpool *pool,
                   const int8_t *x, size_t ldx, const eko_qd8_row *rows, const eko_qd8_weights *w,
                   float *c, size_t ldc, float min, float max) {
     if (m == 0 || w->n == 0) return;
-    gemm_job j = {cfg, m, x, ldx, rows, w, c, ldc, min, max, 0, 0, 0};
-    const size_t threads = ember_threadpool_size(pool);
-    /* blocks of 64 rows (a multiple of every MR); panel groups so that every
-     * thread gets about four tiles */
-    j.rows_per_block = m <= 64 ? m : 64;
-    const size_t blocks = m / j.rows_per_block + (m % j.rows_per_block != 0);
-    const size_t want = threads * 4 / blocks + 1;
-    j.panels_per_group = threads <= 1 ? w->panels : w->panels / want + (w->panels % want != 0);
-    if (j.panels_per_group == 0) j.panels_per_group = 1;
-    j.groups = w->panels / j.panels_per_group + (w->panels % j.panels_per_group != 0);
-    ember_parallel_1d(pool, gemm_tiles, &j, blocks * j.groups, 1);
+    gemm_job j = {cfg, m, x, ldx, rows, w, c, ldc, min, max,
+                  eko_tiles_plan(m, w->panels, ember_threadpool_size(pool))};
+    ember_parallel_1d(pool, gemm_tiles, &j, j.tiles.count, 1);
 }
