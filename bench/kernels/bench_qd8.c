@@ -58,7 +58,7 @@ static void run_f32(const job *j) {
 }
 
 static void run_qd8(const job *j) {
-    eko_qd8_quantize(j->pool, j->m, K, g_x, K, g_q, K, g_rows);
+    eko_qd8_quantize(j->qd8, j->pool, j->m, K, g_x, K, g_q, K, g_rows);
     eko_qd8_gemm(j->qd8, j->pool, j->m, g_q, K, g_rows, j->qw, g_y, N, -INFINITY, INFINITY);
 }
 
@@ -94,11 +94,11 @@ int main(void) {
     eko_f32_pack(f32, N, K, g_w, false, g_bias, packed);
     eko_qd8_weights w8, w4;
     size_t b8, b4;
-    eko_qd8_weights_init(&w8, N, K, K, false, &b8);
-    eko_qd8_weights_init(&w4, N, K, 32, true, &b4);
+    eko_qd8_weights_init(&w8, N, K, K, false, false, &b8);
+    eko_qd8_weights_init(&w4, N, K, 32, true, false, &b4);
     uint8_t *p8 = aligned_alloc(64, (b8 + 63) / 64 * 64), *p4 = aligned_alloc(64, (b4 + 63) / 64 * 64);
-    eko_qd8_pack(&w8, g_w8, g_scales, false, g_bias, p8);
-    eko_qd8_pack(&w4, g_w4, g_scales, false, g_bias, p4);
+    eko_qd8_pack(&w8, g_w8, g_scales, g_bias, p8);
+    eko_qd8_pack(&w4, g_w4, g_scales, g_bias, p4);
 
     ember_threadpool *pools[2] = {NULL, NULL};
     ember_threadpool_create(2, &pools[1]);

@@ -105,7 +105,8 @@ static ember_status pack_qd8(xnn_graph *g, const ember_backend_init_ctx *ctx,
     const bool groupwise = wv->quant == XNN_Q_PER_CHANNEL_GROUP;
     const size_t slice = groupwise ? (size_t)wv->group_size : ic;
     size_t bytes;
-    if (!eko_qd8_weights_init(&n->qw, oc, ic, slice, wv->dtype != XNN_DT_QCINT8, &bytes))
+    if (!eko_qd8_weights_init(&n->qw, oc, ic, slice, wv->dtype != XNN_DT_QCINT8, wv->scales_bf16,
+                              &bytes))
         return xnn_node_fail(g, ni, EMBER_ERR_NOT_SUPPORTED,
                              "quantized filter [%zu, %zu] with a scale every %zu input "
                              "channels cannot be packed (1 to %d input channels per scale)",
@@ -139,7 +140,7 @@ static ember_status pack_qd8(xnn_graph *g, const ember_backend_init_ctx *ctx,
                                "filter (value %u): scale %zu is %g, not a positive number", wi, i,
                                (double)f);
     }
-    if (st == EMBER_OK && !eko_qd8_pack(&n->qw, w.f, sc.f, wv->scales_bf16, b.f, packed))
+    if (st == EMBER_OK && !eko_qd8_pack(&n->qw, w.f, sc.f, b.f, packed))
         st = xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM,
                            "qcint8 filter (value %u) holds -128; symmetric int8 weights lie in "
                            "[-127, 127]",

@@ -4,7 +4,8 @@
  *   Convert         float32 [..., K] -> qdint8: each row (the trailing
  *                   num_nonbatch_dims dims) gets its own scale and zero point
  *                   from its range, at every run; the value holds the int8
- *                   rows, then their parameters (xnn_qd8_layout)
+ *                   rows (in the encoding of the graph's kernels), then their
+ *                   parameters (xnn_qd8_layout)
  *   FullyConnected  qdint8 [..., IC] x filter [OC, IC] (int8 or int4, scales
  *                   per channel or per group, packed at init) + bias -> float32
  */
@@ -19,7 +20,7 @@ ember_status xnn_run_convert_qd8(xnn_graph *g, uint32_t ni) {
     const size_t numel = xr_numel(x), k = rows > 0 ? numel / rows : 0;
     int8_t *q = y->data;
     eko_qd8_row *params = (eko_qd8_row *)(void *)((uint8_t *)y->data + data_bytes);
-    eko_qd8_quantize(g->threadpool, rows, k, xr_f(x), k, q, k, params);
+    eko_qd8_quantize(g->qd8, g->threadpool, rows, k, xr_f(x), k, q, k, params);
     return EMBER_OK;
 }
 

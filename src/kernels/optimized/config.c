@@ -54,21 +54,22 @@ TABLES(eko_f32_dwconv, eko_f32_dwconv)
  * it: AVX-VNNI for AVX2, AVX-512 VNNI for AVX-512 (which otherwise takes
  * the best AVX2 kernel), DOTPROD for AArch64. Later rows are preferred. */
 static const eko_qd8_gemm_config g_qd8[] = {
-    {"scalar", EKO_ISA_SCALAR, 4, false, eko_qd8_gemm_scalar},
+    {"scalar", EKO_ISA_SCALAR, 4, false, 0, eko_qd8_gemm_scalar, eko_qd8_quantize_row_scalar},
 #ifdef EMBER_HAVE_AVX2_KERNELS
-    {"avx2", EKO_ISA_AVX2, 4, false, eko_qd8_gemm_avx2},
+    {"avx2", EKO_ISA_AVX2, 4, false, 0, eko_qd8_gemm_avx2, eko_qd8_quantize_row_avx2},
 #endif
 #ifdef EMBER_HAVE_AVX2VNNI_KERNELS
-    {"avx2vnni", EKO_ISA_AVX2, 4, true, eko_qd8_gemm_avx2vnni},
+    {"avx2vnni", EKO_ISA_AVX2, 4, true, 0x80, eko_qd8_gemm_avx2vnni, eko_qd8_quantize_row_avx2},
 #endif
 #ifdef EMBER_HAVE_AVX512VNNI_KERNELS
-    {"avx512vnni", EKO_ISA_AVX512, 8, true, eko_qd8_gemm_avx512vnni},
+    {"avx512vnni", EKO_ISA_AVX512, 8, true, 0x80, eko_qd8_gemm_avx512vnni,
+     eko_qd8_quantize_row_avx512},
 #endif
 #ifdef EMBER_HAVE_NEON_KERNELS
-    {"neon", EKO_ISA_NEON, 4, false, eko_qd8_gemm_neon},
+    {"neon", EKO_ISA_NEON, 4, false, 0, eko_qd8_gemm_neon, eko_qd8_quantize_row_scalar},
 #endif
 #ifdef EMBER_HAVE_NEONDOT_KERNELS
-    {"neondot", EKO_ISA_NEON, 4, true, eko_qd8_gemm_neondot},
+    {"neondot", EKO_ISA_NEON, 4, true, 0, eko_qd8_gemm_neondot, eko_qd8_quantize_row_scalar},
 #endif
 };
 

@@ -44,28 +44,46 @@ static inline void qd8_w_unpack4(const uint8_t *p, qd8_w *lo, qd8_w *hi) {
     hi->b = _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(b, 4), mask), eight);
 }
 
-static inline __m256 slice8(__m256 f, __m256i acc, const uint8_t *sums, const uint8_t *scales,
-                            __m256i zc) {
-    const __m256i s = _mm256_loadu_si256((const __m256i *)(const void *)sums);
-    const __m256i d = _mm256_sub_epi32(acc, _mm256_mullo_epi32(s, zc));
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_loadu_ps((const float *)(const void *)scales), f);
+static inline qd8_acc qd8_acc_add(qd8_acc x, qd8_acc y) {
+    return (qd8_acc){_mm256_add_epi32(x.a, y.a), _mm256_add_epi32(x.b, y.b)};
 }
 
-static inline qd8_f qd8_f_slice(qd8_f f, qd8_acc acc, const uint8_t *sums, const uint8_t *scales,
-                                int32_t zc) {
+static inline qd8_acc qd8_acc_zc(qd8_acc a, const uint8_t *isums, int32_t zc) {
     const __m256i z = _mm256_set1_epi32(zc);
-    return (qd8_f){slice8(f.a, acc.a, sums, scales, z), slice8(f.b, acc.b, sums + 32, scales + 32, z)};
+    const __m256i s0 = _mm256_loadu_si256((const __m256i *)(const void *)isums);
+    const __m256i s1 = _mm256_loadu_si256((const __m256i *)(const void *)(isums + 32));
+    return (qd8_acc){_mm256_sub_epi32(a.a, _mm256_mullo_epi32(s0, z)),
+                     _mm256_sub_epi32(a.b, _mm256_mullo_epi32(s1, z))};
 }
 
-static inline __m256 out8(__m256 f, __m256 sx, const uint8_t *bias, __m256 lo, __m256 hi) {
-    const __m256 v = _mm256_fmadd_ps(f, sx, _mm256_loadu_ps((const float *)(const void *)bias));
+static inline __m256 bf16x8(const uint8_t *p) {
+    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+}
+
+static inline qd8_f qd8_scales_load(const uint8_t *p, bool bf16) {
+    if (bf16) return (qd8_f){bf16x8(p), bf16x8(p + 16)};
+    return (qd8_f){_mm256_loadu_ps((const float *)(const void *)p),
+                   _mm256_loadu_ps((const float *)(const void *)(p + 32))};
+}
+
+static inline qd8_f qd8_f_slice(qd8_f f, qd8_acc acc, qd8_f sc) {
+    return (qd8_f){_mm256_fmadd_ps(_mm256_cvtepi32_ps(acc.a), sc.a, f.a),
+                   _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc.b), sc.b, f.b)};
+}
+
+static inline __m256 out8(__m256 f, __m256 zc, __m256 sx, const uint8_t *tail, __m256 lo,
+                          __m256 hi) {
+    f = _mm256_fnmadd_ps(zc, _mm256_loadu_ps((const float *)(const void *)tail), f);
+    const __m256 v = _mm256_fmadd_ps(f, sx, _mm256_loadu_ps((const float *)(const void *)(tail + 64)));
     return _mm256_min_ps(hi, _mm256_max_ps(lo, v)); /* NaN passes: the second operand */
 }
 
-static inline void qd8_store(float *c, size_t nc, qd8_f f, float sx, const uint8_t *bias,
+static inline void qd8_store(float *c, size_t nc, qd8_f f, float zc, float sx, const uint8_t *tail,
                              float min, float max) {
-    const __m256 s = _mm256_set1_ps(sx), lo = _mm256_set1_ps(min), hi = _mm256_set1_ps(max);
-    const __m256 a = out8(f.a, s, bias, lo, hi), b = out8(f.b, s, bias + 32, lo, hi);
+    const __m256 z = _mm256_set1_ps(zc), s = _mm256_set1_ps(sx);
+    const __m256 lo = _mm256_set1_ps(min), hi = _mm256_set1_ps(max);
+    const __m256 a = out8(f.a, z, s, tail, lo, hi), b = out8(f.b, z, s, tail + 32, lo, hi);
     if (nc == EKO_QD8_NR) {
         _mm256_storeu_ps(c, a);
         _mm256_storeu_ps(c + 8, b);

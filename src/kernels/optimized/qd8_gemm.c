@@ -12,8 +12,10 @@
 #include "core/internal.h"
 #include "ember/threadpool.h"
 
+static size_t round64(size_t n) { return (n + 63) / 64 * 64; }
+
 bool eko_qd8_weights_init(eko_qd8_weights *w, size_t n, size_t k, size_t slice_k, bool int4,
-                          size_t *bytes) {
+                          bool scales_bf16, size_t *bytes) {
     memset(w, 0, sizeof *w);
     if (slice_k == 0 || slice_k > EKO_QD8_MAX_K || k % slice_k != 0) return false;
     const size_t depth = int4 ? 8 : 4; /* k per block */
@@ -23,14 +25,19 @@ bool eko_qd8_weights_init(eko_qd8_weights *w, size_t n, size_t k, size_t slice_k
     w->slices = k / slice_k;
     w->slice_blocks = slice_k / depth + (slice_k % depth != 0);
     w->int4 = int4;
+    w->scales_bf16 = scales_bf16;
+    w->scale_bytes = EKO_QD8_NR * (scales_bf16 ? 2 : 4);
     w->panels = n / EKO_QD8_NR + (n % EKO_QD8_NR != 0);
-    size_t panel;
-    /* per slice: blocks, sums, scales; per panel: slices, biases */
-    if (ember_mul_overflow(w->slice_blocks + 2, EKO_QD8_BLOCK_BYTES, &w->slice_bytes) ||
-        ember_mul_overflow(w->slice_bytes, w->slices, &panel) ||
-        ember_add_overflow(panel, EKO_QD8_BLOCK_BYTES, &w->panel_bytes) ||
+    size_t blocks, scales;
+    /* per panel: every slice's blocks, their scales (to 64 bytes), ksums,
+     * biases, isums */
+    if (ember_mul_overflow(w->slice_blocks, (size_t)EKO_QD8_BLOCK_BYTES * w->slices, &blocks) ||
+        ember_mul_overflow(w->scale_bytes, w->slices, &scales) || scales > SIZE_MAX - 63 ||
+        ember_add_overflow(blocks, round64(scales), &w->tail_at) ||
+        ember_add_overflow(w->tail_at, 3 * EKO_QD8_BLOCK_BYTES, &w->panel_bytes) ||
         ember_mul_overflow(w->panel_bytes, w->panels, bytes))
         return false;
+    w->scales_at = blocks;
     return true;
 }
 
@@ -48,69 +55,76 @@ static int weight_at(const eko_qd8_weights *w, const uint8_t *src, size_t row, s
     return (kk % 2 == 0 ? b & 0x0f : b >> 4) - 8;
 }
 
-static float scale_at(const eko_qd8_weights *w, const void *scales, bool bf16, size_t row,
-                      size_t slice) {
+static float scale_at(const eko_qd8_weights *w, const uint8_t *scales, size_t row, size_t slice) {
     const size_t i = row * w->slices + slice;
-    if (bf16) {
+    if (w->scales_bf16) {
         uint16_t h;
-        memcpy(&h, (const uint8_t *)scales + 2 * i, sizeof h);
+        memcpy(&h, scales + 2 * i, sizeof h);
         return bf16_to_f32(h);
     }
     float f;
-    memcpy(&f, (const uint8_t *)scales + 4 * i, sizeof f);
+    memcpy(&f, scales + 4 * i, sizeof f);
     return f;
 }
 
-bool eko_qd8_pack(eko_qd8_weights *w, const void *src_v, const void *scales, bool scales_bf16,
-                  const float *bias, uint8_t *out) {
-    const uint8_t *src = src_v;
+/* Writes weight v at depth i of a slice's blocks, column c. */
+static void put_weight(const eko_qd8_weights *w, uint8_t *blocks, size_t c, size_t i, int v) {
     const size_t depth = w->int4 ? 8 : 4;
+    uint8_t *blk = blocks + (i / depth) * EKO_QD8_BLOCK_BYTES;
+    const size_t d = i % depth;
+    if (!w->int4)
+        blk[4 * c + d] = (uint8_t)(int8_t)v;
+    else if (d < 4)
+        blk[4 * c + d] = (uint8_t)((blk[4 * c + d] & 0xf0) | (v + 8));
+    else
+        blk[4 * c + d - 4] = (uint8_t)((blk[4 * c + d - 4] & 0x0f) | ((v + 8) << 4));
+}
+
+bool eko_qd8_pack(eko_qd8_weights *w, const void *src_v, const void *scales_v, const float *bias,
+                  uint8_t *out) {
+    const uint8_t *src = src_v, *scales = scales_v;
+    const size_t slice_bytes = w->slice_blocks * EKO_QD8_BLOCK_BYTES;
     bool ok = true;
     memset(out, 0, w->panel_bytes * w->panels);
     for (size_t p = 0; p < w->panels; p++) {
         uint8_t *panel = out + p * w->panel_bytes;
         const size_t n0 = p * EKO_QD8_NR;
         const size_t nc = w->n - n0 < EKO_QD8_NR ? w->n - n0 : EKO_QD8_NR;
+        double ksum[EKO_QD8_NR] = {0};
+        int32_t isum[EKO_QD8_NR] = {0};
         for (size_t s = 0; s < w->slices; s++) {
-            uint8_t *blocks = panel + s * w->slice_bytes;
-            int32_t sums[EKO_QD8_NR] = {0};
-            float sc[EKO_QD8_NR] = {0};
+            uint8_t *blocks = panel + s * slice_bytes;
+            /* zero weights first, for the padding and the columns past n
+             * (an int4 zero is a nibble of 8) */
+            if (w->int4) memset(blocks, 0x88, slice_bytes);
             for (size_t c = 0; c < nc; c++) {
-                sc[c] = scale_at(w, scales, scales_bf16, n0 + c, s);
+                const float sc = scale_at(w, scales, n0 + c, s);
+                int64_t sum = 0;
                 for (size_t i = 0; i < w->slice_k; i++) {
                     const int v = weight_at(w, src, n0 + c, s * w->slice_k + i);
                     ok = ok && v != -128;
-                    sums[c] += v;
-                    /* block i / depth; in it, k step i % depth */
-                    uint8_t *blk = blocks + (i / depth) * EKO_QD8_BLOCK_BYTES;
-                    const size_t d = i % depth;
-                    if (!w->int4)
-                        blk[4 * c + d] = (uint8_t)(int8_t)v;
-                    else if (d < 4)
-                        blk[4 * c + d] = (uint8_t)((blk[4 * c + d] & 0xf0) | (v + 8));
-                    else
-                        blk[4 * c + d - 4] = (uint8_t)((blk[4 * c + d - 4] & 0x0f) | ((v + 8) << 4));
+                    sum += v;
+                    put_weight(w, blocks, c, i, v);
                 }
+                ksum[c] += (double)sc * (double)sum;
+                isum[c] = (int32_t)sum; /* |sum| <= 127 * EKO_QD8_MAX_K */
+                /* the scale as the source gives it */
+                memcpy(panel + w->scales_at + s * w->scale_bytes + c * (w->scale_bytes / EKO_QD8_NR),
+                       scales + (n0 + c) * w->slices * (w->scale_bytes / EKO_QD8_NR) +
+                           s * (w->scale_bytes / EKO_QD8_NR),
+                       w->scale_bytes / EKO_QD8_NR);
             }
-            if (w->int4) /* zero weights past the slice: nibbles of 8 */
-                for (size_t i = w->slice_k; i < w->slice_blocks * depth; i++)
-                    for (size_t c = 0; c < EKO_QD8_NR; c++) {
-                        uint8_t *blk = blocks + (i / depth) * EKO_QD8_BLOCK_BYTES;
-                        const size_t d = i % depth;
-                        if (d < 4) blk[4 * c + d] = (uint8_t)((blk[4 * c + d] & 0xf0) | 8);
-                        else blk[4 * c + d - 4] = (uint8_t)((blk[4 * c + d - 4] & 0x0f) | 0x80);
-                    }
-            if (w->int4) /* columns past n: zero weights too */
-                for (size_t b = 0; b < w->slice_blocks; b++)
-                    for (size_t c = nc; c < EKO_QD8_NR; c++)
-                        memset(blocks + b * EKO_QD8_BLOCK_BYTES + 4 * c, 0x88, 4);
-            uint8_t *tail = blocks + w->slice_blocks * EKO_QD8_BLOCK_BYTES;
-            memcpy(tail, sums, sizeof sums);
-            memcpy(tail + EKO_QD8_BLOCK_BYTES, sc, sizeof sc);
         }
-        float b[EKO_QD8_NR] = {0};
-        for (size_t c = 0; c < nc && bias != NULL; c++) b[c] = bias[n0 + c];
-        memcpy(panel + w->slices * w->slice_bytes, b, sizeof b);
+        /* the zero point's way out: exact in int32 with one slice, else in float */
+        float ks[EKO_QD8_NR] = {0}, b[EKO_QD8_NR] = {0};
+        for (size_t c = 0; c < nc; c++) {
+            ks[c] = w->slices == 1 ? 0.0f : (float)ksum[c];
+            b[c] = bias != NULL ? bias[n0 + c] : 0.0f;
+        }
+        if (w->slices != 1) memset(isum, 0, sizeof isum);
+        memcpy(panel + w->tail_at, ks, sizeof ks);
+        memcpy(panel + w->tail_at + EKO_QD8_BLOCK_BYTES, b, sizeof b);
+        memcpy(panel + w->tail_at + 2 * EKO_QD8_BLOCK_BYTES, isum, sizeof isum);
     }
     w->data = out;
     return ok;
@@ -120,7 +134,7 @@ bool eko_qd8_pack(eko_qd8_weights *w, const void *src_v, const void *scales, boo
 /* Row quantization                                                      */
 /* --------------------------------------------------------------------- */
 
-static eko_qd8_row row_params(float lo, float hi) {
+eko_qd8_row eko_qd8_row_params(float lo, float hi) {
     /* XNNPACK's asymmetric choice: the range holds 0; the multiplier maps it
      * onto 255 steps; the zero point comes from the end with less error */
     const float rmin = lo < 0.0f ? lo : 0.0f, rmax = hi > 0.0f ? hi : 0.0f;
@@ -139,7 +153,8 @@ static eko_qd8_row row_params(float lo, float hi) {
     return r;
 }
 
-static void quantize_row(size_t k, const float *x, int8_t *q, eko_qd8_row *out) {
+void eko_qd8_quantize_row_scalar(size_t k, const float *x, int8_t *q, uint8_t x_xor,
+                                 eko_qd8_row *out) {
     float lo = INFINITY, hi = -INFINITY;
     bool nan = false;
     for (size_t i = 0; i < k; i++) {
@@ -151,24 +166,22 @@ static void quantize_row(size_t k, const float *x, int8_t *q, eko_qd8_row *out) 
         }
     }
     if (lo > hi) lo = hi = 0.0f; /* no finite value */
-    eko_qd8_row r = row_params(lo, hi);
+    eko_qd8_row r = eko_qd8_row_params(lo, hi);
     /* as XNNPACK's conversion: multiply by the reciprocal of the scale */
     const float mult = 1.0f / r.scale;
     const float qlo = (float)(-128 - r.zero_point), qhi = (float)(127 - r.zero_point);
     for (size_t i = 0; i < k; i++) {
         float v = x[i] * mult;
-        if (isnan(v)) {
-            q[i] = (int8_t)r.zero_point;
-            continue;
-        }
+        if (isnan(v)) v = 0.0f;
         v = v < qlo ? qlo : v > qhi ? qhi : v;
-        q[i] = (int8_t)((int32_t)rintf(v) + r.zero_point);
+        ((uint8_t *)q)[i] = (uint8_t)((uint8_t)((int32_t)rintf(v) + r.zero_point) ^ x_xor);
     }
     if (nan) r.scale = NAN;
     *out = r;
 }
 
 typedef struct quant_job {
+    const eko_qd8_gemm_config *cfg;
     size_t k, ldx, ldq;
     const float *x;
     int8_t *q;
@@ -179,14 +192,16 @@ static void quant_rows(void *ctx, size_t thread, size_t start, size_t count) {
     const quant_job *j = ctx;
     (void)thread;
     for (size_t r = start; r < start + count; r++)
-        quantize_row(j->k, j->x + r * j->ldx, j->q + r * j->ldq, &j->params[r]);
+        j->cfg->quantize_row(j->k, j->x + r * j->ldx, j->q + r * j->ldq, j->cfg->x_xor,
+                             &j->params[r]);
 }
 
-void eko_qd8_quantize(struct ember_threadpool *pool, size_t rows, size_t k, const float *x,
-                      size_t ldx, int8_t *q, size_t ldq, eko_qd8_row *params) {
-    quant_job j = {k, ldx, ldq, x, q, params};
+void eko_qd8_quantize(const eko_qd8_gemm_config *cfg, struct ember_threadpool *pool, size_t rows,
+                      size_t k, const float *x, size_t ldx, int8_t *q, size_t ldq,
+                      eko_qd8_row *params) {
+    quant_job j = {cfg, k, ldx, ldq, x, q, params};
     /* a thread's share is worth its wake-up only from a few rows of k */
-    ember_parallel_1d(rows * k >= 4096 ? pool : NULL, quant_rows, &j, rows, 1);
+    ember_parallel_1d(rows * k >= 16384 ? pool : NULL, quant_rows, &j, rows, 1);
 }
 
 /* --------------------------------------------------------------------- */

@@ -7,20 +7,28 @@
  *
  * where the slices s cover k: one slice of all k (per-channel weights), or
  * slices of the group size (groupwise weights, ws one scale per group).
- * Products run in int32; each slice's sum turns into float once.
+ * Products run in int32; each slice's sum turns into float once. With one
+ * slice the zero point comes out exactly, in int32, through the column's
+ * weight sum; with groups it comes out at the end through one float per
+ * column, the weight sums times their scales (sum_s ws[s][n] * sum_{k in s}
+ * W[n][k]), so a group costs only its weights and its scale in memory:
+ * decode streams the weights once per token and reads nothing it can do
+ * without.
  *
  * Weights are packed once (eko_qd8_pack) in a layout every instruction set
  * reads (so packing does not depend on the level): panels of EKO_QD8_NR
- * output channels; in a panel, for every slice, its blocks of 64 bytes,
- * then the slice's per-column weight sums (int32) and scales (float), and
- * after the last slice the biases:
+ * output channels; in a panel, the blocks of every slice, one slice after
+ * the other; then every slice's scales; then the zero-point sums and the
+ * biases; each part starts on 64 bytes:
  *
  *     int8 block:  16 columns x 4 k   byte 4 c + i = W[n0 + c][k0 + i]
  *     int4 block:  16 columns x 8 k   byte 4 c + i: low nibble W[n0 + c][k0 + i] + 8,
  *                                     high nibble W[n0 + c][k0 + 4 + i] + 8
- *     sums:        int32 [16]         sum over the slice of W[n0 + c][k]
- *     scales:      float [16]
+ *     scales:      float [16] a slice, or bfloat16 [16] where the source's are
+ *     ksums:       float [16]         sum_s ws[s][c] * sum_{k in s} W[n0 + c][k]
+ *                                     (groups; zero with one slice)
  *     biases:      float [16]
+ *     isums:       int32 [16]         sum_k W[n0 + c][k] (one slice; else zero)
  *
  * A slice is padded with zero weights to whole blocks, so a group need not
  * be a multiple of the block depth; columns past n are zero. A product of
@@ -63,48 +71,53 @@ typedef struct eko_qd8_weights {
     size_t slices;        /* k / slice_k */
     size_t slice_blocks;  /* 64-byte weight blocks per slice */
     bool int4;
-    size_t slice_bytes;   /* blocks + sums + scales of one slice in one panel */
-    size_t panel_bytes;   /* slices + biases */
+    bool scales_bf16;     /* scales packed as bfloat16 (else float) */
+    size_t scale_bytes;   /* one slice's scales: 32 or 64 */
+    size_t scales_at;     /* offset of the scales in a panel (after every block) */
+    size_t tail_at;       /* offset of the ksums, then the biases, the isums */
+    size_t panel_bytes;   /* blocks + scales + ksums + biases + isums */
     size_t panels;
     const uint8_t *data;  /* panels * panel_bytes, 64-byte aligned */
 } eko_qd8_weights;
 
 /**
  * Sets the geometry of an (n, k) weight, int8 or int4, whose scales change
- * every slice_k along k (slice_k == k: per channel). *bytes: what
+ * every slice_k along k (slice_k == k: per channel), given as float or as
+ * bfloat16 (scales_bf16; they are packed as given). *bytes: what
  * eko_qd8_pack writes. False if slice_k is 0, does not divide k, exceeds
  * EKO_QD8_MAX_K, or a size overflows.
  */
 bool eko_qd8_weights_init(eko_qd8_weights *w, size_t n, size_t k, size_t slice_k, bool int4,
-                          size_t *bytes);
+                          bool scales_bf16, size_t *bytes);
 
 /**
  * Packs a weight into out (the bytes eko_qd8_weights_init gave, 64-byte
  * aligned) and points w->data at it. src: int8 [n][k], or for int4 rows of
  * (k + 1) / 2 bytes, element 2j in the low nibble and 2j + 1 in the high one,
  * each stored plus 8 (0..15 for -8..7). scales: float32, or bfloat16 when
- * scales_bf16, [n] (per channel) or [n][slices]. bias: n floats or NULL.
- * Returns false (out partly written) if an int8 weight is -128.
+ * the geometry says so, [n] (per channel) or [n][slices]. bias: n floats or
+ * NULL. Returns false (out partly written) if an int8 weight is -128.
  */
-bool eko_qd8_pack(eko_qd8_weights *w, const void *src, const void *scales, bool scales_bf16,
-                  const float *bias, uint8_t *out);
-
-/**
- * Quantizes rows of floats as XNNPACK's dynamic quantization does: the row's
- * range widened to hold 0, scale (max - min) / 255, zero point rounded into
- * [-128, 127], q = clamp(round(x / scale) + zero point). An all-zero row
- * gets scale 1 (its values quantize to its zero point). Infinities saturate (the range is that of the
- * finite values); a row with a NaN gets a NaN scale (its products are NaN,
- * as in float) and NaN elements quantize to the zero point.
- * x: rows of k floats, ldx apart; q: rows of k int8, ldq apart.
- */
-void eko_qd8_quantize(struct ember_threadpool *pool, size_t rows, size_t k, const float *x,
-                      size_t ldx, int8_t *q, size_t ldq, eko_qd8_row *params);
+bool eko_qd8_pack(eko_qd8_weights *w, const void *src, const void *scales, const float *bias,
+                  uint8_t *out);
 
 /*
- * A micro-kernel: mr (<= its config's mr) rows of x (ldx bytes apart, their
- * quantization in rows) times one packed panel, nc (<= EKO_QD8_NR) columns
- * of c (rows ldc floats apart) written.
+ * Quantizes one row of k floats as XNNPACK's dynamic quantization does: the
+ * row's range widened to hold 0, scale (max - min) / 255, zero point rounded
+ * into [-128, 127], q = clamp(round(x / scale) + zero point). An all-zero
+ * row gets scale 1 (its values quantize to its zero point). Infinities
+ * saturate (the range is that of the finite values); a row with a NaN gets
+ * a NaN scale (its products are NaN, as in float) and NaN elements quantize
+ * to the zero point. Stores q ^ x_xor: the encoding the micro-kernels read
+ * (x_xor 0x80 stores q + 128 as an unsigned byte).
+ */
+typedef void (*eko_qd8_quantize_row_fn)(size_t k, const float *x, int8_t *q, uint8_t x_xor,
+                                        eko_qd8_row *out);
+
+/*
+ * A micro-kernel: mr (<= its config's mr) rows of x (ldx bytes apart, in
+ * its config's encoding, their quantization in rows) times one packed
+ * panel, nc (<= EKO_QD8_NR) columns of c (rows ldc floats apart) written.
  */
 typedef void (*eko_qd8_ukernel)(size_t mr, size_t nc, const int8_t *x, size_t ldx,
                                 const eko_qd8_row *rows, const eko_qd8_weights *w,
@@ -116,7 +129,11 @@ typedef struct eko_qd8_gemm_config {
     size_t mr;            /* rows per call, at most */
     bool dot_ext;         /* needs the level's int8 dot-product extension on top
                            * (AVX-VNNI, AVX-512 VNNI, AArch64 DOTPROD) */
+    uint8_t x_xor;        /* the activations as the kernel reads them: q ^ x_xor
+                           * (0x80 where its product takes unsigned bytes, so
+                           * the offset is paid once, at quantization) */
     eko_qd8_ukernel ukernel;
+    eko_qd8_quantize_row_fn quantize_row;
 } eko_qd8_gemm_config;
 
 /** The kernels for the level in use (config.c; never NULL). */
@@ -129,13 +146,33 @@ const eko_qd8_gemm_config *eko_qd8_gemm_config_at(size_t i);
 bool eko_qd8_gemm_config_supported(const eko_qd8_gemm_config *cfg);
 
 /**
- * C = the product above for m rows of quantized x (ldx bytes apart; see the
- * padding rule), split over the pool's threads by rows and panels. c: m rows
- * of w->n floats, ldc apart. No allocation.
+ * Quantizes rows of floats (eko_qd8_quantize_row_fn) for cfg's kernels, q
+ * in its encoding, split over the pool's threads by rows. x: rows of k
+ * floats, ldx apart; q: rows of k bytes, ldq apart; params: one per row.
+ */
+void eko_qd8_quantize(const eko_qd8_gemm_config *cfg, struct ember_threadpool *pool, size_t rows,
+                      size_t k, const float *x, size_t ldx, int8_t *q, size_t ldq,
+                      eko_qd8_row *params);
+
+/**
+ * C = the product above for m rows of quantized x (ldx bytes apart, as
+ * eko_qd8_quantize wrote them for cfg; see the padding rule), split over the
+ * pool's threads by rows and panels. c: m rows of w->n floats, ldc apart.
+ * No allocation.
  */
 void eko_qd8_gemm(const eko_qd8_gemm_config *cfg, struct ember_threadpool *pool, size_t m,
                   const int8_t *x, size_t ldx, const eko_qd8_row *rows, const eko_qd8_weights *w,
                   float *c, size_t ldc, float min, float max);
+
+/* The row quantizers: portable C (qd8_gemm.c), AVX2, AVX-512. */
+void eko_qd8_quantize_row_scalar(size_t k, const float *x, int8_t *q, uint8_t x_xor,
+                                 eko_qd8_row *out);
+void eko_qd8_quantize_row_avx2(size_t k, const float *x, int8_t *q, uint8_t x_xor,
+                               eko_qd8_row *out);
+void eko_qd8_quantize_row_avx512(size_t k, const float *x, int8_t *q, uint8_t x_xor,
+                                 eko_qd8_row *out);
+/* The range's parameters (shared by the quantizers): lo <= 0 <= hi finite. */
+eko_qd8_row eko_qd8_row_params(float lo, float hi);
 
 /* The micro-kernels (one file per instruction set). */
 void eko_qd8_gemm_scalar(size_t mr, size_t nc, const int8_t *x, size_t ldx,

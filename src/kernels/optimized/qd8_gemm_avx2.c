@@ -5,11 +5,13 @@
  * and |w| <= 127, so the pairs it adds stay below 2^15; vpmaddwd with ones
  * then adds the pairs into int32. Int4 weights (|w| <= 8) need no trick:
  * activations go in offset by 128 as unsigned bytes (pairs up to
- * 2 x 255 x 8), and the packed weight sums take the offset back out.
+ * 2 x 255 x 8), and the packed ksums take the offset back out.
  */
 #include "qd8_gemm.h"
 
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
+#include <math.h>
+
 #include "qd8_avx2.h"
 
 #define QD8_FN eko_qd8_gemm_avx2
@@ -54,6 +56,74 @@ static inline qd8_acc qd8_dot4(qd8_acc acc, qd8_xv4 x, qd8_w w) {
 }
 
 #include "qd8_gemm_body.h"
+
+static inline __m256 hmin8(__m256 v) {
+    v = _mm256_min_ps(v, _mm256_permute2f128_ps(v, v, 1));
+    v = _mm256_min_ps(v, _mm256_shuffle_ps(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm256_min_ps(v, _mm256_shuffle_ps(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+
+static inline __m256 hmax8(__m256 v) {
+    v = _mm256_max_ps(v, _mm256_permute2f128_ps(v, v, 1));
+    v = _mm256_max_ps(v, _mm256_shuffle_ps(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm256_max_ps(v, _mm256_shuffle_ps(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+
+/* eko_qd8_quantize_row_scalar, 8 lanes at a time (the tail in C); the same
+ * results (the same multiply, min / max and round-to-nearest-even). Also
+ * the quantizer of the AVX-VNNI kernels. */
+void eko_qd8_quantize_row_avx2(size_t k, const float *x, int8_t *q, uint8_t x_xor,
+                               eko_qd8_row *out) {
+    const __m256 inf = _mm256_set1_ps(INFINITY);
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 lo = inf, hi = _mm256_set1_ps(-INFINITY), nan = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 8 <= k; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        const __m256 finite = _mm256_cmp_ps(_mm256_andnot_ps(sign, v), inf, _CMP_LT_OQ);
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        lo = _mm256_blendv_ps(lo, _mm256_min_ps(lo, v), finite);
+        hi = _mm256_blendv_ps(hi, _mm256_max_ps(hi, v), finite);
+    }
+    float l = _mm256_cvtss_f32(hmin8(lo)), h = _mm256_cvtss_f32(hmax8(hi));
+    bool has_nan = _mm256_movemask_ps(nan) != 0;
+    for (size_t j = i; j < k; j++) {
+        const float v = x[j];
+        if (isnan(v)) has_nan = true;
+        else if (isfinite(v)) {
+            l = v < l ? v : l;
+            h = v > h ? v : h;
+        }
+    }
+    if (l > h) l = h = 0.0f; /* no finite value */
+    eko_qd8_row r = eko_qd8_row_params(l, h);
+    const float fmult = 1.0f / r.scale;
+    const float fqlo = (float)(-128 - r.zero_point), fqhi = (float)(127 - r.zero_point);
+    const __m256 mult = _mm256_set1_ps(fmult), qlo = _mm256_set1_ps(fqlo), qhi = _mm256_set1_ps(fqhi);
+    const __m256i zp = _mm256_set1_epi32(r.zero_point), flip = _mm256_set1_epi32(x_xor);
+    for (i = 0; i + 8 <= k; i += 8) {
+        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), mult);
+        v = _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q)); /* NaN: 0 */
+        v = _mm256_min_ps(_mm256_max_ps(v, qlo), qhi);
+        const __m256i t = _mm256_xor_si256(_mm256_add_epi32(_mm256_cvtps_epi32(v), zp), flip);
+        /* int32 in [0, 255] or [-128, 127]: their low bytes, in order */
+        const __m256i bytes = _mm256_shuffle_epi8(
+            t, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4,
+                                8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
+        const int32_t a = _mm256_cvtsi256_si32(bytes);
+        const int32_t b = _mm_cvtsi128_si32(_mm256_extracti128_si256(bytes, 1));
+        memcpy(q + i, &a, 4);
+        memcpy(q + i + 4, &b, 4);
+    }
+    for (; i < k; i++) {
+        float v = x[i] * fmult;
+        if (isnan(v)) v = 0.0f;
+        v = v < fqlo ? fqlo : v > fqhi ? fqhi : v;
+        ((uint8_t *)q)[i] = (uint8_t)((uint8_t)((int32_t)rintf(v) + r.zero_point) ^ x_xor);
+    }
+    if (has_nan) r.scale = NAN;
+    *out = r;
+}
 #else
 typedef int eko_no_avx2_qd8_gemm; /* this build has no AVX2 kernels */
 #endif

@@ -2,8 +2,8 @@
  * qd8_gemm.h micro-kernel on AVX2 with AVX-VNNI (the VEX-encoded vpdpbusd
  * of recent x86 cores): a panel's 16 columns in two vectors of 8 int32;
  * vpdpbusd adds four products of unsigned activation bytes and signed
- * weight bytes into each lane, so activations go in offset by 128 (x ^
- * 0x80) and the packed weight sums take the offset back out. Picked for the
+ * weight bytes into each lane, so activations are stored offset by 128
+ * (x_xor 0x80) and the packed ksums take the offset back out. Picked for the
  * AVX2 level where the CPU has AVX-VNNI (cpu.c).
  */
 #include "qd8_gemm.h"
@@ -16,10 +16,11 @@
 
 typedef __m256i qd8_xv; /* x + 128 as unsigned bytes, four repeated */
 
+/* the activations come offset (x_xor 0x80): a broadcast straight from memory */
 static inline qd8_xv qd8_x_load(const int8_t *p) {
-    uint32_t v;
+    int32_t v;
     memcpy(&v, p, sizeof v);
-    return _mm256_set1_epi32((int)(v ^ 0x80808080u));
+    return _mm256_set1_epi32(v);
 }
 
 static inline qd8_acc qd8_dot(qd8_acc acc, qd8_xv x, qd8_w w) {

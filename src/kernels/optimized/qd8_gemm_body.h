@@ -11,12 +11,17 @@
  *   qd8_xv                4 activations, ready for qd8_dot
  *   qd8_f                 16 floats
  *   qd8_acc_zero()        qd8_f_zero()
+ *   qd8_acc_add(a, b)     a + b
+ *   qd8_acc_zc(a, isums, zc)   a[c] - zc * isums[c] (int32)
  *   qd8_w_load(p)         a block of int8 weights
  *   qd8_w_unpack4(p, lo, hi)  an int4 block: low nibbles - 8, high nibbles - 8
  *   qd8_x_load(p)         4 activations from p (any alignment)
  *   qd8_dot(acc, xv, w)   acc[c] += sum_i (x[i] + QD8_X_OFFSET) * w[4 c + i]
- *   qd8_f_slice(f, acc, sums, scales, zc)  f[c] += float(acc[c] - zc * sums[c]) * scales[c]
- *   qd8_store(c, nc, f, sx, bias, min, max)  c[j] = clamp(f[j] * sx + bias[j]), j < nc
+ *   qd8_scales_load(p, bf16)   a slice's 16 scales (bfloat16 or float) as floats
+ *   qd8_f_slice(f, acc, sc)    f[c] += float(acc[c]) * sc[c]
+ *   qd8_store(c, nc, f, zc, sx, tail, min, max)
+ *                         c[j] = clamp((f[j] - zc * ksum[j]) * sx + bias[j]), j < nc,
+ *                         ksum at tail, bias at tail + 64
  *
  * A kernel may read int4 weights another way (their range is small enough
  * for products that int8 weights would saturate): it then defines
@@ -24,7 +29,11 @@
  * blocks; otherwise those are the int8 ones.
  *
  * The int32 sums of a slice stay exact (qd8_gemm.h bounds the depth); the
- * zero point and the offset come out through the packed per-column sums.
+ * zero point and the offset come out in int32 through the isums (one
+ * slice), or at the store through the ksums (groups). Int4 blocks hold two steps of depth, so tiles of up to
+ * four rows sum them in two accumulators a row: two chains of dependent
+ * products instead of one, which a single row (decode) needs to keep up
+ * with memory.
  */
 #ifndef EMBER_KERNELS_OPTIMIZED_QD8_GEMM_BODY_H
 #define EMBER_KERNELS_OPTIMIZED_QD8_GEMM_BODY_H
@@ -57,6 +66,8 @@ static inline __attribute__((always_inline)) void qd8_tile(const size_t MR, size
     qd8_f accf[QD8_MR];
     EKO_UNROLL
     for (size_t r = 0; r < MR; r++) accf[r] = qd8_f_zero();
+    const uint8_t *panel = p;
+    const int32_t offset = w->int4 ? QD8_X_OFFSET4 : QD8_X_OFFSET;
     for (size_t s = 0; s < w->slices; s++) {
         qd8_acc acc[QD8_MR];
         EKO_UNROLL
@@ -69,6 +80,21 @@ static inline __attribute__((always_inline)) void qd8_tile(const size_t MR, size
                 for (size_t r = 0; r < MR; r++)
                     acc[r] = qd8_dot(acc[r], qd8_x_load(xs + r * ldx + 4 * b), wv);
             }
+        } else if (MR <= 4) {
+            qd8_acc acc2[QD8_MR];
+            EKO_UNROLL
+            for (size_t r = 0; r < MR; r++) acc2[r] = qd8_acc_zero();
+            for (size_t b = 0; b < w->slice_blocks; b++, p += EKO_QD8_BLOCK_BYTES) {
+                qd8_w lo, hi;
+                qd8_w_unpack4(p, &lo, &hi);
+                EKO_UNROLL
+                for (size_t r = 0; r < MR; r++) {
+                    acc[r] = qd8_dot4(acc[r], qd8_x_load4(xs + r * ldx + 8 * b), lo);
+                    acc2[r] = qd8_dot4(acc2[r], qd8_x_load4(xs + r * ldx + 8 * b + 4), hi);
+                }
+            }
+            EKO_UNROLL
+            for (size_t r = 0; r < MR; r++) acc[r] = qd8_acc_add(acc[r], acc2[r]);
         } else {
             for (size_t b = 0; b < w->slice_blocks; b++, p += EKO_QD8_BLOCK_BYTES) {
                 qd8_w lo, hi;
@@ -80,15 +106,19 @@ static inline __attribute__((always_inline)) void qd8_tile(const size_t MR, size
                 }
             }
         }
-        /* the slice's per-column weight sums, then its scales */
-        const int32_t offset = w->int4 ? QD8_X_OFFSET4 : QD8_X_OFFSET;
+        if (w->slices == 1) /* the zero points (and the offset) exactly */
+            EKO_UNROLL
+            for (size_t r = 0; r < MR; r++)
+                acc[r] = qd8_acc_zc(acc[r], panel + w->tail_at + 128, rows[r].zero_point + offset);
+        const qd8_f sc = qd8_scales_load(panel + w->scales_at + s * w->scale_bytes, w->scales_bf16);
         EKO_UNROLL
-        for (size_t r = 0; r < MR; r++)
-            accf[r] = qd8_f_slice(accf[r], acc[r], p, p + 64, rows[r].zero_point + offset);
-        p += 128;
+        for (size_t r = 0; r < MR; r++) accf[r] = qd8_f_slice(accf[r], acc[r], sc);
     }
+    /* with groups, the zero points (and the offset) through the ksums */
     EKO_UNROLL
-    for (size_t r = 0; r < MR; r++) qd8_store(c + r * ldc, nc, accf[r], rows[r].scale, p, min, max);
+    for (size_t r = 0; r < MR; r++)
+        qd8_store(c + r * ldc, nc, accf[r], (float)(rows[r].zero_point + offset), rows[r].scale,
+                  panel + w->tail_at, min, max);
 }
 
 void QD8_FN(size_t mr, size_t nc, const int8_t *x, size_t ldx, const eko_qd8_row *rows,

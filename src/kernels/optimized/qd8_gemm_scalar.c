@@ -62,23 +62,44 @@ static inline qd8_acc qd8_dot(qd8_acc acc, qd8_xv x, qd8_w w) {
     return acc;
 }
 
-static inline qd8_f qd8_f_slice(qd8_f f, qd8_acc acc, const uint8_t *sums, const uint8_t *scales,
-                                int32_t zc) {
+static inline qd8_acc qd8_acc_add(qd8_acc a, qd8_acc b) {
+    for (int c = 0; c < EKO_QD8_NR; c++) a.v[c] += b.v[c];
+    return a;
+}
+
+/* |acc|, |zc * isum| < 2^31 (qd8_gemm.h bounds the depth): no overflow */
+static inline qd8_acc qd8_acc_zc(qd8_acc a, const uint8_t *isums, int32_t zc) {
     int32_t s[EKO_QD8_NR];
-    float sc[EKO_QD8_NR];
-    memcpy(s, sums, sizeof s);
-    memcpy(sc, scales, sizeof sc);
-    for (int c = 0; c < EKO_QD8_NR; c++)
-        f.v[c] += (float)((int64_t)acc.v[c] - (int64_t)zc * s[c]) * sc[c];
+    memcpy(s, isums, sizeof s);
+    for (int c = 0; c < EKO_QD8_NR; c++) a.v[c] -= zc * s[c];
+    return a;
+}
+
+static inline qd8_f qd8_scales_load(const uint8_t *p, bool bf16) {
+    qd8_f f;
+    for (int c = 0; c < EKO_QD8_NR; c++) {
+        if (bf16) {
+            const uint32_t bits = (uint32_t)(p[2 * c] | p[2 * c + 1] << 8) << 16;
+            memcpy(&f.v[c], &bits, sizeof bits);
+        } else {
+            memcpy(&f.v[c], p + 4 * c, sizeof f.v[c]);
+        }
+    }
     return f;
 }
 
-static inline void qd8_store(float *c, size_t nc, qd8_f f, float sx, const uint8_t *bias,
+static inline qd8_f qd8_f_slice(qd8_f f, qd8_acc acc, qd8_f sc) {
+    for (int c = 0; c < EKO_QD8_NR; c++) f.v[c] += (float)acc.v[c] * sc.v[c];
+    return f;
+}
+
+static inline void qd8_store(float *c, size_t nc, qd8_f f, float zc, float sx, const uint8_t *tail,
                              float min, float max) {
-    float b[EKO_QD8_NR];
-    memcpy(b, bias, sizeof b);
+    float ks[EKO_QD8_NR], b[EKO_QD8_NR];
+    memcpy(ks, tail, sizeof ks);
+    memcpy(b, tail + 64, sizeof b);
     for (size_t j = 0; j < nc; j++) {
-        float v = f.v[j] * sx + b[j];
+        float v = (f.v[j] - zc * ks[j]) * sx + b[j];
         v = v < min ? min : v; /* NaN stays NaN */
         c[j] = v > max ? max : v;
     }

@@ -78,24 +78,40 @@ static inline qd8_acc qd8_dot(qd8_acc acc, qd8_xv x, qd8_w w) {
 }
 #endif
 
-static inline qd8_f qd8_f_slice(qd8_f f, qd8_acc acc, const uint8_t *sums, const uint8_t *scales,
-                                int32_t zc) {
-    for (int i = 0; i < 4; i++) {
-        const int32x4_t s = vld1q_s32((const int32_t *)(const void *)(sums + 16 * i));
-        const int32x4_t d = vmlsq_n_s32(acc.v[i], s, zc);
-        f.v[i] = vfmaq_f32(f.v[i], vcvtq_f32_s32(d),
-                           vld1q_f32((const float *)(const void *)(scales + 16 * i)));
-    }
+static inline qd8_acc qd8_acc_add(qd8_acc a, qd8_acc b) {
+    for (int i = 0; i < 4; i++) a.v[i] = vaddq_s32(a.v[i], b.v[i]);
+    return a;
+}
+
+static inline qd8_acc qd8_acc_zc(qd8_acc a, const uint8_t *isums, int32_t zc) {
+    for (int i = 0; i < 4; i++)
+        a.v[i] = vmlsq_n_s32(a.v[i], vld1q_s32((const int32_t *)(const void *)(isums + 16 * i)), zc);
+    return a;
+}
+
+static inline qd8_f qd8_scales_load(const uint8_t *p, bool bf16) {
+    qd8_f f;
+    for (int i = 0; i < 4; i++)
+        f.v[i] = bf16 ? vreinterpretq_f32_u32(vshll_n_u16(
+                            vld1_u16((const uint16_t *)(const void *)(p + 8 * i)), 16))
+                      : vld1q_f32((const float *)(const void *)(p + 16 * i));
     return f;
 }
 
-static inline void qd8_store(float *c, size_t nc, qd8_f f, float sx, const uint8_t *bias,
+static inline qd8_f qd8_f_slice(qd8_f f, qd8_acc acc, qd8_f sc) {
+    for (int i = 0; i < 4; i++) f.v[i] = vfmaq_f32(f.v[i], vcvtq_f32_s32(acc.v[i]), sc.v[i]);
+    return f;
+}
+
+static inline void qd8_store(float *c, size_t nc, qd8_f f, float zc, float sx, const uint8_t *tail,
                              float min, float max) {
     float tmp[EKO_QD8_NR];
     const float32x4_t lo = vdupq_n_f32(min), hi = vdupq_n_f32(max);
     for (int i = 0; i < 4; i++) {
-        float32x4_t v = vfmaq_n_f32(vld1q_f32((const float *)(const void *)(bias + 16 * i)),
-                                    f.v[i], sx);
+        const float32x4_t ks = vld1q_f32((const float *)(const void *)(tail + 16 * i));
+        const float32x4_t d = vfmsq_n_f32(f.v[i], ks, zc);
+        float32x4_t v = vfmaq_n_f32(vld1q_f32((const float *)(const void *)(tail + 64 + 16 * i)),
+                                    d, sx);
         /* NaN passes: compare, then select */
         v = vbslq_f32(vcltq_f32(v, lo), lo, v);
         v = vbslq_f32(vcgtq_f32(v, hi), hi, v);

@@ -10,7 +10,8 @@
  * the panel width; weights and activations at their extremes; with and
  * without bias and clamp; on the caller alone and on a pool of 2 threads.
  * Activations are read through a buffer that ends EKO_QD8_X_PAD bytes after
- * the last row (an over-read shows under ASan). Then the row quantization:
+ * the last row (an over-read shows under ASan); scales as float and as
+ * bfloat16. Then the row quantization:
  * its properties, all-zero, infinite and NaN rows.
  */
 #include <math.h>
@@ -30,7 +31,7 @@ static float frand(void) { return (float)(urand() & 0xffffff) / (float)0x800000 
 
 typedef struct wcase {
     size_t m, n, k, slice_k;
-    bool int4, bias, clamp, extremes;
+    bool int4, bias, clamp, extremes, bf16;
 } wcase;
 
 /* Runs one case; returns the worst error over its tolerance (<= 1 passes). */
@@ -65,27 +66,49 @@ static double run_case(const eko_qd8_gemm_config *cfg, ember_threadpool *pool, c
                 src[j * row_bytes + kk] = (uint8_t)(int8_t)v;
         }
     for (size_t i = 0; i < n * slices; i++) scales[i] = 0.002f + (float)(urand() % 1000) * 1e-5f;
+    uint16_t *scales_bf16 = malloc(sizeof(uint16_t) * (n * slices + 1));
+    for (size_t i = 0; i < n * slices && t->bf16; i++) { /* rounded to bfloat16, exactly */
+        uint32_t bits;
+        memcpy(&bits, &scales[i], sizeof bits);
+        bits = (bits + 0x8000u) & 0xffff0000u;
+        memcpy(&scales[i], &bits, sizeof bits);
+        scales_bf16[i] = (uint16_t)(bits >> 16);
+    }
     for (size_t j = 0; j < n; j++) bias[j] = frand();
     for (size_t i = 0; i < m * ldc; i++) c[i] = 12345.0f;
 
     eko_qd8_weights w;
     size_t bytes;
     double worst = 0;
-    if (!eko_qd8_weights_init(&w, n, k, t->slice_k, t->int4, &bytes)) return 1e9;
+    if (!eko_qd8_weights_init(&w, n, k, t->slice_k, t->int4, t->bf16, &bytes)) return 1e9;
     uint8_t *packed = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
-    if (!eko_qd8_pack(&w, src, scales, false, t->bias ? bias : NULL, packed)) worst = 1e9;
+    if (!eko_qd8_pack(&w, src, t->bf16 ? (const void *)scales_bf16 : (const void *)scales,
+                      t->bias ? bias : NULL, packed))
+        worst = 1e9;
     const float lo = t->clamp ? -0.5f : -INFINITY, hi = t->clamp ? 0.5f : INFINITY;
-    eko_qd8_gemm(cfg, pool, m, x, ldx, rows, &w, c, ldc, lo, hi);
+    /* the activations in the kernels' encoding */
+    int8_t *xe = malloc(m * ldx + EKO_QD8_X_PAD);
+    for (size_t i = 0; i < m * ldx + EKO_QD8_X_PAD; i++)
+        ((uint8_t *)xe)[i] = (uint8_t)((uint8_t)x[i] ^ cfg->x_xor);
+    eko_qd8_gemm(cfg, pool, m, xe, ldx, rows, &w, c, ldc, lo, hi);
+    free(xe);
 
     for (size_t r = 0; r < m; r++) {
         for (size_t j = 0; j < n; j++) {
+            /* mag: the size of what the kernel adds in float, the products
+             * with the zero point and the activations' offset of up to 128
+             * (taken out at the end through the packed ksums) */
             double ref = 0, mag = 0;
             for (size_t s = 0; s < slices; s++) {
-                int64_t sum = 0;
-                for (size_t kk = s * t->slice_k; kk < (s + 1) * t->slice_k; kk++)
-                    sum += ((int64_t)x[r * ldx + kk] - rows[r].zero_point) * wv[j * k + kk];
+                int64_t sum = 0, big = 0;
+                for (size_t kk = s * t->slice_k; kk < (s + 1) * t->slice_k; kk++) {
+                    const int64_t xz = (int64_t)x[r * ldx + kk] - rows[r].zero_point;
+                    sum += xz * wv[j * k + kk];
+                    big += (llabs(xz) + llabs((int64_t)rows[r].zero_point) + 128) *
+                           llabs((int64_t)wv[j * k + kk]);
+                }
                 ref += (double)sum * scales[j * slices + s];
-                mag += fabs((double)sum * scales[j * slices + s]);
+                mag += (double)big * scales[j * slices + s];
             }
             ref = ref * rows[r].scale + (t->bias ? bias[j] : 0.0);
             mag = mag * rows[r].scale + (t->bias ? fabs(bias[j]) : 0.0);
@@ -102,6 +125,7 @@ static double run_case(const eko_qd8_gemm_config *cfg, ember_threadpool *pool, c
     free(src);
     free(wv);
     free(scales);
+    free(scales_bf16);
     free(bias);
     free(c);
     return worst;
@@ -128,7 +152,7 @@ static void test_config(const eko_qd8_gemm_config *cfg, ember_threadpool *pool2)
             for (size_t d = 0; d < sizeof ks / sizeof *ks; d++)
                 for (int variant = 0; variant < 3; variant++) {
                     wcase t = {ms[a], ns[b], ks[d][0], ks[d][1], ks[d][2] != 0,
-                               variant != 1, variant == 2, variant == 1};
+                               variant != 1, variant == 2, variant == 1, variant == 0};
                     ember_threadpool *pool = (a + b + d + (size_t)variant) % 2 ? pool2 : NULL;
                     const double err = run_case(cfg, pool, &t);
                     cases++;
@@ -156,9 +180,9 @@ static void test_nan_row(const eko_qd8_gemm_config *cfg) {
     for (size_t i = 0; i < n; i++) scales[i] = 0.01f;
     eko_qd8_weights w;
     size_t bytes;
-    CHECK(eko_qd8_weights_init(&w, n, k, k, false, &bytes));
+    CHECK(eko_qd8_weights_init(&w, n, k, k, false, false, &bytes));
     uint8_t *packed = aligned_alloc(64, (bytes + 63) / 64 * 64);
-    CHECK(eko_qd8_pack(&w, src, scales, false, NULL, packed));
+    CHECK(eko_qd8_pack(&w, src, scales, NULL, packed));
     eko_qd8_gemm(cfg, NULL, m, x, k, rows, &w, c, n, 0.0f, 6.0f);
     bool ok = true;
     for (size_t j = 0; j < n; j++)
@@ -172,40 +196,90 @@ static void test_pack(void) {
     eko_qd8_weights w;
     size_t bytes;
     /* geometry: slices must divide k, stay within the depth bound */
-    CHECK(!eko_qd8_weights_init(&w, 4, 10, 3, true, &bytes));
-    CHECK(!eko_qd8_weights_init(&w, 4, 10, 0, true, &bytes));
-    CHECK(!eko_qd8_weights_init(&w, 4, EKO_QD8_MAX_K * 2, EKO_QD8_MAX_K * 2, false, &bytes));
-    CHECK(!eko_qd8_weights_init(&w, SIZE_MAX / 2, 64, 64, false, &bytes));
-    CHECK(eko_qd8_weights_init(&w, 17, 10, 5, true, &bytes));
+    CHECK(!eko_qd8_weights_init(&w, 4, 10, 3, true, false, &bytes));
+    CHECK(!eko_qd8_weights_init(&w, 4, 10, 0, true, false, &bytes));
+    CHECK(!eko_qd8_weights_init(&w, 4, EKO_QD8_MAX_K * 2, EKO_QD8_MAX_K * 2, false, false, &bytes));
+    CHECK(!eko_qd8_weights_init(&w, SIZE_MAX / 2, 64, 64, false, false, &bytes));
+    CHECK(eko_qd8_weights_init(&w, 17, 10, 5, true, false, &bytes));
     CHECK_EQ_INT(w.panels, 2);
     CHECK_EQ_INT(w.slices, 2);
-    CHECK_EQ_INT(bytes, 2 * (2 * 3 * 64 + 64));
+    /* a panel: 2 slices of one block, 2 x 16 float scales, ksums, biases, isums */
+    CHECK_EQ_INT(bytes, 2 * (2 * 64 + 2 * 64 + 3 * 64));
+    /* bfloat16 scales take half: 2 x 32 bytes, in one 64-byte line */
+    CHECK(eko_qd8_weights_init(&w, 17, 10, 5, true, true, &bytes));
+    CHECK_EQ_INT(bytes, 2 * (2 * 64 + 64 + 3 * 64));
     /* -128 in an int8 weight is refused (outside symmetric int8) */
     int8_t src[16 * 4];
     float scales[16];
     for (size_t i = 0; i < sizeof src; i++) src[i] = 1;
     for (size_t i = 0; i < 16; i++) scales[i] = 1.0f;
-    CHECK(eko_qd8_weights_init(&w, 16, 4, 4, false, &bytes));
+    CHECK(eko_qd8_weights_init(&w, 16, 4, 4, false, false, &bytes));
     uint8_t *packed = aligned_alloc(64, (bytes + 63) / 64 * 64);
-    CHECK(eko_qd8_pack(&w, src, scales, false, NULL, packed));
+    CHECK(eko_qd8_pack(&w, src, scales, NULL, packed));
     src[37] = -128;
-    CHECK(!eko_qd8_pack(&w, src, scales, false, NULL, packed));
-    /* bfloat16 scales: 0x3f80 is 1.0, 0x4040 is 3.0 */
+    CHECK(!eko_qd8_pack(&w, src, scales, NULL, packed));
+    /* bfloat16 scales: 0x3f80 is 1.0, 0x4040 is 3.0; packed as given */
     uint16_t bf[16];
     for (size_t i = 0; i < 16; i++) bf[i] = i % 2 ? 0x4040 : 0x3f80;
     src[37] = 1;
-    CHECK(eko_qd8_pack(&w, src, bf, true, NULL, packed));
-    float sc[16];
-    memcpy(sc, packed + 64 + 64, sizeof sc); /* after one block and the sums */
-    CHECK(sc[0] == 1.0f && sc[1] == 3.0f);
-    int32_t sums[16];
-    memcpy(sums, packed + 64, sizeof sums);
-    CHECK_EQ_INT(sums[0], 4);
+    CHECK(eko_qd8_weights_init(&w, 16, 4, 4, false, true, &bytes));
+    CHECK(eko_qd8_pack(&w, src, bf, NULL, packed));
+    uint16_t sc[16];
+    memcpy(sc, packed + 64, sizeof sc); /* after the one block */
+    CHECK(sc[0] == 0x3f80 && sc[1] == 0x4040);
+    /* one slice: the int32 weight sums (4 ones), no ksums */
+    int32_t is[16];
+    float ks[16];
+    memcpy(ks, packed + 128, sizeof ks);
+    memcpy(is, packed + 128 + 128, sizeof is);
+    CHECK(ks[0] == 0.0f && is[0] == 4 && is[1] == 4);
+    /* groups: the ksums, scale times the slice's weight sum (2 ones) */
+    CHECK(eko_qd8_weights_init(&w, 16, 4, 2, false, true, &bytes));
+    uint16_t bf2[32];
+    for (size_t i = 0; i < 32; i++) bf2[i] = i % 4 < 2 ? 0x3f80 : 0x4040; /* per row: 1, 1 | 3, 3 */
     free(packed);
+    packed = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    CHECK(eko_qd8_pack(&w, src, bf2, NULL, packed));
+    memcpy(ks, packed + 2 * 64 + 64, sizeof ks); /* after 2 blocks and 2 x 32 bytes of scales */
+    memcpy(is, packed + 2 * 64 + 64 + 128, sizeof is);
+    CHECK(ks[0] == 4.0f && ks[1] == 12.0f && is[0] == 0);
+    free(packed);
+}
+
+/* Every level's row quantizer gives the portable one's bytes and
+ * parameters (in its encoding), on rows whose lengths end mid-vector. */
+static void test_quantize_levels(const eko_qd8_gemm_config *cfg, ember_threadpool *pool2) {
+    if (!eko_qd8_gemm_config_supported(cfg)) return;
+    enum { R = 9, MAXK = 70 };
+    static const size_t ks[] = {1, 7, 8, 15, 16, 17, 33, 64, 70};
+    for (size_t a = 0; a < sizeof ks / sizeof *ks; a++) {
+        const size_t k = ks[a];
+        float x[R * MAXK];
+        int8_t q[R * MAXK], ref[MAXK];
+        eko_qd8_row p[R];
+        for (size_t i = 0; i < R * k; i++) x[i] = frand() * (float)(1 + i / k);
+        x[1 * k + k / 2] = INFINITY;
+        x[2 * k + k - 1] = NAN;
+        x[3 * k] = -INFINITY;
+        for (size_t i = 0; i < k; i++) x[4 * k + i] = 0.0f;
+        for (size_t i = 0; i < k; i++) x[5 * k + i] = NAN;
+        x[6 * k + k - 1] = -3e38f;
+        eko_qd8_quantize(cfg, pool2, R, k, x, k, q, k, p);
+        bool ok = true;
+        for (size_t r = 0; r < R && ok; r++) {
+            eko_qd8_row pr;
+            eko_qd8_quantize_row_scalar(k, x + r * k, ref, cfg->x_xor, &pr);
+            ok = memcmp(ref, q + r * k, k) == 0 && pr.zero_point == p[r].zero_point &&
+                 (pr.scale == p[r].scale || (isnan(pr.scale) && isnan(p[r].scale)));
+            if (!ok) printf("  %s: k=%zu row %zu differs\n", cfg->name, k, r);
+        }
+        CHECK_MSG(ok, "%s quantizer, k=%zu", cfg->name, k);
+    }
 }
 
 static void test_quantize(ember_threadpool *pool2) {
     check_section("qd8 quantize");
+    const eko_qd8_gemm_config *cfg = eko_qd8_gemm_config_at(0); /* portable C */
     enum { R = 7, K = 37 };
     float x[R * K];
     int8_t q[R * K];
@@ -217,7 +291,7 @@ static void test_quantize(ember_threadpool *pool2) {
     x[4 * K + 3] = INFINITY, x[4 * K + 5] = -INFINITY;                     /* saturate */
     x[5 * K + 7] = NAN;
     x[6 * K + 0] = 3e38f, x[6 * K + 1] = -3e38f;                           /* huge range */
-    eko_qd8_quantize(pool2, R, K, x, K, q, K, p);
+    eko_qd8_quantize(cfg, pool2, R, K, x, K, q, K, p);
     for (size_t r = 0; r < R; r++) {
         if (r == 5) continue;
         float lo = 0, hi = 0;
@@ -253,6 +327,7 @@ int main(void) {
     for (size_t i = 0; eko_qd8_gemm_config_at(i) != NULL; i++) {
         test_config(eko_qd8_gemm_config_at(i), pool2);
         test_nan_row(eko_qd8_gemm_config_at(i));
+        test_quantize_levels(eko_qd8_gemm_config_at(i), pool2);
     }
     check_section("active");
     const eko_qd8_gemm_config *active = eko_qd8_gemm_config_active();
