@@ -80,10 +80,43 @@ static void put_weight(const eko_qd8_weights *w, uint8_t *blocks, size_t c, size
         blk[4 * c + d - 4] = (uint8_t)((blk[4 * c + d - 4] & 0x0f) | ((v + 8) << 4));
 }
 
+/* Packs column c's weights of one slice (row `row` of the source), when the
+ * slice is whole blocks on whole source bytes; returns their sum. int4: the
+ * source's bytes hold depth 2j, 2j + 1 in low, high nibble (each + 8); a
+ * block's byte i holds depth i and 4 + i. */
+static int64_t pack_blocks(const eko_qd8_weights *w, const uint8_t *src, size_t row, size_t s,
+                           uint8_t *blocks, size_t c, bool *ok) {
+    int64_t sum = 0;
+    if (w->int4) {
+        const uint8_t *p = src + row * (w->k / 2) + s * w->slice_k / 2;
+        for (size_t b = 0; b < w->slice_blocks; b++, p += 4) {
+            const uint8_t nib[8] = {p[0] & 15, p[0] >> 4, p[1] & 15, p[1] >> 4,
+                                    p[2] & 15, p[2] >> 4, p[3] & 15, p[3] >> 4};
+            uint8_t *blk = blocks + b * EKO_QD8_BLOCK_BYTES + 4 * c;
+            for (int i = 0; i < 4; i++) {
+                blk[i] = (uint8_t)(nib[i] | nib[4 + i] << 4);
+                sum += (int)nib[i] + (int)nib[4 + i] - 16;
+            }
+        }
+        return sum;
+    }
+    const int8_t *p = (const int8_t *)src + row * w->k + s * w->slice_k;
+    for (size_t b = 0; b < w->slice_blocks; b++, p += 4) {
+        memcpy(blocks + b * EKO_QD8_BLOCK_BYTES + 4 * c, p, 4);
+        for (int i = 0; i < 4; i++) {
+            *ok = *ok && p[i] != -128;
+            sum += p[i];
+        }
+    }
+    return sum;
+}
+
 bool eko_qd8_pack(eko_qd8_weights *w, const void *src_v, const void *scales_v, const float *bias,
                   uint8_t *out) {
     const uint8_t *src = src_v, *scales = scales_v;
     const size_t slice_bytes = w->slice_blocks * EKO_QD8_BLOCK_BYTES;
+    /* slices of whole blocks, on whole source bytes: a block's column at a time */
+    const bool whole_blocks = w->slice_k % (w->int4 ? 8 : 4) == 0 && (!w->int4 || w->k % 2 == 0);
     bool ok = true;
     memset(out, 0, w->panel_bytes * w->panels);
     for (size_t p = 0; p < w->panels; p++) {
@@ -100,11 +133,15 @@ bool eko_qd8_pack(eko_qd8_weights *w, const void *src_v, const void *scales_v, c
             for (size_t c = 0; c < nc; c++) {
                 const float sc = scale_at(w, scales, n0 + c, s);
                 int64_t sum = 0;
-                for (size_t i = 0; i < w->slice_k; i++) {
-                    const int v = weight_at(w, src, n0 + c, s * w->slice_k + i);
-                    ok = ok && v != -128;
-                    sum += v;
-                    put_weight(w, blocks, c, i, v);
+                if (whole_blocks) {
+                    sum = pack_blocks(w, src, n0 + c, s, blocks, c, &ok);
+                } else {
+                    for (size_t i = 0; i < w->slice_k; i++) {
+                        const int v = weight_at(w, src, n0 + c, s * w->slice_k + i);
+                        ok = ok && v != -128;
+                        sum += v;
+                        put_weight(w, blocks, c, i, v);
+                    }
                 }
                 ksum[c] += (double)sc * (double)sum;
                 isum[c] = (int32_t)sum; /* |sum| <= 127 * EKO_QD8_MAX_K */
