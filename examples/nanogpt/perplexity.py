@@ -136,8 +136,8 @@ eager float32's. int8: dynamic int8 activations (per token) and int8 weights
 per output channel (ember's XNNPACKQuantizer, pt2e). 8da4w: dynamic int8
 activations and 4-bit weights with one bf16 scale per group of input
 channels (torchao's quantize_). "embedding {a.embedding_quant}": the token
-embedding table stored quantized as well (bits,group: 4-bit values with
-one float16 scale per group of 32, looked up by
+embedding table stored quantized as well (bits,group; 4,32 is 4-bit
+values with one float16 scale per group of 32, looked up by
 quantized_decomposed::embedding_4bit; lm_head, tied to it in nanoGPT, keeps
 its own weight). Layer norms and attention stay float32.
 
