@@ -11,7 +11,8 @@
 - a small GPT (the nanoGPT example's model) with a 4-bit token embedding and
   8da4w linear layers: ember's and ExecuTorch's runtimes pick the same greedy
   tokens;
-- an index out of range: a clean error, in the runtime and from the CLI path.
+- float16 and bfloat16 tables (the `.dtype` overloads' other outputs);
+- an index out of range: a clean error naming it, the method usable after.
 """
 
 from __future__ import annotations
@@ -269,7 +270,7 @@ class DequantTable(nn.Module):
 @pytest.mark.parametrize("case", ["int8-row", "int8-row-zp", "uint8-row-zp", "int4-g32",
                                   "int4-g16-zp", "int4-row", "int2-g32", "int8-g32"])
 def test_ember_fuses_dequantized_tables(case: str) -> None:
-    torch.manual_seed(hash(case) % 1000)
+    torch.manual_seed(sum(map(ord, case)))
     vocab, dim = 36, 64
     kind, layout = case.split("-")[0], case.split("-")[1]
     qmin, qmax, dtype = {"int8": (-128, 127, torch.int8), "uint8": (0, 255, torch.uint8),
@@ -344,6 +345,26 @@ def test_ember_llm_transform(bits: int, group: int) -> None:
     err = (table - float_table).abs()
     # values beyond qmax * scale clamp by up to half a step more
     assert bool((err <= step * (1.0 + 1e-2)).all()), float((err / step).max())
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_ember_llm_transform_half_tables(dtype: torch.dtype) -> None:
+    """A float16 / bfloat16 model: the lookup writes its dtype (computed in
+    float32, rounded once), in ember's runtime, and in ExecuTorch's for float16."""
+    torch.manual_seed(7)
+    model = quantize_embeddings(Lookup(vocab=30, dim=64).to(dtype).eval(), 4, 32)
+    assert model.emb.dtype == dtype
+    buf = _lower(model, (torch.randint(0, 30, (2, 7)),))
+    assert _ops(buf) == ["quantized_decomposed::embedding_4bit.dtype_out"]
+    table = model.emb.dequantized()
+    assert table.dtype == dtype
+    ours = _ember(buf)
+    ref = _et(buf) if _et_available() and dtype == torch.float16 else None
+    for idx in _indices(30):
+        (got,) = ours.execute([idx])
+        torch.testing.assert_close(got, nn.functional.embedding(idx, table), rtol=0, atol=0)
+        if ref is not None:
+            torch.testing.assert_close(got, ref.execute([idx])[0], rtol=0, atol=0)
 
 
 def test_out_of_range_index_is_a_clean_error() -> None:
