@@ -64,14 +64,17 @@ def load_runtime_ops() -> None:
 def export_executorch_llm(model_or_config: Any, path: Union[str, os.PathLike], *,
                           xnnpack: bool = True, seed: int = SEED,
                           max_context: Optional[int] = None, weight_std: float = 0.02,
-                          qmode: Optional[str] = None, group_size: int = 32):
+                          qmode: Optional[str] = None, group_size: int = 32,
+                          embedding_quantize: Optional[str] = None):
     """Writes ExecuTorch's KV-cache LLM export of a llama-architecture model at
     the sizes of model_or_config (a nanoGPT GPT, its config, or a dict with
     n_layer, n_head, n_embd, vocab_size, block_size) to path, with random
     weights from `seed`: matrices N(0, weight_std), norm weights 1 + N(0, 0.1).
     The context (cache length and longest prompt) is max_context or block_size.
     qmode (e.g. "8da4w", with group_size) quantizes the linear layers with
-    ExecuTorch's torchao source transform, as its LLM export does.
+    ExecuTorch's torchao source transform, as its LLM export does;
+    embedding_quantize ("bits,group", e.g. "4,32") quantizes the token
+    embedding with its --embedding-quantize transform.
     Returns the eager model ExecuTorch exported (source transforms applied, same
     weights), called as model(tokens (1, T), {"input_pos": tensor([pos])})."""
     import torch
@@ -115,6 +118,8 @@ def export_executorch_llm(model_or_config: Any, path: Union[str, os.PathLike], *
         if qmode:
             cfg.quantization.qmode = qmode
             cfg.quantization.group_size = group_size
+        if embedding_quantize:
+            cfg.quantization.embedding_quantize = embedding_quantize
         builder = _export_llama(cfg)
     if not path.exists():
         raise RuntimeError(f"ExecuTorch's llama export wrote no file at {path}")

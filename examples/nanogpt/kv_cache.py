@@ -118,7 +118,8 @@ def generate_kv(model: KVCacheGPT, prompt: List[int], max_new_tokens: int) -> Li
 
 
 def export_kv(model: GPT, max_len: Optional[int] = None, config: Any = None,
-              backend: str = "portable", quant: str = "none", group_size: int = 32) -> Any:
+              backend: str = "portable", quant: str = "none", group_size: int = 32,
+              embedding_quant: str = "none") -> Any:
     """Exports ``model`` with a KV cache as an ember program (an
     ExecutorchProgramManager: ``.buffer`` holds the .pte bytes).
 
@@ -131,12 +132,14 @@ def export_kv(model: GPT, max_len: Optional[int] = None, config: Any = None,
     attention with its cache stays the fused ember::sdpa_with_kv_cache kernel.
     ``quant`` (quantize.py: none, int8, 8da4w with ``group_size``) quantizes
     the linear layers first; quantized programs need the xnnpack backend (8da4w
-    changes ``model``'s linear layers in place).
+    changes ``model``'s linear layers in place). ``embedding_quant`` (quantize.py:
+    quantize_token_embedding: "none", "8", "4", "bits,group") stores the token
+    embedding quantized, on any backend (changes ``model`` in place).
     """
     from ember import ExecutorchBackendConfig, to_edge, to_edge_transform_and_lower
-    from quantize import quantize_for_export
+    from quantize import quantize_for_export, quantize_token_embedding
 
-    kv = KVCacheGPT(model, max_len).eval()
+    kv = KVCacheGPT(quantize_token_embedding(model, embedding_quant), max_len).eval()
     seq = torch.export.Dim("T", min=1, max=kv.max_len)
     example = (torch.zeros(1, 2, dtype=torch.long), torch.tensor([0], dtype=torch.long))
     dynamic_shapes = ({1: seq}, None)

@@ -11,8 +11,17 @@
          source transform, as ExecuTorch's LLM export does it.
 
 Both run in XnnpackBackend: its partitioner lowers the quantized linear
-layers to qdint8 x qcint8 / qbint4 fully connected nodes. The token
-embedding, the layer norms and attention stay float32.
+layers to qdint8 x qcint8 / qbint4 fully connected nodes. The layer norms
+and attention stay float32.
+
+The token embedding is quantized separately (export.py --embedding-quant,
+``quantize_token_embedding``): 8 bits per value with one scale per row, or
+4 bits in groups of --group-size-like "bits,group" values (ExecuTorch's
+--embedding-quantize form: "8,0", "4,32"), looked up by
+quantized_decomposed::embedding_byte / embedding_4bit (any backend: the
+kernels are portable). nanoGPT ties the embedding to lm_head; quantizing
+the table leaves lm_head its own float weight (or the one --quant gives it),
+and the program stores the quantized table where it stored the float one.
 """
 
 from __future__ import annotations
@@ -22,6 +31,26 @@ from typing import Any, Optional, Sequence
 import torch
 
 SCHEMES = ("none", "int8", "8da4w")
+#: --embedding-quant choices listed in the help (any "bits,group" is accepted too)
+EMBEDDING_SCHEMES = ("none", "8", "4")
+
+
+def quantize_token_embedding(model: torch.nn.Module, spec: Optional[str]) -> torch.nn.Module:
+    """Replaces the token embedding (``transformer.wte``) of a nanoGPT model
+    with a quantized table (ember.llm.quantize.QuantizedEmbedding), in place:
+    spec "none", "8" (int8, one scale per row), "4" (4-bit, groups of 32) or
+    ExecuTorch's "bits,group" ("8,0", "4,64"). The position embedding stays
+    float32; lm_head keeps its own weight (the tie is broken). Returns model."""
+    from ember.llm.quantize import QuantizedEmbedding, parse_embedding_quantize
+
+    parsed = parse_embedding_quantize(spec)
+    if parsed is None:
+        return model
+    bits, group = parsed
+    tr = model.transformer
+    with torch.no_grad():
+        tr.wte = QuantizedEmbedding.from_float(tr.wte, bits, group)
+    return model
 
 
 def quantize_for_export(model: torch.nn.Module, example: Sequence[Any], dynamic_shapes: Any,

@@ -38,6 +38,12 @@ class ExecutorchBackendConfig:
     # Compute ops whose inputs are all constants at export time (e.g. the
     # transpose of a Linear weight) and store their results as constants.
     fold_constants: bool = False
+    # Rewrite embedding(dequantize_per_channel[_group](constant table), indices), as
+    # pt2e quantization leaves an embedding, into one quantized_decomposed
+    # embedding_byte / embedding_4bit / embedding_2bit lookup that dequantizes only
+    # the rows it reads (passes.quantized_embedding). The reference exporter does
+    # this under do_quant_fusion_and_const_prop; ember does it by default.
+    fuse_quantized_embeddings: bool = True
     # Constant tensors (weights, buffers that are never written) kept outside the
     # program, in `.ptd` data files: True puts every one in
     # "_default_external_constant.ptd"; a function of the placeholder node puts

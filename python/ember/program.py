@@ -41,6 +41,7 @@ from .memory_planning import MemoryPlan, format_report
 from .passes.constant_folding import fold_constants
 from .passes.debug_handles import assign_debug_handles
 from .passes.out_variants import to_out_variants
+from .passes.quantized_embedding import fuse_quantized_embeddings
 from .passes.reinplace import reinplace_functionalized
 from .passes.spec_prop import propagate_specs
 from .passes.views import is_elided_view, replace_view_copy_with_view
@@ -135,6 +136,8 @@ def _lower_method(name: str, ep: ExportedProgram, config: ExecutorchBackendConfi
     returned = insert_write_back(gm, sig)
     gm.graph.eliminate_dead_code()
     propagate_specs(gm, ep, sig, returned, config.init_mutable_buffers)
+    if config.fuse_quantized_embeddings or config.do_quant_fusion_and_const_prop:
+        fuse_quantized_embeddings(gm)
     if config.fold_constants:
         fold_constants(gm)
     graphs = [gm] + subgraphs(gm)

@@ -337,6 +337,49 @@ def test_executorch_llm_export_8da4w(et_llm_8da4w) -> None:
         pos += s
 
 
+@pytest.fixture(scope="module")
+def et_llm_8da4w_emb4(tmp_path_factory):
+    return _export_et_llm(tmp_path_factory, "llama_small_8da4w_emb4", SMALL_Q, qmode="8da4w",
+                          group_size=32, embedding_quantize="4,32")[1]
+
+
+def test_executorch_llm_export_embedding_4bit(et_llm_8da4w_emb4) -> None:
+    """ExecuTorch's export with --embedding-quantize 4,32 beside 8da4w: its
+    token embedding is an embedding_4bit lookup (a portable kernel in both
+    runtimes); logits agree step by step and ember-llm picks ExecuTorch's
+    greedy tokens."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+    from executorch.runtime import Runtime
+
+    buf = et_llm_8da4w_emb4.read_bytes()
+    pte = deserialize_pte_binary(buf)
+    plan = getattr(pte, "program", pte).execution_plan[0]
+    assert "quantized_decomposed::embedding_4bit.dtype_out" in {
+        f"{o.name}.{o.overload}" for o in plan.operators}
+    methods = {"ember": ember_runtime.Runtime.get().load_program(buf).load_method("forward"),
+               "executorch": Runtime.get().load_program(buf).load_method("forward")}
+    prompt, n_new = [1, 17, 42, 99, 7, 3], 12
+    pending, pos, want = list(prompt), 0, []
+    for _ in range(n_new):
+        outs = {name: m.execute([torch.tensor([pending]), torch.tensor([pos])])[0]
+                for name, m in methods.items()}
+        torch.testing.assert_close(outs["ember"], outs["executorch"], rtol=1e-4, atol=1e-4,
+                                   msg=lambda m: f"at pos {pos}: {m}")
+        pos += len(pending)
+        nxt = int(outs["executorch"].reshape(-1, outs["executorch"].shape[-1])[-1].argmax())
+        want.append(nxt)
+        pending = [nxt]
+    exe = _ember_llm()
+    if exe is None:
+        pytest.skip("ember-llm is not built")
+    res = subprocess.run([exe, "--model", str(et_llm_8da4w_emb4), "--prompt-ids",
+                          " ".join(map(str, prompt)), "--max-new-tokens", str(n_new),
+                          "--temperature", "0", "--threads", "1"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert [int(t) for t in res.stdout.split()] == want
+
+
 def test_executorch_llm_export_8da4w_in_ember_llm(et_llm_8da4w) -> None:
     """ember-llm on ExecuTorch's quantized export, token ids in and out (no
     tokenizer fits its random vocabulary): the same greedy tokens as

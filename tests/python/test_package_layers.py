@@ -18,8 +18,8 @@ from conftest import PYTHON_DIR
 STAGES: List[List[str]] = [
     # base: facts and helpers every stage shares
     ["ember.errors", "ember.schema", "ember.flatbuffer", "ember.graph_utils", "ember.dialect",
-     "ember.tensor_spec", "ember.quantized_ops", "ember.llm", "ember.llm.custom_ops",
-     "ember.llm.llama_ops",
+     "ember.tensor_spec", "ember.quantized_ops", "ember.quantized_embedding_ops", "ember.llm", "ember.llm.custom_ops",
+     "ember.llm.llama_ops", "ember.llm.quantize",
      "ember.runtime"],
     # capture: what torch.export needs to trace ember's pieces
     ["ember.capture"],
@@ -40,7 +40,7 @@ STAGES: List[List[str]] = [
     # emit: to_executorch's passes, memory planning, the emitter
     ["ember.config", "ember.memory_planning", "ember.passes.write_back",
      "ember.passes.spec_prop", "ember.passes.constant_folding", "ember.passes.views",
-     "ember.passes.out_variants", "ember.emit"],
+     "ember.passes.out_variants", "ember.passes.quantized_embedding", "ember.emit"],
     # serialize: the .pte bytes, the .ptd data files
     ["ember.serialize", "ember.flat_tensor"],
     # program: the entry points and the managers users hold, tools built on them
