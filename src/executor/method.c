@@ -911,6 +911,7 @@ static ember_status traced_delegate(ember_method *m, uint32_t ci, uint32_t pc, c
 #endif
 
 static ember_status run_chain(ember_method *m, uint32_t ci, const chain *c) {
+    (void)ci; /* the chain index is only recorded by the event tracer */
     uint32_t pc = 0;
     uint32_t back_jumps = 0;
     while (pc < c->len) {
