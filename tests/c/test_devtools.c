@@ -380,6 +380,7 @@ static void test_output_too_small(void) {
     ember_event_tracer *t;
     uint32_t token;
     CHECK_OK(ember_event_tracer_init(g_trace, 64 * 1024, EMBER_TRACE_PROFILE, &t));
+    CHECK_OK(ember_event_tracer_set_bundled_input(t, 3));
     CHECK_OK(ember_event_tracer_begin_run(t, "app"));
     CHECK_OK(ember_event_tracer_start_profiling(t, "step", &token));
     CHECK_OK(ember_event_tracer_end_profiling(t, token));
@@ -404,6 +405,10 @@ static void test_output_too_small(void) {
         CHECK_EQ_INT(events.len, 1) && event_at(&d, &events, 0, &e)) {
         CHECK_EQ_STR(name.data, "app");
         CHECK_EQ_STR(e.name, "step");
+        fb_table run;
+        int32_t bundled = -1;
+        if (CHECK(fb_vec_table(&d.r, &d.runs, 0, &run)) && CHECK(fb_i32(&d.r, &run, 1, -1, &bundled)))
+            CHECK_EQ_INT(bundled, 3);
         CHECK(e.end >= e.start);
     }
     /* reset forgets everything; an empty trace is still a valid ETDump */
