@@ -185,7 +185,7 @@ static uint32_t intern2(ember_event_tracer *t, const char *prefix, const char *s
     if (ls > t->size || lp > t->size) return 0;
     uint32_t at = pool_take(t, lp + ls + 1, 1);
     if (at == 0) return 0;
-    memcpy(t->base + at, prefix, lp);
+    if (lp > 0) memcpy(t->base + at, prefix, lp);
     memcpy(t->base + at + lp, s, ls + 1);
     if (prefix == NULL) {
         t->cache[h].ptr = s;

@@ -48,15 +48,25 @@ static bool read_file(const char *rel, file_bytes *out) {
     return CHECK_MSG(ok, "cannot read %s", path);
 }
 
+/* Input arrays stay alive until free_inputs(): an unplanned input is bound,
+ * not copied. */
+static npy_array g_inputs[8];
+static size_t g_num_inputs;
+
+static void free_inputs(void) {
+    for (size_t k = 0; k < g_num_inputs; k++) npy_free(&g_inputs[k]);
+    g_num_inputs = 0;
+}
+
 static bool set_input(ember_method *m, size_t i, const char *rel) {
     char path[256], err[256];
-    npy_array a;
+    if (!CHECK(g_num_inputs < sizeof g_inputs / sizeof g_inputs[0])) return false;
+    npy_array *a = &g_inputs[g_num_inputs];
     snprintf(path, sizeof path, FIX "%s", rel);
-    if (!CHECK_MSG(npy_load(path, &a, err, sizeof err) == 0, "%s: %s", path, err)) return false;
-    bool ok = CHECK_OK(ember_method_set_input_tensor(m, i, (ember_dtype)a.dtype, a.shape, a.dim,
-                                                     a.data, a.nbytes));
-    /* planned inputs are copied in; unplanned ones must stay: keep it */
-    return ok;
+    if (!CHECK_MSG(npy_load(path, a, err, sizeof err) == 0, "%s: %s", path, err)) return false;
+    g_num_inputs++;
+    return CHECK_OK(ember_method_set_input_tensor(m, i, (ember_dtype)a->dtype, a->shape, a->dim,
+                                                  a->data, a->nbytes));
 }
 
 /* A parsed ETDump: the reader over the bytes after the size prefix. */
@@ -270,6 +280,7 @@ static void test_portable_trace(void) {
     CHECK_EQ_INT(stats.events, before);
     ember_method_destroy(m);
     ember_program_destroy(prog);
+    free_inputs();
     free(fb.bytes);
 }
 
@@ -314,6 +325,7 @@ static void test_delegated_trace(void) {
     free(buf);
     ember_method_destroy(m);
     ember_program_destroy(prog);
+    free_inputs();
     free(fb.bytes);
 }
 
@@ -370,6 +382,7 @@ static void test_buffer_full(void) {
               EMBER_ERR_OUT_OF_MEMORY, "at least");
     ember_method_destroy(m);
     ember_program_destroy(prog);
+    free_inputs();
     free(fb.bytes);
 }
 
