@@ -1188,7 +1188,9 @@ static PyMethodDef Program_methods[] = {
     {"method_meta", (PyCFunction)Program_method_meta, METH_VARARGS,
      "method_meta(name) -> dict: inputs, outputs, planned buffer sizes, operators."},
     {"load_method", (PyCFunction)Program_load_method, METH_VARARGS,
-     "load_method(name, num_threads=0) -> Method (platform-heap memory; 0 threads: one per core)."},
+     "load_method(name, num_threads=0, trace_flags=0, trace_bytes=0, debug_bytes=0) -> Method "
+     "(platform-heap memory; 0 threads: one per core; trace_flags: TRACE_* bits for an event "
+     "tracer of trace_bytes, with a debug buffer of debug_bytes)."},
     {NULL, NULL, 0, NULL},
 };
 
