@@ -439,9 +439,10 @@ static void run_generate(app *a) {
         size_t bytes = a->trace_bytes > 0 ? (size_t)a->trace_bytes : (size_t)64 << 20;
         a->trace_mem = malloc(bytes);
         if (a->trace_mem == NULL) die(EXIT_RUNTIME, "out of memory (%zu trace bytes)", bytes);
-        if ((st = ember_event_tracer_init(a->trace_mem, bytes, EMBER_TRACE_PROFILE, &a->tracer)) != EMBER_OK ||
-            (st = ember_method_set_event_tracer(ember_llm_runner_method(a->runner), a->tracer)) != EMBER_OK)
-            die_status(st, "starting the event tracer");
+        st = ember_event_tracer_init(a->trace_mem, bytes, EMBER_TRACE_PROFILE, &a->tracer);
+        if (st == EMBER_OK)
+            st = ember_method_set_event_tracer(ember_llm_runner_method(a->runner), a->tracer);
+        if (st != EMBER_OK) die_status(st, "starting the event tracer");
     }
     size_t max_len = ember_llm_runner_max_seq_len(a->runner);
 

@@ -250,7 +250,8 @@ static void parse_args(run *r, int argc, char **argv) {
         } else if ((v = option_value(argc, argv, &i, "--etdump")) != NULL) {
             if (v[0] == '\0') die(EXIT_USAGE, "--etdump is empty");
             r->etdump = v;
-        } else if (strcmp(arg, "--debug-outputs") == 0 || strcmp(arg, "--debug-outputs=full") == 0) {
+        } else if (strcmp(arg, "--debug-outputs") == 0 ||
+                   strcmp(arg, "--debug-outputs=full") == 0) {
             r->debug_outputs = 1;
         } else if (strcmp(arg, "--debug-outputs=stats") == 0) {
             r->debug_outputs = 2;
@@ -282,15 +283,18 @@ static void start_tracer(run *r) {
     if (r->debug_outputs != 0)
         flags |= EMBER_TRACE_PROGRAM_OUTPUTS |
                  (r->debug_outputs == 1 ? EMBER_TRACE_DEBUG_OUTPUTS : EMBER_TRACE_DEBUG_STATS);
-    if ((unsigned long long)r->trace_bytes > SIZE_MAX || (unsigned long long)r->debug_bytes > SIZE_MAX)
+    if ((unsigned long long)r->trace_bytes > SIZE_MAX ||
+        (unsigned long long)r->debug_bytes > SIZE_MAX)
         die(EXIT_USAGE, "trace buffers too large for this machine");
     r->trace_mem = malloc((size_t)r->trace_bytes);
     if (r->trace_mem == NULL) die(EXIT_RUNTIME, "out of memory (%lld trace bytes)", r->trace_bytes);
-    ember_status st = ember_event_tracer_init(r->trace_mem, (size_t)r->trace_bytes, flags, &r->tracer);
+    ember_status st =
+        ember_event_tracer_init(r->trace_mem, (size_t)r->trace_bytes, flags, &r->tracer);
     if (st != EMBER_OK) die_status(st, "starting the event tracer");
     if (r->debug_outputs != 0) {
         r->debug_mem = malloc((size_t)r->debug_bytes);
-        if (r->debug_mem == NULL) die(EXIT_RUNTIME, "out of memory (%lld debug bytes)", r->debug_bytes);
+        if (r->debug_mem == NULL)
+            die(EXIT_RUNTIME, "out of memory (%lld debug bytes)", r->debug_bytes);
         st = ember_event_tracer_set_debug_buffer(r->tracer, r->debug_mem, (size_t)r->debug_bytes);
         if (st != EMBER_OK) die_status(st, "starting the event tracer");
     }

@@ -367,7 +367,8 @@ static ember_status bind_planned(ember_method *m, const ember_memory *mem) {
         size_t bytes;
         TRY(pte_buffer_size(m->program, plan, (uint32_t)(k + 1), &bytes));
 #if EMBER_EVENT_TRACER
-        if (tracing(m, EMBER_TRACE_ALLOCATIONS)) ember_trace_alloc(m->tracer, TRACE_ALLOC_PLANNED, bytes);
+        if (tracing(m, EMBER_TRACE_ALLOCATIONS))
+            ember_trace_alloc(m->tracer, TRACE_ALLOC_PLANNED, bytes);
 #endif
         if (given) {
             m->planned[k] = mem->planned_buffers[k];
@@ -639,7 +640,8 @@ ember_status ember_method_load_with(const ember_program *program, const char *na
         m->tracer = options->event_tracer;
     if (m->tracer != NULL && m->tracer->magic != TRACE_MAGIC) {
         m->tracer = NULL;
-        st = ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "event_tracer is not an initialized tracer");
+        st = ember_set_error(EMBER_ERR_INVALID_ARGUMENT,
+                             "event_tracer is not an initialized tracer");
         ember_method_destroy(m);
         return st;
     }
@@ -676,7 +678,8 @@ ember_status ember_method_load_with(const ember_program *program, const char *na
         m->kctx.scratch = &m->scratch;
     }
 #if EMBER_EVENT_TRACER
-    if (tracing(m, EMBER_TRACE_PROFILE)) init_token = ember_trace_start(m->tracer, "Method::init", -1, -1);
+    if (tracing(m, EMBER_TRACE_PROFILE))
+        init_token = ember_trace_start(m->tracer, "Method::init", -1, -1);
 #endif
     for (uint32_t i = 0; st == EMBER_OK && i < plan->delegates.len; i++) st = init_delegate(m, a, i);
 #if EMBER_EVENT_TRACER
@@ -878,7 +881,8 @@ static ember_status traced_kernel(ember_method *m, uint32_t ci, uint32_t pc, con
     ember_status st = in->fn(&m->kctx, in->args, in->nargs);
     uint64_t end = ember_ticks_ns();
     if (t->flags & EMBER_TRACE_PROFILE)
-        ember_trace_profile(t, in->op_name, (int32_t)ci, (int32_t)pc, -1, NULL, start, end, NULL, 0);
+        ember_trace_profile(t, in->op_name, (int32_t)ci, (int32_t)pc, -1, NULL, start, end, NULL,
+                            0);
     if (st == EMBER_OK && (t->flags & (EMBER_TRACE_DEBUG_OUTPUTS | EMBER_TRACE_DEBUG_STATS)) &&
         in->nargs > 0)
         ember_trace_value(t, in->op_name, (int32_t)ci, (int32_t)pc, in->args[in->nargs - 1], false);
@@ -900,8 +904,8 @@ static ember_status traced_delegate(ember_method *m, uint32_t ci, uint32_t pc, c
     t->chain = -1;
     t->instruction = -1;
     if (t->flags & EMBER_TRACE_PROFILE)
-        ember_trace_profile(t, "DELEGATE_CALL", (int32_t)ci, (int32_t)pc, -1, NULL, start, end, NULL,
-                            0);
+        ember_trace_profile(t, "DELEGATE_CALL", (int32_t)ci, (int32_t)pc, -1, NULL, start, end,
+                            NULL, 0);
     if (st == EMBER_OK && (t->flags & (EMBER_TRACE_DEBUG_OUTPUTS | EMBER_TRACE_DEBUG_STATS)) &&
         in->nargs > 0)
         ember_trace_value(t, "DELEGATE_CALL", (int32_t)ci, (int32_t)pc, in->args[in->nargs - 1],

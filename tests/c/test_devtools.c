@@ -87,8 +87,8 @@ static bool parse(const uint8_t *buf, size_t size, etdump *d) {
     d->r.size = size - 4;
     uint32_t version = 99;
     return CHECK(fb_root(&d->r, &root)) && CHECK(fb_u32(&d->r, &root, 0, 0, &version)) &&
-           CHECK_EQ_INT(version, 0) && CHECK(fb_vec_field(&d->r, &root, 1, 4, &d->runs, &present)) &&
-           CHECK(present);
+           CHECK_EQ_INT(version, 0) &&
+           CHECK(fb_vec_field(&d->r, &root, 1, 4, &d->runs, &present)) && CHECK(present);
 }
 
 /* Run i: its name and events. */
@@ -127,7 +127,8 @@ static bool event_at(const etdump *d, const fb_vec *events, uint32_t i, event_in
     if (e->kind == 0) {
         if (!CHECK(fb_str_field(r, &t, 0, &s, &present))) return false;
         if (present) snprintf(e->name, sizeof e->name, "%.*s", (int)s.len, s.data);
-        return CHECK(fb_i32(r, &t, 1, 0, &e->chain)) && CHECK(fb_i32(r, &t, 2, -1, &e->instruction)) &&
+        return CHECK(fb_i32(r, &t, 1, 0, &e->chain)) &&
+               CHECK(fb_i32(r, &t, 2, -1, &e->instruction)) &&
                CHECK(fb_i32(r, &t, 3, -1, &e->delegate_int)) &&
                CHECK(fb_u64(r, &t, 6, 0, &e->start)) && CHECK(fb_u64(r, &t, 7, 0, &e->end));
     }
@@ -196,7 +197,8 @@ static void test_portable_trace(void) {
     if (!read_file("mlp.pte", &fb)) return;
     uint32_t flags = EMBER_TRACE_PROFILE | EMBER_TRACE_ALLOCATIONS | EMBER_TRACE_DEBUG_OUTPUTS |
                      EMBER_TRACE_PROGRAM_OUTPUTS;
-    CHECK_OK(ember_event_tracer_init(g_trace + 3, sizeof g_trace - 3, flags, &t)); /* any alignment */
+    /* any alignment will do */
+    CHECK_OK(ember_event_tracer_init(g_trace + 3, sizeof g_trace - 3, flags, &t));
     CHECK_OK(ember_event_tracer_set_debug_buffer(t, g_debug, sizeof g_debug));
     if (!load_traced(&fb, &bl, &prog, t, &m)) return;
     for (int run = 0; run < 2; run++) {
@@ -347,7 +349,8 @@ static void test_buffer_full(void) {
     int failures = 0, full = 0;
     for (size_t n = EMBER_EVENT_TRACER_MIN_SIZE; n <= sizeof small; n += 24) {
         ember_event_tracer *t;
-        uint32_t flags = EMBER_TRACE_PROFILE | EMBER_TRACE_DEBUG_OUTPUTS | EMBER_TRACE_PROGRAM_OUTPUTS;
+        uint32_t flags =
+            EMBER_TRACE_PROFILE | EMBER_TRACE_DEBUG_OUTPUTS | EMBER_TRACE_PROGRAM_OUTPUTS;
         memset(small, 0xAB, sizeof small);
         if (!CHECK_OK(ember_event_tracer_init(small, n, flags, &t))) return;
         ember_event_tracer_set_debug_buffer(t, debug, (n / 8) % sizeof debug);
@@ -378,7 +381,8 @@ static void test_buffer_full(void) {
     }
     CHECK_EQ_INT(failures, 0);
     CHECK(full > 0);
-    CHECK_ERR(ember_event_tracer_init(small, EMBER_EVENT_TRACER_MIN_SIZE - 1, 0, &(ember_event_tracer *){NULL}),
+    ember_event_tracer *none = NULL;
+    CHECK_ERR(ember_event_tracer_init(small, EMBER_EVENT_TRACER_MIN_SIZE - 1, 0, &none),
               EMBER_ERR_OUT_OF_MEMORY, "at least");
     ember_method_destroy(m);
     ember_program_destroy(prog);
@@ -420,7 +424,8 @@ static void test_output_too_small(void) {
         CHECK_EQ_STR(e.name, "step");
         fb_table run;
         int32_t bundled = -1;
-        if (CHECK(fb_vec_table(&d.r, &d.runs, 0, &run)) && CHECK(fb_i32(&d.r, &run, 1, -1, &bundled)))
+        if (CHECK(fb_vec_table(&d.r, &d.runs, 0, &run)) &&
+            CHECK(fb_i32(&d.r, &run, 1, -1, &bundled)))
             CHECK_EQ_INT(bundled, 3);
         CHECK(e.end >= e.start);
     }
@@ -436,7 +441,8 @@ static void test_bad_arguments(void) {
     size_t n;
     uint64_t num, den;
     CHECK_ERR(ember_event_tracer_init(NULL, 4096, 0, &t), EMBER_ERR_INVALID_ARGUMENT, "NULL");
-    CHECK_ERR(ember_event_tracer_init(g_trace, 4096, 0x1000, &t), EMBER_ERR_INVALID_ARGUMENT, "flags");
+    CHECK_ERR(ember_event_tracer_init(g_trace, 4096, 0x1000, &t), EMBER_ERR_INVALID_ARGUMENT,
+              "flags");
     CHECK_STATUS(ember_event_tracer_init(g_trace, 4096, 0, NULL), EMBER_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(ember_etdump_write(NULL, NULL, 0, &n), EMBER_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(ember_event_tracer_status(NULL), EMBER_ERR_INVALID_ARGUMENT);
