@@ -99,6 +99,24 @@ function(ember_add_cli_tests)
                    COMMAND ${run} "${fx}/mlp.pte"
                            --input "${fx}/mlp/forward.run0.in0.npy"
                            --output-dir "${out}/mlp")
+  # Traces: an ETDump (and debug buffer) of a delegated program, a trace
+  # buffer too small (a warning, not a failure); bad options. Without the
+  # tracer in the build, --etdump fails with a clean error.
+  if(EMBER_EVENT_TRACER)
+    ember_expect_run(cli/etdump RC 0 STDOUT "etdump: .*runs.*debug buffer: "
+                     COMMAND ${run} "${fx}/xnnpack_cnn.pte" --threads 1 --iterations 2
+                             --etdump "${PROJECT_BINARY_DIR}/cli-xnnpack_cnn.etdp" --debug-outputs)
+    ember_expect_run(cli/etdump_full RC 0 STDERR "warning: event tracer: .*dropped"
+                     COMMAND ${run} "${fx}/mlp.pte" --iterations 200
+                             --etdump "${PROJECT_BINARY_DIR}/cli-mlp_full.etdp" --trace-bytes 4096)
+  else()
+    ember_expect_run(cli/etdump_not_built RC 1 STDERR "${err}.*not in this build"
+                     COMMAND ${run} "${fx}/mlp.pte" --etdump "${PROJECT_BINARY_DIR}/cli-x.etdp")
+  endif()
+  ember_expect_run(cli/debug_outputs_without_etdump RC 2 STDERR "${err}.*--etdump"
+                   COMMAND ${run} "${fx}/mlp.pte" --debug-outputs)
+  ember_expect_run(cli/etdump_bad_mode RC 2 STDERR "${err}.*full or stats"
+                   COMMAND ${run} "${fx}/mlp.pte" --etdump "${PROJECT_BINARY_DIR}/cli-x.etdp" --debug-outputs=most)
   # Weights in a .ptd data file: runs with it, names the missing tensor without.
   ember_expect_run(cli/run_ext_mlp_data RC 0 STDOUT "output 0"
                    COMMAND ${run} "${fx}/ext_mlp.pte" --data "${fx}/ext_mlp.ptd")

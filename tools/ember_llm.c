@@ -21,6 +21,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "ember/devtools.h"
 #include "ember/ember.h"
 #include "runner.h"
 
@@ -62,6 +63,11 @@ static const char k_usage[] =
     "  --stats                    print load time, time to first token, prefill and\n"
     "                             decode speed and peak memory to stderr\n"
     "  --ids                      print the generated token ids instead of text\n"
+    "  --etdump FILE              trace every prefill and decode step (one run each:\n"
+    "                             each instruction, each delegate node) and write an\n"
+    "                             ETDump for ExecuTorch's Inspector\n"
+    "  --trace-bytes N            the trace's buffer (default 67108864); steps beyond\n"
+    "                             it are dropped with a warning\n"
     "  --encode TEXT              print TEXT's token ids and exit (TEXT - reads stdin)\n"
     "  --decode IDS               print the text of IDS (\"1 2 3\") and exit\n"
     "  -h, --help                 show this help\n";
@@ -87,6 +93,10 @@ typedef struct app {
     char *text;       /* prompt or --encode text read from stdin */
     int32_t *tokens;  /* encode / decode ids */
     size_t printed;   /* --ids: ids printed so far */
+    const char *etdump;  /* --etdump path, or NULL */
+    long trace_bytes;
+    void *trace_mem;
+    ember_event_tracer *tracer;
 } app;
 
 static app *g_app;
@@ -103,6 +113,8 @@ static void cleanup(app *a) {
     a->tokens = NULL;
     free(a->data_files);
     a->data_files = NULL;
+    free(a->trace_mem);
+    a->trace_mem = NULL;
 }
 
 static _Noreturn void die(int code, const char *fmt, ...)
@@ -212,6 +224,11 @@ static void parse_args(app *a, int argc, char **argv) {
             a->opts.sampler.top_p = parse_float("--top-p", v, FLT_MIN, 1.0);
         } else if ((v = option_value(argc, argv, &i, "--repetition-penalty")) != NULL) {
             a->opts.sampler.repetition_penalty = parse_float("--repetition-penalty", v, FLT_MIN, 1e6);
+        } else if ((v = option_value(argc, argv, &i, "--etdump")) != NULL) {
+            if (v[0] == '\0') die(EXIT_USAGE, "--etdump is empty");
+            a->etdump = v;
+        } else if ((v = option_value(argc, argv, &i, "--trace-bytes")) != NULL) {
+            a->trace_bytes = parse_long("--trace-bytes", v, 1024, LONG_MAX);
         } else if ((v = option_value(argc, argv, &i, "--threads")) != NULL) {
             a->threads = (size_t)parse_long("--threads", v, 1, 256);
         } else if ((v = option_value(argc, argv, &i, "--kv-keep")) != NULL) {
@@ -382,6 +399,31 @@ static void print_stats(const app *a, const ember_llm_stats *s) {
 
 static void generate(app *a, const int32_t *tokens, size_t n_tokens);
 
+/* Writes the trace of every step to --etdump's file. */
+static void write_trace(app *a) {
+    size_t need = 0;
+    ember_status st = ember_etdump_write(a->tracer, NULL, 0, &need);
+    if (st != EMBER_OK) die_status(st, "writing the ETDump");
+    void *buf = malloc(need);
+    if (buf == NULL) die(EXIT_RUNTIME, "out of memory (%zu bytes of ETDump)", need);
+    st = ember_etdump_write(a->tracer, buf, need, &need);
+    if (st != EMBER_OK) {
+        free(buf);
+        die_status(st, "writing the ETDump");
+    }
+    FILE *f = fopen(a->etdump, "wb");
+    bool ok = f != NULL && fwrite(buf, 1, need, f) == need;
+    if (f != NULL) ok = fclose(f) == 0 && ok;
+    free(buf);
+    if (!ok) die(EXIT_RUNTIME, "cannot write '%s': %s", a->etdump, strerror(errno));
+    ember_event_tracer_stats s;
+    ember_event_tracer_get_stats(a->tracer, &s);
+    fprintf(stderr, "etdump: %s (%zu bytes, %zu runs, %zu events)\n", a->etdump, need, s.runs,
+            s.events);
+    if (ember_event_tracer_status(a->tracer) != EMBER_OK)
+        fprintf(stderr, "ember-llm: warning: %s (raise --trace-bytes)\n", ember_last_error());
+}
+
 static void run_generate(app *a) {
     ember_module_options mo;
     memset(&mo, 0, sizeof mo);
@@ -393,6 +435,15 @@ static void run_generate(app *a) {
     size_t n_ids = a->prompt_ids != NULL ? parse_ids(a, a->prompt_ids, "--prompt-ids") : 0;
     ember_status st = ember_llm_runner_open(a->model, a->tokenizer, &mo, &a->runner);
     if (st != EMBER_OK) die_status(st, NULL);
+    if (a->etdump != NULL) {
+        size_t bytes = a->trace_bytes > 0 ? (size_t)a->trace_bytes : (size_t)64 << 20;
+        a->trace_mem = malloc(bytes);
+        if (a->trace_mem == NULL) die(EXIT_RUNTIME, "out of memory (%zu trace bytes)", bytes);
+        st = ember_event_tracer_init(a->trace_mem, bytes, EMBER_TRACE_PROFILE, &a->tracer);
+        if (st == EMBER_OK)
+            st = ember_method_set_event_tracer(ember_llm_runner_method(a->runner), a->tracer);
+        if (st != EMBER_OK) die_status(st, "starting the event tracer");
+    }
     size_t max_len = ember_llm_runner_max_seq_len(a->runner);
 
     if (a->prompt_ids != NULL) {
@@ -458,6 +509,7 @@ static void generate(app *a, const int32_t *tokens, size_t n_tokens) {
     printf("\n");
     fflush(stdout);
     if (a->stats) print_stats(a, &s);
+    if (a->tracer != NULL) write_trace(a);
 }
 
 int main(int argc, char **argv) {

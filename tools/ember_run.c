@@ -3,6 +3,8 @@
  *
  *   ember-run MODEL.pte [--data FILE.ptd]... [--method NAME] [--input FILE.npy]...
  *                       [--output-dir DIR] [--iterations N] [--threads N]
+ *                       [--etdump FILE.etdp [--debug-outputs[=full|stats]]
+ *                        [--trace-bytes N] [--debug-bytes N]]
  *
  * Any failure prints exactly one line, "ember-run: error: ...", to stderr
  * and exits with status 1 (2 for usage errors).
@@ -19,6 +21,7 @@
 
 #include "ember/ember.h"
 #include "ember/backend.h"
+#include "ember/devtools.h"
 #include "ember/kernel.h"
 #include "ember/threadpool.h"
 #include "npy.h"
@@ -31,6 +34,8 @@
 static const char k_usage[] =
     "usage: ember-run MODEL.pte [--data FILE.ptd]... [--method NAME] [--input FILE.npy]...\n"
     "                 [--output-dir DIR] [--iterations N] [--threads N]\n"
+    "                 [--etdump FILE.etdp [--debug-outputs[=full|stats]]\n"
+    "                  [--trace-bytes N] [--debug-bytes N]]\n"
     "\n"
     "Loads MODEL.pte (memory-mapped), prints what its method needs, runs it and\n"
     "prints a summary of each output.\n"
@@ -45,6 +50,13 @@ static const char k_usage[] =
     "  --output-dir DIR   write each output as DIR/out<i>.npy\n"
     "  --iterations N     run N times and report min and median latency (default 1)\n"
     "  --threads N        threads for kernels and delegates (default: one per core)\n"
+    "  --etdump FILE      trace the load and every iteration (each instruction, each\n"
+    "                     delegate node) and write an ETDump for ExecuTorch's Inspector\n"
+    "  --debug-outputs    also record every instruction's output and the method's\n"
+    "                     outputs, into FILE.debug (the Inspector's debug_buffer_path);\n"
+    "                     =stats records [hash, numel, min, max, mean] per tensor instead\n"
+    "  --trace-bytes N    event buffer size (default 16777216); events beyond are dropped\n"
+    "  --debug-bytes N    debug buffer size (default 268435456)\n"
     "  -h, --help         show this help\n";
 
 /* Everything the run owns, released by cleanup() on every exit path. */
@@ -73,6 +85,11 @@ typedef struct run {
     void **out_buffers;    /* (method outputs) storage for unplanned outputs */
     size_t num_out_buffers;
     uint64_t *times_ns;    /* (iterations) */
+    const char *etdump;    /* --etdump path, or NULL */
+    int debug_outputs;     /* 0 none, 1 full, 2 stats */
+    long long trace_bytes, debug_bytes;
+    void *trace_mem, *debug_mem;
+    ember_event_tracer *tracer;
 } run;
 
 static run *g_run;
@@ -109,6 +126,10 @@ static void cleanup(run *r) {
     r->inputs = NULL;
     free(r->times_ns);
     r->times_ns = NULL;
+    free(r->trace_mem);
+    r->trace_mem = NULL;
+    free(r->debug_mem);
+    r->debug_mem = NULL;
 }
 
 /* Prints one error line (newlines in messages become "; "), cleans up, exits. */
@@ -178,8 +199,20 @@ static const char *option_value(int argc, char **argv, int *i, const char *name)
     return argv[++*i];
 }
 
+/* A byte count option from 1 KiB to 1 TiB. */
+static long long parse_bytes(const char *name, const char *v) {
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || n < 1024 || n > (1LL << 40))
+        die(EXIT_USAGE, "%s must be a byte count from 1024 to 2^40, not '%s'", name, v);
+    return n;
+}
+
 static void parse_args(run *r, int argc, char **argv) {
     r->iterations = 1;
+    r->trace_bytes = 16LL << 20;
+    r->debug_bytes = 256LL << 20;
     r->inputs = xcalloc((size_t)argc, sizeof *r->inputs);
     r->data_files = xcalloc((size_t)argc, sizeof *r->data_files);
     for (int i = 1; i < argc; i++) {
@@ -214,6 +247,20 @@ static void parse_args(run *r, int argc, char **argv) {
             if (errno != 0 || end == v || *end != '\0' || n < 1 || n > 256)
                 die(EXIT_USAGE, "--threads must be an integer from 1 to 256, not '%s'", v);
             r->threads = n;
+        } else if ((v = option_value(argc, argv, &i, "--etdump")) != NULL) {
+            if (v[0] == '\0') die(EXIT_USAGE, "--etdump is empty");
+            r->etdump = v;
+        } else if (strcmp(arg, "--debug-outputs") == 0 ||
+                   strcmp(arg, "--debug-outputs=full") == 0) {
+            r->debug_outputs = 1;
+        } else if (strcmp(arg, "--debug-outputs=stats") == 0) {
+            r->debug_outputs = 2;
+        } else if (strncmp(arg, "--debug-outputs=", 16) == 0) {
+            die(EXIT_USAGE, "--debug-outputs takes full or stats, not '%s'", arg + 16);
+        } else if ((v = option_value(argc, argv, &i, "--trace-bytes")) != NULL) {
+            r->trace_bytes = parse_bytes("--trace-bytes", v);
+        } else if ((v = option_value(argc, argv, &i, "--debug-bytes")) != NULL) {
+            r->debug_bytes = parse_bytes("--debug-bytes", v);
         } else if (arg[0] == '-' && arg[1] != '\0') {
             die(EXIT_USAGE, "unknown option '%s' (try --help)", arg);
         } else if (r->model == NULL) {
@@ -223,6 +270,77 @@ static void parse_args(run *r, int argc, char **argv) {
         }
     }
     if (r->model == NULL) die(EXIT_USAGE, "no model given (usage: ember-run MODEL.pte [options]; try --help)");
+    if (r->debug_outputs != 0 && r->etdump == NULL)
+        die(EXIT_USAGE, "--debug-outputs needs --etdump FILE");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tracing                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static void start_tracer(run *r) {
+    uint32_t flags = EMBER_TRACE_PROFILE;
+    if (r->debug_outputs != 0)
+        flags |= EMBER_TRACE_PROGRAM_OUTPUTS |
+                 (r->debug_outputs == 1 ? EMBER_TRACE_DEBUG_OUTPUTS : EMBER_TRACE_DEBUG_STATS);
+    if ((unsigned long long)r->trace_bytes > SIZE_MAX ||
+        (unsigned long long)r->debug_bytes > SIZE_MAX)
+        die(EXIT_USAGE, "trace buffers too large for this machine");
+    r->trace_mem = malloc((size_t)r->trace_bytes);
+    if (r->trace_mem == NULL) die(EXIT_RUNTIME, "out of memory (%lld trace bytes)", r->trace_bytes);
+    ember_status st =
+        ember_event_tracer_init(r->trace_mem, (size_t)r->trace_bytes, flags, &r->tracer);
+    if (st != EMBER_OK) die_status(st, "starting the event tracer");
+    if (r->debug_outputs != 0) {
+        r->debug_mem = malloc((size_t)r->debug_bytes);
+        if (r->debug_mem == NULL)
+            die(EXIT_RUNTIME, "out of memory (%lld debug bytes)", r->debug_bytes);
+        st = ember_event_tracer_set_debug_buffer(r->tracer, r->debug_mem, (size_t)r->debug_bytes);
+        if (st != EMBER_OK) die_status(st, "starting the event tracer");
+    }
+}
+
+static void write_bytes(const char *path, const void *data, size_t size) {
+    FILE *f = fopen(path, "wb");
+    if (f == NULL) die(EXIT_RUNTIME, "cannot write '%s': %s", path, strerror(errno));
+    bool ok = fwrite(data, 1, size, f) == size;
+    ok = fclose(f) == 0 && ok;
+    if (!ok) die(EXIT_RUNTIME, "cannot write '%s': %s", path, strerror(errno));
+}
+
+static void write_trace(run *r) {
+    size_t need = 0;
+    ember_status st = ember_etdump_write(r->tracer, NULL, 0, &need);
+    if (st != EMBER_OK) die_status(st, "writing the ETDump");
+    void *buf = aligned_alloc(8, (need + 7) & ~(size_t)7);
+    if (buf == NULL) die(EXIT_RUNTIME, "out of memory (%zu bytes of ETDump)", need);
+    st = ember_etdump_write(r->tracer, buf, need, &need);
+    if (st != EMBER_OK) {
+        free(buf);
+        die_status(st, "writing the ETDump");
+    }
+    FILE *f = fopen(r->etdump, "wb");
+    bool ok = f != NULL && fwrite(buf, 1, need, f) == need;
+    if (f != NULL) ok = fclose(f) == 0 && ok;
+    free(buf);
+    if (!ok) die(EXIT_RUNTIME, "cannot write '%s': %s", r->etdump, strerror(errno));
+    ember_event_tracer_stats s;
+    ember_event_tracer_get_stats(r->tracer, &s);
+    printf("etdump: %s (%zu bytes, %zu runs, %zu events)\n", r->etdump, need, s.runs, s.events);
+    if (r->debug_outputs != 0) {
+        const void *data;
+        size_t size;
+        char path[4200];
+        snprintf(path, sizeof path, "%s.debug", r->etdump);
+        ember_event_tracer_debug_data(r->tracer, &data, &size);
+        write_bytes(path, data, size);
+        printf("debug buffer: %s (%zu bytes)\n", path, size);
+    }
+    if (ember_event_tracer_status(r->tracer) != EMBER_OK) {
+        fflush(stdout);
+        fprintf(stderr, "ember-run: warning: %s (raise --trace-bytes or --debug-bytes)\n",
+                ember_last_error());
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -769,6 +887,10 @@ int main(int argc, char **argv) {
     mo.threadpool = r.pool;
     mo.data_maps = (const ember_data_map *const *)r.maps;
     mo.num_data_maps = r.num_data;
+    if (r.etdump != NULL) {
+        start_tracer(&r);
+        mo.event_tracer = r.tracer;
+    }
     if ((st = ember_method_load_with(r.program, r.method_name, &mo, &r.method)) != EMBER_OK) {
         char what[512];
         snprintf(what, sizeof what, "loading method '%s'", r.method_name);
@@ -791,6 +913,8 @@ int main(int argc, char **argv) {
         print_output(i, v);
         if (r.output_dir != NULL) write_output(&r, i, v);
     }
+
+    if (r.etdump != NULL) write_trace(&r);
 
     cleanup(&r);
     return 0;

@@ -278,6 +278,10 @@ const ember_bpe_tokenizer *ember_llm_runner_tokenizer(const ember_llm_runner *ru
 
 double ember_llm_runner_load_ms(const ember_llm_runner *runner) { return runner->load_ms; }
 
+ember_method *ember_llm_runner_method(ember_llm_runner *runner) {
+    return runner != NULL ? runner->method : NULL;
+}
+
 int32_t ember_llm_runner_bos_id(const ember_llm_runner *runner) { return runner->bos_id; }
 
 /* Runs the model on tokens[0..n) starting at position pos (kv; ignored for

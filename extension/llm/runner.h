@@ -156,6 +156,12 @@ int32_t ember_llm_runner_bos_id(const ember_llm_runner *runner);
 /** The tokenizer, owned by the runner (NULL when loaded without one). */
 const ember_bpe_tokenizer *ember_llm_runner_tokenizer(const ember_llm_runner *runner);
 
+/**
+ * The runner's loaded method ("forward"), owned by the runner: to attach an
+ * event tracer (ember_method_set_event_tracer()) or read its outputs.
+ */
+ember_method *ember_llm_runner_method(ember_llm_runner *runner);
+
 /** Milliseconds ember_llm_runner_load() took (program, method and tokenizer). */
 double ember_llm_runner_load_ms(const ember_llm_runner *runner);
 

@@ -75,6 +75,38 @@ ember_status ember_backend_get_data(const ember_backend_init_ctx *ctx, const cha
 /** Gives back data from ember_backend_get_data(). Safe on a zeroed struct. */
 void ember_backend_release_data(ember_backend_data *data);
 
+/**
+ * Whether the runtime wants the running delegate's own events: true only
+ * inside execute(), on the thread that called it, while the method has an
+ * event tracer that records profiling events. A cheap check (a thread-local
+ * read) to skip reading the clock when nobody records; always false in
+ * builds without the event tracer.
+ */
+bool ember_backend_tracing(void);
+
+/**
+ * Reports one event from inside a delegate's execute() (a node, a stage),
+ * recorded under the delegate call's chain and instruction: the ETDump
+ * ProfileEvent the ExecuTorch Inspector shows as a delegated op. Identify it
+ * by the node's debug handle (the one the compiler put in the payload) or,
+ * when it has none, by a string id. Call it from the thread that runs
+ * execute(), not from worker threads.
+ * @param[in] name         what ran, e.g. the node type ("FullyConnected"); may be NULL
+ * @param[in] debug_handle the node's debug handle, or -1 when debug_id is used
+ *                         (handles above INT32_MAX are recorded as -1)
+ * @param[in] debug_id     string identifier when there is no handle; NULL otherwise
+ * @param[in] start_ns     ember_ticks_ns() when it started
+ * @param[in] end_ns       ember_ticks_ns() when it ended
+ * @param[in] metadata     opaque bytes kept with the event (copied); may be NULL
+ * @return EMBER_OK, also when not tracing (a no-op) or when the tracer's
+ *         buffer is full (the tracer counts dropped events; see
+ *         ember_event_tracer_status()).
+ * Never allocates.
+ */
+ember_status ember_backend_log_event(const char *name, int64_t debug_handle, const char *debug_id,
+                                     uint64_t start_ns, uint64_t end_ns, const void *metadata,
+                                     size_t metadata_len);
+
 /** A backend. Fill in struct_size = sizeof(ember_backend). */
 typedef struct ember_backend {
     size_t struct_size;

@@ -43,6 +43,16 @@
 #endif
 
 /**
+ * The event tracer (ember/devtools.h): 1 builds it in, 0 leaves it out of
+ * the runtime entirely (methods then carry no tracer pointer and the
+ * devtools functions return EMBER_ERR_NOT_SUPPORTED). CMake option
+ * EMBER_EVENT_TRACER.
+ */
+#ifndef EMBER_EVENT_TRACER
+#define EMBER_EVENT_TRACER 1
+#endif
+
+/**
  * Thread-local storage for the last error message. Define EMBER_NO_TLS on
  * targets without it: the message then lives in one global buffer.
  */

@@ -600,6 +600,15 @@ typedef struct ember_method_options {
      */
     const ember_data_map *const *data_maps;
     size_t num_data_maps;
+    /**
+     * An event tracer (ember/devtools.h) that records the load (a run named
+     * "load:<method>": load and init times, and allocations when it asks
+     * for them) and stays attached for every execute, until
+     * ember_method_set_event_tracer() changes it. NULL for none. It must
+     * outlive the method or be detached first. (Added after data_maps: a
+     * struct_size that ends before this field means none.)
+     */
+    struct ember_event_tracer *event_tracer;
 } ember_method_options;
 
 /**

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "ember/backend.h"
+#include "ember/devtools.h"
 #include "ember/threadpool.h"
 #include "ember/ember.h"
 #include "ember/kernel.h"
@@ -667,6 +668,9 @@ typedef struct {
     void **out_buffers;        /* (num_outputs) storage of unplanned outputs, or NULL */
     int busy;                  /* set while execute runs without the GIL */
     ember_threadpool *pool;    /* this method's threads (NULL: one) */
+    void *trace_mem;           /* the event tracer's buffer, or NULL */
+    void *debug_mem;           /* its debug buffer, or NULL */
+    ember_event_tracer *tracer;
 } MethodObject;
 
 static PyTypeObject MethodType;
@@ -674,6 +678,8 @@ static PyTypeObject MethodType;
 static void Method_dealloc(MethodObject *self) {
     ember_method_destroy(self->method);
     ember_threadpool_destroy(self->pool);
+    aligned_free(self->trace_mem);
+    aligned_free(self->debug_mem);
     if (self->out_buffers != NULL) {
         for (size_t i = 0; i < self->num_outputs; i++) aligned_free(self->out_buffers[i]);
         PyMem_Free(self->out_buffers);
@@ -686,8 +692,15 @@ static void Method_dealloc(MethodObject *self) {
 
 static PyObject *Program_load_method(ProgramObject *self, PyObject *args) {
     const char *name;
-    Py_ssize_t threads = 0;
-    if (!PyArg_ParseTuple(args, "s|n:load_method", &name, &threads)) return NULL;
+    Py_ssize_t threads = 0, trace_bytes = 0, debug_bytes = 0;
+    unsigned int trace_flags = 0;
+    if (!PyArg_ParseTuple(args, "s|nInn:load_method", &name, &threads, &trace_flags, &trace_bytes,
+                          &debug_bytes))
+        return NULL;
+    if (trace_bytes < 0 || debug_bytes < 0) {
+        PyErr_SetString(PyExc_ValueError, "trace and debug buffer sizes must be >= 0");
+        return NULL;
+    }
     if (threads < 0 || threads > 256) {
         PyErr_SetString(PyExc_ValueError, "num_threads must be from 0 (one per core) to 256");
         return NULL;
@@ -708,6 +721,9 @@ static PyObject *Program_load_method(ProgramObject *self, PyObject *args) {
     m->method = NULL;
     m->busy = 0;
     m->pool = NULL;
+    m->trace_mem = NULL;
+    m->debug_mem = NULL;
+    m->tracer = NULL;
     m->num_inputs = mm.num_inputs;
     m->num_outputs = mm.num_outputs;
     m->in_meta = PyMem_Calloc(mm.num_inputs ? mm.num_inputs : 1, sizeof *m->in_meta);
@@ -738,6 +754,29 @@ static PyObject *Program_load_method(ProgramObject *self, PyObject *args) {
     options.threadpool = m->pool;
     options.data_maps = self->maps;
     options.num_data_maps = self->num_maps;
+    /* A tracer of the caller's size, attached from load on. */
+    if (trace_flags != 0) {
+        m->trace_mem = aligned_malloc((size_t)trace_bytes > 0 ? (size_t)trace_bytes : 1);
+        if (m->trace_mem == NULL) {
+            Py_DECREF(m);
+            return PyErr_NoMemory();
+        }
+        ember_clear_error();
+        st = ember_event_tracer_init(m->trace_mem, (size_t)trace_bytes, trace_flags, &m->tracer);
+        if (st == EMBER_OK && debug_bytes > 0) {
+            m->debug_mem = aligned_malloc((size_t)debug_bytes);
+            if (m->debug_mem == NULL) {
+                Py_DECREF(m);
+                return PyErr_NoMemory();
+            }
+            st = ember_event_tracer_set_debug_buffer(m->tracer, m->debug_mem, (size_t)debug_bytes);
+        }
+        if (st != EMBER_OK) {
+            Py_DECREF(m);
+            return raise_status(st, "creating the event tracer");
+        }
+        options.event_tracer = m->tracer;
+    }
     Py_BEGIN_ALLOW_THREADS
     st = ember_method_load_with(self->program, m->name, &options, &m->method);
     Py_END_ALLOW_THREADS
@@ -1034,6 +1073,67 @@ done:
     return result;
 }
 
+static int need_tracer(MethodObject *self) {
+    if (self->tracer != NULL) return 0;
+    PyErr_SetString(PyExc_RuntimeError, "this method was loaded without an event tracer "
+                                        "(load_method(..., trace_flags=...))");
+    return -1;
+}
+
+static int not_busy(MethodObject *self) {
+    if (!self->busy) return 0;
+    PyErr_SetString(PyExc_RuntimeError, "the method is executing on another thread");
+    return -1;
+}
+
+static PyObject *Method_etdump(MethodObject *self, PyObject *unused) {
+    (void)unused;
+    if (need_tracer(self) < 0 || not_busy(self) < 0) return NULL;
+    size_t need = 0;
+    ember_clear_error();
+    ember_status st = ember_etdump_write(self->tracer, NULL, 0, &need);
+    if (st != EMBER_OK) return raise_status(st, "writing the ETDump");
+    void *buf = aligned_malloc(need ? need : 1);
+    if (buf == NULL) return PyErr_NoMemory();
+    st = ember_etdump_write(self->tracer, buf, need, &need);
+    PyObject *out = st == EMBER_OK ? PyBytes_FromStringAndSize(buf, (Py_ssize_t)need)
+                                   : raise_status(st, "writing the ETDump");
+    aligned_free(buf);
+    return out;
+}
+
+static PyObject *Method_debug_buffer(MethodObject *self, PyObject *unused) {
+    (void)unused;
+    if (need_tracer(self) < 0 || not_busy(self) < 0) return NULL;
+    const void *data;
+    size_t size;
+    ember_status st = ember_event_tracer_debug_data(self->tracer, &data, &size);
+    if (st != EMBER_OK) return raise_status(st, "reading the debug buffer");
+    return PyBytes_FromStringAndSize(size > 0 ? data : "", (Py_ssize_t)size);
+}
+
+static PyObject *Method_trace_stats(MethodObject *self, PyObject *unused) {
+    (void)unused;
+    if (need_tracer(self) < 0 || not_busy(self) < 0) return NULL;
+    ember_event_tracer_stats s;
+    ember_status st = ember_event_tracer_get_stats(self->tracer, &s);
+    if (st != EMBER_OK) return raise_status(st, "reading the tracer's counts");
+    ember_clear_error();
+    st = ember_event_tracer_status(self->tracer);
+    return Py_BuildValue("{s:n,s:n,s:n,s:n,s:n,s:n,s:s}", "events", (Py_ssize_t)s.events,
+                         "dropped", (Py_ssize_t)s.dropped, "runs", (Py_ssize_t)s.runs,
+                         "bytes_used", (Py_ssize_t)s.bytes_used, "bytes_total",
+                         (Py_ssize_t)s.bytes_total, "debug_used", (Py_ssize_t)s.debug_used,
+                         "status", st == EMBER_OK ? "" : ember_last_error());
+}
+
+static PyObject *Method_trace_reset(MethodObject *self, PyObject *unused) {
+    (void)unused;
+    if (need_tracer(self) < 0 || not_busy(self) < 0) return NULL;
+    ember_event_tracer_reset(self->tracer);
+    Py_RETURN_NONE;
+}
+
 static PyObject *Method_get_name(MethodObject *self, void *closure) {
     (void)closure;
     return decode_name(self->name);
@@ -1048,6 +1148,15 @@ static PyObject *Method_get_program(MethodObject *self, void *closure) {
 static PyMethodDef Method_methods[] = {
     {"execute", (PyCFunction)Method_execute, METH_O,
      "execute(inputs) -> list: set every input, run the method, copy every output out."},
+    {"etdump", (PyCFunction)Method_etdump, METH_NOARGS,
+     "etdump() -> bytes: the events recorded so far, as an ETDump (.etdp)."},
+    {"debug_buffer", (PyCFunction)Method_debug_buffer, METH_NOARGS,
+     "debug_buffer() -> bytes: recorded tensor data the ETDump refers to by offset."},
+    {"trace_stats", (PyCFunction)Method_trace_stats, METH_NOARGS,
+     "trace_stats() -> dict: events, dropped, runs, bytes_used, bytes_total, debug_used, "
+     "status (empty, or why events were dropped)."},
+    {"trace_reset", (PyCFunction)Method_trace_reset, METH_NOARGS,
+     "trace_reset(): forget every recorded event and tensor."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1079,7 +1188,9 @@ static PyMethodDef Program_methods[] = {
     {"method_meta", (PyCFunction)Program_method_meta, METH_VARARGS,
      "method_meta(name) -> dict: inputs, outputs, planned buffer sizes, operators."},
     {"load_method", (PyCFunction)Program_load_method, METH_VARARGS,
-     "load_method(name, num_threads=0) -> Method (platform-heap memory; 0 threads: one per core)."},
+     "load_method(name, num_threads=0, trace_flags=0, trace_bytes=0, debug_bytes=0) -> Method "
+     "(platform-heap memory; 0 threads: one per core; trace_flags: TRACE_* bits for an event "
+     "tracer of trace_bytes, with a debug buffer of debug_bytes)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1313,7 +1424,13 @@ PyMODINIT_FUNC PyInit__runtime(void) {
     if (PyModule_AddObject(mod, "version",
                            Py_BuildValue("(iii)", EMBER_VERSION_MAJOR, EMBER_VERSION_MINOR,
                                          EMBER_VERSION_PATCH)) < 0 ||
-        PyModule_AddIntConstant(mod, "MAX_DIM", EMBER_MAX_DIM) < 0) {
+        PyModule_AddIntConstant(mod, "MAX_DIM", EMBER_MAX_DIM) < 0 ||
+        PyModule_AddIntConstant(mod, "TRACE_PROFILE", EMBER_TRACE_PROFILE) < 0 ||
+        PyModule_AddIntConstant(mod, "TRACE_ALLOCATIONS", EMBER_TRACE_ALLOCATIONS) < 0 ||
+        PyModule_AddIntConstant(mod, "TRACE_DEBUG_OUTPUTS", EMBER_TRACE_DEBUG_OUTPUTS) < 0 ||
+        PyModule_AddIntConstant(mod, "TRACE_DEBUG_STATS", EMBER_TRACE_DEBUG_STATS) < 0 ||
+        PyModule_AddIntConstant(mod, "TRACE_PROGRAM_OUTPUTS", EMBER_TRACE_PROGRAM_OUTPUTS) < 0 ||
+        PyModule_AddIntConstant(mod, "EVENT_TRACER", EMBER_EVENT_TRACER) < 0) {
         Py_DECREF(mod);
         return NULL;
     }

@@ -41,6 +41,7 @@ __all__ = [
     "Runtime",
     "Program",
     "Method",
+    "EventTracerConfig",
     "MethodMeta",
     "DataMap",
     "ValueMeta",
@@ -339,6 +340,50 @@ def _convert_output(x: Any) -> Any:
 # Runtime, Program, Method
 # ---------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class EventTracerConfig:
+    """What a method's event tracer records (see docs/devtools.md).
+
+    profile: the time of every instruction, of load/init/execute, and the
+        delegates' own per-node events.
+    allocations: the method allocator's and planned memory's allocations at
+        load (ExecuTorch 1.5's Inspector cannot read these: leave it off for
+        traces meant for it).
+    debug_outputs: None, "full" (every instruction's output tensor, copied
+        into the debug buffer) or "stats" (a float64 [hash, numel, min, max,
+        mean] per tensor instead).
+    program_outputs: the method's outputs after every execute.
+    buffer_bytes / debug_buffer_bytes: sizes of the tracer's buffer and of
+        the debug buffer; events that do not fit are dropped and counted
+        (Method.trace_stats()).
+    """
+
+    profile: bool = True
+    allocations: bool = False
+    debug_outputs: Optional[str] = None
+    program_outputs: bool = False
+    buffer_bytes: int = 4 << 20
+    debug_buffer_bytes: int = 64 << 20
+
+    def flags(self) -> int:
+        if self.debug_outputs not in (None, "full", "stats"):
+            raise ValueError(f"debug_outputs must be None, 'full' or 'stats', not {self.debug_outputs!r}")
+        f = 0
+        if self.profile:
+            f |= _runtime.TRACE_PROFILE
+        if self.allocations:
+            f |= _runtime.TRACE_ALLOCATIONS
+        if self.debug_outputs == "full":
+            f |= _runtime.TRACE_DEBUG_OUTPUTS
+        if self.debug_outputs == "stats":
+            f |= _runtime.TRACE_DEBUG_STATS
+        if self.program_outputs:
+            f |= _runtime.TRACE_PROGRAM_OUTPUTS
+        if f == 0:
+            raise ValueError("EventTracerConfig records nothing: enable at least one kind of event")
+        return f
+
+
 class Method:
     """A loaded method, ready to execute. Use it from one thread at a time;
     state in mutable buffers persists from one execute to the next."""
@@ -369,6 +414,36 @@ class Method:
                      for i, x in enumerate(inputs)]
         return [_convert_output(x) for x in self._impl.execute(converted)]
 
+    # -- the event tracer (loaded with event_tracer=EventTracerConfig(...)) --
+
+    def etdump(self) -> bytes:
+        """The events recorded so far as an ETDump (ExecuTorch's .etdp format):
+        a run "load:<method>" and one run per execute."""
+        return bytes(self._impl.etdump())
+
+    def debug_buffer(self) -> bytes:
+        """The recorded tensor data that the ETDump's debug events refer to by
+        offset (ExecuTorch Inspector's debug_buffer_path)."""
+        return bytes(self._impl.debug_buffer())
+
+    def trace_stats(self) -> Dict[str, Any]:
+        """events, dropped, runs, bytes_used, bytes_total, debug_used, and
+        status: "" while every event fit, else why some were dropped."""
+        return dict(self._impl.trace_stats())
+
+    def reset_trace(self) -> None:
+        """Forgets every recorded event and tensor."""
+        self._impl.trace_reset()
+
+    def write_etdump(self, path: Union[str, "os.PathLike[str]"],
+                     debug_buffer_path: Optional[Union[str, "os.PathLike[str]"]] = None) -> None:
+        """Writes etdump() to path, and debug_buffer() to debug_buffer_path if given."""
+        with open(path, "wb") as f:
+            f.write(self.etdump())
+        if debug_buffer_path is not None:
+            with open(debug_buffer_path, "wb") as f:
+                f.write(self.debug_buffer())
+
     def __repr__(self) -> str:
         return f"<ember.runtime.Method {self.name!r}>"
 
@@ -394,12 +469,19 @@ class Program:
         """Inputs, outputs, planned buffer sizes and operators of a method."""
         return MethodMeta._from_dict(self._impl.method_meta(method_name))
 
-    def load_method(self, name: str, num_threads: int = 0) -> Method:
+    def load_method(self, name: str, num_threads: int = 0, *,
+                    event_tracer: Optional[EventTracerConfig] = None) -> Method:
         """Loads a method (platform-heap memory), with num_threads threads for its
         kernels and delegates (0: one per CPU core; 1: the calling thread only).
-        Raises EmberError if the name is unknown or the runtime lacks one of its
-        kernels or backends."""
-        impl = self._impl.load_method(name, int(num_threads))
+        With event_tracer, the method records its load and every execute
+        (Method.etdump(), Method.debug_buffer()). Raises EmberError if the name
+        is unknown or the runtime lacks one of its kernels or backends."""
+        if event_tracer is None:
+            impl = self._impl.load_method(name, int(num_threads))
+        else:
+            impl = self._impl.load_method(name, int(num_threads), event_tracer.flags(),
+                                          int(event_tracer.buffer_bytes),
+                                          int(event_tracer.debug_buffer_bytes))
         return Method(impl, self.metadata(name))
 
     def __repr__(self) -> str:

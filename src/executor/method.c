@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "devtools/tracer.h"
 #include "format/data_map.h"
 
 #ifndef EMBER_DEFAULT_SCRATCH_SIZE
@@ -66,7 +67,28 @@ struct ember_method {
     ember_buffer *external;      /* (plan->num_external) bytes of EXTERNAL constants */
     const ember_data_loader **external_loaders; /* what releases each of them */
     uint32_t num_external;       /* loaded so far */
+#if EMBER_EVENT_TRACER
+    ember_event_tracer *tracer;  /* NULL: not tracing */
+    struct traced_allocator {
+        ember_allocator base;
+        ember_allocator *inner;
+        ember_event_tracer *tracer;
+    } traced;                    /* the method allocator, counted (EMBER_TRACE_ALLOCATIONS) */
+#endif
 };
+
+#if EMBER_EVENT_TRACER
+static bool tracing(const ember_method *m, uint32_t flag) {
+    return m->tracer != NULL && (m->tracer->flags & flag) != 0;
+}
+
+static void *traced_alloc(void *ctx, size_t size, size_t align) {
+    struct traced_allocator *ta = ctx;
+    void *p = ta->inner->alloc(ta->inner->ctx, size, align);
+    if (p != NULL) ember_trace_alloc(ta->tracer, TRACE_ALLOC_METHOD, size);
+    return p;
+}
+#endif
 
 /* Allocation that reports out-of-memory with what it was for. */
 static ember_status alloc_array(ember_allocator *a, size_t count, size_t elem, size_t align,
@@ -344,6 +366,10 @@ static ember_status bind_planned(ember_method *m, const ember_memory *mem) {
     for (size_t k = 0; k < n; k++) {
         size_t bytes;
         TRY(pte_buffer_size(m->program, plan, (uint32_t)(k + 1), &bytes));
+#if EMBER_EVENT_TRACER
+        if (tracing(m, EMBER_TRACE_ALLOCATIONS))
+            ember_trace_alloc(m->tracer, TRACE_ALLOC_PLANNED, bytes);
+#endif
         if (given) {
             m->planned[k] = mem->planned_buffers[k];
             if (m->planned[k] == NULL && bytes > 0)
@@ -581,7 +607,7 @@ ember_status ember_method_load_with(const ember_program *program, const char *na
     if (options != NULL && options->struct_size < offsetof(ember_method_options, data_maps))
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT,
                                "ember_method_options.struct_size is wrong");
-    if (options != NULL && options->struct_size >= sizeof(ember_method_options)) {
+    if (options != NULL && options->struct_size >= offsetof(ember_method_options, event_tracer)) {
         maps = options->data_maps;
         num_maps = options->num_data_maps;
         if (maps == NULL && num_maps > 0)
@@ -608,6 +634,31 @@ ember_status ember_method_load_with(const ember_program *program, const char *na
     m->kctx.threadpool = m->threadpool;
     m->data_maps = maps;
     m->num_data_maps = num_maps;
+#if EMBER_EVENT_TRACER
+    uint32_t load_token = 0, init_token = 0;
+    if (options != NULL && options->struct_size >= sizeof(ember_method_options))
+        m->tracer = options->event_tracer;
+    if (m->tracer != NULL && m->tracer->magic != TRACE_MAGIC) {
+        m->tracer = NULL;
+        st = ember_set_error(EMBER_ERR_INVALID_ARGUMENT,
+                             "event_tracer is not an initialized tracer");
+        ember_method_destroy(m);
+        return st;
+    }
+    if (m->tracer != NULL) {
+        ember_trace_begin_run(m->tracer, "load:", plan->name);
+        if (tracing(m, EMBER_TRACE_PROFILE))
+            load_token = ember_trace_start(m->tracer, "Program::load_method", -1, -1);
+    }
+    if (tracing(m, EMBER_TRACE_ALLOCATIONS)) {
+        ember_trace_alloc(m->tracer, TRACE_ALLOC_METHOD, sizeof *m);
+        m->traced.base.ctx = &m->traced;
+        m->traced.base.alloc = traced_alloc;
+        m->traced.inner = a;
+        m->traced.tracer = m->tracer;
+        a = &m->traced.base;
+    }
+#endif
 
     st = build(m, a, memory, false);
     if (st == EMBER_OK) st = init_mutable(m);
@@ -626,7 +677,17 @@ ember_status ember_method_load_with(const ember_program *program, const char *na
         ember_arena_init(&m->scratch, scratch, scratch != NULL ? size : 0);
         m->kctx.scratch = &m->scratch;
     }
+#if EMBER_EVENT_TRACER
+    if (tracing(m, EMBER_TRACE_PROFILE))
+        init_token = ember_trace_start(m->tracer, "Method::init", -1, -1);
+#endif
     for (uint32_t i = 0; st == EMBER_OK && i < plan->delegates.len; i++) st = init_delegate(m, a, i);
+#if EMBER_EVENT_TRACER
+    if (m->tracer != NULL) {
+        ember_trace_end(m->tracer, init_token);
+        ember_trace_end(m->tracer, load_token);
+    }
+#endif
     if (st != EMBER_OK) {
         ember_error_prefix("method '%.64s'", plan->name);
         ember_method_destroy(m);
@@ -812,7 +873,49 @@ static ember_status check_bound(const ember_method *m) {
     return EMBER_OK;
 }
 
-static ember_status run_chain(ember_method *m, const chain *c) {
+#if EMBER_EVENT_TRACER
+/* A kernel call with its time and (on request) its output recorded. */
+static ember_status traced_kernel(ember_method *m, uint32_t ci, uint32_t pc, const instr *in) {
+    ember_event_tracer *t = m->tracer;
+    uint64_t start = ember_ticks_ns();
+    ember_status st = in->fn(&m->kctx, in->args, in->nargs);
+    uint64_t end = ember_ticks_ns();
+    if (t->flags & EMBER_TRACE_PROFILE)
+        ember_trace_profile(t, in->op_name, (int32_t)ci, (int32_t)pc, -1, NULL, start, end, NULL,
+                            0);
+    if (st == EMBER_OK && (t->flags & (EMBER_TRACE_DEBUG_OUTPUTS | EMBER_TRACE_DEBUG_STATS)) &&
+        in->nargs > 0)
+        ember_trace_value(t, in->op_name, (int32_t)ci, (int32_t)pc, in->args[in->nargs - 1], false);
+    return st;
+}
+
+/* A delegate call: the backend reports its own events under this
+ * instruction (ember_backend_log_event), then the call itself is recorded. */
+static ember_status traced_delegate(ember_method *m, uint32_t ci, uint32_t pc, const instr *in,
+                                    const delegate *d) {
+    ember_event_tracer *t = m->tracer;
+    t->chain = (int32_t)ci;
+    t->instruction = (int32_t)pc;
+    ember_trace_delegate_begin(t);
+    uint64_t start = ember_ticks_ns();
+    ember_status st = d->backend->execute(d->handle, in->args, in->nargs);
+    uint64_t end = ember_ticks_ns();
+    ember_trace_delegate_end();
+    t->chain = -1;
+    t->instruction = -1;
+    if (t->flags & EMBER_TRACE_PROFILE)
+        ember_trace_profile(t, "DELEGATE_CALL", (int32_t)ci, (int32_t)pc, -1, NULL, start, end,
+                            NULL, 0);
+    if (st == EMBER_OK && (t->flags & (EMBER_TRACE_DEBUG_OUTPUTS | EMBER_TRACE_DEBUG_STATS)) &&
+        in->nargs > 0)
+        ember_trace_value(t, "DELEGATE_CALL", (int32_t)ci, (int32_t)pc, in->args[in->nargs - 1],
+                          false);
+    return st;
+}
+#endif
+
+static ember_status run_chain(ember_method *m, uint32_t ci, const chain *c) {
+    (void)ci; /* the chain index is only recorded by the event tracer */
     uint32_t pc = 0;
     uint32_t back_jumps = 0;
     while (pc < c->len) {
@@ -823,7 +926,12 @@ static ember_status run_chain(ember_method *m, const chain *c) {
             m->kctx.instruction = pc;
             m->kctx.op_name = in->op_name;
             ember_clear_error();
-            st = in->fn(&m->kctx, in->args, in->nargs);
+#if EMBER_EVENT_TRACER
+            if (m->tracer != NULL)
+                st = traced_kernel(m, ci, pc, in);
+            else
+#endif
+                st = in->fn(&m->kctx, in->args, in->nargs);
             ember_arena_reset(&m->scratch);
             if (st != EMBER_OK) {
                 if (ember_last_error()[0] == '\0') ember_set_error(st, "%s", ember_status_str(st));
@@ -834,7 +942,12 @@ static ember_status run_chain(ember_method *m, const chain *c) {
         case INSTR_DELEGATE: {
             const delegate *d = &m->delegates[in->a];
             ember_clear_error();
-            st = d->backend->execute(d->handle, in->args, in->nargs);
+#if EMBER_EVENT_TRACER
+            if (m->tracer != NULL)
+                st = traced_delegate(m, ci, pc, in, d);
+            else
+#endif
+                st = d->backend->execute(d->handle, in->args, in->nargs);
             ember_arena_reset(&m->scratch);
             if (st != EMBER_OK) {
                 if (ember_last_error()[0] == '\0') ember_set_error(st, "%s", ember_status_str(st));
@@ -878,12 +991,40 @@ static ember_status run_chain(ember_method *m, const chain *c) {
 ember_status ember_method_execute(ember_method *method) {
     if (method == NULL) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL method");
     TRY(check_bound(method));
-    for (uint32_t c = 0; c < method->num_chains; c++) {
-        ember_status st = run_chain(method, &method->chains[c]);
-        if (st != EMBER_OK) {
-            ember_error_prefix("method '%.64s'", method->plan->name);
-            return st;
-        }
+#if EMBER_EVENT_TRACER
+    uint32_t token = 0;
+    if (method->tracer != NULL) {
+        ember_trace_begin_run(method->tracer, NULL, method->plan->name);
+        if (tracing(method, EMBER_TRACE_PROFILE))
+            token = ember_trace_start(method->tracer, "Method::execute", -1, -1);
     }
+#endif
+    ember_status st = EMBER_OK;
+    for (uint32_t c = 0; c < method->num_chains && st == EMBER_OK; c++)
+        st = run_chain(method, c, &method->chains[c]);
+#if EMBER_EVENT_TRACER
+    if (method->tracer != NULL) {
+        ember_trace_end(method->tracer, token);
+        if (st == EMBER_OK && tracing(method, EMBER_TRACE_PROGRAM_OUTPUTS))
+            for (uint32_t k = 0; k < method->num_outputs; k++)
+                ember_trace_value(method->tracer, NULL, -1, -1,
+                                  &method->values[method->outputs[k]], true);
+    }
+#endif
+    if (st != EMBER_OK) ember_error_prefix("method '%.64s'", method->plan->name);
+    return st;
+}
+
+ember_status ember_method_set_event_tracer(ember_method *method, ember_event_tracer *tracer) {
+    if (method == NULL) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL method");
+#if EMBER_EVENT_TRACER
+    if (tracer != NULL && tracer->magic != TRACE_MAGIC)
+        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "not an initialized event tracer");
+    method->tracer = tracer;
     return EMBER_OK;
+#else
+    if (tracer == NULL) return EMBER_OK;
+    return ember_set_error(EMBER_ERR_NOT_SUPPORTED,
+                           "the event tracer is not in this build (EMBER_EVENT_TRACER=0)");
+#endif
 }

@@ -44,7 +44,7 @@ STAGES: List[List[str]] = [
     # serialize: the .pte bytes, the .ptd data files
     ["ember.serialize", "ember.flat_tensor"],
     # program: the entry points and the managers users hold, tools built on them
-    ["ember.program", "ember", "ember.devtools", "ember.devtools.backend_debug",
+    ["ember.program", "ember", "ember.devtools", "ember.devtools.backend_debug", "ember.devtools.etdump",
      "ember.ops_coverage"],
 ]
 STAGE_OF: Dict[str, int] = {m: i for i, ms in enumerate(STAGES) for m in ms}

@@ -77,6 +77,9 @@ static ember_status external_tensor(const xnn_graph *g, uint32_t vi, ember_value
 
 static ember_status xnn_execute(void *handle, ember_value **args, size_t nargs) {
     xnn_graph *g = handle;
+#if EMBER_EVENT_TRACER
+    bool tracing = ember_backend_tracing();
+#endif
     /* inputs: their shapes, in the tensor's physical (dim) order */
     for (uint32_t k = 0; k < g->num_inputs; k++) {
         xnn_value *v = &g->values[g->inputs[k]];
@@ -114,6 +117,17 @@ static ember_status xnn_execute(void *handle, ember_value **args, size_t nargs) 
         if (!xnn_node_scratch(g, ni, &need) || need > g->nodes[ni].scratch_bytes)
             return xnn_node_fail(g, ni, EMBER_ERR_SHAPE_MISMATCH,
                                  "needs more scratch than was planned for it");
+#if EMBER_EVENT_TRACER
+        if (tracing) {
+            /* one event per node, named by the node's debug handle */
+            uint64_t start = ember_ticks_ns();
+            TRY_RET(xnn_run_node(g, ni));
+            ember_backend_log_event(xnn_node_name(g->nodes[ni].type),
+                                    (int64_t)g->nodes[ni].debug_handle, NULL, start,
+                                    ember_ticks_ns(), NULL, 0);
+            continue;
+        }
+#endif
         TRY_RET(xnn_run_node(g, ni));
     }
     /* int32 results for int64 outputs widen in place, from the end */
