@@ -106,8 +106,6 @@ ember_status xnn_plan(xnn_graph *g, ember_allocator *a) {
     if (total > 0 && g->arena == NULL)
         return ember_backend_fail(EMBER_ERR_OUT_OF_MEMORY,
                                   "xnnpack: cannot allocate %zu bytes for intermediates", total);
-    /* touched now, so that the first execute does not pay for its pages */
-    if (total > 0) memset(g->arena, 0, total);
     for (size_t i = 0; i < count; i++) {
         if (items[i].value != XNN_INVALID_ID) {
             xnn_value *v = &g->values[items[i].value];
