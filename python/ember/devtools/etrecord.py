@@ -5,14 +5,20 @@ The file is ExecuTorch's ETRecord zip layout:
 | entry | holds |
 |---|---|
 | `ETRECORD_V0` | empty; marks the file as an ETRecord |
-| `edge_dialect_exported_program/<method>` (+ `_state_dict`, `_constants`, `_example_inputs`) | the edge program, in torch.export's serialized form, when torch can serialize it |
 | `debug_handle_map` | JSON: method -> instruction id -> debug handles |
 | `delegate_map` | JSON: method -> delegate index -> {"name": backend id, "delegate_map": ids -> handles} |
 | `instruction_id_to_num_outs_map` | JSON: method -> instruction id -> outputs it writes |
 | `ember_debug_info_example_inputs` | JSON, ember's own: every node's operator, source stack trace, module hierarchy and delegate; each method's instructions and memory plan |
 
-ExecuTorch's `parse_etrecord` reads the maps and the programs; it passes over
-ember's own entry, whose name ends like a side file of a program.
+ExecuTorch's `parse_etrecord` reads ember's file: it takes the maps, and
+passes over ember's own entry, whose name ends like a side file of a program.
+ember writes no `edge_dialect_exported_program` entries: ExecuTorch reads
+those in its own serialization of edge programs (an older copy of
+torch.export's schema, with edge-dialect operator names), which ember does not
+produce. So ExecuTorch's Inspector, which needs that program, does not accept
+ember's ETRecord; ember's Inspector reads ember's and ExecuTorch's. The edge
+program stays on the in-memory ETRecord that generate_etrecord returns, for
+numeric debugging in the same process.
 """
 
 from __future__ import annotations
@@ -216,16 +222,6 @@ def _node_to_json(n: NodeInfo) -> Dict[str, Any]:
             "module_stack": n.module_stack, "backend": n.backend, "shape": n.shape}
 
 
-def _serialize_program(ep: ExportedProgram) -> Optional[Any]:
-    """torch.export's serialized form of ep, or None when torch cannot serialize
-    it (delegate calls and ember's own operators are not in its schema)."""
-    try:
-        from torch._export.serde.serialize import serialize
-        return serialize(ep)
-    except Exception:
-        return None
-
-
 def _write(rec: ETRecord, path: Union[PathLike, BinaryIO]) -> None:
     if isinstance(path, (str, os.PathLike)):
         path = os.fspath(path)
@@ -239,17 +235,6 @@ def _write(rec: ETRecord, path: Union[PathLike, BinaryIO]) -> None:
     }
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
         z.writestr(IDENTIFIER, "")
-        for m, ep in (rec.edge_dialect_program or {}).items():
-            art = _serialize_program(ep)
-            if art is None:
-                info["notes"].append(f"edge program of {m!r} not saved: torch.export cannot "
-                                     "serialize it (delegate calls or ember operators)")
-                continue
-            base = f"{EDGE_PREFIX}/{m}"
-            z.writestr(base, art.exported_program)
-            z.writestr(f"{base}_state_dict", art.state_dict)
-            z.writestr(f"{base}_constants", art.constants)
-            z.writestr(f"{base}_example_inputs", art.example_inputs)
         z.writestr(DEBUG_HANDLE_MAP, json.dumps(
             {m: {str(i): h for i, h in d.items()} for m, d in rec.debug_handle_map.items()}))
         z.writestr(DELEGATE_MAP, json.dumps(
