@@ -55,14 +55,14 @@ def plot_op_times(inspector: Inspector, path: PathLike, block: Optional[str] = N
 
 
 def plot_timeline(inspector: Inspector, path: PathLike, block: Optional[str] = None,
-                  run: int = 0, max_labels: int = 40) -> str:
+                  run: int = 0, max_labels: int = 30) -> str:
     """One execute as a Gantt chart: kernel instructions and delegate calls on
     the first lane, the nodes inside delegates on the second."""
     plt = _pyplot()
     b = inspector.block(block)
     evs = [e for e in b.events if len(e.start_ns) > run and e.instruction_id >= 0 or
            (e.is_delegated_op and len(e.start_ns) > run)]
-    fig, ax = plt.subplots(figsize=(11, 2.6))
+    fig, ax = plt.subplots(figsize=(11, 3.6))
     t0 = min((e.start_ns[run] for e in evs), default=0)
     labelled = sorted(evs, key=lambda e: -(e.end_ns[run] - e.start_ns[run]))[:max_labels]
     for e in evs:
@@ -78,7 +78,12 @@ def plot_timeline(inspector: Inspector, path: PathLike, block: Optional[str] = N
                     va="bottom" if lane else "top")
     ax.set_yticks([0, 1])
     ax.set_yticklabels(["inside delegates", "instructions"])
-    ax.set_ylim(-1.8, 2.8)
+    ax.set_ylim(-3.6, 3.8)
+    from matplotlib.patches import Patch
+    ax.legend(handles=[Patch(color=_KERNEL, label="kernel"),
+                       Patch(color=_DELEGATE, label="delegate call"),
+                       Patch(color=_NODE, label="node inside a delegate")],
+              loc="lower right", fontsize=7, ncol=3, frameon=False)
     ax.set_xlabel("µs from the start of the execute")
     ax.set_title(f"timeline of one execute — {b.name} (run {run})", pad=40)
     return _save(fig, path)
