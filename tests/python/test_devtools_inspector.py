@@ -337,3 +337,20 @@ def test_ember_inspect_writes_table_and_plots(cnn, mlp, tmp_path, capsys):
     bad.write_bytes(b"nope, not a trace")
     assert main(["--etdump", str(bad)]) == 1
     assert "ember-inspect: not an ETDump" in capsys.readouterr().err
+
+
+def test_ember_inspect_is_installed(cnn, tmp_path):
+    import shutil
+    import subprocess
+    import sys
+    exe = shutil.which("ember-inspect", path=os.path.dirname(sys.executable))
+    if exe is None:
+        pytest.skip("ember-inspect is not installed next to this Python (pip install -e .)")
+    r = subprocess.run([exe, "--etdump", cnn["etdp"], "--etrecord", cnn["etrecord"],
+                        "--block", "forward", "--slowest", "2"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "forward (2 runs)" in r.stdout and "XnnpackBackend (" in r.stdout
+    r = subprocess.run([exe, "--etdump", cnn["etrecord"]], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 1 and "Traceback" not in r.stderr

@@ -267,15 +267,18 @@ class Inspector:
                     ev.perf_data.raw.append(max(0, p.end_time - p.start_time) / 1e6)
                     ev.start_ns.append(p.start_time - t0)
                     ev.end_ns.append(p.end_time - t0)
-                    if p.delegate_debug_id_int < 0 and p.instruction_id >= 0:
-                        by_instr[(p.chain_index, p.instruction_id)] = ev
+                    if p.instruction_id >= 0:
+                        by_instr[(p.chain_index, p.instruction_id,
+                                  max(-1, p.delegate_debug_id_int))] = ev
                 out = []
                 for d in run.debug_events:
                     val = self._load(d.value)
                     if d.output:
                         out.append(val)
                         continue
-                    ev = by_instr.get((d.chain_index, d.instruction_id))
+                    # a delegate's own debug event goes to the node it names
+                    ev = by_instr.get((d.chain_index, d.instruction_id,
+                                       max(-1, d.delegate_debug_id_int)))
                     if ev is not None:
                         ev.debug_data.append(val)
             # execution order: a delegate call starts before the nodes it runs
@@ -412,7 +415,7 @@ class Inspector:
         eager = eager_intermediates(ep, inputs)
         rows = []
         for e in self.block(block).events:
-            if e.is_delegated_op or e.instruction_id < 0 or not e.debug_data:
+            if e.instruction_id < 0 or not e.debug_data:
                 continue
             got = e.debug_data[run]
             if not isinstance(got, torch.Tensor):
