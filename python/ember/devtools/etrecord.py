@@ -2,13 +2,14 @@
 
 The file is ExecuTorch's ETRecord zip layout:
 
-| entry | holds |
-|---|---|
-| `ETRECORD_V0` | empty; marks the file as an ETRecord |
-| `debug_handle_map` | JSON: method -> instruction id -> debug handles |
-| `delegate_map` | JSON: method -> delegate index -> {"name": backend id, "delegate_map": ids -> handles} |
-| `instruction_id_to_num_outs_map` | JSON: method -> instruction id -> outputs it writes |
-| `ember_debug_info_example_inputs` | JSON, ember's own: every node's operator, source stack trace, module hierarchy and delegate; each method's instructions and memory plan |
+- `ETRECORD_V0`: empty; marks the file as an ETRecord;
+- `debug_handle_map`: JSON, method -> instruction id -> debug handles;
+- `delegate_map`: JSON, method -> delegate index -> {"name": backend id,
+  "delegate_map": the backend's ids -> handles};
+- `instruction_id_to_num_outs_map`: JSON, method -> instruction id -> outputs;
+- `ember_debug_info_example_inputs`: JSON, ember's own: every node's
+  operator, source stack trace, module hierarchy and backend, and each
+  method's memory plan.
 
 ExecuTorch's `parse_etrecord` reads ember's file: it takes the maps, and
 passes over ember's own entry, whose name ends like a side file of a program.
@@ -36,7 +37,7 @@ from torch.fx import GraphModule, Node
 from ..backend.lowered import LoweredBackendModule
 from ..errors import source_location, stack_frames
 from ..memory_planning import tensor_lifetimes
-from ..passes.debug_handles import KEY as DEBUG_HANDLE, handle_nodes
+from ..passes.debug_handles import handle_nodes
 
 PathLike = Union[str, "os.PathLike[str]"]
 
