@@ -354,3 +354,50 @@ def test_ember_inspect_is_installed(cnn, tmp_path):
     r = subprocess.run([exe, "--etdump", cnn["etrecord"]], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 1 and "Traceback" not in r.stderr
+
+
+def test_seeds_profiling_flow_with_ember_imports(tmp_path, capsys):
+    """The profiling steps of ExecuTorch's LLM manual, imports changed to
+    ember's: ETRecord at export, ember-run --etdump, the Inspector's table."""
+    import shutil
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    from ember import EdgeCompileConfig
+    from ember import to_edge as ember_to_edge
+    from ember.devtools import Inspector as EmberInspector
+    from ember.devtools import generate_etrecord as ember_generate_etrecord
+
+    exe = shutil.which("ember-run", path=os.path.dirname(sys.executable))
+    if exe is None:
+        pytest.skip("ember-run is not installed next to this Python (pip install -e .)")
+    torch.manual_seed(0)
+    model = MLP().eval()
+    x = torch.randn(4, 16)
+    traced_model = torch.export.export(model, (x,))
+    edge_config = EdgeCompileConfig(_check_ir_validity=False)
+    edge_manager = ember_to_edge(traced_model, compile_config=edge_config)
+    edge_manager_copy = copy.deepcopy(edge_manager)
+    et_program_manager = edge_manager.to_executorch()
+    etrecord_path = str(tmp_path / "etrecord.bin")
+    ember_generate_etrecord(etrecord_path, edge_manager_copy, et_program_manager)
+    pte = tmp_path / "mlp.pte"
+    pte.write_bytes(et_program_manager.buffer)
+    np.save(tmp_path / "x.npy", x.numpy())
+    etdump = str(tmp_path / "etdump.etdp")
+    r = subprocess.run([exe, str(pte), "--input", str(tmp_path / "x.npy"), "--iterations", "4",
+                        "--etdump", etdump, "--debug-outputs"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+
+    inspector = EmberInspector(etdump_path=etdump, etrecord=etrecord_path,
+                               debug_buffer_path=etdump + ".debug")
+    inspector.print_data_tabular()
+    out = capsys.readouterr().out
+    assert "addmm" in out and "fc2" in out and "aot_models.py:19" in out
+    fwd = inspector.block("forward")
+    assert {e.perf_data.count for e in fwd.events if e.instruction_id >= 0} == {4}
+    rows = inspector.calculate_numeric_gap([x], reference=edge_manager_copy)
+    assert rows and max(r["rel_err"] for r in rows) < 1e-5
