@@ -4,6 +4,13 @@ run time, the Inspector over both) with ember's imports.
 
 usage: python examples/nanogpt/inspect_nanogpt.py [--backend xnnpack|portable]
                                                  [--tokens N] [--runs N] [--out DIR]
+                                                 [--runner python|ember-llm]
+
+--runner python (default) runs the program with ember's Python runtime on a
+fixed prompt of N tokens, RUNS times, recording every instruction's output
+(so the numeric comparison with eager runs too); --runner ember-llm
+generates RUNS tokens with `ember-llm --etdump` from the example's
+tokenizer, tracing the prompt's prefill and every decode step.
 
 Writes DIR/nanogpt_<backend>_{op_times,timeline,memory_plan}.png (default
 DIR: docs/images/inspector), prints the Inspector's table, the slowest
@@ -16,6 +23,8 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 from typing import Optional
@@ -59,6 +68,7 @@ def main(argv: Optional[list] = None) -> None:
     ap.add_argument("--backend", choices=["xnnpack", "portable"], default="xnnpack")
     ap.add_argument("--tokens", type=int, default=32, help="prompt length of each execute")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runner", choices=["python", "ember-llm"], default="python")
     ap.add_argument("--out", default=os.path.join(HERE, "..", "..", "docs", "images",
                                                   "inspector"))
     a = ap.parse_args(argv)
@@ -66,13 +76,27 @@ def main(argv: Optional[list] = None) -> None:
     model = GPT.from_checkpoint(a.checkpoint).eval()
     with tempfile.TemporaryDirectory(prefix="nanogpt-profile-") as work:
         pte, etrecord, edge = export_program(model, a.tokens, a.backend, work)
-        x = torch.randint(0, model.config.vocab_size, (1, a.tokens), dtype=torch.long)
-        method = Runtime.get().load_program(pte).load_method(
-            "forward", event_tracer=EventTracerConfig(debug_outputs="full"))
-        for _ in range(a.runs):
-            method.execute([x])
         etdump, debug = os.path.join(work, "etdump.etdp"), os.path.join(work, "etdump.debug")
-        method.write_etdump(etdump, debug)
+        x = torch.randint(0, model.config.vocab_size, (1, a.tokens), dtype=torch.long)
+        if a.runner == "python":
+            method = Runtime.get().load_program(pte).load_method(
+                "forward", event_tracer=EventTracerConfig(debug_outputs="full"))
+            for _ in range(a.runs):
+                method.execute([x])
+            method.write_etdump(etdump, debug)
+        else:
+            exe = shutil.which("ember-llm", path=os.path.dirname(sys.executable)) or \
+                shutil.which("ember-llm")
+            if exe is None:
+                sys.exit("ember-llm not found: pip install -e . installs it beside python")
+            pte_path = os.path.join(work, "nanogpt.pte")
+            with open(pte_path, "wb") as f:
+                f.write(pte)
+            subprocess.run([exe, "--model", pte_path, "--tokenizer",
+                            os.path.join(HERE, "tokenizer"), "--prompt", "It was a truth",
+                            "--max-new-tokens", str(a.runs), "--temperature", "0",
+                            "--etdump", etdump], check=True, stdout=subprocess.DEVNULL)
+            debug = None
 
         inspector = Inspector(etdump_path=etdump, etrecord=etrecord, debug_buffer_path=debug)
         inspector.print_data_tabular(block="forward")
@@ -80,13 +104,14 @@ def main(argv: Optional[list] = None) -> None:
         for e in inspector.slowest(5):
             src = e.nodes[-1].source if e.nodes else ""
             print(f"  {e.perf_data.avg:8.3f} ms  {e.name:40s} {src}")
-        print("\nfirst instructions that differ from eager PyTorch (relative error > 1e-4):")
-        rows = inspector.first_divergences([x], reference=edge, rtol=1e-4)
-        for r in rows:
-            print(f"  instruction {r['instruction_id']:4d} {r['event_name']:30s} "
-                  f"rel {r['rel_err']:.2e}  {r['source']}")
-        if not rows:
-            print("  none")
+        if debug is not None:
+            print("\nfirst instructions that differ from eager PyTorch (relative error > 1e-4):")
+            rows = inspector.first_divergences([x], reference=edge, rtol=1e-4)
+            for r in rows:
+                print(f"  instruction {r['instruction_id']:4d} {r['event_name']:30s} "
+                      f"rel {r['rel_err']:.2e}  {r['source']}")
+            if not rows:
+                print("  none")
         for f in write_plots(inspector, a.out, prefix=f"nanogpt_{a.backend}_"):
             print(f"wrote {os.path.relpath(f)}")
 
