@@ -401,3 +401,29 @@ def test_seeds_profiling_flow_with_ember_imports(tmp_path, capsys):
     assert {e.perf_data.count for e in fwd.events if e.instruction_id >= 0} == {4}
     rows = inspector.calculate_numeric_gap([x], reference=edge_manager_copy)
     assert rows and max(r["rel_err"] for r in rows) < 1e-5
+
+    # the same from the Python runtime, in process
+    method = Runtime.get().load_program(et_program_manager.buffer).load_method(
+        "forward", 1, event_tracer=EventTracerConfig(debug_outputs="full"))
+    method.execute([x])
+    live = EmberInspector.from_method(method, etrecord=etrecord_path)
+    assert [e.name for e in live.block().events] == [e.name for e in fwd.events]
+    assert live.calculate_numeric_gap([x], reference=edge_manager_copy)
+
+
+def test_reads_executorchs_etrecord(tmp_path):
+    """An ETRecord from ExecuTorch's generate_etrecord: ember's Inspector takes
+    its maps (its edge program is in ExecuTorch's own serialization: noted,
+    not loaded) and names the delegate by the backend the map gives."""
+    pytest.importorskip("executorch.devtools")
+    from test_devtools_etdump import _et_export
+    torch.manual_seed(0)
+    x = (torch.randn(1, 3, 16, 16),)
+    pte, etrecord = _et_export(CNN().eval(), x, str(tmp_path), xnnpack=True)
+    etdp, _, _ = _trace(pte, x, str(tmp_path), runs=2)
+    rec = parse_etrecord(etrecord)
+    assert rec.debug_handle_map["forward"] and rec.notes
+    fwd = Inspector(etdump_path=etdp, etrecord=etrecord).block("forward")
+    call = next(e for e in fwd.events if e.raw_name == "DELEGATE_CALL")
+    assert call.delegate_backend_name == "XnnpackBackend" and call.debug_handles
+    assert "Conv2d #1" in {e.name for e in fwd.events if e.is_delegated_op}

@@ -264,6 +264,17 @@ def _int_keys(d: Any, what: str, path: str) -> Dict[str, Dict[int, Any]]:
         raise ETRecordError(f"{path}: {what} has a key that is not an instruction id") from None
 
 
+def _handles(h: Any, path: str) -> List[int]:
+    """One instruction's handles: a list, or a single int (ExecuTorch writes both)."""
+    if h is None:
+        return []
+    if isinstance(h, int) and not isinstance(h, bool):
+        return [h]
+    if isinstance(h, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in h):
+        return list(h)
+    raise ETRecordError(f"{path}: {DEBUG_HANDLE_MAP} holds {h!r} where debug handles belong")
+
+
 def parse_etrecord(etrecord: Union[PathLike, BinaryIO], load_programs: bool = True) -> ETRecord:
     """Reads an ETRecord written by ember's or ExecuTorch's generate_etrecord.
 
@@ -287,7 +298,7 @@ def parse_etrecord(etrecord: Union[PathLike, BinaryIO], load_programs: bool = Tr
         if DEBUG_HANDLE_MAP not in names:
             raise ETRecordError(f"{name}: the ETRecord has no {DEBUG_HANDLE_MAP}")
         rec = ETRecord()
-        rec.debug_handle_map = {m: {i: [int(x) for x in (h or [])] for i, h in d.items()}
+        rec.debug_handle_map = {m: {i: _handles(h, name) for i, h in d.items()}
                                 for m, d in _int_keys(_json_entry(z, DEBUG_HANDLE_MAP, name),
                                                       DEBUG_HANDLE_MAP, name).items()}
         if DELEGATE_MAP in names:

@@ -184,6 +184,15 @@ class Inspector:
         self._debug = debug_buffer
         self.event_blocks: List[EventBlock] = self._blocks()
 
+    @classmethod
+    def from_method(cls, method: Any, etrecord: Union[None, ETRecord, PathLike] = None,
+                    **kw: Any) -> "Inspector":
+        """An Inspector over what an ember.runtime.Method loaded with an event
+        tracer has recorded so far (its etdump() and debug_buffer())."""
+        debug = method.debug_buffer()
+        return cls(etdump_data=method.etdump(), etrecord=etrecord,
+                   debug_buffer=debug or None, method=method.name, **kw)
+
     # ------------------------------------------------------------------ build
 
     def _node(self, h: int) -> Optional[NodeInfo]:
@@ -235,7 +244,9 @@ class Inspector:
             n = self._node(h)
             if n and n.backend:
                 return n.backend
-        return None
+        # ExecuTorch's ETRecord keys its delegate map by instruction id
+        d = self.etrecord.delegate_map.get(self.method, {}).get(instr) if self.etrecord else None
+        return d.get("name") if isinstance(d, dict) else None
 
     def _blocks(self) -> List[EventBlock]:
         groups: Dict[str, List[RunData]] = {}
