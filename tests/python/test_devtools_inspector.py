@@ -313,6 +313,14 @@ def test_corrupted_etrecord(mlp, tmp_path):
         path = _rezip(src, str(tmp_path / f"case{i}.etrecord"), edit)
         with pytest.raises(ETRecordError, match=msg):
             Inspector(etdump_path=mlp["etdp"], etrecord=path)
+    # every flipped byte: a clean error or a readable record, nothing else
+    for i in range(0, len(good), 7):
+        data = bytearray(good)
+        data[i] ^= 0xFF
+        try:
+            parse_etrecord(io.BytesIO(bytes(data)))
+        except ETRecordError:
+            pass
     with pytest.raises(ETRecordError, match="EdgeProgramManager"):
         generate_etrecord(io.BytesIO(), object(), object())
 

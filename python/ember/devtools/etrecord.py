@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Dict, List, Optional, Union
 
@@ -251,7 +252,7 @@ def _json_entry(z: zipfile.ZipFile, name: str, path: str) -> Any:
         return json.loads(z.read(name))
     except (ValueError, UnicodeDecodeError) as e:
         raise ETRecordError(f"{path}: entry {name!r} is not valid JSON ({e})") from None
-    except (zipfile.BadZipFile, OSError, EOFError) as e:
+    except (zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplementedError) as e:
         raise ETRecordError(f"{path}: entry {name!r} is damaged ({e})") from None
 
 
@@ -289,7 +290,7 @@ def parse_etrecord(etrecord: Union[PathLike, BinaryIO], load_programs: bool = Tr
                             else os.fspath(etrecord))
     except FileNotFoundError:
         raise ETRecordError(f"{name}: no such file") from None
-    except (zipfile.BadZipFile, OSError, EOFError) as e:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as e:
         raise ETRecordError(f"{name}: not an ETRecord (not a zip file: {e})") from None
     with z:
         names = set(z.namelist())
