@@ -15,7 +15,7 @@ DEMO_PTE_8DA4W := $(BUILD)/nanogpt_kv_8da4w.pte
 DEMO_TOKENIZER := examples/nanogpt/tokenizer
 DEMO_PROMPT := It is a truth universally acknowledged, that
 
-.PHONY: help demo test bootstrap build test-c test-python test-asan bench size fuzz install clean
+.PHONY: help demo inspect-plots test bootstrap build test-c test-python test-asan bench size fuzz install clean
 
 help: ## List every target
 	@echo "ember — make targets:"
@@ -38,6 +38,11 @@ demo: ## Export the committed nanoGPT (KV cache, XNNPACK-delegated; fp32, int8, 
 	@scripts/demo_quant.sh $(BUILD)/ember-llm $(DEMO_TOKENIZER) "$(DEMO_PROMPT)" \
 	  --table-only "fp32=$(DEMO_PTE)" "int8=$(DEMO_PTE_INT8)" "8da4w (group 32)=$(DEMO_PTE_8DA4W)"
 	@echo
+
+inspect-plots: ## Profile the committed nanoGPT on ember (ETRecord + ETDump + Inspector) and redraw docs/images/inspector/*.png
+	@scripts/bootstrap.sh >/dev/null
+	PYTHONWARNINGS=ignore .venv/bin/python examples/nanogpt/inspect_nanogpt.py --backend xnnpack
+	PYTHONWARNINGS=ignore .venv/bin/python examples/nanogpt/inspect_nanogpt.py --backend portable
 
 test: ## Everything: bootstrap, build, ctest, pytest, then ctest under ASan+UBSan
 	scripts/test.sh

@@ -5,8 +5,8 @@
 #     and user-mode QEMU (apt-get update runs once, and only when something
 #     is missing);
 #   .venv (Python 3.11) with torch==2.13.0, executorch==1.5.1, pytest (and
-#     pytest-xdist, which spreads the tests over the cores), numpy
-#     and scikit-build-core;
+#     pytest-xdist, which spreads the tests over the cores), numpy,
+#     scikit-build-core, and pandas + matplotlib (the Inspector's tables and plots);
 #   the ember package itself, editable (pip install -e .: the C extension
 #     ember._runtime, ember-run in .venv/bin), rebuilt only when a C source,
 #     CMake file or pyproject.toml is newer than the last install.
@@ -34,7 +34,7 @@ for arg in "$@"; do
 done
 
 VENV="${EMBER_VENV:-.venv}"
-PY_REQS=(torch==2.13.0 executorch==1.5.1 pytest pytest-xdist numpy scikit-build-core tokenizers tqdm)
+PY_REQS=(torch==2.13.0 executorch==1.5.1 pytest pytest-xdist numpy scikit-build-core tokenizers tqdm pandas matplotlib)
 # What `pip install -e .` builds from: a newer file here means a rebuild.
 PKG_INPUTS=(pyproject.toml CMakeLists.txt cmake include src extension tools python/ember/_runtime.c)
 
