@@ -66,9 +66,9 @@ test-asan: ## Build with ASan+UBSan in build-asan/ and run the C tests there
 	scripts/build.sh build-asan -DEMBER_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-g -O1"
 	cd build-asan && ctest --output-on-failure -j $(JOBS)
 
-bench: bench-roofline bench-kernels bench-llm bench-llm-quant bench-cnn ## Run every benchmark (tables into bench/RESULTS.md; llama.cpp rows need `make bench-peers` once)
+bench: bench-roofline bench-kernels bench-llm bench-llm-quant bench-cnn bench-tracer ## Run every benchmark (tables into bench/RESULTS.md; llama.cpp rows need `make bench-peers` once)
 
-.PHONY: bench-roofline bench-kernels bench-llm bench-llm-quant bench-cnn bench-peers
+.PHONY: bench-roofline bench-kernels bench-llm bench-llm-quant bench-cnn bench-tracer bench-peers
 bench-roofline: ## Measure read bandwidth and fp32 FMA peak on 1 and 2 threads; into bench/RESULTS.md
 	@scripts/bootstrap.sh >/dev/null
 	.venv/bin/python bench/roofline/bench_roofline.py --write bench/RESULTS.md
@@ -80,6 +80,11 @@ bench-llm: ## GPT-2 124M: ember (xnnpack, portable), eager, ExecuTorch, llama.cp
 bench-llm-quant: ## GPT-2 124M with int8 and 4-bit weights: ember vs llama.cpp q8_0/q4_0 vs ExecuTorch 8da4w vs eager, % of roofline
 	@scripts/bootstrap.sh >/dev/null
 	PYTHONWARNINGS=ignore .venv/bin/python bench/llm/bench_llm.py --quant
+
+bench-tracer: ## nanoGPT decode with and without the event tracer (ember-llm --etdump), 1 and 2 threads
+	@scripts/bootstrap.sh >/dev/null
+	scripts/build.sh $(BUILD) -- ember-llm
+	PYTHONWARNINGS=ignore .venv/bin/python bench/devtools/bench_tracer.py
 
 bench-cnn: ## MobileNetV2 / ResNet-18 shapes: ember vs ExecuTorch XNNPACK vs eager, 1 and 2 threads
 	@scripts/bootstrap.sh >/dev/null
