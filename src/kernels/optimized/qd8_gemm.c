@@ -198,13 +198,35 @@ typedef struct gemm_job {
     size_t m;
     const int8_t *x;
     size_t ldx;
-    const eko_qd8_row *rows;
+    const eko_qd8_row *rows;   /* one per row, or NULL: every row has `shared` */
+    eko_qd8_row shared;
     const eko_qd8_weights *w;
-    float *c;
-    size_t ldc;
+    eko_qd8_out out;
     float min, max;
     eko_tiles tiles;
 } gemm_job;
+
+/* mr rows from row r of panel p, nc columns from n0, into j->out. */
+static void gemm_call(const gemm_job *j, const uint8_t *panel, size_t r, size_t mr, size_t n0,
+                      size_t nc) {
+    eko_qd8_row same[EKO_QD8_MAX_MR];
+    const eko_qd8_row *rows = j->rows != NULL ? j->rows + r : same;
+    if (j->rows == NULL)
+        for (size_t i = 0; i < mr; i++) same[i] = j->shared;
+    const int8_t *x = j->x + r * j->ldx;
+    if (j->out.q == NULL) {
+        j->cfg->ukernel(mr, nc, x, j->ldx, rows, j->w, panel, j->out.c + r * j->out.ld + n0,
+                        j->out.ld, j->min, j->max);
+        return;
+    }
+    /* int8 results: the tile in floats on the stack, then rounded */
+    float tile[EKO_QD8_MAX_MR * EKO_QD8_NR];
+    j->cfg->ukernel(mr, nc, x, j->ldx, rows, j->w, panel, tile, EKO_QD8_NR, j->min, j->max);
+    for (size_t i = 0; i < mr; i++) {
+        int8_t *q = j->out.q + (r + i) * j->out.ld + n0;
+        for (size_t c = 0; c < nc; c++) q[c] = (int8_t)(int32_t)rintf(tile[i * EKO_QD8_NR + c]);
+    }
+}
 
 static void gemm_tiles(void *ctx, size_t thread, size_t start, size_t count) {
     const gemm_job *j = ctx;
@@ -219,18 +241,33 @@ static void gemm_tiles(void *ctx, size_t thread, size_t start, size_t count) {
             const uint8_t *panel = w->data + p * w->panel_bytes;
             for (size_t r = m0; r < m1; r += j->cfg->mr) {
                 const size_t mr = m1 - r < j->cfg->mr ? m1 - r : j->cfg->mr;
-                j->cfg->ukernel(mr, nc, j->x + r * j->ldx, j->ldx, j->rows + r, w, panel,
-                                j->c + r * j->ldc + n0, j->ldc, j->min, j->max);
+                gemm_call(j, panel, r, mr, n0, nc);
             }
         }
     }
+}
+
+static void gemm_run(gemm_job *j, struct ember_threadpool *pool) {
+    j->tiles = eko_tiles_plan(j->m, j->w->panels, ember_threadpool_size(pool));
+    ember_parallel_1d(pool, gemm_tiles, j, j->tiles.count, 1);
 }
 
 void eko_qd8_gemm(const eko_qd8_gemm_config *cfg, struct ember_threadpool *pool, size_t m,
                   const int8_t *x, size_t ldx, const eko_qd8_row *rows, const eko_qd8_weights *w,
                   float *c, size_t ldc, float min, float max) {
     if (m == 0 || w->n == 0) return;
-    gemm_job j = {cfg, m, x, ldx, rows, w, c, ldc, min, max,
-                  eko_tiles_plan(m, w->panels, ember_threadpool_size(pool))};
-    ember_parallel_1d(pool, gemm_tiles, &j, j.tiles.count, 1);
+    gemm_job j;
+    memset(&j, 0, sizeof j);
+    j = (gemm_job){cfg, m, x, ldx, rows, {1.0f, 0}, w, {c, NULL, ldc}, min, max, j.tiles};
+    gemm_run(&j, pool);
+}
+
+void eko_qd8_gemm_uniform(const eko_qd8_gemm_config *cfg, struct ember_threadpool *pool,
+                          size_t m, const int8_t *x, size_t ldx, eko_qd8_row xq,
+                          const eko_qd8_weights *w, eko_qd8_out out, float min, float max) {
+    if (m == 0 || w->n == 0) return;
+    gemm_job j;
+    memset(&j, 0, sizeof j);
+    j = (gemm_job){cfg, m, x, ldx, NULL, xq, w, out, min, max, j.tiles};
+    gemm_run(&j, pool);
 }

@@ -137,6 +137,31 @@ void eko_qd8_gemm(const eko_qd8_gemm_config *cfg, struct ember_threadpool *pool,
                   const int8_t *x, size_t ldx, const eko_qd8_row *rows, const eko_qd8_weights *w,
                   float *c, size_t ldc, float min, float max);
 
+/*
+ * Where a product of rows that share one quantization writes: float32 c
+ * (rows ld floats apart), or, when q is set instead, int8 q (rows ld bytes
+ * apart) holding each result rounded to the nearest integer, ties to even
+ * (then min and max, which clamp before rounding, must lie in [-128, 127]).
+ */
+typedef struct eko_qd8_out {
+    float *c;
+    int8_t *q;
+    size_t ld;
+} eko_qd8_out;
+
+/**
+ * The product above for m rows of x that share one quantization xq (a
+ * statically quantized tensor, or one image of a dynamically quantized
+ * one), with the same micro-kernels and padding rule. Static int8 layers
+ * use it with weights packed with scales in_scale * w_scale[n] / out_scale,
+ * biases in output steps plus the output zero point, and xq.scale 1: the
+ * results are then output int8 values ("fp32 requantization"). pool NULL:
+ * on the caller. No allocation.
+ */
+void eko_qd8_gemm_uniform(const eko_qd8_gemm_config *cfg, struct ember_threadpool *pool,
+                          size_t m, const int8_t *x, size_t ldx, eko_qd8_row xq,
+                          const eko_qd8_weights *w, eko_qd8_out out, float min, float max);
+
 /* The micro-kernels (one file per instruction set). */
 void eko_qd8_gemm_scalar(size_t mr, size_t nc, const int8_t *x, size_t ldx,
                          const eko_qd8_row *rows, const eko_qd8_weights *w, const uint8_t *panel,
