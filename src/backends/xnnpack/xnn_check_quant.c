@@ -115,7 +115,7 @@ static ember_status check_filter(const xnn_graph *g, uint32_t ni, int channel_di
 /* The bias of a static product: absent, or int32 constant quantized as the
  * filter is (per channel / per tensor) with zero point 0; its scales are
  * compared with input scale x filter scales when loaded. */
-static ember_status check_qs8_bias(const xnn_graph *g, uint32_t ni, int channel_dim) {
+static ember_status check_qs8_bias(const xnn_graph *g, uint32_t ni) {
     const xnn_node *n = &g->nodes[ni];
     if (n->in[2] == XNN_INVALID_ID) return EMBER_OK;
     const xnn_value *b = in(g, n, 2), *w = in(g, n, 1);
@@ -131,7 +131,6 @@ static ember_status check_qs8_bias(const xnn_graph *g, uint32_t ni, int channel_
     if (!b->has_constant) REFUSE("bias (value %u) is not a constant", n->in[2]);
     if (channelwise && b->channel_dim != 0)
         FAIL("bias (value %u) is quantized along dim %d", n->in[2], (int)b->channel_dim);
-    (void)channel_dim;
     if (tensorwise && b->zero_point != 0)
         FAIL("bias (value %u) has zero point %d, not 0", n->in[2], (int)b->zero_point);
     return EMBER_OK;
@@ -212,7 +211,7 @@ static ember_status check_product_qs8(xnn_graph *g, uint32_t ni) {
     const int channel_dim = depthwise ? 3 : 0;
     TRY_RET(check_act(g, ni, n->in[0], "input"));
     TRY_RET(check_filter(g, ni, channel_dim, true));
-    TRY_RET(check_qs8_bias(g, ni, channel_dim));
+    TRY_RET(check_qs8_bias(g, ni));
     TRY_RET(check_act(g, ni, n->out[0], "output"));
     if (n->type == XNN_NODE_FullyConnected) {
         if (in(g, n, 1)->rank != 2) FAIL("quantized filter must be 2-d");

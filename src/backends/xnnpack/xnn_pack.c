@@ -176,7 +176,14 @@ static ember_status qs8_constants(xnn_graph *g, const ember_backend_init_ctx *ct
                                    bi, c, (double)bscale[c], (double)want);
         }
     }
-    for (size_t c = 0; c < n; c++) mult[c] = x->scale * mult[c] / y->scale;
+    for (size_t c = 0; c < n && st == EMBER_OK; c++) {
+        mult[c] = x->scale * mult[c] / y->scale;
+        if (!isfinite(mult[c]) || !isfinite((float)bias[c] * mult[c]))
+            st = xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM,
+                               "channel %zu: input scale x filter scale / output scale is %g, "
+                               "beyond float32",
+                               c, (double)mult[c]);
+    }
     return st;
 }
 
@@ -200,7 +207,18 @@ static ember_status pack_dw_qs8(xnn_graph *g, const ember_backend_init_ctx *ctx,
     TRY_RET(load(g, ctx, &sources[wi], wi, ni, &w));
     memcpy(n->q.dw_w, w.f, wbytes);
     unload(&w);
-    return qs8_constants(g, ctx, sources, ni, c, n->q.dw_mult, n->q.dw_bias);
+    /* the int32 sums: |bias| < 2^30 and taps x 255 x 128 < 2^30 cannot overflow */
+    const size_t taps = c > 0 ? wbytes / c : 0;
+    if (taps > 16384)
+        return xnn_node_fail(g, ni, EMBER_ERR_NOT_SUPPORTED,
+                             "depthwise filter of %zu taps (at most 16384)", taps);
+    TRY_RET(qs8_constants(g, ctx, sources, ni, c, n->q.dw_mult, n->q.dw_bias));
+    for (size_t i = 0; i < c; i++)
+        if (n->q.dw_bias[i] < -(1 << 30) || n->q.dw_bias[i] > (1 << 30))
+            return xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM,
+                                 "bias (value %u): channel %zu is %d, beyond 2^30", n->in[2], i,
+                                 (int)n->q.dw_bias[i]);
+    return EMBER_OK;
 }
 
 /* A product on a quantized filter (FullyConnected, Conv2d of qdint8 or

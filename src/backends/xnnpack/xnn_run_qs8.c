@@ -141,6 +141,10 @@ ember_status xnn_run_qs8(xnn_graph *g, uint32_t ni) {
         return EMBER_OK;
     }
     case XNN_NODE_GlobalAvgPooling2d:
+        if (x->shape[1] * x->shape[2] > ((size_t)1 << 23)) /* int32 sums (xnn_check_quant.c) */
+            return xnn_node_fail(g, ni, EMBER_ERR_NOT_SUPPORTED,
+                                 "qint8 global pooling over %zu pixels (at most 2^23)",
+                                 x->shape[1] * x->shape[2]);
         eko_qs8_global_avgpool(x->shape[0], x->shape[1] * x->shape[2], x->shape[3], x->data,
                                qp(x), y->data, qp(y), n->q.qmin, n->q.qmax);
         return EMBER_OK;

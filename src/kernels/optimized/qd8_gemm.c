@@ -224,7 +224,10 @@ static void gemm_call(const gemm_job *j, const uint8_t *panel, size_t r, size_t 
     j->cfg->ukernel(mr, nc, x, j->ldx, rows, j->w, panel, tile, EKO_QD8_NR, j->min, j->max);
     for (size_t i = 0; i < mr; i++) {
         int8_t *q = j->out.q + (r + i) * j->out.ld + n0;
-        for (size_t c = 0; c < nc; c++) q[c] = (int8_t)(int32_t)rintf(tile[i * EKO_QD8_NR + c]);
+        for (size_t c = 0; c < nc; c++) {
+            const float v = tile[i * EKO_QD8_NR + c]; /* within [min, max], or NaN */
+            q[c] = isnan(v) ? 0 : (int8_t)(int32_t)rintf(v);
+        }
     }
 }
 
