@@ -44,18 +44,19 @@ void eko_qs8_dwconv(const eko_qs8_window *win, const eko_qs8_dw *dw, const int8_
     const size_t c = win->c;
     for (size_t row = row0; row < row0 + rows; row++) {
         const size_t b = row / win->oh, oy = row % win->oh;
+        size_t ky0, ky1, kx0, kx1;
+        eko_window_taps(oy, win->sh, win->dh, win->pt, win->h, win->kh, &ky0, &ky1);
         for (size_t ox = 0; ox < win->ow; ox++) {
             int8_t *out = y + (row * win->ow + ox) * c;
+            eko_window_taps(ox, win->sw, win->dw, win->pl, win->w, win->kw, &kx0, &kx1);
             for (size_t c0 = 0; c0 < c; c0 += QS8_CHUNK) {
                 const size_t cn = c - c0 < QS8_CHUNK ? c - c0 : QS8_CHUNK;
                 int32_t acc[QS8_CHUNK];
                 memcpy(acc, dw->bias + c0, cn * sizeof(int32_t));
-                for (size_t ky = 0; ky < win->kh; ky++) {
-                    const size_t iy = oy * win->sh + ky * win->dh; /* minus pt: checked */
-                    if (iy < win->pt || iy - win->pt >= win->h) continue;
-                    for (size_t kx = 0; kx < win->kw; kx++) {
+                for (size_t ky = ky0; ky < ky1; ky++) {
+                    const size_t iy = oy * win->sh + ky * win->dh; /* >= pt: from the range */
+                    for (size_t kx = kx0; kx < kx1; kx++) {
                         const size_t ix = ox * win->sw + kx * win->dw;
-                        if (ix < win->pl || ix - win->pl >= win->w) continue;
                         const int8_t *in =
                             x + ((b * win->h + iy - win->pt) * win->w + ix - win->pl) * c + c0;
                         const int8_t *wt = dw->w + (ky * win->kw + kx) * c + c0;
@@ -77,15 +78,16 @@ void eko_qs8_maxpool(const eko_qs8_window *win, const int8_t *x, int8_t *y, size
     const size_t c = win->c;
     for (size_t row = row0; row < row0 + rows; row++) {
         const size_t b = row / win->oh, oy = row % win->oh;
+        size_t ky0, ky1, kx0, kx1;
+        eko_window_taps(oy, win->sh, win->dh, win->pt, win->h, win->kh, &ky0, &ky1);
         for (size_t ox = 0; ox < win->ow; ox++) {
             int8_t *out = y + (row * win->ow + ox) * c;
+            eko_window_taps(ox, win->sw, win->dw, win->pl, win->w, win->kw, &kx0, &kx1);
             for (size_t ch = 0; ch < c; ch++) out[ch] = (int8_t)qmin;
-            for (size_t ky = 0; ky < win->kh; ky++) {
+            for (size_t ky = ky0; ky < ky1; ky++) {
                 const size_t iy = oy * win->sh + ky * win->dh;
-                if (iy < win->pt || iy - win->pt >= win->h) continue;
-                for (size_t kx = 0; kx < win->kw; kx++) {
+                for (size_t kx = kx0; kx < kx1; kx++) {
                     const size_t ix = ox * win->sw + kx * win->dw;
-                    if (ix < win->pl || ix - win->pl >= win->w) continue;
                     const int8_t *in =
                         x + ((b * win->h + iy - win->pt) * win->w + ix - win->pl) * c;
                     for (size_t ch = 0; ch < c; ch++) out[ch] = in[ch] > out[ch] ? in[ch] : out[ch];

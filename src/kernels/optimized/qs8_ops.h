@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "window.h"
+
 /* One tensor's quantization: x = scale * (q - zero_point). */
 typedef struct eko_qs8_params {
     float scale;
