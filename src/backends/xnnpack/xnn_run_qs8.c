@@ -11,6 +11,7 @@
  * Image rows and element chunks are spread over the graph's threads.
  */
 #include "kernels/optimized/eltwise.h"
+#include "kernels/optimized/qs8_dwconv.h"
 #include "kernels/optimized/qs8_ops.h"
 #include "ember/threadpool.h"
 #include "xnn_run.h"
@@ -112,7 +113,7 @@ static void dw_rows(void *ctx, size_t thread, size_t start, size_t count) {
     (void)thread;
     const eko_qs8_dw dw = {q->dw_w,          q->dw_bias,      q->dw_mult, j->x_zero_point,
                            j->y_zero_point, q->qmin,         q->qmax};
-    eko_qs8_dwconv(&j->win, &dw, j->x, j->y, start, count);
+    eko_qs8_dwconv_active()->run(&j->win, &dw, j->x, j->y, start, count);
 }
 
 static void maxpool_rows(void *ctx, size_t thread, size_t start, size_t count) {

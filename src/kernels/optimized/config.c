@@ -9,6 +9,7 @@
 #include "f32_gemv.h"
 #include "f32_rows.h"
 #include "qd8_gemm.h"
+#include "qs8_dwconv.h"
 #include "vmath.h"
 
 /* Each table by level; NULL where this build has no kernels of the level. */
@@ -48,6 +49,7 @@ TABLES(eko_f32_rows, eko_f32_rows)
 TABLES(eko_f32_gemv, eko_f32_gemv)
 TABLES(eko_f32_attn, eko_f32_attn)
 TABLES(eko_f32_dwconv, eko_f32_dwconv)
+TABLES(eko_qs8_dwconv, eko_qs8_dwconv)
 
 /* Dynamically quantized products (qd8_gemm.h): one kernel per level, and
  * where the CPU has the level's int8 dot-product extension, the kernel on

@@ -4,6 +4,7 @@
  * panels over the thread pool. Plain C; the micro-kernels are per ISA.
  */
 #include "qd8_gemm.h"
+#include "qs8_ops.h"
 #include "tiles.h"
 
 #include <math.h>
@@ -139,54 +140,126 @@ static eko_qd8_row row_params(float lo, float hi) {
     return r;
 }
 
-static void quantize_row(size_t k, const float *x, int8_t *q, eko_qd8_row *out) {
+/* The range of the finite values of x[0..k), and whether one is NaN. */
+static void row_range(size_t k, const float *x, float *lo_out, float *hi_out, bool *nan) {
     float lo = INFINITY, hi = -INFINITY;
-    bool nan = false;
     for (size_t i = 0; i < k; i++) {
         const float v = x[i];
-        if (isnan(v)) nan = true;
+        if (isnan(v)) *nan = true;
         else if (isfinite(v)) {
             lo = v < lo ? v : lo;
             hi = v > hi ? v : hi;
         }
     }
-    if (lo > hi) lo = hi = 0.0f; /* no finite value */
-    eko_qd8_row r = row_params(lo, hi);
-    /* as XNNPACK's conversion: multiply by the reciprocal of the scale */
-    const float mult = 1.0f / r.scale;
-    const float qlo = (float)(-128 - r.zero_point), qhi = (float)(127 - r.zero_point);
-    for (size_t i = 0; i < k; i++) {
-        float v = x[i] * mult;
-        if (isnan(v)) {
-            q[i] = (int8_t)r.zero_point;
-            continue;
-        }
-        v = v < qlo ? qlo : v > qhi ? qhi : v;
-        q[i] = (int8_t)((int32_t)rintf(v) + r.zero_point);
-    }
-    if (nan) r.scale = NAN;
-    *out = r;
+    *lo_out = lo < *lo_out ? lo : *lo_out;
+    *hi_out = hi > *hi_out ? hi : *hi_out;
 }
+
+/* x[0..k) quantized with r (as XNNPACK's conversion: multiplied by the
+ * reciprocal of the scale; NaN gives the zero point). */
+static inline void quantize_block(const size_t n, const float *restrict x, int8_t *restrict q,
+                                  float mult, int32_t zp) {
+    for (size_t i = 0; i < n; i++) q[i] = eko_qs8_round(x[i] * mult, zp, -128, 127);
+}
+
+static void row_quantize(size_t k, const float *x, int8_t *q, eko_qd8_row r) {
+    const float mult = 1.0f / r.scale;
+    size_t i = 0;
+    for (; i + 64 <= k; i += 64) quantize_block(64, x + i, q + i, mult, r.zero_point);
+    quantize_block(k - i, x + i, q + i, mult, r.zero_point);
+}
+
+/* The quantization of a row from the range of its finite values (none:
+ * the range of 0). */
+static eko_qd8_row row_finish(float lo, float hi) {
+    if (lo > hi) lo = hi = 0.0f; /* no finite value */
+    return row_params(lo, hi);
+}
+
+/* Rows of at least 2 x QUANT_CHUNK_MIN values, fewer than threads, are
+ * split into up to QUANT_CHUNKS chunks: their ranges, then their values. */
+#define QUANT_CHUNKS 64
+#define QUANT_CHUNK_MIN 8192
 
 typedef struct quant_job {
     size_t k, ldx, ldq;
     const float *x;
     int8_t *q;
     eko_qd8_row *params;
+    /* one long row split into chunks: each chunk's range, then the row's */
+    size_t chunk;
+    float lo[QUANT_CHUNKS], hi[QUANT_CHUNKS];
+    bool nan[QUANT_CHUNKS];
+    eko_qd8_row row;
 } quant_job;
 
 static void quant_rows(void *ctx, size_t thread, size_t start, size_t count) {
     const quant_job *j = ctx;
     (void)thread;
-    for (size_t r = start; r < start + count; r++)
-        quantize_row(j->k, j->x + r * j->ldx, j->q + r * j->ldq, &j->params[r]);
+    for (size_t r = start; r < start + count; r++) {
+        float lo = INFINITY, hi = -INFINITY;
+        bool nan = false;
+        const float *x = j->x + r * j->ldx;
+        row_range(j->k, x, &lo, &hi, &nan);
+        eko_qd8_row qr = row_finish(lo, hi);
+        row_quantize(j->k, x, j->q + r * j->ldq, qr);
+        if (nan) qr.scale = NAN; /* its products are NaN, as in float */
+        j->params[r] = qr;
+    }
+}
+
+static void chunk_ranges(void *ctx, size_t thread, size_t start, size_t count) {
+    quant_job *j = ctx;
+    (void)thread;
+    for (size_t c = start; c < start + count; c++) {
+        const size_t at = c * j->chunk, n = j->k - at < j->chunk ? j->k - at : j->chunk;
+        j->lo[c] = INFINITY, j->hi[c] = -INFINITY, j->nan[c] = false;
+        row_range(n, j->x + at, &j->lo[c], &j->hi[c], &j->nan[c]);
+    }
+}
+
+static void chunk_quantize(void *ctx, size_t thread, size_t start, size_t count) {
+    const quant_job *j = ctx;
+    (void)thread;
+    const eko_qd8_row r = j->row;
+    for (size_t c = start; c < start + count; c++) {
+        const size_t at = c * j->chunk, n = j->k - at < j->chunk ? j->k - at : j->chunk;
+        row_quantize(n, j->x + at, j->q + at, r);
+    }
 }
 
 void eko_qd8_quantize(struct ember_threadpool *pool, size_t rows, size_t k, const float *x,
                       size_t ldx, int8_t *q, size_t ldq, eko_qd8_row *params) {
-    quant_job j = {k, ldx, ldq, x, q, params};
-    /* a thread's share is worth its wake-up only from a few rows of k */
-    ember_parallel_1d(rows * k >= 4096 ? pool : NULL, quant_rows, &j, rows, 1);
+    quant_job j;
+    memset(&j, 0, sizeof j);
+    j.k = k, j.ldx = ldx, j.ldq = ldq, j.x = x, j.q = q, j.params = params;
+    const size_t threads = ember_threadpool_size(pool);
+    if (rows >= threads || k < 2 * QUANT_CHUNK_MIN) {
+        /* a thread's share is worth its wake-up only from a few rows of k */
+        ember_parallel_1d(rows * k >= 4096 ? pool : NULL, quant_rows, &j, rows, 1);
+        return;
+    }
+    /* few long rows (the images of a convolution): each split into chunks */
+    size_t chunks = k / QUANT_CHUNK_MIN;
+    chunks = chunks < QUANT_CHUNKS ? chunks : QUANT_CHUNKS;
+    j.chunk = k / chunks + (k % chunks != 0);
+    chunks = k / j.chunk + (k % j.chunk != 0);
+    for (size_t r = 0; r < rows; r++) {
+        j.x = x + r * ldx;
+        j.q = q + r * ldq;
+        ember_parallel_1d(pool, chunk_ranges, &j, chunks, 1);
+        float lo = INFINITY, hi = -INFINITY;
+        bool nan = false;
+        for (size_t c = 0; c < chunks; c++) {
+            lo = j.lo[c] < lo ? j.lo[c] : lo;
+            hi = j.hi[c] > hi ? j.hi[c] : hi;
+            nan = nan || j.nan[c];
+        }
+        j.row = row_finish(lo, hi);
+        ember_parallel_1d(pool, chunk_quantize, &j, chunks, 1);
+        params[r] = j.row;
+        if (nan) params[r].scale = NAN;
+    }
 }
 
 /* --------------------------------------------------------------------- */
@@ -206,6 +279,16 @@ typedef struct gemm_job {
     eko_tiles tiles;
 } gemm_job;
 
+/* n <= EKO_QD8_NR results, within [min, max] of int8, rounded to int8. A
+ * whole panel row at a time, so the compiler vectorizes it. (Static int8
+ * weights are packed with finite multipliers, so no result is NaN; one would
+ * give an unspecified int8, never undefined behaviour.) */
+static inline void round_row(size_t n, const float *restrict v, int8_t *restrict q) {
+    int8_t row[EKO_QD8_NR];
+    for (size_t c = 0; c < EKO_QD8_NR; c++) row[c] = (int8_t)eko_round_small(v[c]);
+    memcpy(q, row, n);
+}
+
 /* mr rows from row r of panel p, nc columns from n0, into j->out. */
 static void gemm_call(const gemm_job *j, const uint8_t *panel, size_t r, size_t mr, size_t n0,
                       size_t nc) {
@@ -222,13 +305,8 @@ static void gemm_call(const gemm_job *j, const uint8_t *panel, size_t r, size_t 
     /* int8 results: the tile in floats on the stack, then rounded */
     float tile[EKO_QD8_MAX_MR * EKO_QD8_NR];
     j->cfg->ukernel(mr, nc, x, j->ldx, rows, j->w, panel, tile, EKO_QD8_NR, j->min, j->max);
-    for (size_t i = 0; i < mr; i++) {
-        int8_t *q = j->out.q + (r + i) * j->out.ld + n0;
-        for (size_t c = 0; c < nc; c++) {
-            const float v = tile[i * EKO_QD8_NR + c]; /* within [min, max], or NaN */
-            q[c] = isnan(v) ? 0 : (int8_t)(int32_t)rintf(v);
-        }
-    }
+    for (size_t i = 0; i < mr; i++)
+        round_row(nc, tile + i * EKO_QD8_NR, j->out.q + (r + i) * j->out.ld + n0);
 }
 
 static void gemm_tiles(void *ctx, size_t thread, size_t start, size_t count) {

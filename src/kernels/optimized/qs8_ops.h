@@ -1,8 +1,8 @@
 /*
  * qs8_ops.h — statically quantized int8 operators besides the matrix
- * products (those run on qd8_gemm.h's eko_qd8_gemm_uniform): conversions
- * to and from float32, depthwise convolution, addition, max pooling and
- * global average pooling of NHWC tensors.
+ * products (those run on qd8_gemm.h's eko_qd8_gemm_uniform) and depthwise
+ * convolution (qs8_dwconv.h): conversions to and from float32, addition,
+ * max pooling and global average pooling of NHWC tensors.
  *
  * A qint8 tensor holds q in [-128, 127] standing for scale * (q - zero_point),
  * one scale and zero point for the whole tensor. Integer sums run in int32;
@@ -18,7 +18,6 @@
 #ifndef EMBER_KERNELS_OPTIMIZED_QS8_OPS_H
 #define EMBER_KERNELS_OPTIMIZED_QS8_OPS_H
 
-#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,13 +29,26 @@ typedef struct eko_qs8_params {
     int32_t zero_point;
 } eko_qs8_params;
 
+/* Nearest integer (ties to even) of v in [-2^22, 2^22], without libm (a
+ * call where the baseline has no rounding instruction): adding 1.5 * 2^23
+ * leaves the integer in the low mantissa bits (XNNPACK's "magic bias"). */
+static inline int32_t eko_round_small(float v) {
+    /* a union, not memcpy: the compiler keeps it in registers and vectorizes loops of it */
+    union {
+        float f;
+        int32_t i;
+    } t;
+    t.f = v + 12582912.0f;
+    return t.i - 0x4B400000;
+}
+
 /* The int8 step of a float in output steps: clamp(rint(v) + zp, lo, hi). */
 static inline int8_t eko_qs8_round(float v, int32_t zp, int32_t lo, int32_t hi) {
     const float flo = (float)(lo - zp), fhi = (float)(hi - zp);
-    if (isnan(v)) v = 0.0f; /* NaN: the zero point (then clamped) */
+    v = v == v ? v : 0.0f; /* NaN: the zero point (then clamped) */
     v = v < flo ? flo : v;
     v = v > fhi ? fhi : v;
-    return (int8_t)((int32_t)rintf(v) + zp);
+    return (int8_t)(eko_round_small(v) + zp);
 }
 
 /** Output range [*qmin, *qmax] of a fused activation [min, max] (floats,
@@ -53,7 +65,7 @@ void eko_qs8_dequantize(size_t n, const int8_t *q, float *x, eko_qs8_params p);
 /**
  * y[i] = requantized a[i * inc_a] + b[i * inc_b] over n elements (inc 0: a
  * broadcast scalar): clamp(rint(ma * (a - za) + mb * (b - zb)) + zy) with
- * ma = sa / sy, mb = sb / sy.
+ * ma = sa / sy, mb = sb / sy. y overlaps neither a nor b.
  */
 void eko_qs8_add(size_t n, const int8_t *a, size_t inc_a, eko_qs8_params pa, const int8_t *b,
                  size_t inc_b, eko_qs8_params pb, int8_t *y, eko_qs8_params py, int32_t qmin,
@@ -73,14 +85,6 @@ typedef struct eko_qs8_dw {
     const float *mult;           /* [c]: in_scale * w_scale[c] / out_scale */
     int32_t x_zero_point, y_zero_point, qmin, qmax;
 } eko_qs8_dw;
-
-/**
- * Depthwise convolution (one filter per channel, multiplier 1) of output
- * rows [row0, row0 + rows) of all images (row = image * oh + oy): x [N, H,
- * W, C], y [N, OH, OW, C]. Padding stands for the input zero point.
- */
-void eko_qs8_dwconv(const eko_qs8_window *win, const eko_qs8_dw *dw, const int8_t *x, int8_t *y,
-                    size_t row0, size_t rows);
 
 /**
  * Max pooling over windows (padding never wins) of output rows [row0,

@@ -8,8 +8,9 @@
  *   bias in output steps plus the output zero point) and with float32
  *   results (one image of a dynamically quantized convolution), for every
  *   kernel set of this build that the CPU runs, on the caller and on a pool;
- * - depthwise convolution, addition (also broadcast), max pooling, global
- *   average pooling and the conversions (qs8_ops.h).
+ * - depthwise convolution (qs8_dwconv.h) at every level the CPU runs;
+ * - addition (also broadcast), max pooling, global average pooling and the
+ *   conversions (qs8_ops.h).
  *
  * XNNPACK's requantization rounds acc * multiplier in float; the reference
  * rounds it in double, so a result may differ by one step where the two
@@ -22,6 +23,7 @@
 #include "check.h"
 #include "ember/threadpool.h"
 #include "kernels/optimized/qd8_gemm.h"
+#include "kernels/optimized/qs8_dwconv.h"
 #include "kernels/optimized/qs8_ops.h"
 
 static uint32_t g_seed = 7;
@@ -168,12 +170,15 @@ static void test_gemm(const eko_qd8_gemm_config *cfg, ember_threadpool *pool2) {
     CHECK_MSG(worst <= 1.0, "%s: float32 results off by %.3g of the tolerance", cfg->name, worst);
 }
 
-static void test_dwconv(void) {
-    check_section("qs8 depthwise");
+static void test_dwconv(const eko_qs8_dwconv *kernel) {
+    char name[64];
+    snprintf(name, sizeof name, "qs8 depthwise %s", eko_isa_name(kernel->isa));
+    check_section(name);
     /* (h, w, c, k, stride, dilation, pad) */
     static const size_t cases[][7] = {{6, 6, 8, 3, 1, 1, 1}, {7, 5, 70, 3, 2, 1, 1},
                                       {5, 5, 3, 5, 1, 1, 2},  {9, 8, 16, 3, 1, 2, 2},
-                                      {4, 4, 1, 1, 1, 1, 0},  {3, 7, 130, 3, 2, 1, 0}};
+                                      {4, 4, 1, 1, 1, 1, 0},  {3, 7, 130, 3, 2, 1, 0},
+                                      {5, 6, 32, 3, 1, 1, 1}, {2, 3, 64, 7, 1, 1, 3}};
     tally t = {0, 0, 0, 0};
     for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
         const size_t *p = cases[ci], nb = 2, c = p[2], kk = p[3];
@@ -196,8 +201,8 @@ static void test_dwconv(void) {
         const eko_qs8_dw dw = {w, bias, mult, xz, yz, lo, hi};
         /* two calls: rows split as two threads would */
         const size_t rows = nb * win.oh;
-        eko_qs8_dwconv(&win, &dw, x, y, 0, rows / 2);
-        eko_qs8_dwconv(&win, &dw, x, y, rows / 2, rows - rows / 2);
+        kernel->run(&win, &dw, x, y, 0, rows / 2);
+        kernel->run(&win, &dw, x, y, rows / 2, rows - rows / 2);
         for (size_t b = 0; b < nb; b++)
             for (size_t oy = 0; oy < win.oh; oy++)
                 for (size_t ox = 0; ox < win.ow; ox++)
@@ -319,7 +324,10 @@ int main(void) {
     CHECK_OK(ember_threadpool_create(2, &pool2));
     for (size_t i = 0; eko_qd8_gemm_config_at(i) != NULL; i++)
         test_gemm(eko_qd8_gemm_config_at(i), pool2);
-    test_dwconv();
+    for (int isa = 0; isa < EKO_ISA_COUNT; isa++) {
+        const eko_qs8_dwconv *kernel = eko_qs8_dwconv_for((eko_isa)isa);
+        if (kernel != NULL && eko_isa_supported((eko_isa)isa)) test_dwconv(kernel);
+    }
     test_elementwise();
     ember_threadpool_destroy(pool2);
     return check_finish();
