@@ -1,10 +1,11 @@
 /*
- * test_xnnpack_quant.c — XnnpackBackend on dynamically quantized payloads
- * that are wrong in one named way: each case edits one field of the
- * XNNGraph (or one byte of a weight or a scale in the program's named data)
- * of tests/fixtures/xnnpack_qd8_mlp.pte or xnnpack_8da4w_mlp.pte, loads the
- * method, and expects init to fail with the right status and a message that
- * names the value or the node. The unedited programs load and run.
+ * test_xnnpack_quant.c — XnnpackBackend on quantized payloads that are
+ * wrong in one named way: each case edits one field of the XNNGraph (or one
+ * byte of a weight or a scale in the program's named data) of
+ * tests/fixtures/xnnpack_qd8_mlp.pte, xnnpack_8da4w_mlp.pte (dynamically
+ * quantized) or xnnpack_qs8_cnn.pte (static int8), loads the method, and
+ * expects init to fail with the right status and a message that names the
+ * value or the node. The unedited programs load and run.
  * (test_fixtures.c checks the numbers; test_corruption.c every byte.)
  */
 #include <math.h>
@@ -38,7 +39,8 @@ static file read_file(const char *path) {
     return f;
 }
 
-/* Input channels of the fixture under test (its input is [2, g_ic]). */
+/* Input channels of the fixture under test (its input is [2, g_ic]; 0: the
+ * static int8 CNN's [2, 3, 10, 10]). */
 static int64_t g_ic;
 
 /* Loads method "forward" of the program in bytes; the status of the load,
@@ -52,11 +54,12 @@ static ember_status load_and_run(const uint8_t *bytes, size_t size) {
     if (st != EMBER_OK) return st;
     st = ember_method_load(p, "forward", NULL, &m);
     if (st == EMBER_OK) {
-        static float x[2 * 128];
-        const int64_t sizes[2] = {2, g_ic};
-        for (size_t i = 0; i < 2 * (size_t)g_ic; i++) x[i] = (float)(i % 17) * 0.1f - 0.8f;
-        st = ember_method_set_input_tensor(m, 0, EMBER_FLOAT32, sizes, 2, x,
-                                           sizeof(float) * 2 * (size_t)g_ic);
+        static float x[2 * 3 * 10 * 10];
+        const int64_t sizes[4] = {2, g_ic > 0 ? g_ic : 3, 10, 10};
+        const size_t rank = g_ic > 0 ? 2 : 4, n = g_ic > 0 ? 2 * (size_t)g_ic : 600;
+        for (size_t i = 0; i < n; i++) x[i] = (float)(i % 17) * 0.1f - 0.8f;
+        st = ember_method_set_input_tensor(m, 0, EMBER_FLOAT32, sizes, rank, x,
+                                           sizeof(float) * n);
         if (st == EMBER_OK) st = ember_method_execute(m);
         ember_method_destroy(m);
     }
@@ -161,7 +164,10 @@ static void expect_field(const file *f, size_t pos, unsigned width, uint32_t v, 
     free(copy);
 }
 
-enum { DT_QCINT8 = 6, DT_QDINT8 = 9, DT_QBINT4 = 10, DT_QINT8 = 3 };
+enum {
+    DT_QINT8 = 3, DT_QINT32 = 5, DT_QCINT8 = 6, DT_QCINT32 = 7, DT_QCINT4 = 8, DT_QDINT8 = 9,
+    DT_QBINT4 = 10
+};
 
 static void test_qd8(void) {
     check_section("xnnpack_qd8_mlp: qdint8 x qcint8");
@@ -240,10 +246,57 @@ static void test_8da4w(void) {
     free(f.data);
 }
 
+static void test_qs8(void) {
+    check_section("xnnpack_qs8_cnn: static int8");
+    file f = read_file(FIX "xnnpack_qs8_cnn.pte");
+    g_ic = 0;
+    if (!CHECK_MSG(f.size > 0, "cannot read the fixture")) return;
+    CHECK_OK(load_and_run(f.data, f.size));
+    /* PerTensorQuant: scale (field 0), zero_point (field 1) of the first
+     * qint8 activation (the input's Convert makes it) */
+    const size_t sc = quant_field(&f, DT_QINT8, 0, 0, false);
+    const size_t zp = quant_field(&f, DT_QINT8, 0, 1, false);
+    expect_field(&f, sc, 4, 0, EMBER_ERR_INVALID_PROGRAM, "scale 0", "scale 0 is not a positive",
+                 NULL);
+    expect_field(&f, sc, 4, 0xbf800000u, EMBER_ERR_INVALID_PROGRAM, "scale -1",
+                 "scale -1 is not a positive", NULL);
+    expect_field(&f, sc, 4, 0x7f800000u, EMBER_ERR_INVALID_PROGRAM, "scale inf",
+                 "scale inf is not a positive", NULL);
+    expect_field(&f, zp, 4, 300, EMBER_ERR_INVALID_PROGRAM, "zero point 300",
+                 "zero point 300 is outside int8", "debug handle");
+    expect_field(&f, zp, 4, (uint32_t)-129, EMBER_ERR_INVALID_PROGRAM, "zero point -129",
+                 "zero point -129 is outside int8", "debug handle");
+    /* a qcint32 bias relabelled qint32 (per tensor) with its per-channel scales */
+    expect_field(&f, quant_field(&f, DT_QCINT32, 0, 0, true), 2, DT_QINT32,
+                 EMBER_ERR_INVALID_PROGRAM, "qint32 bias", "Conv2d, debug handle", "is qint32");
+    /* a qcint8 filter relabelled qcint4 */
+    expect_field(&f, quant_field(&f, DT_QCINT8, 0, 0, true), 2, DT_QCINT4,
+                 EMBER_ERR_NOT_SUPPORTED, "qcint4 filter", "Conv2d, debug handle", "is qcint4");
+    /* the first bias's scales pointed at the first filter's: not input x filter scale */
+    const size_t fsb = quant_field(&f, DT_QCINT8, 0, 2, false);
+    const size_t bsb = quant_field(&f, DT_QCINT32, 0, 2, false);
+    if (CHECK_MSG(fsb != 0 && bsb != 0, "scale buffer fields not found"))
+        expect_field(&f, bsb, 4, fb_rd_u32(f.data + fsb), EMBER_ERR_INVALID_PROGRAM,
+                     "bias scales", "channel 0 has scale", "Conv2d, debug handle");
+    /* -128 in the first filter's weights ([8, 3, 3, 3], named data) */
+    size_t wsize = 0, wpos = 0;
+    for (unsigned k = 0; k < 16 && wsize != 8 * 27; k++) wpos = named_data(&f, "", k, &wsize);
+    if (CHECK_MSG(wpos != 0 && wsize == 8 * 27, "first filter's bytes not found")) {
+        uint8_t *copy = malloc(f.size);
+        memcpy(copy, f.data, f.size);
+        copy[wpos + 5] = 0x80;
+        ember_clear_error();
+        CHECK_ERR(load_and_run(copy, f.size), EMBER_ERR_INVALID_PROGRAM, "holds -128");
+        free(copy);
+    }
+    free(f.data);
+}
+
 int main(void) {
     CHECK_OK(ember_portable_kernels_register());
     CHECK_OK(ember_xnnpack_backend_register());
     test_qd8();
     test_8da4w();
+    test_qs8();
     return check_finish();
 }

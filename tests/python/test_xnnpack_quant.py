@@ -12,9 +12,8 @@ quantized graphs, against ExecuTorch's.
   model (`convert_pt2e`'s module, or torchao's quantized module).
 - Bad configurations and unsupported patterns fail or stay outside the
   delegates with a reason.
-
-ember's own runtime does not run quantized payloads yet: where a test runs
-it, a refusal naming quantized values is an expected failure.
+- ember's runtime runs ember's quantized payloads (dynamic, 4-bit and
+  static int8) within the steps the reference runtime keeps.
 """
 
 from __future__ import annotations
@@ -560,22 +559,16 @@ def test_activation_range_xnnpack_cannot_take_stays_outside() -> None:
     torch.testing.assert_close(run_reference(buffer, (x,))[0], eager, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["mlp-dynamic", "mlp-8da4w", "cnn-static"])
+@pytest.mark.parametrize("name", ["mlp-dynamic", "mlp-8da4w", "cnn-static", "mlp-static",
+                                  "cnn-static-per-tensor", "layout-static", "cnn-dynamic"])
 def test_runs_in_ember_runtime(name: str) -> None:
     """ember's runtime on its own quantized payloads, within the steps the
-    reference runtime keeps. Until ember's XnnpackBackend takes quantized
-    values, its refusal (naming a quantized datatype) is an expected
-    failure; any other error fails."""
+    reference runtime keeps."""
     ember_runtime = pytest.importorskip("ember.runtime")
     model, example, runs = _quantized(name)
     buffer, _, _ = lower(copy.deepcopy(model), example, "ember")
-    try:
-        method = ember_runtime.Runtime.get().load_program(buffer).load_method("forward")
-        outs = [method.execute([a.clone() for a in args])[0] for args in runs]
-    except Exception as e:  # noqa: BLE001 - the refusal is checked by its message
-        if re.search(r"quantiz|\bq[a-z]*int[0-9]+\b", str(e)):  # "operand 1 is qdint8"
-            pytest.xfail(f"ember's XnnpackBackend refuses quantized values: {e}")
-        raise
+    method = ember_runtime.Runtime.get().load_program(buffer).load_method("forward")
+    outs = [method.execute([a.clone() for a in args])[0] for args in runs]
     steps = 3 if name.endswith("-dynamic") else 1
     for args, got in zip(runs, outs):
         with torch.no_grad():

@@ -76,10 +76,16 @@ typedef enum xnn_kind {
 } xnn_kind;
 
 /* Quantization of a value. Every kind is decoded and verified; the nodes
- * run dynamically quantized fully connected layers (a Convert of float32
- * into qdint8 per-token values, then a FullyConnected of those with a
- * qcint8, qcint4 or qbint4 filter) and refuse every other quantized operand
- * (xnn_shape.c). */
+ * run (xnn_check_quant.c says exactly which):
+ * - dynamically quantized products: a Convert of float32 into qdint8
+ *   values, then a FullyConnected (qcint8, qcint4 or qbint4 filter) or a
+ *   Conv2d (qcint8 filter) of those, with float32 bias and output;
+ * - statically quantized int8 graphs: qint8 activations quantized per
+ *   tensor, Converts at their float32 edges, FullyConnected, Conv2d and
+ *   DepthwiseConv2d with qcint8 (per channel) or qint8 (per tensor) filters
+ *   and qcint32 / qint32 biases, Add, MaxPooling2d, GlobalAvgPooling2d and
+ *   the layout nodes;
+ * and refuse every other quantized operand. */
 typedef enum xnn_quant {
     XNN_Q_NONE = 0, XNN_Q_PER_CHANNEL = 1, XNN_Q_PER_TENSOR = 2, XNN_Q_PER_TOKEN = 3,
     XNN_Q_PER_CHANNEL_GROUP = 4
@@ -118,6 +124,23 @@ typedef struct xnn_conv_params {
     uint32_t group_in, group_out, groups, adj_h, adj_w;
 } xnn_conv_params;
 
+/* How a node computes (set when its operands are checked, at init). */
+enum {
+    XNN_QM_FLOAT = 0,    /* float32 (and the float conversions) */
+    XNN_QM_DYNAMIC = 1,  /* qdint8 input of a product: weights in qw, float32 output */
+    XNN_QM_STATIC = 2    /* qint8 activations, int32 arithmetic, requantized outputs */
+};
+
+/* What a statically quantized node keeps beside its packed weights. */
+typedef struct xnn_qs8_node {
+    int32_t qmin, qmax;          /* output_min_max in output steps */
+    /* depthwise convolution: filter [KH * KW][C], bias [C] in int32, and
+     * the multipliers in_scale * w_scale[c] / out_scale */
+    int8_t *dw_w;
+    int32_t *dw_bias;
+    float *dw_mult;
+} xnn_qs8_node;
+
 typedef struct xnn_node {
     uint8_t type;                /* XNN_NODE_* */
     uint8_t kind;                /* xnn_kind */
@@ -149,9 +172,11 @@ typedef struct xnn_node {
     } p;
     /* weights packed at init (fully connected, convolutions) */
     float *packed;
-    /* a fully connected layer on qdint8 input: its quantized weights, packed */
-    bool qd8;
+    /* XNN_QM_*; a product on quantized weights (FullyConnected, Conv2d of
+     * qdint8 or qint8 input) keeps them packed in qw */
+    uint8_t qmode;
     eko_qd8_weights qw;
+    xnn_qs8_node q;
     /* scratch bytes this node needs while it runs (im2col, packed operands) */
     size_t scratch_bytes;
     size_t scratch_offset;
@@ -208,6 +233,11 @@ ember_status xnn_node_fail(const xnn_graph *g, uint32_t node, ember_status st, c
  * (per-channel and per-group quantization). */
 ember_status xnn_read(const ember_backend_init_ctx *ctx, const uint8_t *payload, size_t size,
                       xnn_graph *g, xnn_const_source **sources);
+
+/* Whether node ni has a quantized operand; then checks its operands and
+ * sets its qmode (xnn_check_quant.c). */
+bool xnn_node_is_quantized(const xnn_graph *g, uint32_t ni);
+ember_status xnn_check_quantized(xnn_graph *g, uint32_t ni);
 
 /* Shapes of every value from the current input shapes (xnn_shape.c).
  * check_capacity: fail if a planned value would outgrow its bytes. */

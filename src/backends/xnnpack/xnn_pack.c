@@ -78,6 +78,8 @@ static bool packed_role(const xnn_node *n, uint32_t k, const xnn_const_source *s
         return (k == 1 || k == 2) && is_const(sources, n->in[1]);
     case XNN_NODE_Conv2d:
         return k == 1 || k == 2;
+    case XNN_NODE_DepthwiseConv2d:
+        return n->qmode != XNN_QM_FLOAT && (k == 1 || k == 2);
     case XNN_NODE_ConvTranspose2d:
         return k == 1;
     case XNN_NODE_BatchMatrixMultiply:
@@ -94,69 +96,212 @@ static float *alloc_packed(const ember_backend_init_ctx *ctx, size_t floats, siz
     return ember_alloc(ctx->allocator, bytes, 64);
 }
 
-/* A fully connected layer on qdint8 input: its int8 or int4 filter, scales
- * and bias into the layout of qd8_gemm.h. */
-static ember_status pack_qd8(xnn_graph *g, const ember_backend_init_ctx *ctx,
-                             const xnn_const_source *sources, uint32_t ni) {
+/* ---------------------------------------------------------------------- */
+/* Quantized filters                                                      */
+/* ---------------------------------------------------------------------- */
+
+/* Scale i of a per-channel or per-group value's loaded scales. */
+static float scale_at(const xnn_value *v, const loaded *sc, size_t i) {
+    if (!v->scales_bf16) return sc->f[i];
+    uint16_t h;
+    memcpy(&h, (const uint8_t *)sc->f + 2 * i, sizeof h);
+    const uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* The scales of quantized constant vi as n floats into out (per tensor:
+ * its one scale n times), each checked to be a positive number (XNNPACK
+ * checks the same). sc: where its per-channel scales were loaded (kept
+ * loaded for groupwise packing), or NULL when per tensor. */
+static ember_status value_scales(xnn_graph *g, const ember_backend_init_ctx *ctx,
+                                 const xnn_const_source *sources, uint32_t vi, uint32_t ni,
+                                 size_t n, loaded *sc, float *out) {
+    const xnn_value *v = &g->values[vi];
+    memset(sc, 0, sizeof *sc);
+    if (v->quant != XNN_Q_PER_TENSOR)
+        TRY_RET(load_bytes(g, ctx, &sources[g->num_values + vi], vi, true, ni, sc));
+    const size_t count = v->quant == XNN_Q_PER_TENSOR ? 1 : v->num_scales;
+    if (out != NULL && count != 1 && count != n) {
+        unload(sc);
+        return xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM,
+                             "value %u has %zu scales for %zu channels", vi, count, n);
+    }
+    for (size_t i = 0; i < count; i++) {
+        const float f = v->quant == XNN_Q_PER_TENSOR ? v->scale : scale_at(v, sc, i);
+        if (!(f > 0.0f && isfinite(f))) {
+            unload(sc);
+            return xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM,
+                                 "value %u: scale %zu is %g, not a positive number", vi, i,
+                                 (double)f);
+        }
+        if (out != NULL && i < n) out[i] = f;
+    }
+    for (size_t i = count; out != NULL && i < n; i++) out[i] = out[0]; /* per tensor */
+    return EMBER_OK;
+}
+
+/* Static int8: the multipliers in_scale * w_scale[c] / out_scale of node ni
+ * into mult, and its int32 bias (zeros when absent) into bias, after
+ * checking that the bias is quantized with scale in_scale * w_scale[c]. */
+static ember_status qs8_constants(xnn_graph *g, const ember_backend_init_ctx *ctx,
+                                  const xnn_const_source *sources, uint32_t ni, size_t n,
+                                  float *mult, int32_t *bias) {
+    const xnn_node *node = &g->nodes[ni];
+    const xnn_value *x = &g->values[node->in[0]], *y = &g->values[node->out[0]];
+    loaded sc;
+    TRY_RET(value_scales(g, ctx, sources, node->in[1], ni, n, &sc, mult));
+    unload(&sc);
+    memset(bias, 0, n * sizeof *bias);
+    ember_status st = EMBER_OK;
+    const uint32_t bi = node->in[2];
+    if (bi != XNN_INVALID_ID) {
+        float *bscale = ember_alloc(ctx->allocator, n * sizeof(float), 64);
+        loaded b;
+        if (bscale == NULL)
+            return xnn_node_fail(g, ni, EMBER_ERR_OUT_OF_MEMORY, "no memory for bias scales");
+        TRY_RET(value_scales(g, ctx, sources, bi, ni, n, &sc, bscale));
+        unload(&sc);
+        TRY_RET(load(g, ctx, &sources[bi], bi, ni, &b));
+        memcpy(bias, b.f, n * sizeof *bias);
+        unload(&b);
+        /* XNNPACK adds the bias to the int32 sums: it must be in their units */
+        for (size_t c = 0; c < n && st == EMBER_OK; c++) {
+            const float want = x->scale * mult[c];
+            if (fabsf(bscale[c] - want) > 1e-3f * want)
+                st = xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM,
+                                   "bias (value %u): channel %zu has scale %g, not input scale x "
+                                   "filter scale = %g",
+                                   bi, c, (double)bscale[c], (double)want);
+        }
+    }
+    for (size_t c = 0; c < n && st == EMBER_OK; c++) {
+        mult[c] = x->scale * mult[c] / y->scale;
+        if (!isfinite(mult[c]) || !isfinite((float)bias[c] * mult[c]))
+            st = xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM,
+                               "channel %zu: input scale x filter scale / output scale is %g, "
+                               "beyond float32",
+                               c, (double)mult[c]);
+    }
+    return st;
+}
+
+/* Depthwise convolution on qint8: filter [1, KH, KW, C] is already tap-major
+ * with channels innermost; it is kept with its int32 bias and multipliers. */
+static ember_status pack_dw_qs8(xnn_graph *g, const ember_backend_init_ctx *ctx,
+                                const xnn_const_source *sources, uint32_t ni) {
     xnn_node *n = &g->nodes[ni];
     const uint32_t wi = n->in[1];
     const xnn_value *wv = &g->values[wi];
-    const size_t oc = wv->dims[0], ic = wv->dims[1];
+    const size_t c = wv->dims[3];
+    size_t wbytes; /* int8: one byte a weight */
+    if (!xnn_numel(wv->dims, 4, &wbytes))
+        return xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM, "filter too large");
+    n->q.dw_w = ember_alloc(ctx->allocator, wbytes > 0 ? wbytes : 1, 64);
+    n->q.dw_bias = ember_alloc(ctx->allocator, (c > 0 ? c : 1) * sizeof(int32_t), 64);
+    n->q.dw_mult = ember_alloc(ctx->allocator, (c > 0 ? c : 1) * sizeof(float), 64);
+    if (n->q.dw_w == NULL || n->q.dw_bias == NULL || n->q.dw_mult == NULL)
+        return xnn_node_fail(g, ni, EMBER_ERR_OUT_OF_MEMORY, "no memory for the filter");
+    loaded w;
+    TRY_RET(load(g, ctx, &sources[wi], wi, ni, &w));
+    memcpy(n->q.dw_w, w.f, wbytes);
+    unload(&w);
+    /* the int32 sums: |bias| < 2^30 and taps x 255 x 128 < 2^30 cannot overflow */
+    const size_t taps = c > 0 ? wbytes / c : 0;
+    if (taps > 16384)
+        return xnn_node_fail(g, ni, EMBER_ERR_NOT_SUPPORTED,
+                             "depthwise filter of %zu taps (at most 16384)", taps);
+    TRY_RET(qs8_constants(g, ctx, sources, ni, c, n->q.dw_mult, n->q.dw_bias));
+    for (size_t i = 0; i < c; i++)
+        if (n->q.dw_bias[i] < -(1 << 30) || n->q.dw_bias[i] > (1 << 30))
+            return xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM,
+                                 "bias (value %u): channel %zu is %d, beyond 2^30", n->in[2], i,
+                                 (int)n->q.dw_bias[i]);
+    return EMBER_OK;
+}
+
+/* A product on a quantized filter (FullyConnected, Conv2d of qdint8 or
+ * qint8 input): the int8 or int4 filter [OC, K], its scales and bias into
+ * the layout of qd8_gemm.h. Static int8 layers pack multipliers
+ * in_scale * w_scale / out_scale as the scales and their int32 bias in
+ * output steps plus the output zero point as the bias, so that the
+ * kernels' results are output values before rounding. */
+static ember_status pack_product(xnn_graph *g, const ember_backend_init_ctx *ctx,
+                                 const xnn_const_source *sources, uint32_t ni) {
+    xnn_node *n = &g->nodes[ni];
+    const uint32_t wi = n->in[1];
+    const xnn_value *wv = &g->values[wi];
+    const size_t oc = wv->dims[0];
+    size_t ic;
+    if (!xnn_numel(wv->dims + 1, wv->rank - 1u, &ic))
+        return xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM, "filter too large");
     const bool groupwise = wv->quant == XNN_Q_PER_CHANNEL_GROUP;
+    const bool int4 = wv->dtype != XNN_DT_QCINT8 && wv->dtype != XNN_DT_QINT8;
     const size_t slice = groupwise ? (size_t)wv->group_size : ic;
-    size_t bytes;
-    if (!eko_qd8_weights_init(&n->qw, oc, ic, slice, wv->dtype != XNN_DT_QCINT8, wv->scales_bf16,
-                              &bytes))
+    /* groupwise scales are packed as they are (float or bfloat16); per
+     * channel or per tensor ones as floats */
+    const bool bf16 = groupwise && wv->scales_bf16;
+    size_t bytes, fbytes;
+    if (!eko_qd8_weights_init(&n->qw, oc, ic, slice, int4, bf16, &bytes) ||
+        ember_mul_overflow(oc > 0 ? oc : 1, sizeof(float), &fbytes))
         return xnn_node_fail(g, ni, EMBER_ERR_NOT_SUPPORTED,
                              "quantized filter [%zu, %zu] with a scale every %zu input "
                              "channels cannot be packed (1 to %d input channels per scale)",
                              oc, ic, slice, EKO_QD8_MAX_K);
     uint8_t *packed = ember_alloc(ctx->allocator, bytes > 0 ? bytes : 1, 64);
-    if (packed == NULL)
+    float *scales = ember_alloc(ctx->allocator, fbytes, 64);
+    float *fbias = ember_alloc(ctx->allocator, fbytes, 64);
+    int32_t *qbias = ember_alloc(ctx->allocator, fbytes, 64);
+    if (packed == NULL || scales == NULL || fbias == NULL || qbias == NULL)
         return xnn_node_fail(g, ni, EMBER_ERR_OUT_OF_MEMORY,
                              "cannot allocate %zu bytes of packed weights", bytes);
     if (n->in[2] != XNN_INVALID_ID && !is_const(sources, n->in[2]))
         return xnn_node_fail(g, ni, EMBER_ERR_NOT_SUPPORTED,
                              "a bias that is not constant, with a quantized filter");
     loaded w, sc, b;
+    memset(&sc, 0, sizeof sc);
     memset(&b, 0, sizeof b);
-    TRY_RET(load(g, ctx, &sources[wi], wi, ni, &w));
-    ember_status st = load_bytes(g, ctx, &sources[g->num_values + wi], wi, true, ni, &sc);
-    if (st == EMBER_OK && n->in[2] != XNN_INVALID_ID)
-        st = load(g, ctx, &sources[n->in[2]], n->in[2], ni, &b);
-    /* scales must be positive numbers (XNNPACK checks the same) */
-    for (size_t i = 0; st == EMBER_OK && i < wv->num_scales; i++) {
-        float f;
-        if (wv->scales_bf16) {
-            uint16_t h;
-            memcpy(&h, (const uint8_t *)sc.f + 2 * i, sizeof h);
-            const uint32_t bits = (uint32_t)h << 16;
-            memcpy(&f, &bits, sizeof f);
-        } else {
-            f = sc.f[i];
+    const float *bias = NULL;
+    const void *pack_scales = scales;
+    ember_status st;
+    if (n->qmode == XNN_QM_STATIC) {
+        st = qs8_constants(g, ctx, sources, ni, oc, scales, qbias);
+        const xnn_value *y = &g->values[n->out[0]];
+        for (size_t c = 0; c < oc; c++)
+            fbias[c] = (float)qbias[c] * scales[c] + (float)y->zero_point;
+        bias = fbias;
+    } else {
+        /* groupwise scales go to the packer as they are (float or bfloat16) */
+        st = value_scales(g, ctx, sources, wi, ni, oc, &sc, groupwise ? NULL : scales);
+        if (st == EMBER_OK && groupwise) pack_scales = sc.f;
+        if (st == EMBER_OK && n->in[2] != XNN_INVALID_ID) {
+            st = load(g, ctx, &sources[n->in[2]], n->in[2], ni, &b);
+            bias = b.f;
         }
-        if (!(f > 0.0f && isfinite(f)))
-            st = xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM,
-                               "filter (value %u): scale %zu is %g, not a positive number", wi, i,
-                               (double)f);
     }
-    if (st == EMBER_OK && !eko_qd8_pack(&n->qw, w.f, sc.f, b.f, packed))
+    if (st == EMBER_OK) st = load(g, ctx, &sources[wi], wi, ni, &w);
+    else memset(&w, 0, sizeof w);
+    if (st == EMBER_OK && !eko_qd8_pack(&n->qw, w.f, pack_scales, bias, packed))
         st = xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM,
-                           "qcint8 filter (value %u) holds -128; symmetric int8 weights lie in "
+                           "int8 filter (value %u) holds -128; symmetric int8 weights lie in "
                            "[-127, 127]",
                            wi);
     unload(&w);
     unload(&sc);
     unload(&b);
-    n->qd8 = st == EMBER_OK;
     return st;
 }
 
 static ember_status pack_node(xnn_graph *g, const ember_backend_init_ctx *ctx,
                               const xnn_const_source *sources, uint32_t ni) {
     xnn_node *n = &g->nodes[ni];
-    if (n->type == XNN_NODE_FullyConnected && g->values[n->in[0]].dtype == XNN_DT_QDINT8)
-        return pack_qd8(g, ctx, sources, ni);
+    if (n->qmode != XNN_QM_FLOAT) {
+        if (n->type == XNN_NODE_FullyConnected || n->type == XNN_NODE_Conv2d)
+            return pack_product(g, ctx, sources, ni);
+        if (n->type == XNN_NODE_DepthwiseConv2d) return pack_dw_qs8(g, ctx, sources, ni);
+        return EMBER_OK;
+    }
     const eko_f32_gemm_config *cfg = eko_f32_gemm_config_for((eko_isa)g->isa);
     loaded w, b;
     memset(&b, 0, sizeof b);

@@ -66,6 +66,8 @@ ember_status xnn_plan(xnn_graph *g, ember_allocator *a) {
             return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "xnnpack: value %u is too large", i);
         bytes = dims_bytes > shape_bytes ? dims_bytes : shape_bytes;
         v->capacity = bytes;
+        /* the int8 products read qint8 rows 4 bytes at a time (qd8_gemm.h) */
+        if (v->dtype == XNN_DT_QINT8) bytes += EKO_QD8_X_PAD;
         if (bytes > SIZE_MAX - PLAN_ALIGN)
             return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "xnnpack: value %u is too large", i);
         items[k++] = (item){round_up(bytes), 0, v->first, v->last < v->first ? v->first : v->last,

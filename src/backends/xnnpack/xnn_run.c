@@ -6,7 +6,8 @@
 
 bool xnn_node_scratch(xnn_graph *g, uint32_t ni, size_t *bytes) {
     *bytes = 0;
-    if (g->nodes[ni].qd8) return true; /* weights packed at init, no scratch */
+    if (g->nodes[ni].qmode != XNN_QM_FLOAT) /* weights packed at init */
+        return g->nodes[ni].type == XNN_NODE_Conv2d ? xnn_qconv_scratch(g, ni, bytes) : true;
     switch (g->nodes[ni].type) {
     case XNN_NODE_FullyConnected: case XNN_NODE_BatchMatrixMultiply:
         return xnn_linear_scratch(g, ni, bytes);
@@ -19,7 +20,11 @@ bool xnn_node_scratch(xnn_graph *g, uint32_t ni, size_t *bytes) {
 
 ember_status xnn_run_node(xnn_graph *g, uint32_t ni) {
     const xnn_node *n = &g->nodes[ni];
-    if (n->qd8) return xnn_run_fc_qd8(g, ni);
+    if (n->qmode != XNN_QM_FLOAT) {
+        if (n->type == XNN_NODE_FullyConnected) return xnn_run_fc_quant(g, ni);
+        if (n->type == XNN_NODE_Conv2d) return xnn_run_qconv(g, ni);
+        return xnn_run_qs8(g, ni);
+    }
     if (n->type == XNN_NODE_Convert && g->values[n->out[0]].dtype == XNN_DT_QDINT8)
         return xnn_run_convert_qd8(g, ni);
     switch (n->type) {

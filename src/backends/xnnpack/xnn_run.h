@@ -44,10 +44,13 @@ ember_status xnn_run_pool(xnn_graph *g, uint32_t ni);         /* max, avg, globa
 ember_status xnn_run_elementwise(xnn_graph *g, uint32_t ni);  /* binary, unary, softmax, convert */
 ember_status xnn_run_layout(xnn_graph *g, uint32_t ni);       /* transpose .. resize, copy */
 ember_status xnn_run_convert_qd8(xnn_graph *g, uint32_t ni);  /* float32 -> qdint8 */
-ember_status xnn_run_fc_qd8(xnn_graph *g, uint32_t ni);       /* qdint8 x quantized filter */
+ember_status xnn_run_fc_quant(xnn_graph *g, uint32_t ni);     /* qdint8 / qint8 x int filter */
+ember_status xnn_run_qconv(xnn_graph *g, uint32_t ni);        /* qdint8 / qint8 Conv2d */
+ember_status xnn_run_qs8(xnn_graph *g, uint32_t ni);          /* the other qint8 nodes */
 
 bool xnn_linear_scratch(xnn_graph *g, uint32_t ni, size_t *bytes);
 bool xnn_conv_scratch(xnn_graph *g, uint32_t ni, size_t *bytes);
+bool xnn_qconv_scratch(xnn_graph *g, uint32_t ni, size_t *bytes);
 
 /* Bytes of node i's scratch for the current shapes; false on overflow. */
 bool xnn_node_scratch(xnn_graph *g, uint32_t ni, size_t *bytes);

@@ -2,18 +2,21 @@
  * Nodes that move data without arithmetic, or nearly (xnn_run.h):
  * transpose (out.shape[i] = in.shape[perm[i]]), reshape and copy, slice,
  * constant pad, concatenation, and bilinear resize of NHWC images.
+ * Transpose, slice, concatenation, reshape and copy move elements of any
+ * size (float32, or qint8 quantized alike in and out); pad and resize are
+ * float32.
  */
 #include <math.h>
 #include <string.h>
 
 #include "xnn_run.h"
 
-/* Copies elements of a strided view (shape, strides in elements) of src,
- * in row-major order of the view, to contiguous dst. */
-static void gather(float *dst, const float *src, const size_t *shape, const size_t *strides,
-                   size_t rank) {
+/* Copies elements of es bytes of a strided view (shape, strides in
+ * elements) of src, in row-major order of the view, to contiguous dst. */
+static void gather(uint8_t *dst, const uint8_t *src, size_t es, const size_t *shape,
+                   const size_t *strides, size_t rank) {
     if (rank == 0) {
-        dst[0] = src[0];
+        memcpy(dst, src, es);
         return;
     }
     size_t total = 1;
@@ -21,11 +24,13 @@ static void gather(float *dst, const float *src, const size_t *shape, const size
     if (total == 0) return;
     const size_t len = shape[rank - 1], inner = strides[rank - 1];
     size_t coord[XNN_MAX_DIMS] = {0}, off = 0;
-    for (size_t done = 0; done < total; done += len, dst += len) {
+    for (size_t done = 0; done < total; done += len, dst += len * es) {
         if (inner == 1) {
-            memcpy(dst, src + off, len * sizeof(float));
+            memcpy(dst, src + off * es, len * es);
+        } else if (es == sizeof(float)) {
+            for (size_t j = 0; j < len; j++) memcpy(dst + j * 4, src + (off + j * inner) * 4, 4);
         } else {
-            for (size_t j = 0; j < len; j++) dst[j] = src[off + j * inner];
+            for (size_t j = 0; j < len; j++) memcpy(dst + j * es, src + (off + j * inner) * es, es);
         }
         for (size_t d = rank - 1; d-- > 0;) {
             off += strides[d];
@@ -44,12 +49,15 @@ static void row_major_strides(const size_t *shape, size_t rank, size_t *strides)
     }
 }
 
+/* Bytes of one element of v (float32, or qint8 in quantized graphs). */
+static size_t esize(const xnn_value *v) { return xnn_dtype_size(v->dtype); }
+
 static ember_status run_transpose(xnn_graph *g, const xnn_node *n) {
     const xnn_value *x = xr_in(g, n, 0), *y = xr_out(g, n, 0);
     size_t in_strides[XNN_MAX_DIMS], strides[XNN_MAX_DIMS];
     row_major_strides(x->shape, x->rank, in_strides);
     for (size_t i = 0; i < y->rank; i++) strides[i] = in_strides[n->p.perm.v[i]];
-    gather(xr_f(y), xr_f(x), y->shape, strides, y->rank);
+    gather(y->data, x->data, esize(x), y->shape, strides, y->rank);
     return EMBER_OK;
 }
 
@@ -61,7 +69,9 @@ static ember_status run_slice(xnn_graph *g, const xnn_node *n) {
         size_t begin = n->p.slice.offsets[d];
         start += (begin < x->shape[d] ? begin : x->shape[d]) * strides[d];
     }
-    if (xr_numel(y) > 0) gather(xr_f(y), xr_f(x) + start, y->shape, strides, y->rank);
+    if (xr_numel(y) > 0)
+        gather(y->data, (const uint8_t *)x->data + start * esize(x), esize(x), y->shape, strides,
+               y->rank);
     return EMBER_OK;
 }
 
@@ -100,14 +110,14 @@ static ember_status run_concat(xnn_graph *g, const xnn_node *n) {
     size_t outer = 1, inner = 1;
     for (uint32_t d = 0; d < axis; d++) outer *= y->shape[d];
     for (uint32_t d = axis + 1; d < y->rank; d++) inner *= y->shape[d];
-    float *out = xr_f(y);
-    const size_t row = y->shape[axis] * inner;
+    uint8_t *out = y->data;
+    const size_t es = esize(y), row = y->shape[axis] * inner * es;
     size_t at = 0;
     for (uint32_t k = 0; k < n->nin; k++) {
         const xnn_value *x = xr_in(g, n, (int)k);
-        const size_t block = x->shape[axis] * inner;
+        const size_t block = x->shape[axis] * inner * es;
         for (size_t o = 0; o < outer; o++)
-            memcpy(out + o * row + at, xr_f(x) + o * block, block * sizeof(float));
+            memcpy(out + o * row + at, (const uint8_t *)x->data + o * block, block);
         at += block;
     }
     return EMBER_OK;
@@ -168,8 +178,7 @@ ember_status xnn_run_layout(xnn_graph *g, uint32_t ni) {
     case XNN_NODE_StaticResizeBilinear2D: return run_resize(g, n);
     default: { /* reshape, copy: the same elements in the same order */
         const xnn_value *x = xr_in(g, n, 0), *y = xr_out(g, n, 0);
-        size_t bytes;
-        xnn_value_bytes(y, y->shape, &bytes);
+        const size_t bytes = xr_numel(y) * esize(y); /* checked by xnn_shape.c */
         if (y->data != x->data && bytes > 0) memmove(y->data, x->data, bytes);
         return EMBER_OK;
     }

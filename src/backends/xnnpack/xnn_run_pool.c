@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ember/threadpool.h"
+#include "kernels/optimized/window.h"
 #include "xnn_run.h"
 
 typedef struct pool_job {
@@ -28,17 +29,18 @@ static void pool_rows(void *ctx, size_t thread, size_t start, size_t count) {
     const size_t c = j->c;
     (void)thread;
     for (size_t row = start; row < start + count; row++) {
-        size_t b = row / j->oh, oy = row % j->oh;
+        size_t b = row / j->oh, oy = row % j->oh, ky0, ky1, kx0, kx1;
+        /* only the taps inside the input (a window may be far larger) */
+        eko_window_taps(oy, p->stride_h, dh, p->pad_top, j->h, p->kernel_h, &ky0, &ky1);
         for (size_t ox = 0; ox < j->ow; ox++) {
             float *out = y + (row * j->ow + ox) * c;
             for (size_t ch = 0; ch < c; ch++) out[ch] = is_max ? -INFINITY : 0.0f;
             size_t taps = 0;
-            for (size_t ky = 0; ky < p->kernel_h; ky++) {
+            eko_window_taps(ox, p->stride_w, dw, p->pad_left, j->w, p->kernel_w, &kx0, &kx1);
+            for (size_t ky = ky0; ky < ky1; ky++) {
                 size_t iy = oy * p->stride_h + ky * dh;
-                if (iy < p->pad_top || iy - p->pad_top >= j->h) continue;
-                for (size_t kx = 0; kx < p->kernel_w; kx++) {
+                for (size_t kx = kx0; kx < kx1; kx++) {
                     size_t ix = ox * p->stride_w + kx * dw;
-                    if (ix < p->pad_left || ix - p->pad_left >= j->w) continue;
                     const float *in = x + ((b * j->h + iy - p->pad_top) * j->w + ix - p->pad_left) * c;
                     taps++;
                     if (is_max) {

@@ -39,68 +39,12 @@ static void set_shape(xnn_value *v, const size_t *shape, size_t rank) {
     for (size_t i = 0; i < rank; i++) v->shape[i] = shape[i];
 }
 
-static bool is_plain_fp32(const xnn_value *v) {
-    return v->dtype == XNN_DT_FP32 && v->quant == XNN_Q_NONE;
-}
 
-/* An intermediate made and read inside the subgraph (not external, not constant). */
-static bool is_internal(const xnn_value *v) { return v->flags == 0 && !v->has_constant; }
-
-/* Convert float32 -> qdint8 (dynamic per-token quantization). */
-static ember_status check_convert_qd8(xnn_graph *g, uint32_t ni) {
-    const xnn_node *n = &g->nodes[ni];
-    const xnn_value *x = in(g, n, 0), *y = out(g, n, 0);
-    if (!is_plain_fp32(x))
-        FAIL("quantizes a %s value; dynamic quantization takes float32", xnn_dtype_name(x->dtype));
-    if (y->quant != XNN_Q_PER_TOKEN)
-        FAIL("qdint8 output (value %u) is not quantized per token", n->out[0]);
-    if (!is_internal(y))
-        FAIL("qdint8 value %u is external or constant; it must stay inside the subgraph",
-             n->out[0]);
-    return EMBER_OK;
-}
-
-/* FullyConnected of a qdint8 input with a quantized constant filter. */
-static ember_status check_fc_qd8(xnn_graph *g, uint32_t ni) {
-    const xnn_node *n = &g->nodes[ni];
-    const xnn_value *x = in(g, n, 0), *w = in(g, n, 1), *y = out(g, n, 0);
-    if (x->quant != XNN_Q_PER_TOKEN || !is_internal(x))
-        FAIL("qdint8 input (value %u) is not a per-token quantized intermediate", n->in[0]);
-    if (x->num_nonbatch_dims != 1)
-        return xnn_node_fail(g, ni, EMBER_ERR_NOT_SUPPORTED,
-                             "qdint8 input quantized over %u trailing dims (this backend runs 1: "
-                             "one scale and zero point per row)",
-                             x->num_nonbatch_dims);
-    const bool channelwise = (w->dtype == XNN_DT_QCINT8 || w->dtype == XNN_DT_QCINT4) &&
-                             w->quant == XNN_Q_PER_CHANNEL;
-    const bool groupwise = w->dtype == XNN_DT_QBINT4 && w->quant == XNN_Q_PER_CHANNEL_GROUP;
-    if (!channelwise && !groupwise)
-        return xnn_node_fail(g, ni, EMBER_ERR_NOT_SUPPORTED,
-                             "filter (value %u) is %s; with a qdint8 input this backend runs "
-                             "qcint8 and qcint4 filters quantized per channel, and qbint4 "
-                             "quantized per group",
-                             n->in[1], xnn_dtype_name(w->dtype));
-    if (!w->has_constant) FAIL("quantized filter (value %u) is not a constant", n->in[1]);
-    if (w->rank != 2 || w->channel_dim != 0)
-        FAIL("quantized filter must be [output channels, input channels], quantized along dim 0");
-    if (n->flags & XNN_FLAG_TRANSPOSE_WEIGHTS)
-        return xnn_node_fail(g, ni, EMBER_ERR_NOT_SUPPORTED,
-                             "transposed quantized filters are not supported");
-    if (n->in[2] != XNN_INVALID_ID && !is_plain_fp32(in(g, n, 2)))
-        FAIL("bias (value %u) is %s; a quantized product takes a float32 bias", n->in[2],
-             xnn_dtype_name(in(g, n, 2)->dtype));
-    if (!is_plain_fp32(y)) FAIL("output is %s; a quantized product makes float32",
-                                xnn_dtype_name(y->dtype));
-    return EMBER_OK;
-}
 
 /* Checks that every operand of a node is of a type this backend runs. */
 static ember_status check_types(xnn_graph *g, uint32_t ni) {
     const xnn_node *n = &g->nodes[ni];
-    if (n->type == XNN_NODE_Convert && out(g, n, 0)->dtype == XNN_DT_QDINT8)
-        return check_convert_qd8(g, ni);
-    if (n->type == XNN_NODE_FullyConnected && in(g, n, 0)->dtype == XNN_DT_QDINT8)
-        return check_fc_qd8(g, ni);
+    if (xnn_node_is_quantized(g, ni)) return xnn_check_quantized(g, ni);
     for (uint32_t k = 0; k < n->nin + n->nout; k++) {
         uint32_t vi = k < n->nin ? n->in[k] : n->out[k - n->nin];
         if (vi == XNN_INVALID_ID) continue;
@@ -111,14 +55,10 @@ static ember_status check_types(xnn_graph *g, uint32_t ni) {
         /* argmax pooling's second output holds indices */
         bool index = n->type == XNN_NODE_ArgMaxPooling2d && k == n->nin + 1u;
         if (index ? v->dtype != XNN_DT_INT32 && v->dtype != XNN_DT_FP32 : !is_float)
-            FAIL("operand %u (value %u) is %s; this backend runs float32 subgraphs (and "
-                 "float16/bfloat16 conversions, and dynamically quantized fully connected "
-                 "layers)",
+            FAIL("operand %u (value %u) is %s without quantization parameters; this backend "
+                 "runs float32 subgraphs (and float16/bfloat16 conversions, and quantized "
+                 "values with their parameters)",
                  k, vi, xnn_dtype_name(v->dtype));
-        if (v->quant != XNN_Q_NONE)
-            FAIL("operand %u (value %u) is quantized; this backend runs float32 subgraphs (and "
-                 "dynamically quantized fully connected layers)",
-                 k, vi);
     }
     return EMBER_OK;
 }

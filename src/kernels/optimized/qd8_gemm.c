@@ -4,6 +4,7 @@
  * panels over the thread pool. Plain C; the micro-kernels are per ISA.
  */
 #include "qd8_gemm.h"
+#include "qs8_ops.h"
 #include "tiles.h"
 
 #include <math.h>
@@ -190,32 +191,58 @@ eko_qd8_row eko_qd8_row_params(float lo, float hi) {
     return r;
 }
 
-void eko_qd8_quantize_row_scalar(size_t k, const float *x, int8_t *q, uint8_t x_xor,
-                                 eko_qd8_row *out) {
+void eko_qd8_range_scalar(size_t k, const float *x, float *lo_out, float *hi_out, bool *nan) {
     float lo = INFINITY, hi = -INFINITY;
-    bool nan = false;
     for (size_t i = 0; i < k; i++) {
         const float v = x[i];
-        if (isnan(v)) nan = true;
+        if (isnan(v)) *nan = true;
         else if (isfinite(v)) {
             lo = v < lo ? v : lo;
             hi = v > hi ? v : hi;
         }
     }
-    if (lo > hi) lo = hi = 0.0f; /* no finite value */
-    eko_qd8_row r = eko_qd8_row_params(lo, hi);
-    /* as XNNPACK's conversion: multiply by the reciprocal of the scale */
+    *lo_out = lo < *lo_out ? lo : *lo_out;
+    *hi_out = hi > *hi_out ? hi : *hi_out;
+}
+
+/* n values quantized with r (as XNNPACK's conversion: multiplied by the
+ * reciprocal of the scale; NaN gives the zero point), stored q ^ x_xor. */
+static inline void quantize_block(const size_t n, const float *restrict x, uint8_t *restrict q,
+                                  float mult, int32_t zp, uint8_t x_xor) {
+    for (size_t i = 0; i < n; i++)
+        q[i] = (uint8_t)((uint8_t)eko_qs8_round(x[i] * mult, zp, -128, 127) ^ x_xor);
+}
+
+void eko_qd8_values_scalar(size_t k, const float *x, int8_t *q, eko_qd8_row r, uint8_t x_xor) {
     const float mult = 1.0f / r.scale;
-    const float qlo = (float)(-128 - r.zero_point), qhi = (float)(127 - r.zero_point);
-    for (size_t i = 0; i < k; i++) {
-        float v = x[i] * mult;
-        if (isnan(v)) v = 0.0f;
-        v = v < qlo ? qlo : v > qhi ? qhi : v;
-        ((uint8_t *)q)[i] = (uint8_t)((uint8_t)((int32_t)rintf(v) + r.zero_point) ^ x_xor);
-    }
-    if (nan) r.scale = NAN;
+    uint8_t *u = (uint8_t *)q;
+    size_t i = 0;
+    for (; i + 64 <= k; i += 64) quantize_block(64, x + i, u + i, mult, r.zero_point, x_xor);
+    quantize_block(k - i, x + i, u + i, mult, r.zero_point, x_xor);
+}
+
+/* The quantization of a row from the range of its finite values (none:
+ * the range of 0). */
+static eko_qd8_row row_finish(float lo, float hi) {
+    if (lo > hi) lo = hi = 0.0f; /* no finite value */
+    return eko_qd8_row_params(lo, hi);
+}
+
+void eko_qd8_quantize_row_scalar(size_t k, const float *x, int8_t *q, uint8_t x_xor,
+                                 eko_qd8_row *out) {
+    float lo = INFINITY, hi = -INFINITY;
+    bool nan = false;
+    eko_qd8_range_scalar(k, x, &lo, &hi, &nan);
+    eko_qd8_row r = row_finish(lo, hi);
+    eko_qd8_values_scalar(k, x, q, r, x_xor);
+    if (nan) r.scale = NAN; /* its products are NaN, as in float */
     *out = r;
 }
+
+/* Rows of at least 2 x QUANT_CHUNK_MIN values, fewer than threads, are
+ * split into up to QUANT_CHUNKS chunks: their ranges, then their values. */
+#define QUANT_CHUNKS 64
+#define QUANT_CHUNK_MIN 8192
 
 typedef struct quant_job {
     const eko_qd8_gemm_config *cfg;
@@ -223,22 +250,80 @@ typedef struct quant_job {
     const float *x;
     int8_t *q;
     eko_qd8_row *params;
+    /* one long row split into chunks: each chunk's range, then the row's */
+    size_t chunk;
+    float lo[QUANT_CHUNKS], hi[QUANT_CHUNKS];
+    bool nan[QUANT_CHUNKS];
+    eko_qd8_row row;
 } quant_job;
 
 static void quant_rows(void *ctx, size_t thread, size_t start, size_t count) {
     const quant_job *j = ctx;
     (void)thread;
-    for (size_t r = start; r < start + count; r++)
-        j->cfg->quantize_row(j->k, j->x + r * j->ldx, j->q + r * j->ldq, j->cfg->x_xor,
-                             &j->params[r]);
+    for (size_t r = start; r < start + count; r++) {
+        float lo = INFINITY, hi = -INFINITY;
+        bool nan = false;
+        const float *x = j->x + r * j->ldx;
+        j->cfg->range(j->k, x, &lo, &hi, &nan);
+        eko_qd8_row qr = row_finish(lo, hi);
+        j->cfg->values(j->k, x, j->q + r * j->ldq, qr, j->cfg->x_xor);
+        if (nan) qr.scale = NAN; /* its products are NaN, as in float */
+        j->params[r] = qr;
+    }
+}
+
+static void chunk_ranges(void *ctx, size_t thread, size_t start, size_t count) {
+    quant_job *j = ctx;
+    (void)thread;
+    for (size_t c = start; c < start + count; c++) {
+        const size_t at = c * j->chunk, n = j->k - at < j->chunk ? j->k - at : j->chunk;
+        j->lo[c] = INFINITY, j->hi[c] = -INFINITY, j->nan[c] = false;
+        j->cfg->range(n, j->x + at, &j->lo[c], &j->hi[c], &j->nan[c]);
+    }
+}
+
+static void chunk_values(void *ctx, size_t thread, size_t start, size_t count) {
+    const quant_job *j = ctx;
+    (void)thread;
+    for (size_t c = start; c < start + count; c++) {
+        const size_t at = c * j->chunk, n = j->k - at < j->chunk ? j->k - at : j->chunk;
+        j->cfg->values(n, j->x + at, j->q + at, j->row, j->cfg->x_xor);
+    }
 }
 
 void eko_qd8_quantize(const eko_qd8_gemm_config *cfg, struct ember_threadpool *pool, size_t rows,
                       size_t k, const float *x, size_t ldx, int8_t *q, size_t ldq,
                       eko_qd8_row *params) {
-    quant_job j = {cfg, k, ldx, ldq, x, q, params};
-    /* a thread's share is worth its wake-up only from a few rows of k */
-    ember_parallel_1d(rows * k >= 16384 ? pool : NULL, quant_rows, &j, rows, 1);
+    quant_job j;
+    memset(&j, 0, sizeof j);
+    j.cfg = cfg, j.k = k, j.ldx = ldx, j.ldq = ldq, j.x = x, j.q = q, j.params = params;
+    const size_t threads = ember_threadpool_size(pool);
+    if (rows >= threads || k < 2 * QUANT_CHUNK_MIN) {
+        /* a thread's share is worth its wake-up only from a few rows of k */
+        ember_parallel_1d(rows * k >= 16384 ? pool : NULL, quant_rows, &j, rows, 1);
+        return;
+    }
+    /* few long rows (the images of a convolution): each split into chunks */
+    size_t chunks = k / QUANT_CHUNK_MIN;
+    chunks = chunks < QUANT_CHUNKS ? chunks : QUANT_CHUNKS;
+    j.chunk = k / chunks + (k % chunks != 0);
+    chunks = k / j.chunk + (k % j.chunk != 0);
+    for (size_t r = 0; r < rows; r++) {
+        j.x = x + r * ldx;
+        j.q = q + r * ldq;
+        ember_parallel_1d(pool, chunk_ranges, &j, chunks, 1);
+        float lo = INFINITY, hi = -INFINITY;
+        bool nan = false;
+        for (size_t c = 0; c < chunks; c++) {
+            lo = j.lo[c] < lo ? j.lo[c] : lo;
+            hi = j.hi[c] > hi ? j.hi[c] : hi;
+            nan = nan || j.nan[c];
+        }
+        j.row = row_finish(lo, hi);
+        ember_parallel_1d(pool, chunk_values, &j, chunks, 1);
+        params[r] = j.row;
+        if (nan) params[r].scale = NAN;
+    }
 }
 
 /* --------------------------------------------------------------------- */
@@ -250,13 +335,44 @@ typedef struct gemm_job {
     size_t m;
     const int8_t *x;
     size_t ldx;
-    const eko_qd8_row *rows;
+    const eko_qd8_row *rows;   /* one per row, or NULL: every row has `shared` */
+    eko_qd8_row shared;
+    eko_qd8_ukernel ukernel;   /* the config's, for x's encoding */
     const eko_qd8_weights *w;
-    float *c;
-    size_t ldc;
+    eko_qd8_out out;
     float min, max;
     eko_tiles tiles;
 } gemm_job;
+
+/* n <= EKO_QD8_NR results, within [min, max] of int8, rounded to int8. A
+ * whole panel row at a time, so the compiler vectorizes it. (Static int8
+ * weights are packed with finite multipliers, so no result is NaN; one would
+ * give an unspecified int8, never undefined behaviour.) */
+static inline void round_row(size_t n, const float *restrict v, int8_t *restrict q) {
+    int8_t row[EKO_QD8_NR];
+    for (size_t c = 0; c < EKO_QD8_NR; c++) row[c] = (int8_t)eko_round_small(v[c]);
+    memcpy(q, row, n);
+}
+
+/* mr rows from row r of panel p, nc columns from n0, into j->out. */
+static void gemm_call(const gemm_job *j, const uint8_t *panel, size_t r, size_t mr, size_t n0,
+                      size_t nc) {
+    eko_qd8_row same[EKO_QD8_MAX_MR];
+    const eko_qd8_row *rows = j->rows != NULL ? j->rows + r : same;
+    if (j->rows == NULL)
+        for (size_t i = 0; i < mr; i++) same[i] = j->shared;
+    const int8_t *x = j->x + r * j->ldx;
+    if (j->out.q == NULL) {
+        j->ukernel(mr, nc, x, j->ldx, rows, j->w, panel, j->out.c + r * j->out.ld + n0, j->out.ld,
+                   j->min, j->max);
+        return;
+    }
+    /* int8 results: the tile in floats on the stack, then rounded */
+    float tile[EKO_QD8_MAX_MR * EKO_QD8_NR];
+    j->ukernel(mr, nc, x, j->ldx, rows, j->w, panel, tile, EKO_QD8_NR, j->min, j->max);
+    for (size_t i = 0; i < mr; i++)
+        round_row(nc, tile + i * EKO_QD8_NR, j->out.q + (r + i) * j->out.ld + n0);
+}
 
 static void gemm_tiles(void *ctx, size_t thread, size_t start, size_t count) {
     const gemm_job *j = ctx;
@@ -271,18 +387,36 @@ static void gemm_tiles(void *ctx, size_t thread, size_t start, size_t count) {
             const uint8_t *panel = w->data + p * w->panel_bytes;
             for (size_t r = m0; r < m1; r += j->cfg->mr) {
                 const size_t mr = m1 - r < j->cfg->mr ? m1 - r : j->cfg->mr;
-                j->cfg->ukernel(mr, nc, j->x + r * j->ldx, j->ldx, j->rows + r, w, panel,
-                                j->c + r * j->ldc + n0, j->ldc, j->min, j->max);
+                gemm_call(j, panel, r, mr, n0, nc);
             }
         }
     }
+}
+
+static void gemm_run(gemm_job *j, struct ember_threadpool *pool) {
+    j->tiles = eko_tiles_plan(j->m, j->w->panels, ember_threadpool_size(pool));
+    ember_parallel_1d(pool, gemm_tiles, j, j->tiles.count, 1);
 }
 
 void eko_qd8_gemm(const eko_qd8_gemm_config *cfg, struct ember_threadpool *pool, size_t m,
                   const int8_t *x, size_t ldx, const eko_qd8_row *rows, const eko_qd8_weights *w,
                   float *c, size_t ldc, float min, float max) {
     if (m == 0 || w->n == 0) return;
-    gemm_job j = {cfg, m, x, ldx, rows, w, c, ldc, min, max,
-                  eko_tiles_plan(m, w->panels, ember_threadpool_size(pool))};
-    ember_parallel_1d(pool, gemm_tiles, &j, j.tiles.count, 1);
+    gemm_job j;
+    memset(&j, 0, sizeof j);
+    j = (gemm_job){cfg, m, x, ldx, rows, {1.0f, 0}, cfg->ukernel, w, {c, NULL, ldc}, min, max,
+                   j.tiles};
+    gemm_run(&j, pool);
+}
+
+void eko_qd8_gemm_uniform(const eko_qd8_gemm_config *cfg, struct ember_threadpool *pool,
+                          size_t m, const int8_t *x, size_t ldx, uint8_t x_xor, eko_qd8_row xq,
+                          const eko_qd8_weights *w, eko_qd8_out out, float min, float max) {
+    if (m == 0 || w->n == 0) return;
+    gemm_job j;
+    memset(&j, 0, sizeof j);
+    /* plain int8 rows go to the kernel that reads them so */
+    const eko_qd8_ukernel uk = x_xor == cfg->x_xor ? cfg->ukernel : cfg->ukernel_s8;
+    j = (gemm_job){cfg, m, x, ldx, NULL, xq, uk, w, out, min, max, j.tiles};
+    gemm_run(&j, pool);
 }

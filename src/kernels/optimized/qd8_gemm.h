@@ -102,17 +102,20 @@ bool eko_qd8_pack(eko_qd8_weights *w, const void *src, const void *scales, const
                   uint8_t *out);
 
 /*
- * Quantizes one row of k floats as XNNPACK's dynamic quantization does: the
+ * Rows of k floats are quantized as XNNPACK's dynamic quantization does: the
  * row's range widened to hold 0, scale (max - min) / 255, zero point rounded
  * into [-128, 127], q = clamp(round(x / scale) + zero point). An all-zero
  * row gets scale 1 (its values quantize to its zero point). Infinities
  * saturate (the range is that of the finite values); a row with a NaN gets
  * a NaN scale (its products are NaN, as in float) and NaN elements quantize
- * to the zero point. Stores q ^ x_xor: the encoding the micro-kernels read
- * (x_xor 0x80 stores q + 128 as an unsigned byte).
+ * to the zero point. Stored q ^ x_xor: the encoding the micro-kernels read
+ * (x_xor 0x80 stores q + 128 as an unsigned byte). A quantizer runs in two
+ * passes: the range of the finite values (lo, hi widened; nan set if one is
+ * NaN), then the values with the row's parameters.
  */
-typedef void (*eko_qd8_quantize_row_fn)(size_t k, const float *x, int8_t *q, uint8_t x_xor,
-                                        eko_qd8_row *out);
+typedef void (*eko_qd8_range_fn)(size_t k, const float *x, float *lo, float *hi, bool *nan);
+typedef void (*eko_qd8_values_fn)(size_t k, const float *x, int8_t *q, eko_qd8_row r,
+                                  uint8_t x_xor);
 
 /*
  * A micro-kernel: mr (<= its config's mr) rows of x (ldx bytes apart, in
@@ -133,7 +136,9 @@ typedef struct eko_qd8_gemm_config {
                            * (0x80 where its product takes unsigned bytes, so
                            * the offset is paid once, at quantization) */
     eko_qd8_ukernel ukernel;
-    eko_qd8_quantize_row_fn quantize_row;
+    eko_qd8_ukernel ukernel_s8;  /* the same on plain int8 activations (x_xor 0) */
+    eko_qd8_range_fn range;      /* the row quantizer's passes */
+    eko_qd8_values_fn values;
 } eko_qd8_gemm_config;
 
 /** The kernels for the level in use (config.c; never NULL). */
@@ -164,15 +169,46 @@ void eko_qd8_gemm(const eko_qd8_gemm_config *cfg, struct ember_threadpool *pool,
                   const int8_t *x, size_t ldx, const eko_qd8_row *rows, const eko_qd8_weights *w,
                   float *c, size_t ldc, float min, float max);
 
-/* The row quantizers: portable C (qd8_gemm.c), AVX2, AVX-512. */
-void eko_qd8_quantize_row_scalar(size_t k, const float *x, int8_t *q, uint8_t x_xor,
-                                 eko_qd8_row *out);
-void eko_qd8_quantize_row_avx2(size_t k, const float *x, int8_t *q, uint8_t x_xor,
-                               eko_qd8_row *out);
-void eko_qd8_quantize_row_avx512(size_t k, const float *x, int8_t *q, uint8_t x_xor,
-                                 eko_qd8_row *out);
+/*
+ * Where a product of rows that share one quantization writes: float32 c
+ * (rows ld floats apart), or, when q is set instead, int8 q (rows ld bytes
+ * apart) holding each result rounded to the nearest integer, ties to even
+ * (then min and max, which clamp before rounding, must lie in [-128, 127]).
+ */
+typedef struct eko_qd8_out {
+    float *c;
+    int8_t *q;
+    size_t ld;
+} eko_qd8_out;
+
+/**
+ * The product above for m rows of x that share one quantization xq (a
+ * statically quantized tensor, or one image of a dynamically quantized
+ * one), with the same micro-kernels and padding rule. x_xor: the encoding
+ * of x (x holds q ^ x_xor): 0 for plain int8 values (a statically quantized
+ * tensor), cfg->x_xor for rows eko_qd8_quantize wrote. Static int8 layers
+ * use it with weights packed with scales in_scale * w_scale[n] / out_scale,
+ * biases in output steps plus the output zero point, and xq.scale 1: the
+ * results are then output int8 values ("fp32 requantization"). pool NULL:
+ * on the caller. No allocation.
+ */
+void eko_qd8_gemm_uniform(const eko_qd8_gemm_config *cfg, struct ember_threadpool *pool,
+                          size_t m, const int8_t *x, size_t ldx, uint8_t x_xor, eko_qd8_row xq,
+                          const eko_qd8_weights *w, eko_qd8_out out, float min, float max);
+
+/* The row quantizers' passes: portable C (qd8_gemm.c), AVX2, AVX-512; the
+ * same results on every level. */
+void eko_qd8_range_scalar(size_t k, const float *x, float *lo, float *hi, bool *nan);
+void eko_qd8_values_scalar(size_t k, const float *x, int8_t *q, eko_qd8_row r, uint8_t x_xor);
+void eko_qd8_range_avx2(size_t k, const float *x, float *lo, float *hi, bool *nan);
+void eko_qd8_values_avx2(size_t k, const float *x, int8_t *q, eko_qd8_row r, uint8_t x_xor);
+void eko_qd8_range_avx512(size_t k, const float *x, float *lo, float *hi, bool *nan);
+void eko_qd8_values_avx512(size_t k, const float *x, int8_t *q, eko_qd8_row r, uint8_t x_xor);
 /* The range's parameters (shared by the quantizers): lo <= 0 <= hi finite. */
 eko_qd8_row eko_qd8_row_params(float lo, float hi);
+/* One row quantized the portable way (a reference for tests). */
+void eko_qd8_quantize_row_scalar(size_t k, const float *x, int8_t *q, uint8_t x_xor,
+                                 eko_qd8_row *out);
 
 /* The micro-kernels (one file per instruction set). */
 void eko_qd8_gemm_scalar(size_t mr, size_t nc, const int8_t *x, size_t ldx,
@@ -184,9 +220,15 @@ void eko_qd8_gemm_avx2(size_t mr, size_t nc, const int8_t *x, size_t ldx, const 
 void eko_qd8_gemm_avx2vnni(size_t mr, size_t nc, const int8_t *x, size_t ldx,
                            const eko_qd8_row *rows, const eko_qd8_weights *w, const uint8_t *panel,
                            float *c, size_t ldc, float min, float max);
+void eko_qd8_gemm_avx2vnni_s8(size_t mr, size_t nc, const int8_t *x, size_t ldx,
+                              const eko_qd8_row *rows, const eko_qd8_weights *w,
+                              const uint8_t *panel, float *c, size_t ldc, float min, float max);
 void eko_qd8_gemm_avx512vnni(size_t mr, size_t nc, const int8_t *x, size_t ldx,
                              const eko_qd8_row *rows, const eko_qd8_weights *w,
                              const uint8_t *panel, float *c, size_t ldc, float min, float max);
+void eko_qd8_gemm_avx512vnni_s8(size_t mr, size_t nc, const int8_t *x, size_t ldx,
+                                const eko_qd8_row *rows, const eko_qd8_weights *w,
+                                const uint8_t *panel, float *c, size_t ldc, float min, float max);
 void eko_qd8_gemm_neon(size_t mr, size_t nc, const int8_t *x, size_t ldx, const eko_qd8_row *rows,
                        const eko_qd8_weights *w, const uint8_t *panel, float *c, size_t ldc,
                        float min, float max);

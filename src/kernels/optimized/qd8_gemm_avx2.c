@@ -69,39 +69,35 @@ static inline __m256 hmax8(__m256 v) {
     return _mm256_max_ps(v, _mm256_shuffle_ps(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
 }
 
-/* eko_qd8_quantize_row_scalar, 8 lanes at a time (the tail in C); the same
- * results (the same multiply, min / max and round-to-nearest-even). Also
- * the quantizer of the AVX-VNNI kernels. */
-void eko_qd8_quantize_row_avx2(size_t k, const float *x, int8_t *q, uint8_t x_xor,
-                               eko_qd8_row *out) {
+/* The row quantizer's passes (eko_qd8_range_scalar, eko_qd8_values_scalar),
+ * 8 lanes at a time, the tail in C; the same results (the same multiply,
+ * min / max and round-to-nearest-even). Also those of the AVX-VNNI kernels. */
+void eko_qd8_range_avx2(size_t k, const float *x, float *lo_out, float *hi_out, bool *nan) {
     const __m256 inf = _mm256_set1_ps(INFINITY);
     const __m256 sign = _mm256_set1_ps(-0.0f);
-    __m256 lo = inf, hi = _mm256_set1_ps(-INFINITY), nan = _mm256_setzero_ps();
+    __m256 lo = inf, hi = _mm256_set1_ps(-INFINITY), nans = _mm256_setzero_ps();
     size_t i = 0;
     for (; i + 8 <= k; i += 8) {
         const __m256 v = _mm256_loadu_ps(x + i);
         const __m256 finite = _mm256_cmp_ps(_mm256_andnot_ps(sign, v), inf, _CMP_LT_OQ);
-        nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        nans = _mm256_or_ps(nans, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
         lo = _mm256_blendv_ps(lo, _mm256_min_ps(lo, v), finite);
         hi = _mm256_blendv_ps(hi, _mm256_max_ps(hi, v), finite);
     }
-    float l = _mm256_cvtss_f32(hmin8(lo)), h = _mm256_cvtss_f32(hmax8(hi));
-    bool has_nan = _mm256_movemask_ps(nan) != 0;
-    for (size_t j = i; j < k; j++) {
-        const float v = x[j];
-        if (isnan(v)) has_nan = true;
-        else if (isfinite(v)) {
-            l = v < l ? v : l;
-            h = v > h ? v : h;
-        }
-    }
-    if (l > h) l = h = 0.0f; /* no finite value */
-    eko_qd8_row r = eko_qd8_row_params(l, h);
-    const float fmult = 1.0f / r.scale;
-    const float fqlo = (float)(-128 - r.zero_point), fqhi = (float)(127 - r.zero_point);
-    const __m256 mult = _mm256_set1_ps(fmult), qlo = _mm256_set1_ps(fqlo), qhi = _mm256_set1_ps(fqhi);
+    const float l = _mm256_cvtss_f32(hmin8(lo)), h = _mm256_cvtss_f32(hmax8(hi));
+    *lo_out = l < *lo_out ? l : *lo_out;
+    *hi_out = h > *hi_out ? h : *hi_out;
+    if (_mm256_movemask_ps(nans) != 0) *nan = true;
+    eko_qd8_range_scalar(k - i, x + i, lo_out, hi_out, nan);
+}
+
+void eko_qd8_values_avx2(size_t k, const float *x, int8_t *q, eko_qd8_row r, uint8_t x_xor) {
+    const __m256 mult = _mm256_set1_ps(1.0f / r.scale);
+    const __m256 qlo = _mm256_set1_ps((float)(-128 - r.zero_point));
+    const __m256 qhi = _mm256_set1_ps((float)(127 - r.zero_point));
     const __m256i zp = _mm256_set1_epi32(r.zero_point), flip = _mm256_set1_epi32(x_xor);
-    for (i = 0; i + 8 <= k; i += 8) {
+    size_t i = 0;
+    for (; i + 8 <= k; i += 8) {
         __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), mult);
         v = _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q)); /* NaN: 0 */
         v = _mm256_min_ps(_mm256_max_ps(v, qlo), qhi);
@@ -115,14 +111,7 @@ void eko_qd8_quantize_row_avx2(size_t k, const float *x, int8_t *q, uint8_t x_xo
         memcpy(q + i, &a, 4);
         memcpy(q + i + 4, &b, 4);
     }
-    for (; i < k; i++) {
-        float v = x[i] * fmult;
-        if (isnan(v)) v = 0.0f;
-        v = v < fqlo ? fqlo : v > fqhi ? fqhi : v;
-        ((uint8_t *)q)[i] = (uint8_t)((uint8_t)((int32_t)rintf(v) + r.zero_point) ^ x_xor);
-    }
-    if (has_nan) r.scale = NAN;
-    *out = r;
+    eko_qd8_values_scalar(k - i, x + i, q + i, r, x_xor);
 }
 #else
 typedef int eko_no_avx2_qd8_gemm; /* this build has no AVX2 kernels */

@@ -28,6 +28,17 @@ static inline qd8_acc qd8_dot(qd8_acc acc, qd8_xv x, qd8_w w) {
 }
 
 #include "qd8_gemm_body.h"
+
+/* The same kernel on plain int8 activations (a statically quantized
+ * tensor): each four offset as they are loaded. */
+static inline qd8_xv qd8_x_load_s8(const int8_t *p) {
+    return _mm256_xor_si256(qd8_x_load(p), _mm256_set1_epi8((char)0x80));
+}
+#undef QD8_FN
+#define QD8_FN eko_qd8_gemm_avx2vnni_s8
+#define QD8_X_LOAD qd8_x_load_s8
+#define QD8_X_LOAD4 qd8_x_load_s8
+#include "qd8_gemm_body.h"
 #else
 typedef int eko_no_avx2vnni_qd8_gemm; /* this build has no AVX-VNNI kernels */
 #endif

@@ -73,24 +73,39 @@ static inline void qd8_store(float *c, size_t nc, qd8_f f, float zc, float sx, c
 
 #include "qd8_gemm_body.h"
 
-/* eko_qd8_quantize_row_scalar, 16 lanes at a time; the same results (the
- * same multiply, min / max and round-to-nearest-even). */
-void eko_qd8_quantize_row_avx512(size_t k, const float *x, int8_t *q, uint8_t x_xor,
-                                 eko_qd8_row *out) {
+/* The same kernel on plain int8 activations (a statically quantized
+ * tensor): each four offset as they are loaded. */
+static inline qd8_xv qd8_x_load_s8(const int8_t *p) {
+    return _mm512_xor_si512(qd8_x_load(p), _mm512_set1_epi8((char)0x80));
+}
+#undef QD8_FN
+#define QD8_FN eko_qd8_gemm_avx512vnni_s8
+#define QD8_X_LOAD qd8_x_load_s8
+#define QD8_X_LOAD4 qd8_x_load_s8
+#include "qd8_gemm_body.h"
+
+/* The row quantizer's passes (eko_qd8_range_scalar, eko_qd8_values_scalar),
+ * 16 lanes at a time; the same results (the same multiply, min / max and
+ * round-to-nearest-even). */
+void eko_qd8_range_avx512(size_t k, const float *x, float *lo_out, float *hi_out, bool *nan) {
     const __m512 inf = _mm512_set1_ps(INFINITY);
     __m512 lo = inf, hi = _mm512_set1_ps(-INFINITY);
-    __mmask16 nan = 0;
+    __mmask16 nans = 0;
     for (size_t i = 0; i < k; i += 16) {
         const __mmask16 m = k - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (k - i)) - 1u);
         const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
         const __mmask16 finite = _mm512_mask_cmp_ps_mask(m, _mm512_abs_ps(v), inf, _CMP_LT_OQ);
-        nan |= _mm512_mask_cmp_ps_mask(m, v, v, _CMP_UNORD_Q);
+        nans |= _mm512_mask_cmp_ps_mask(m, v, v, _CMP_UNORD_Q);
         lo = _mm512_mask_min_ps(lo, finite, lo, v);
         hi = _mm512_mask_max_ps(hi, finite, hi, v);
     }
-    float l = _mm512_reduce_min_ps(lo), h = _mm512_reduce_max_ps(hi);
-    if (l > h) l = h = 0.0f; /* no finite value */
-    eko_qd8_row r = eko_qd8_row_params(l, h);
+    const float l = _mm512_reduce_min_ps(lo), h = _mm512_reduce_max_ps(hi);
+    *lo_out = l < *lo_out ? l : *lo_out;
+    *hi_out = h > *hi_out ? h : *hi_out;
+    if (nans) *nan = true;
+}
+
+void eko_qd8_values_avx512(size_t k, const float *x, int8_t *q, eko_qd8_row r, uint8_t x_xor) {
     const __m512 mult = _mm512_set1_ps(1.0f / r.scale);
     const __m512 qlo = _mm512_set1_ps((float)(-128 - r.zero_point));
     const __m512 qhi = _mm512_set1_ps((float)(127 - r.zero_point));
@@ -103,8 +118,6 @@ void eko_qd8_quantize_row_avx512(size_t k, const float *x, int8_t *q, uint8_t x_
         const __m512i t = _mm512_xor_si512(_mm512_add_epi32(_mm512_cvtps_epi32(v), zp), flip);
         _mm_mask_storeu_epi8(q + i, m, _mm512_cvtepi32_epi8(t));
     }
-    if (nan) r.scale = NAN;
-    *out = r;
 }
 #else
 typedef int eko_no_avx512vnni_qd8_gemm; /* this build has no AVX-512 VNNI kernels */

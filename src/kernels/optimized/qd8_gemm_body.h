@@ -30,10 +30,14 @@
  *
  * The int32 sums of a slice stay exact (qd8_gemm.h bounds the depth); the
  * zero point and the offset come out in int32 through the isums (one
- * slice), or at the store through the ksums (groups). Int4 blocks hold two steps of depth, so tiles of up to
- * four rows sum them in two accumulators a row: two chains of dependent
- * products instead of one, which a single row (decode) needs to keep up
- * with memory.
+ * slice), or at the store through the ksums (groups). Int4 blocks hold two
+ * steps of depth, so tiles of up to four rows sum them in two accumulators
+ * a row: two chains of dependent products instead of one, which a single
+ * row (decode) needs to keep up with memory.
+ *
+ * A file may include this twice, for a second kernel (QD8_FN redefined) on
+ * activations loaded another way: QD8_X_LOAD and QD8_X_LOAD4 name the
+ * loads (default qd8_x_load, qd8_x_load4).
  */
 #ifndef EMBER_KERNELS_OPTIMIZED_QD8_GEMM_BODY_H
 #define EMBER_KERNELS_OPTIMIZED_QD8_GEMM_BODY_H
@@ -57,7 +61,22 @@ static inline qd8_xv4 qd8_x_load4(const int8_t *p) { return qd8_x_load(p); }
 static inline qd8_acc qd8_dot4(qd8_acc acc, qd8_xv4 x, qd8_w w) { return qd8_dot(acc, x, w); }
 #endif
 
-static inline __attribute__((always_inline)) void qd8_tile(const size_t MR, size_t nc,
+#define QD8_CAT2(a, b) a##_##b
+#define QD8_CAT(a, b) QD8_CAT2(a, b)
+
+#endif /* EMBER_KERNELS_OPTIMIZED_QD8_GEMM_BODY_H */
+
+/* ---- once per kernel ---------------------------------------------------- */
+
+#ifndef QD8_X_LOAD
+#define QD8_X_LOAD qd8_x_load
+#endif
+#ifndef QD8_X_LOAD4
+#define QD8_X_LOAD4 qd8_x_load4
+#endif
+#define QD8_TILE QD8_CAT(QD8_FN, tile)
+
+static inline __attribute__((always_inline)) void QD8_TILE(const size_t MR, size_t nc,
                                                            const int8_t *x, size_t ldx,
                                                            const eko_qd8_row *rows,
                                                            const eko_qd8_weights *w,
@@ -78,7 +97,7 @@ static inline __attribute__((always_inline)) void qd8_tile(const size_t MR, size
                 const qd8_w wv = qd8_w_load(p);
                 EKO_UNROLL
                 for (size_t r = 0; r < MR; r++)
-                    acc[r] = qd8_dot(acc[r], qd8_x_load(xs + r * ldx + 4 * b), wv);
+                    acc[r] = qd8_dot(acc[r], QD8_X_LOAD(xs + r * ldx + 4 * b), wv);
             }
         } else if (MR <= 4) {
             qd8_acc acc2[QD8_MR];
@@ -89,8 +108,8 @@ static inline __attribute__((always_inline)) void qd8_tile(const size_t MR, size
                 qd8_w_unpack4(p, &lo, &hi);
                 EKO_UNROLL
                 for (size_t r = 0; r < MR; r++) {
-                    acc[r] = qd8_dot4(acc[r], qd8_x_load4(xs + r * ldx + 8 * b), lo);
-                    acc2[r] = qd8_dot4(acc2[r], qd8_x_load4(xs + r * ldx + 8 * b + 4), hi);
+                    acc[r] = qd8_dot4(acc[r], QD8_X_LOAD4(xs + r * ldx + 8 * b), lo);
+                    acc2[r] = qd8_dot4(acc2[r], QD8_X_LOAD4(xs + r * ldx + 8 * b + 4), hi);
                 }
             }
             EKO_UNROLL
@@ -101,8 +120,8 @@ static inline __attribute__((always_inline)) void qd8_tile(const size_t MR, size
                 qd8_w_unpack4(p, &lo, &hi);
                 EKO_UNROLL
                 for (size_t r = 0; r < MR; r++) {
-                    acc[r] = qd8_dot4(acc[r], qd8_x_load4(xs + r * ldx + 8 * b), lo);
-                    acc[r] = qd8_dot4(acc[r], qd8_x_load4(xs + r * ldx + 8 * b + 4), hi);
+                    acc[r] = qd8_dot4(acc[r], QD8_X_LOAD4(xs + r * ldx + 8 * b), lo);
+                    acc[r] = qd8_dot4(acc[r], QD8_X_LOAD4(xs + r * ldx + 8 * b + 4), hi);
                 }
             }
         }
@@ -126,16 +145,18 @@ void QD8_FN(size_t mr, size_t nc, const int8_t *x, size_t ldx, const eko_qd8_row
             float max) {
     switch (mr) {
 #if QD8_MR >= 8
-    case 8: qd8_tile(8, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
-    case 7: qd8_tile(7, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
-    case 6: qd8_tile(6, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
-    case 5: qd8_tile(5, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    case 8: QD8_TILE(8, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    case 7: QD8_TILE(7, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    case 6: QD8_TILE(6, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    case 5: QD8_TILE(5, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
 #endif
-    case 4: qd8_tile(4, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
-    case 3: qd8_tile(3, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
-    case 2: qd8_tile(2, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
-    default: qd8_tile(1, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    case 4: QD8_TILE(4, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    case 3: QD8_TILE(3, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    case 2: QD8_TILE(2, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    default: QD8_TILE(1, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
     }
 }
 
-#endif /* EMBER_KERNELS_OPTIMIZED_QD8_GEMM_BODY_H */
+#undef QD8_TILE
+#undef QD8_X_LOAD
+#undef QD8_X_LOAD4

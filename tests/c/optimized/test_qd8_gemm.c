@@ -317,6 +317,27 @@ static void test_quantize(ember_threadpool *pool2) {
     CHECK(p[1].zero_point == -128 && p[2].zero_point == 127);
     CHECK(isnan(p[5].scale));
     CHECK(q[5 * K + 7] == p[5].zero_point);
+
+    /* one long row (a convolution's image), fewer rows than threads: split in
+     * chunks over the pool, the same values and parameters as on the caller;
+     * then the same with an infinity and a NaN in the last chunk */
+    enum { LK = 50000 };
+    float *lx = malloc(sizeof(float) * LK);
+    int8_t *lq1 = malloc(LK), *lq2 = malloc(LK);
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < LK; i++) lx[i] = frand() * 3.0f + (i == 31337 ? 9.0f : 0.0f);
+        if (pass == 1) lx[LK - 2] = INFINITY, lx[LK - 1] = NAN;
+        eko_qd8_row a, b;
+        eko_qd8_quantize(cfg, NULL, 1, LK, lx, LK, lq1, LK, &a);
+        eko_qd8_quantize(cfg, pool2, 1, LK, lx, LK, lq2, LK, &b);
+        CHECK_MSG(memcmp(lq1, lq2, LK) == 0 && a.zero_point == b.zero_point &&
+                      (a.scale == b.scale || (isnan(a.scale) && isnan(b.scale))),
+                  "long row, pass %d: split and whole differ", pass);
+        CHECK(pass == 0 ? a.scale > 0 && isfinite(a.scale) : isnan(a.scale));
+    }
+    free(lx);
+    free(lq1);
+    free(lq2);
 }
 
 int main(void) {

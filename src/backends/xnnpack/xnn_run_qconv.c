@@ -1,0 +1,156 @@
+/*
+ * Quantized Conv2d on NHWC int8 activations (xnn_run.h), statically
+ * (qint8 input and output) or dynamically (qdint8 input, one scale and zero
+ * point per image, float32 output) quantized, on the int8 products of
+ * qd8_gemm.h with the filter packed at init (xnn_pack.c).
+ *
+ * As the float32 convolution: blocks of output pixels of one image are
+ * spread over the threads; each makes its block's im2col rows (KH x KW x C
+ * per pixel, the OHWI filter's order) in its own scratch, padding with the
+ * input's zero point (the int8 that stands for 0), and multiplies them on
+ * its own. A 1x1 convolution with stride 1 and no padding multiplies the
+ * input itself.
+ */
+#include <string.h>
+
+#include "ember/threadpool.h"
+#include "xnn_run.h"
+
+/* Output pixels per block of the im2col product. */
+#define QCONV_BLOCK 64
+
+typedef struct qconv_geom {
+    size_t n, h, w, c, oh, ow, oc;
+    size_t kh, kw, sh, sw, dh, dw, pt, pl;
+} qconv_geom;
+
+static qconv_geom geom(xnn_graph *g, const xnn_node *n) {
+    const xnn_value *x = xr_in(g, n, 0), *y = xr_out(g, n, 0);
+    const xnn_conv_params *p = &n->p.conv;
+    qconv_geom c = {x->shape[0], x->shape[1], x->shape[2], x->shape[3], y->shape[1], y->shape[2],
+                    y->shape[3], p->kernel_h, p->kernel_w, p->stride_h, p->stride_w,
+                    p->dilation_h, p->dilation_w, p->pad_top, p->pad_left};
+    return c;
+}
+
+static bool is_direct(const qconv_geom *c) {
+    return c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 && c->pl == 0 &&
+           c->oh == c->h && c->ow == c->w;
+}
+
+/* Bytes of one thread's block of im2col rows, with the products' padding. */
+static bool block_bytes(const qconv_geom *c, size_t *bytes) {
+    size_t k;
+    if (ember_mul_overflow(c->kh * c->kw, c->c, &k) || ember_mul_overflow(k, QCONV_BLOCK, bytes) ||
+        ember_add_overflow(*bytes, EKO_QD8_X_PAD + 63, bytes))
+        return false;
+    *bytes &= ~(size_t)63;
+    return true;
+}
+
+bool xnn_qconv_scratch(xnn_graph *g, uint32_t ni, size_t *bytes) {
+    const xnn_node *n = &g->nodes[ni];
+    qconv_geom c = geom(g, n);
+    *bytes = 0;
+    if (is_direct(&c)) return true;
+    size_t one;
+    return block_bytes(&c, &one) &&
+           !ember_mul_overflow(one, ember_threadpool_size(g->threadpool), bytes);
+}
+
+typedef struct qconv_job {
+    xnn_graph *g;
+    const xnn_node *n;
+    qconv_geom c;
+    size_t k, pixels, blocks_per_image, block_bytes;
+    const int8_t *x;
+    const eko_qd8_row *image_q;  /* dynamic: each image's quantization */
+    uint8_t x_xor;               /* x's encoding: 0 (static), the Convert's (dynamic) */
+} qconv_job;
+
+/* The input quantization of image b, with the static layers' unit scale. */
+static eko_qd8_row image_quant(const qconv_job *j, size_t b) {
+    if (j->image_q != NULL) return j->image_q[b];
+    return (eko_qd8_row){1.0f, xr_in(j->g, j->n, 0)->zero_point};
+}
+
+/* Results of rows [p0, p0 + rows) of image b. */
+static void product(const qconv_job *j, size_t b, size_t p0, size_t rows, const int8_t *x,
+                    size_t ldx, ember_threadpool *pool) {
+    const xnn_node *n = j->n;
+    const xnn_value *y = xr_out(j->g, n, 0);
+    const size_t at = (b * j->pixels + p0) * j->c.oc;
+    eko_qd8_out out = {NULL, NULL, j->c.oc};
+    float min = n->out_min, max = n->out_max;
+    if (n->qmode == XNN_QM_STATIC) {
+        out.q = (int8_t *)y->data + at;
+        min = (float)n->q.qmin, max = (float)n->q.qmax;
+    } else {
+        out.c = xr_f(y) + at;
+    }
+    eko_qd8_gemm_uniform(j->g->qd8, pool, rows, x, ldx, j->x_xor, image_quant(j, b), &n->qw, out,
+                         min, max);
+}
+
+/* im2col rows for pixels [p0, p0 + rows) of image b into col, padding with zp. */
+static void im2col(const qconv_geom *c, const int8_t *x, size_t b, size_t p0, size_t rows,
+                   int8_t zp, int8_t *col) {
+    const size_t k = c->kh * c->kw * c->c;
+    for (size_t r = 0; r < rows; r++) {
+        const size_t p = p0 + r, ox = p % c->ow, oy = p / c->ow;
+        int8_t *dst = col + r * k;
+        for (size_t ky = 0; ky < c->kh; ky++) {
+            const size_t iy = oy * c->sh + ky * c->dh; /* minus pt: checked below */
+            const bool row_in = iy >= c->pt && iy - c->pt < c->h;
+            for (size_t kx = 0; kx < c->kw; kx++, dst += c->c) {
+                const size_t ix = ox * c->sw + kx * c->dw;
+                if (row_in && ix >= c->pl && ix - c->pl < c->w)
+                    memcpy(dst, x + ((b * c->h + iy - c->pt) * c->w + ix - c->pl) * c->c, c->c);
+                else
+                    memset(dst, zp, c->c);
+            }
+        }
+    }
+}
+
+static void qconv_blocks(void *ctx, size_t thread, size_t start, size_t count) {
+    const qconv_job *j = ctx;
+    int8_t *col = (int8_t *)(void *)(j->g->arena + j->n->scratch_offset) + thread * j->block_bytes;
+    for (size_t blk = start; blk < start + count; blk++) {
+        const size_t b = blk / j->blocks_per_image, p0 = blk % j->blocks_per_image * QCONV_BLOCK;
+        const size_t rows = j->pixels - p0 < QCONV_BLOCK ? j->pixels - p0 : QCONV_BLOCK;
+        /* the padding: the zero point, in x's encoding */
+        const uint8_t pad = (uint8_t)((uint8_t)image_quant(j, b).zero_point ^ j->x_xor);
+        im2col(&j->c, j->x, b, p0, rows, (int8_t)pad, col);
+        product(j, b, p0, rows, col, j->k, NULL);
+    }
+}
+
+ember_status xnn_run_qconv(xnn_graph *g, uint32_t ni) {
+    const xnn_node *n = &g->nodes[ni];
+    const xnn_value *x = xr_in(g, n, 0);
+    qconv_job j;
+    memset(&j, 0, sizeof j);
+    j.g = g;
+    j.n = n;
+    j.c = geom(g, n);
+    j.k = j.c.kh * j.c.kw * j.c.c; /* the filter's row: checked at init */
+    j.pixels = j.c.oh * j.c.ow;
+    j.x = x->data;
+    if (n->qmode == XNN_QM_DYNAMIC) {
+        size_t data_bytes, rows;
+        xnn_qd8_layout(x, x->shape, &data_bytes, &rows); /* rows: one per image (init) */
+        j.image_q = (const eko_qd8_row *)(const void *)((const uint8_t *)x->data + data_bytes);
+        j.x_xor = g->qd8->x_xor; /* as the Convert wrote it */
+    }
+    if (j.pixels == 0 || j.c.n == 0 || j.c.oc == 0) return EMBER_OK;
+    if (is_direct(&j.c)) {
+        for (size_t b = 0; b < j.c.n; b++)
+            product(&j, b, 0, j.pixels, j.x + b * j.pixels * j.c.c, j.c.c, g->threadpool);
+        return EMBER_OK;
+    }
+    block_bytes(&j.c, &j.block_bytes);
+    j.blocks_per_image = j.pixels / QCONV_BLOCK + (j.pixels % QCONV_BLOCK != 0);
+    ember_parallel_1d(g->threadpool, qconv_blocks, &j, j.c.n * j.blocks_per_image, 1);
+    return EMBER_OK;
+}
