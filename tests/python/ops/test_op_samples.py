@@ -35,6 +35,11 @@ from ember import ops_coverage
 CFG = H.Config.from_env()
 ENTRIES = ops_coverage.core_ops()
 
+# Every test of this module reads one shared run (the module fixture below),
+# which writes EMBER_OP_SAMPLES: under pytest-xdist they all go to one worker
+# (`--dist loadgroup`), so that the run happens once and one process writes.
+pytestmark = pytest.mark.xdist_group("op_samples")
+
 # Known gaps: (op, dtype) pairs the runtime refuses on purpose, with why. A
 # sample of such a pair must fail with a clean NOT_SUPPORTED error (anything
 # else still fails the test); the test then reports it as an expected failure,
