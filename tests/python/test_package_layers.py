@@ -45,6 +45,8 @@ STAGES: List[List[str]] = [
     ["ember.serialize", "ember.flat_tensor"],
     # program: the entry points and the managers users hold, tools built on them
     ["ember.program", "ember", "ember.devtools", "ember.devtools.backend_debug",
+     "ember.devtools.bundled_program", "ember.devtools.bundled_program.config",
+     "ember.devtools.bundled_program.core", "ember.devtools.bundled_program.serialize",
      "ember.ops_coverage"],
 ]
 STAGE_OF: Dict[str, int] = {m: i for i, ms in enumerate(STAGES) for m in ms}

@@ -1,4 +1,4 @@
-"""Developer tools: delegation summaries (more to come: traces, inspector)."""
+"""Developer tools: delegation summaries, bundled programs (more to come: traces, inspector)."""
 
 from .backend_debug import DelegationBreakdown, DelegationInfo, get_delegation_info
 
