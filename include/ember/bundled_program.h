@@ -144,7 +144,9 @@ ember_status ember_bundled_program_load_test_inputs(ember_method *method,
  * |expected|, or both are NaN, or both are the same infinity; integer and
  * bool elements must be equal; other dtypes must be equal byte for byte.
  * Dtype, rank and sizes must be equal too. Elements are compared in
- * row-major order whatever either side's dim order.
+ * row-major order whatever either side's dim order. A case without expected
+ * outputs (written only to run, e.g. for profiling) compares nothing: it
+ * returns EMBER_OK with result->num_outputs 0.
  * @param[in]  method      the method, executed
  * @param[in]  bp          an opened bundled program
  * @param[in]  method_name the suite to read; NULL for the method's own name
@@ -158,8 +160,8 @@ ember_status ember_bundled_program_load_test_inputs(ember_method *method,
  *         EMBER_ERR_SHAPE_MISMATCH (an output's kind, dtype, rank or sizes
  *         differ from the expected tensor; the message names the output);
  *         EMBER_ERR_INVALID_ARGUMENT (NULL method or bp, bad tolerances or
- *         result struct_size, the case has no expected outputs or a count
- *         other than the method's outputs); EMBER_ERR_NOT_FOUND;
+ *         result struct_size, or the case expects a number of outputs other
+ *         than the method's); EMBER_ERR_NOT_FOUND;
  *         EMBER_ERR_INDEX_OUT_OF_RANGE.
  * Never allocates.
  */
