@@ -3,7 +3,7 @@ the program's plans when it is built from a program manager."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 
