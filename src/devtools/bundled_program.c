@@ -167,9 +167,9 @@ bool ember_bundled_program_is_bundled(const void *data, size_t size) {
 }
 
 ember_status ember_bundled_program_open(ember_bundled_program *bp, const void *data, size_t size) {
+    if (bp != NULL) memset(bp, 0, sizeof *bp);
     if (bp == NULL || data == NULL)
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "bundled program: NULL argument");
-    memset(bp, 0, sizeof *bp);
     if (size < 8)
         return ember_set_error(EMBER_ERR_TRUNCATED, "bundled program: %zu bytes is too short", size);
     if (!ember_bundled_program_is_bundled(data, size))
