@@ -125,6 +125,19 @@ function(ember_add_cli_tests)
   ember_expect_run(cli/bad_data_file RC 1 STDERR "${err}.*data file.*mlp.pte.*FT01"
                    COMMAND ${run} "${fx}/ext_mlp.pte" --data "${fx}/mlp.pte")
 
+  # Bundled programs (written by the reference serializer): every case passes;
+  # --model runs the program inside; a .pte is no bundled program.
+  ember_expect_run(cli/bundled_pass RC 0 STDOUT "forward case 1: pass.*4 of 4 cases passed"
+                   COMMAND ${run} --bundled "${fx}/two_methods.bpte" --atol 1e-6)
+  ember_expect_run(cli/bundled_xnnpack RC 0 STDOUT "2 of 2 cases passed"
+                   COMMAND ${run} --bundled "${fx}/xnnpack_cnn.bpte" --atol 1e-6 --threads 2)
+  ember_expect_run(cli/bundled_as_model RC 0 STDOUT "bundled.*output 0"
+                   COMMAND ${run} --model "${fx}/two_methods.bpte" --method decode)
+  ember_expect_run(cli/bundled_not_bundled RC 1 STDERR "${err}loading bundled.*BP08"
+                   COMMAND ${run} --bundled "${fx}/mlp.pte")
+  ember_expect_run(cli/bundled_bad_tolerance RC 2 STDERR "${err}.*--atol"
+                   COMMAND ${run} --bundled "${fx}/two_methods.bpte" --atol -1)
+
   # ember-llm: usage, the tokenizer alone, and error lines (generation is
   # compared with PyTorch in tests/python/test_llm_runner.py).
   set(llm "$<TARGET_FILE:ember-llm>")

@@ -1,10 +1,14 @@
 /*
- * ember-run — load a .pte program, describe it, run one method, show outputs.
+ * ember-run — load a .pte program, describe it, run one method, show outputs;
+ * or run and verify every test case of a bundled program.
  *
  *   ember-run MODEL.pte [--data FILE.ptd]... [--method NAME] [--input FILE.npy]...
  *                       [--output-dir DIR] [--iterations N] [--threads N]
  *                       [--etdump FILE.etdp [--debug-outputs[=full|stats]]
  *                        [--trace-bytes N] [--debug-bytes N]]
+ *   ember-run --bundled FILE.bpte [--rtol R] [--atol A] [--threads N]
+ *
+ * A bundled program given as MODEL runs its embedded program like a .pte.
  *
  * Any failure prints exactly one line, "ember-run: error: ...", to stderr
  * and exits with status 1 (2 for usage errors).
@@ -22,6 +26,7 @@
 #include "ember/ember.h"
 #include "ember/backend.h"
 #include "ember/devtools.h"
+#include "ember/bundled_program.h"
 #include "ember/kernel.h"
 #include "ember/threadpool.h"
 #include "npy.h"
@@ -36,10 +41,19 @@ static const char k_usage[] =
     "                 [--output-dir DIR] [--iterations N] [--threads N]\n"
     "                 [--etdump FILE.etdp [--debug-outputs[=full|stats]]\n"
     "                  [--trace-bytes N] [--debug-bytes N]]\n"
+    "       ember-run --bundled FILE.bpte [--rtol R] [--atol A] [--threads N]\n"
     "\n"
     "Loads MODEL.pte (memory-mapped), prints what its method needs, runs it and\n"
-    "prints a summary of each output.\n"
+    "prints a summary of each output. MODEL may also be a bundled program (.bpte):\n"
+    "its embedded program is run.\n"
     "\n"
+    "  --model FILE       the program (the same as giving it without an option)\n"
+    "  --bundled FILE     run every test case of every method suite of a bundled\n"
+    "                     program, compare the outputs with the expected ones and\n"
+    "                     print pass or fail per case with the largest absolute and\n"
+    "                     relative error; exits 1 if any case fails\n"
+    "  --rtol R, --atol A tolerances for --bundled (default 1e-5 and 1e-8): a float\n"
+    "                     matches when |got - expected| <= A + R * |expected|\n"
     "  --data FILE.ptd    a data file holding weights the program keeps outside\n"
     "                     itself (external constants, delegate data); repeatable,\n"
     "                     searched in order\n"
@@ -71,12 +85,19 @@ typedef struct run {
     ember_data_map **maps; /* (num_data), NULL until open */
     size_t num_maps_open;
     const char *output_dir;
+    bool bundled;          /* --bundled: verify test cases */
+    double rtol, atol;
     long iterations;
     long threads;          /* 0: one per core */
     ember_threadpool *pool;
 
     ember_mmap_loader loader;
     bool loader_open;
+    ember_buffer file;     /* the whole file, a view of the mapping */
+    bool have_file;
+    ember_bundled_program bp; /* when the file is a bundled program */
+    bool is_bundled;
+    ember_buffer_loader inner; /* over bp.program */
     ember_program *program;
     ember_method *method;
     npy_array *in_arrays;  /* (method inputs) data bound to inputs */
@@ -101,6 +122,9 @@ static void cleanup(run *r) {
     r->method = NULL;
     ember_program_destroy(r->program);
     r->program = NULL;
+    if (r->have_file && r->loader.base.release != NULL)
+        r->loader.base.release(r->loader.base.ctx, &r->file);
+    r->have_file = false;
     if (r->loader_open) ember_mmap_loader_close(&r->loader);
     r->loader_open = false;
     for (size_t i = 0; i < r->num_maps_open; i++) {
@@ -213,6 +237,8 @@ static void parse_args(run *r, int argc, char **argv) {
     r->iterations = 1;
     r->trace_bytes = 16LL << 20;
     r->debug_bytes = 256LL << 20;
+    r->rtol = 1e-5;
+    r->atol = 1e-8;
     r->inputs = xcalloc((size_t)argc, sizeof *r->inputs);
     r->data_files = xcalloc((size_t)argc, sizeof *r->data_files);
     for (int i = 1; i < argc; i++) {
@@ -222,6 +248,21 @@ static void parse_args(run *r, int argc, char **argv) {
             fputs(k_usage, stdout);
             cleanup(r);
             exit(0);
+        } else if ((v = option_value(argc, argv, &i, "--model")) != NULL ||
+                   (v = option_value(argc, argv, &i, "--bundled")) != NULL) {
+            if (v[0] == '\0') die(EXIT_USAGE, "%s is empty", arg);
+            if (r->model != NULL) die(EXIT_USAGE, "more than one model given ('%s', '%s')", r->model, v);
+            r->model = v;
+            if (strncmp(arg, "--bundled", 9) == 0) r->bundled = true;
+        } else if ((v = option_value(argc, argv, &i, "--rtol")) != NULL ||
+                   (v = option_value(argc, argv, &i, "--atol")) != NULL) {
+            char *end;
+            errno = 0;
+            double x = strtod(v, &end);
+            if (errno != 0 || end == v || *end != '\0' || !(x >= 0.0) || x > 1e30)
+                die(EXIT_USAGE, "%.6s must be a non-negative number, not '%s'", arg, v);
+            if (strncmp(arg, "--rtol", 6) == 0) r->rtol = x;
+            else r->atol = x;
         } else if ((v = option_value(argc, argv, &i, "--method")) != NULL) {
             r->method_name = v;
         } else if ((v = option_value(argc, argv, &i, "--input")) != NULL) {
@@ -270,6 +311,9 @@ static void parse_args(run *r, int argc, char **argv) {
         }
     }
     if (r->model == NULL) die(EXIT_USAGE, "no model given (usage: ember-run MODEL.pte [options]; try --help)");
+    if (r->bundled && (r->num_inputs > 0 || r->output_dir != NULL || r->iterations != 1))
+        die(EXIT_USAGE, "--bundled takes its inputs from the test cases: drop --input, "
+                        "--output-dir and --iterations");
     if (r->debug_outputs != 0 && r->etdump == NULL)
         die(EXIT_USAGE, "--debug-outputs needs --etdump FILE");
 }
@@ -806,6 +850,74 @@ static void write_output(run *r, size_t i, const ember_value *v) {
     printf("  wrote %s\n", path);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Bundled programs                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* Frees the storage bind_outputs() gave the current method. */
+static void unbind_outputs(run *r) {
+    for (size_t i = 0; i < r->num_out_buffers; i++) free(r->out_buffers[i]);
+    free(r->out_buffers);
+    r->out_buffers = NULL;
+    r->num_out_buffers = 0;
+}
+
+/* Runs and verifies every test case (of --method's suite only, if given);
+ * returns the number of cases that failed. */
+static size_t run_bundled(run *r, const ember_method_options *mo) {
+    size_t total = 0, failed = 0;
+    const char *only = r->method_name;
+    printf("bundled: schema version %u, %u method suite%s; rtol %g, atol %g\n", r->bp.version,
+           r->bp.num_suites, r->bp.num_suites == 1 ? "" : "s", r->rtol, r->atol);
+    for (size_t s = 0; s < r->bp.num_suites; s++) {
+        const char *name;
+        size_t num_cases;
+        ember_status st = ember_bundled_program_suite(&r->bp, s, &name, &num_cases);
+        if (st != EMBER_OK) die_status(st, "reading bundled suites");
+        if (only != NULL && strcmp(only, name) != 0) continue;
+        r->method_name = name;
+        if ((st = ember_method_load_with(r->program, name, mo, &r->method)) != EMBER_OK) {
+            char what[512];
+            snprintf(what, sizeof what, "loading method '%.256s'", name);
+            die_status(st, what);
+        }
+        bind_outputs(r, ember_method_output_count(r->method));
+        for (size_t k = 0; k < num_cases; k++) {
+            ember_bundled_compare cmp;
+            memset(&cmp, 0, sizeof cmp);
+            cmp.struct_size = sizeof cmp;
+            ember_clear_error();
+            st = ember_bundled_program_load_test_inputs(r->method, &r->bp, name, k);
+            if (st == EMBER_OK) st = ember_method_execute(r->method);
+            if (st == EMBER_OK)
+                st = ember_bundled_program_verify_outputs(r->method, &r->bp, name, k, r->rtol,
+                                                          r->atol, &cmp);
+            total++;
+            if (st == EMBER_OK && cmp.num_outputs == 0) {
+                printf("%s case %zu: ran (no expected outputs to compare)\n", name, k);
+            } else if (st == EMBER_OK) {
+                printf("%s case %zu: pass (%zu output%s, max abs error %.3g, max rel error %.3g)\n",
+                       name, k, cmp.num_outputs, cmp.num_outputs == 1 ? "" : "s",
+                       cmp.max_abs_error, cmp.max_rel_error);
+            } else {
+                failed++;
+                if (st == EMBER_ERR_OUTPUT_MISMATCH)
+                    printf("%s case %zu: FAIL (max abs error %.3g, max rel error %.3g): %s\n", name,
+                           k, cmp.max_abs_error, cmp.max_rel_error, ember_last_error());
+                else
+                    printf("%s case %zu: FAIL: %s: %s\n", name, k, ember_status_str(st),
+                           ember_last_error());
+            }
+        }
+        unbind_outputs(r);
+        ember_method_destroy(r->method);
+        r->method = NULL;
+    }
+    if (only != NULL && total == 0) die(EXIT_RUNTIME, "the bundled program has no suite for '%s'", only);
+    printf("bundled: %zu of %zu case%s passed\n", total - failed, total, total == 1 ? "" : "s");
+    return failed;
+}
+
 int main(int argc, char **argv) {
     static run r;
     g_run = &r;
@@ -824,7 +936,27 @@ int main(int argc, char **argv) {
         die_status(st, "registering kernels");
     if ((st = ember_xnnpack_backend_register()) != EMBER_OK) die_status(st, "registering backends");
 
-    if ((st = ember_program_load(&r.loader.base, NULL, &r.program)) != EMBER_OK) {
+    /* A bundled program (identifier BP08) runs the program it carries. */
+    uint64_t whole = 0;
+    if ((st = r.loader.base.size(r.loader.base.ctx, &whole)) != EMBER_OK) die_status(st, "reading the size");
+    if (whole > SIZE_MAX) die(EXIT_RUNTIME, "'%s' is too large", r.model);
+    if ((st = r.loader.base.load(r.loader.base.ctx, 0, (size_t)whole, EMBER_SEGMENT_PROGRAM, &r.file)) !=
+        EMBER_OK)
+        die_status(st, "reading the file");
+    r.have_file = true;
+    const ember_data_loader *program_loader = &r.loader.base;
+    if (r.bundled || ember_bundled_program_is_bundled(r.file.data, r.file.size)) {
+        if ((st = ember_bundled_program_open(&r.bp, r.file.data, r.file.size)) != EMBER_OK) {
+            char what[4200];
+            snprintf(what, sizeof what, "loading bundled program '%s'", r.model);
+            die_status(st, what);
+        }
+        r.is_bundled = true;
+        ember_buffer_loader_init(&r.inner, r.bp.program, r.bp.program_size);
+        program_loader = &r.inner.base;
+    }
+
+    if ((st = ember_program_load(program_loader, NULL, &r.program)) != EMBER_OK) {
         char what[4200];
         snprintf(what, sizeof what, "loading '%s'", r.model);
         die_status(st, what);
@@ -848,11 +980,13 @@ int main(int argc, char **argv) {
                ember_data_map_key_count(r.maps[i]) == 1 ? "" : "s");
     }
 
-    uint64_t file_size = 0;
-    if (r.loader.base.size != NULL) (void)r.loader.base.size(r.loader.base.ctx, &file_size);
     size_t num_methods = ember_program_method_count(r.program);
-    printf("program: %s (%llu bytes), %zu method%s:", r.model, (unsigned long long)file_size,
-           num_methods, num_methods == 1 ? "" : "s");
+    if (r.is_bundled)
+        printf("program: %s (bundled, %zu-byte program in %llu bytes), %zu method%s:", r.model,
+               r.bp.program_size, (unsigned long long)whole, num_methods, num_methods == 1 ? "" : "s");
+    else
+        printf("program: %s (%llu bytes), %zu method%s:", r.model, (unsigned long long)whole,
+               num_methods, num_methods == 1 ? "" : "s");
     const char *first = NULL;
     bool have_forward = false;
     for (size_t i = 0; i < num_methods; i++) {
@@ -864,6 +998,20 @@ int main(int argc, char **argv) {
         printf("%s %s", i ? "," : "", name);
     }
     printf("\n");
+    if (r.bundled) {
+        size_t threads = r.threads > 0 ? (size_t)r.threads : ember_cpu_count();
+        if (threads > 1 && (st = ember_threadpool_create(threads, &r.pool)) != EMBER_OK)
+            die_status(st, "starting threads");
+        ember_method_options bo;
+        memset(&bo, 0, sizeof bo);
+        bo.struct_size = sizeof bo;
+        bo.threadpool = r.pool;
+        bo.data_maps = (const ember_data_map *const *)r.maps;
+        bo.num_data_maps = r.num_data;
+        size_t failed = run_bundled(&r, &bo);
+        cleanup(&r);
+        return failed > 0 ? EXIT_RUNTIME : 0;
+    }
     if (r.method_name == NULL) {
         if (first == NULL) die(EXIT_RUNTIME, "'%s' has no methods", r.model);
         r.method_name = have_forward ? "forward" : first;

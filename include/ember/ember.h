@@ -72,7 +72,8 @@ typedef enum ember_status {
     EMBER_ERR_KERNEL_FAILED = 0x0500,
     EMBER_ERR_DELEGATE_FAILED = 0x0501,
     EMBER_ERR_DATA_OUT_OF_BOUNDS = 0x0502,
-    EMBER_ERR_LOOP_LIMIT = 0x0503
+    EMBER_ERR_LOOP_LIMIT = 0x0503,
+    EMBER_ERR_OUTPUT_MISMATCH = 0x0504 /**< outputs differ from the expected ones */
 } ember_status;
 
 /** Short fixed name of a status ("invalid program", ...). Never NULL. */
@@ -650,6 +651,12 @@ ember_status ember_method_load_with(const ember_program *program, const char *na
 
 /** Destroys delegates and frees heap memory of the method. NULL is a no-op. */
 void ember_method_destroy(ember_method *method);
+
+/**
+ * Name of the method (its execution plan's name, e.g. "forward"):
+ * NUL-terminated, lives as long as the program. "" for NULL. Never fails.
+ */
+const char *ember_method_name(const ember_method *method);
 
 /** Number of inputs / outputs. */
 size_t ember_method_input_count(const ember_method *method);

@@ -28,6 +28,7 @@
 
 #include "ember/backend.h"
 #include "ember/devtools.h"
+#include "ember/bundled_program.h"
 #include "ember/threadpool.h"
 #include "ember/ember.h"
 #include "ember/kernel.h"
@@ -84,6 +85,7 @@ static const char *status_symbol(ember_status st) {
     case EMBER_ERR_DELEGATE_FAILED: return "DELEGATE_FAILED";
     case EMBER_ERR_DATA_OUT_OF_BOUNDS: return "DATA_OUT_OF_BOUNDS";
     case EMBER_ERR_LOOP_LIMIT: return "LOOP_LIMIT";
+    case EMBER_ERR_OUTPUT_MISMATCH: return "OUTPUT_MISMATCH";
     }
     return "UNKNOWN";
 }
@@ -97,7 +99,7 @@ static const ember_status k_all_statuses[] = {
     EMBER_ERR_NOT_SUPPORTED, EMBER_ERR_OPERATOR_MISSING, EMBER_ERR_BACKEND_MISSING,
     EMBER_ERR_OUT_OF_MEMORY, EMBER_ERR_IO, EMBER_ERR_TABLE_FULL,
     EMBER_ERR_KERNEL_FAILED, EMBER_ERR_DELEGATE_FAILED, EMBER_ERR_DATA_OUT_OF_BOUNDS,
-    EMBER_ERR_LOOP_LIMIT,
+    EMBER_ERR_LOOP_LIMIT, EMBER_ERR_OUTPUT_MISMATCH,
 };
 
 /*
@@ -654,6 +656,118 @@ done:
 }
 
 /* ------------------------------------------------------------------------ */
+/* Bundled programs                                                          */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    void *data;                /* (size) the bundled file, owned, RT_ALIGN-aligned */
+    size_t size;
+    ember_bundled_program bp;  /* verified view of data */
+} BundledObject;
+
+static PyTypeObject BundledType;
+
+static void Bundled_dealloc(BundledObject *self) {
+    aligned_free(self->data);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* open_bundled_bytes(data) -> Bundled: copies and verifies a bundled program. */
+static PyObject *rt_open_bundled_bytes(PyObject *mod, PyObject *arg) {
+    (void)mod;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    BundledObject *self = PyObject_New(BundledObject, &BundledType);
+    if (self == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    self->size = (size_t)view.len;
+    self->data = aligned_malloc(self->size == 0 ? 1 : self->size);
+    if (self->data == NULL) {
+        PyBuffer_Release(&view);
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    if (view.len > 0) memcpy(self->data, view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    ember_clear_error();
+    ember_status st = ember_bundled_program_open(&self->bp, self->data, self->size);
+    if (st != EMBER_OK) {
+        Py_DECREF(self);
+        return raise_status(st, "opening bundled program");
+    }
+    return (PyObject *)self;
+}
+
+static PyObject *rt_is_bundled(PyObject *mod, PyObject *arg) {
+    (void)mod;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    bool yes = ember_bundled_program_is_bundled(view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(yes);
+}
+
+/* program() -> bytes: a copy of the embedded .pte. */
+static PyObject *Bundled_program(BundledObject *self, PyObject *unused) {
+    (void)unused;
+    return PyBytes_FromStringAndSize(self->bp.program, (Py_ssize_t)self->bp.program_size);
+}
+
+/* suites() -> [(method name, number of cases)], in file order. */
+static PyObject *Bundled_suites(BundledObject *self, PyObject *unused) {
+    (void)unused;
+    PyObject *list = PyList_New((Py_ssize_t)self->bp.num_suites);
+    if (list == NULL) return NULL;
+    for (size_t i = 0; i < self->bp.num_suites; i++) {
+        const char *name;
+        size_t n;
+        ember_status st = ember_bundled_program_suite(&self->bp, i, &name, &n);
+        if (st != EMBER_OK) {
+            Py_DECREF(list);
+            return raise_status(st, "reading bundled suites");
+        }
+        PyObject *item = Py_BuildValue("(Nn)", decode_name(name), (Py_ssize_t)n);
+        if (item == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    return list;
+}
+
+static PyObject *Bundled_get_version(BundledObject *self, void *closure) {
+    (void)closure;
+    return PyLong_FromUnsignedLong(self->bp.version);
+}
+
+static PyMethodDef Bundled_methods[] = {
+    {"program", (PyCFunction)Bundled_program, METH_NOARGS, "program() -> bytes of the .pte."},
+    {"suites", (PyCFunction)Bundled_suites, METH_NOARGS,
+     "suites() -> list of (method name, number of test cases)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Bundled_getset[] = {
+    {"version", (getter)Bundled_get_version, NULL, "bundled schema version", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject BundledType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ember._runtime.Bundled",
+    .tp_basicsize = sizeof(BundledObject),
+    .tp_dealloc = (destructor)Bundled_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A verified bundled program (use ember.runtime.Runtime.load_bundled_program).",
+    .tp_methods = Bundled_methods,
+    .tp_getset = Bundled_getset,
+};
+
+/* ------------------------------------------------------------------------ */
 /* Method                                                                    */
 /* ------------------------------------------------------------------------ */
 
@@ -1145,6 +1259,59 @@ static PyObject *Method_get_program(MethodObject *self, void *closure) {
     return (PyObject *)self->program;
 }
 
+/*
+ * run_bundled(bundled, method_name or None, case, rtol, atol) -> dict: sets the
+ * inputs of test case `case`, executes, compares the outputs. The dict has
+ * "passed", "message" and the comparison's statistics; a failure other than
+ * a mismatch (bad case, execute error) raises EmberError.
+ */
+static PyObject *Method_run_bundled(MethodObject *self, PyObject *args) {
+    PyObject *bobj, *name_obj;
+    Py_ssize_t case_index;
+    double rtol, atol;
+    if (!PyArg_ParseTuple(args, "O!Ondd:run_bundled", &BundledType, &bobj, &name_obj, &case_index,
+                          &rtol, &atol))
+        return NULL;
+    const char *name = NULL;
+    if (name_obj != Py_None && (name = PyUnicode_AsUTF8(name_obj)) == NULL) return NULL;
+    if (case_index < 0) {
+        PyErr_SetString(PyExc_ValueError, "case index must be >= 0");
+        return NULL;
+    }
+    char what[EMBER_MAX_NAME + 64];
+    snprintf(what, sizeof what, "bundled case %zd of '%.*s'", case_index, EMBER_MAX_NAME,
+             self->name);
+    if (self->busy)
+        return raise_fmt(EMBER_ERR_INVALID_STATE, what,
+                         "the method is running on another thread; load one method per thread");
+    BundledObject *b = (BundledObject *)bobj;
+    ember_bundled_compare cmp;
+    memset(&cmp, 0, sizeof cmp);
+    cmp.struct_size = sizeof cmp;
+    ember_status st;
+    /* The inputs may point into b's bytes: hold b until execute is done. */
+    Py_INCREF(b);
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    ember_clear_error();
+    st = ember_bundled_program_load_test_inputs(self->method, &b->bp, name, (size_t)case_index);
+    if (st == EMBER_OK) st = ember_method_execute(self->method);
+    if (st == EMBER_OK)
+        st = ember_bundled_program_verify_outputs(self->method, &b->bp, name, (size_t)case_index,
+                                                  rtol, atol, &cmp);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    Py_DECREF(b);
+    if (st != EMBER_OK && st != EMBER_ERR_OUTPUT_MISMATCH) return raise_status(st, what);
+    return Py_BuildValue("{s:O,s:s,s:n,s:n,s:n,s:d,s:d,s:L,s:L}", "passed",
+                         st == EMBER_OK ? Py_True : Py_False, "message",
+                         st == EMBER_OK ? "" : ember_last_error(), "num_outputs",
+                         (Py_ssize_t)cmp.num_outputs, "num_elements", (Py_ssize_t)cmp.num_elements,
+                         "num_mismatches", (Py_ssize_t)cmp.num_mismatches, "max_abs_error",
+                         cmp.max_abs_error, "max_rel_error", cmp.max_rel_error, "first_output",
+                         (long long)cmp.first_output, "first_element", (long long)cmp.first_element);
+}
+
 static PyMethodDef Method_methods[] = {
     {"execute", (PyCFunction)Method_execute, METH_O,
      "execute(inputs) -> list: set every input, run the method, copy every output out."},
@@ -1157,6 +1324,8 @@ static PyMethodDef Method_methods[] = {
      "status (empty, or why events were dropped)."},
     {"trace_reset", (PyCFunction)Method_trace_reset, METH_NOARGS,
      "trace_reset(): forget every recorded event and tensor."},
+    {"run_bundled", (PyCFunction)Method_run_bundled, METH_VARARGS,
+     "run_bundled(bundled, method_name, case, rtol, atol) -> dict: run and verify a test case."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1337,6 +1506,10 @@ static PyMethodDef rt_functions[] = {
     {"load_program_file", rt_load_program_file, METH_VARARGS,
      "load_program_file(path, data_maps=None) -> Program: read the whole file, load and verify; "
      "its methods load with the DataMaps given."},
+    {"open_bundled_bytes", rt_open_bundled_bytes, METH_O,
+     "open_bundled_bytes(data) -> Bundled: a verified copy of a bundled program."},
+    {"is_bundled", rt_is_bundled, METH_O,
+     "is_bundled(data) -> bool: whether data carries the bundled identifier."},
     {"load_data_map_bytes", rt_load_data_map_bytes, METH_O,
      "load_data_map_bytes(buffer) -> DataMap: copy the bytes of a .ptd file, open and verify."},
     {"load_data_map_file", rt_load_data_map_file, METH_O,
@@ -1381,7 +1554,7 @@ PyMODINIT_FUNC PyInit__runtime(void) {
         g_kernels_registered = true;
     }
     if (PyType_Ready(&ProgramType) < 0 || PyType_Ready(&MethodType) < 0 ||
-        PyType_Ready(&DataMapType) < 0)
+        PyType_Ready(&DataMapType) < 0 || PyType_Ready(&BundledType) < 0)
         return NULL;
     PyObject *mod = PyModule_Create(&rt_module);
     if (mod == NULL) return NULL;

@@ -184,3 +184,111 @@ def optional_ref(fields: Dict[int, Field], slot: int, obj: Optional[Object]) -> 
     if obj is not None:
         fields[slot] = obj
 
+
+
+# --------------------------------------------------------------------------- #
+# Reading
+# --------------------------------------------------------------------------- #
+
+
+class FlatbufferError(ValueError):
+    """The bytes are not a well-formed flatbuffer of the expected shape."""
+
+
+class TableView:
+    """A bounds-checked view of one table in a flatbuffer; every read checks that
+    what it touches lies inside the buffer and raises FlatbufferError if not."""
+
+    def __init__(self, buf: bytes, pos: int) -> None:
+        self.buf = buf
+        self.pos = pos
+        _need(buf, pos, 4, "table")
+        vt = pos - struct.unpack_from("<i", buf, pos)[0]
+        _need(buf, vt, 4, "vtable")
+        self.vt_size, self.size = struct.unpack_from("<HH", buf, vt)
+        if self.vt_size < 4 or self.vt_size % 2 or self.size < 4:
+            raise FlatbufferError(f"malformed vtable at {vt}")
+        _need(buf, vt, self.vt_size, "vtable")
+        _need(buf, pos, self.size, "table")
+        self.vt = vt
+
+    def _field(self, slot: int, width: int) -> Optional[int]:
+        at = 4 + 2 * slot
+        if at + 2 > self.vt_size:
+            return None
+        off = struct.unpack_from("<H", self.buf, self.vt + at)[0]
+        if off == 0:
+            return None
+        if off < 4 or off + width > self.size:
+            raise FlatbufferError(f"field {slot} lies outside its table at {self.pos}")
+        return self.pos + off
+
+    def has(self, slot: int) -> bool:
+        return self._field(slot, 0) is not None
+
+    def scalar(self, slot: int, fmt: str, default=0):
+        at = self._field(slot, _SIZES[fmt])
+        return default if at is None else struct.unpack_from("<" + fmt, self.buf, at)[0]
+
+    def _deref(self, slot: int) -> Optional[int]:
+        at = self._field(slot, 4)
+        if at is None:
+            return None
+        target = at + struct.unpack_from("<I", self.buf, at)[0]
+        _need(self.buf, target, 4, f"field {slot}")
+        return target
+
+    def table(self, slot: int) -> Optional["TableView"]:
+        target = self._deref(slot)
+        return None if target is None else TableView(self.buf, target)
+
+    def _vector(self, slot: int, elem: int) -> Optional[Tuple[int, int]]:
+        target = self._deref(slot)
+        if target is None:
+            return None
+        n = struct.unpack_from("<I", self.buf, target)[0]
+        _need(self.buf, target + 4, n * elem, f"vector of field {slot}")
+        return target + 4, n
+
+    def vector(self, slot: int, fmt: str) -> Optional[list]:
+        v = self._vector(slot, _SIZES[fmt])
+        return None if v is None else list(struct.unpack_from(f"<{v[1]}{fmt}", self.buf, v[0]))
+
+    def bytes(self, slot: int) -> Optional[bytes]:
+        v = self._vector(slot, 1)
+        return None if v is None else bytes(self.buf[v[0]:v[0] + v[1]])
+
+    def string(self, slot: int) -> Optional[str]:
+        v = self._vector(slot, 1)
+        if v is None:
+            return None
+        _need(self.buf, v[0], v[1] + 1, f"string of field {slot}")
+        try:
+            return bytes(self.buf[v[0]:v[0] + v[1]]).decode("utf-8")
+        except UnicodeDecodeError:
+            raise FlatbufferError(f"string of field {slot} is not UTF-8") from None
+
+    def tables(self, slot: int) -> Optional[list]:
+        v = self._vector(slot, 4)
+        if v is None:
+            return None
+        out = []
+        for i in range(v[1]):
+            at = v[0] + 4 * i
+            out.append(TableView(self.buf, at + struct.unpack_from("<I", self.buf, at)[0]))
+        return out
+
+
+def _need(buf: bytes, pos: int, n: int, what: str) -> None:
+    if pos < 0 or n < 0 or pos + n > len(buf):
+        raise FlatbufferError(f"{what} at {pos} ({n} bytes) lies outside the {len(buf)}-byte buffer")
+
+
+def read_root(buf: bytes, file_identifier: Optional[bytes] = None) -> TableView:
+    """The root table of buf, after checking its file identifier (if given)."""
+    if len(buf) < 8:
+        raise FlatbufferError(f"{len(buf)} bytes is too short for a flatbuffer")
+    if file_identifier is not None and bytes(buf[4:8]) != file_identifier:
+        raise FlatbufferError(
+            f"file identifier is {bytes(buf[4:8])!r}, expected {file_identifier!r}")
+    return TableView(buf, struct.unpack_from("<I", buf, 0)[0])

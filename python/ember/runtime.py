@@ -12,6 +12,10 @@
     # weights kept outside the program, in .ptd files (ExecuTorch's data files):
     program = Runtime.get().load_program("model.pte", data_files=["model.ptd"])
 
+    # a bundled program (.bpte): the program plus test cases, run and verified
+    bundle = Runtime.get().load_bundled_program("model.bpte")
+    result = bundle.verify("forward", 0, rtol=1e-5, atol=1e-8)   # result.passed, .message
+
 Every program is verified when it loads; a failure in libember raises `EmberError`
 with the runtime's status and message. `kernel_names()` and `has_kernel()` tell
 which operators the runtime's portable kernel library implements.
@@ -44,6 +48,9 @@ __all__ = [
     "EventTracerConfig",
     "MethodMeta",
     "DataMap",
+    "BundledProgramRunner",
+    "BundledCaseResult",
+    "is_bundled_program",
     "ValueMeta",
     "EmberError",
     "Status",
@@ -546,6 +553,85 @@ def _open_data_map(data: DataSource) -> Any:
     return _runtime.load_data_map_bytes(data)
 
 
+@dataclass(frozen=True)
+class BundledCaseResult:
+    """How one test case of a bundled program ran: ``passed``, ``message`` (the
+    runtime's mismatch message naming output, element, got and expected; empty
+    when it passed) and the comparison's statistics (``max_abs_error`` and
+    ``max_rel_error`` over every element, ``num_mismatches``, ``first_output``
+    and ``first_element`` of the first mismatch, -1 if none)."""
+
+    method_name: str
+    case: int
+    passed: bool
+    message: str
+    num_outputs: int
+    num_elements: int
+    num_mismatches: int
+    max_abs_error: float
+    max_rel_error: float
+    first_output: int
+    first_element: int
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+
+class BundledProgramRunner:
+    """A verified bundled program (``Runtime.load_bundled_program``): its
+    program, loaded, and its test suites, run and checked by libember."""
+
+    def __init__(self, bundled: Any, program: "Program", num_threads: int = 1) -> None:
+        self._bundled = bundled
+        self.program = program
+        self._num_threads = num_threads
+        self._methods: Dict[str, Method] = {}
+
+    @property
+    def version(self) -> int:
+        """The bundled schema version the writer recorded."""
+        return int(self._bundled.version)
+
+    @property
+    def method_test_suites(self) -> Dict[str, int]:
+        """Number of test cases per method name, in file order."""
+        return {name: n for name, n in self._bundled.suites()}
+
+    def program_bytes(self) -> bytes:
+        """A copy of the embedded `.pte`."""
+        return self._bundled.program()
+
+    def load_method(self, method_name: str) -> Method:
+        """The method (loaded once, reused by verify)."""
+        if method_name not in self._methods:
+            self._methods[method_name] = self.program.load_method(method_name,
+                                                                  self._num_threads)
+        return self._methods[method_name]
+
+    def verify(self, method_name: str = "forward", case: int = 0, rtol: float = 1e-5,
+               atol: float = 1e-8) -> BundledCaseResult:
+        """Sets the inputs of test case ``case`` of a method, executes it and
+        compares the outputs with the expected ones. A mismatch gives a result
+        with passed False; anything else that fails (no such suite or case,
+        inputs that do not fit, execute errors) raises EmberError."""
+        d = self.load_method(method_name)._impl.run_bundled(
+            self._bundled, method_name, int(case), float(rtol), float(atol))
+        return BundledCaseResult(method_name=method_name, case=int(case), **d)
+
+    def verify_all(self, rtol: float = 1e-5, atol: float = 1e-8) -> List[BundledCaseResult]:
+        """verify() on every case of every suite."""
+        return [self.verify(name, k, rtol, atol)
+                for name, n in self._bundled.suites() for k in range(n)]
+
+    def __repr__(self) -> str:
+        return f"<ember.runtime.BundledProgramRunner suites={self.method_test_suites}>"
+
+
+def is_bundled_program(data: Union[bytes, bytearray, memoryview]) -> bool:
+    """Whether data carries the bundled-program identifier ("BP08")."""
+    return bool(_runtime.is_bundled(data))
+
+
 class Runtime:
     """The process's ember runtime (``Runtime.get()``), as in executorch.runtime."""
 
@@ -587,6 +673,22 @@ class Runtime:
         if hasattr(data, "read") and not isinstance(data, (bytes, bytearray, memoryview)):
             data = data.read()
         return Program(_runtime.load_program_bytes(data, maps))
+
+    def load_bundled_program(self, data: PathOrData, *, num_threads: int = 1
+                             ) -> BundledProgramRunner:
+        """Opens a bundled program (`.bpte`: a path, bytes-like data or a binary
+        file object; copied), verifies all of it (the test cases and the
+        embedded program) and loads its program. ``num_threads`` is for the
+        methods it loads (1: the calling thread). Raises EmberError if any of
+        it is malformed."""
+        if isinstance(data, (str, os.PathLike)):
+            with open(os.fspath(data), "rb") as f:
+                data = f.read()
+        elif hasattr(data, "read") and not isinstance(data, (bytes, bytearray, memoryview)):
+            data = data.read()
+        bundled = _runtime.open_bundled_bytes(data)
+        program = Program(_runtime.load_program_bytes(bundled.program(), None))
+        return BundledProgramRunner(bundled, program, num_threads)
 
     def load_data_map(self, data: PathOrData) -> DataMap:
         """Opens and fully verifies a `.ptd` data map (path, bytes-like data or a

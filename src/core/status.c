@@ -32,6 +32,7 @@ const char *ember_status_str(ember_status status) {
     case EMBER_ERR_DELEGATE_FAILED: return "delegate failed";
     case EMBER_ERR_DATA_OUT_OF_BOUNDS: return "data-dependent index out of bounds";
     case EMBER_ERR_LOOP_LIMIT: return "loop limit exceeded";
+    case EMBER_ERR_OUTPUT_MISMATCH: return "outputs differ from the expected ones";
     }
     return "unknown status";
 }

@@ -716,6 +716,10 @@ void ember_method_destroy(ember_method *method) {
 /* Inputs and outputs                                                     */
 /* ---------------------------------------------------------------------- */
 
+const char *ember_method_name(const ember_method *method) {
+    return method != NULL ? method->plan->name : "";
+}
+
 size_t ember_method_input_count(const ember_method *method) {
     return method != NULL ? method->num_inputs : 0;
 }

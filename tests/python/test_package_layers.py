@@ -44,9 +44,11 @@ STAGES: List[List[str]] = [
     # serialize: the .pte bytes, the .ptd data files
     ["ember.serialize", "ember.flat_tensor"],
     # program: the entry points and the managers users hold, tools built on them
-    ["ember.program", "ember", "ember.devtools", "ember.devtools.backend_debug", "ember.devtools.etdump",
-     "ember.devtools.etdump_reader", "ember.devtools.etrecord", "ember.devtools.inspector",
-     "ember.devtools.numeric", "ember.devtools.plots", "ember.devtools.cli",
+    ["ember.program", "ember", "ember.devtools", "ember.devtools.backend_debug",
+     "ember.devtools.etdump", "ember.devtools.etdump_reader", "ember.devtools.etrecord",
+     "ember.devtools.inspector", "ember.devtools.numeric", "ember.devtools.plots",
+     "ember.devtools.cli", "ember.devtools.bundled_program", "ember.devtools.bundled_program.config",
+     "ember.devtools.bundled_program.core", "ember.devtools.bundled_program.serialize",
      "ember.ops_coverage"],
 ]
 STAGE_OF: Dict[str, int] = {m: i for i, ms in enumerate(STAGES) for m in ms}
