@@ -75,10 +75,44 @@ static ember_status external_tensor(const xnn_graph *g, uint32_t vi, ember_value
     return EMBER_OK;
 }
 
+#if EMBER_EVENT_TRACER
+/* Hands a node's outputs to the event tracer, as the node left them: in the
+ * delegate's layout (NHWC for convolutions) and dtype (int8 for static
+ * quantized values). Dynamically quantized activations are left out: their
+ * bytes are meaningless without the per-row parameters kept beside them. */
+static void log_node_outputs(const xnn_graph *g, uint32_t ni) {
+    const xnn_node *n = &g->nodes[ni];
+    for (uint32_t k = 0; k < n->nout; k++) {
+        const xnn_value *v = &g->values[n->out[k]];
+        int dtype = ember_dtype_of(v->dtype);
+        if (dtype < 0 || v->dtype == XNN_DT_QDINT8 || v->data == NULL) continue;
+        int32_t sizes[XNN_MAX_DIMS];
+        int64_t strides[XNN_MAX_DIMS];
+        uint8_t order[XNN_MAX_DIMS];
+        size_t numel;
+        size_t esize = ember_dtype_size(dtype);
+        if (!xnn_numel(v->shape, v->rank, &numel) || numel > SIZE_MAX / esize) continue;
+        int64_t stride = 1;
+        for (uint32_t d = v->rank; d-- > 0;) {
+            sizes[d] = (int32_t)v->shape[d];
+            strides[d] = stride;
+            order[d] = (uint8_t)d;
+            stride *= (int64_t)v->shape[d];
+        }
+        ember_tensor t = {.data = v->data, .sizes = sizes, .bounds = sizes, .dim_order = order,
+                          .strides = strides, .numel = (int64_t)numel,
+                          .nbytes = numel * esize, .dim = v->rank,
+                          .dtype = (uint8_t)dtype};
+        t.capacity = t.nbytes;
+        ember_backend_log_output(xnn_node_name(n->type), (int64_t)n->debug_handle, NULL, &t);
+    }
+}
+#endif
+
 static ember_status xnn_execute(void *handle, ember_value **args, size_t nargs) {
     xnn_graph *g = handle;
 #if EMBER_EVENT_TRACER
-    bool tracing = ember_backend_tracing();
+    bool timing = ember_backend_tracing(), outputs = ember_backend_tracing_outputs();
 #endif
     /* inputs: their shapes, in the tensor's physical (dim) order */
     for (uint32_t k = 0; k < g->num_inputs; k++) {
@@ -118,13 +152,15 @@ static ember_status xnn_execute(void *handle, ember_value **args, size_t nargs) 
             return xnn_node_fail(g, ni, EMBER_ERR_SHAPE_MISMATCH,
                                  "needs more scratch than was planned for it");
 #if EMBER_EVENT_TRACER
-        if (tracing) {
+        if (timing || outputs) {
             /* one event per node, named by the node's debug handle */
-            uint64_t start = ember_ticks_ns();
+            uint64_t start = timing ? ember_ticks_ns() : 0;
             TRY_RET(xnn_run_node(g, ni));
-            ember_backend_log_event(xnn_node_name(g->nodes[ni].type),
-                                    (int64_t)g->nodes[ni].debug_handle, NULL, start,
-                                    ember_ticks_ns(), NULL, 0);
+            if (timing)
+                ember_backend_log_event(xnn_node_name(g->nodes[ni].type),
+                                        (int64_t)g->nodes[ni].debug_handle, NULL, start,
+                                        ember_ticks_ns(), NULL, 0);
+            if (outputs) log_node_outputs(g, ni);
             continue;
         }
 #endif
