@@ -39,14 +39,14 @@ static ember_status xnn_init(const ember_backend_init_ctx *ctx, const void *payl
     xnn_graph *g = ember_alloc(ctx->allocator, sizeof *g, _Alignof(xnn_graph));
     if (g == NULL) return ember_backend_fail(EMBER_ERR_OUT_OF_MEMORY, "xnnpack: no memory");
     xnn_const_source *sources;
-    TRY_RET(xnn_read(ctx, payload, payload_size, g, &sources));
+    EMBER_TRY(xnn_read(ctx, payload, payload_size, g, &sources));
     g->threadpool = ctx->threadpool;
-    TRY_RET(xnn_infer_shapes(g, false));
-    TRY_RET(xnn_pack(g, ctx, sources));
+    EMBER_TRY(xnn_infer_shapes(g, false));
+    EMBER_TRY(xnn_pack(g, ctx, sources));
     for (uint32_t ni = 0; ni < g->num_nodes; ni++)
         if (!xnn_node_scratch(g, ni, &g->nodes[ni].scratch_bytes))
             return xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM, "scratch size overflows");
-    TRY_RET(xnn_plan(g, ctx->allocator));
+    EMBER_TRY(xnn_plan(g, ctx->allocator));
     *handle = g;
     return EMBER_OK;
 }
@@ -118,18 +118,18 @@ static ember_status xnn_execute(void *handle, ember_value **args, size_t nargs) 
     for (uint32_t k = 0; k < g->num_inputs; k++) {
         xnn_value *v = &g->values[g->inputs[k]];
         ember_tensor *t;
-        TRY_RET(external_tensor(g, g->inputs[k], args, nargs, &t));
+        EMBER_TRY(external_tensor(g, g->inputs[k], args, nargs, &t));
         /* the tensor's rank is the value's now (a 0-dim tensor is serialized as [1]) */
         v->rank = (uint8_t)t->dim;
         for (uint32_t d = 0; d < v->rank; d++) v->shape[d] = (size_t)t->sizes[t->dim_order[d]];
         v->data = t->data;
     }
-    TRY_RET(xnn_infer_shapes(g, true));
+    EMBER_TRY(xnn_infer_shapes(g, true));
     for (uint32_t k = 0; k < g->num_outputs; k++) {
         xnn_value *v = &g->values[g->outputs[k]];
         ember_tensor *t;
         int64_t sizes[XNN_MAX_DIMS];
-        TRY_RET(external_tensor(g, g->outputs[k], args, nargs, &t));
+        EMBER_TRY(external_tensor(g, g->outputs[k], args, nargs, &t));
         size_t numel;
         xnn_numel(v->shape, v->rank, &numel);
         if (t->dim == 0 && numel == 1) { /* a 0-dim output, serialized as [1] */
@@ -155,7 +155,7 @@ static ember_status xnn_execute(void *handle, ember_value **args, size_t nargs) 
         if (timing || outputs) {
             /* one event per node, named by the node's debug handle */
             uint64_t start = timing ? ember_ticks_ns() : 0;
-            TRY_RET(xnn_run_node(g, ni));
+            EMBER_TRY(xnn_run_node(g, ni));
             if (timing)
                 ember_backend_log_event(xnn_node_name(g->nodes[ni].type),
                                         (int64_t)g->nodes[ni].debug_handle, NULL, start,
@@ -164,7 +164,7 @@ static ember_status xnn_execute(void *handle, ember_value **args, size_t nargs) 
             continue;
         }
 #endif
-        TRY_RET(xnn_run_node(g, ni));
+        EMBER_TRY(xnn_run_node(g, ni));
     }
     /* int32 results for int64 outputs widen in place, from the end */
     for (uint32_t k = 0; k < g->num_outputs; k++) {
