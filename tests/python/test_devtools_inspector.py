@@ -117,12 +117,50 @@ def test_etrecord_round_trip(cnn):
     assert all(t.nbytes > 0 and t.last >= t.first for t in rec.memory_plan["forward"])
 
 
-def test_executorch_reads_embers_etrecord(mlp):
+def test_executorch_reads_embers_etrecord(mlp, cnn):
+    """ExecuTorch's parse_etrecord reads ember's maps and its edge program
+    (the delegated CNN's with the delegate's subgraph inlined), each node
+    with ember's debug handle."""
     et_etrecord = pytest.importorskip("executorch.devtools.etrecord")
-    r = et_etrecord.parse_etrecord(mlp["etrecord"])
-    want = {m: {str(i): h for i, h in d.items()} for m, d in mlp["rec"].debug_handle_map.items()}
-    assert r._debug_handle_map == want
-    assert r.edge_dialect_program is None  # ExecuTorch's own serialization: not written
+    for case in (mlp, cnn):
+        r = et_etrecord.parse_etrecord(case["etrecord"])
+        want = {m: {str(i): h for i, h in d.items()}
+                for m, d in case["rec"].debug_handle_map.items()}
+        assert r._debug_handle_map == want
+        ep = r.edge_dialect_program
+        assert ep is not None
+        theirs: dict = {}
+        for n in ep.graph.nodes:
+            if n.op == "call_function" and "debug_handle" in n.meta:
+                theirs.setdefault(n.meta["debug_handle"], []).append(str(n.target))
+        ours = case["rec"].nodes["forward"]
+        assert set(theirs) == set(ours)
+        for h, n in ours.items():
+            op = n.op.split("::")[1].split(".")[0]
+            assert any(op in t for t in theirs[h]), (h, n.op, theirs[h])
+
+
+def test_executorchs_inspector_with_embers_etrecord(mlp, cnn):
+    """ExecuTorch's Inspector over ember's trace and ETRecord: operator types
+    and module hierarchy per instruction; delegated nodes by operator and
+    backend; the delegate call names its backend."""
+    et_devtools = pytest.importorskip("executorch.devtools")
+    i = et_devtools.Inspector(etdump_path=mlp["etdp"], etrecord=mlp["etrecord"])
+    fwd = next(b for b in i.event_blocks if b.name == "forward")
+    addmm = [e for e in fwd.events if e.name == "aten::addmm.out"]
+    assert addmm and all(e.op_types == ["addmm.default"] for e in addmm)
+    assert {"fc1", "fc2"} <= {fqn for e in addmm for stack in e.module_hierarchy.values()
+                              for fqn, _ in stack.values()}
+    i = et_devtools.Inspector(etdump_path=cnn["etdp"], etrecord=cnn["etrecord"])
+    fwd = next(b for b in i.event_blocks if b.name == "forward")
+    nodes = [e for e in fwd.events if e.is_delegated_op]
+    assert nodes and all(e.delegate_backend_name == "XnnpackBackend" for e in nodes)
+    ops = [set(e.op_types) for e in nodes]
+    assert {"convolution.default", "_native_batch_norm_legit_no_training.default",
+            "relu.default"} in ops
+    assert {"linear.default"} in ops
+    call = next(e for e in fwd.events if e.name == "DELEGATE_CALL")
+    assert call.delegate_backend_name == "XnnpackBackend" and len(call.op_types) == 10
 
 
 # --------------------------------------------------------------------- Inspector
@@ -317,9 +355,17 @@ def test_delegate_output_stats(cnn):
         assert float(s[2]) <= float(s[4]) <= float(s[3])  # min <= mean <= max
 
 
-def test_numeric_gap_needs_a_program(mlp):
-    insp = Inspector(etdump_path=mlp["etdp"], etrecord=mlp["etrecord"],
-                     debug_buffer_path=mlp["debug"])
+def test_numeric_gap_from_the_etrecord_file(mlp, cnn):
+    """An ETRecord read from its file carries the edge program (the delegated
+    one inlined), so numeric debugging needs nothing else; one read without
+    its programs asks for reference=."""
+    for case in (mlp, cnn):
+        insp = Inspector(etdump_path=case["etdp"], etrecord=case["etrecord"],
+                         debug_buffer_path=case["debug"])
+        rows = insp.calculate_numeric_gap(case["x"])
+        assert len(rows) >= 5 and all(r["rel_err"] < 1e-4 for r in rows), rows
+    bare = parse_etrecord(mlp["etrecord"], load_programs=False)
+    insp = Inspector(etdump_path=mlp["etdp"], etrecord=bare, debug_buffer_path=mlp["debug"])
     with pytest.raises(ValueError, match="reference="):
         insp.calculate_numeric_gap(mlp["x"])
 

@@ -46,6 +46,7 @@ STAGES: List[List[str]] = [
     # program: the entry points and the managers users hold, tools built on them
     ["ember.program", "ember", "ember.devtools", "ember.devtools.backend_debug",
      "ember.devtools.etdump", "ember.devtools.etdump_reader", "ember.devtools.etrecord",
+     "ember.devtools.etrecord_program",
      "ember.devtools.inspector", "ember.devtools.numeric", "ember.devtools.plots",
      "ember.devtools.cli", "ember.devtools.bundled_program", "ember.devtools.bundled_program.config",
      "ember.devtools.bundled_program.core", "ember.devtools.bundled_program.serialize",
