@@ -73,7 +73,7 @@ public class LlmModule {
       throw new IllegalArgumentException("temperature must be 0 or more, not " + temperature);
     }
     File tok = new File(tokenizerPath);
-    String tokenizerDir = tok.isDirectory() ? tokenizerPath : tok.getAbsoluteFile().getParent();
+    String tokenizerDir = tok.isFile() ? tok.getAbsoluteFile().getParent() : tokenizerPath;
     this.temperature = temperature;
     state = new NativeState(nativeLoad(modelPath, tokenizerDir, dataPath));
     cleanable = CLEANER.register(this, state);

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Builds the Java binding and runs its JUnit tests (no Gradle or Maven: javac
+# and java). Skips, saying why, where there is no JDK or no JUnit 4.
+#
+#   1. libember_jni.so, executorch.jar and ember-llm in BUILD_DIR (CMake)
+#   2. BUILD_DIR/java-test/: a small model exported by ember with PyTorch
+#      eager's outputs, and the committed nanoGPT with a KV cache
+#      (tests/make_test_data.py; redone only when its inputs change)
+#   3. ember-llm's greedy text for the test prompt (what LlmModule must match)
+#   4. the tests, under -Xcheck:jni
+#
+# usage: bindings/java/run_tests.sh [BUILD_DIR]     (default: build)
+# Environment: EMBER_VENV (default .venv), JUNIT_CP (default: Debian's
+# junit4 and hamcrest jars), JAVA_HOME (else java and javac on PATH).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+BUILD="${1:-build}"
+VENV="${EMBER_VENV:-.venv}"
+JUNIT_CP="${JUNIT_CP:-/usr/share/java/junit4.jar:/usr/share/java/hamcrest-core.jar}"
+PROMPT="It is a truth universally acknowledged, that"
+NEW_TOKENS=60
+
+say() { echo "java: $*"; }
+skip() { say "skipped: $*"; exit 0; }
+
+JAVA=java
+JAVAC=javac
+if [[ -n "${JAVA_HOME:-}" ]]; then
+  JAVA="$JAVA_HOME/bin/java"
+  JAVAC="$JAVA_HOME/bin/javac"
+fi
+command -v "$JAVAC" >/dev/null 2>&1 || skip "no JDK (javac); scripts/bootstrap.sh installs default-jdk-headless"
+command -v "$JAVA" >/dev/null 2>&1 || skip "no java"
+IFS=: read -r -a junit_jars <<< "$JUNIT_CP"
+for jar in "${junit_jars[@]}"; do
+  [[ -f "$jar" ]] || skip "no JUnit 4 ($jar); scripts/bootstrap.sh installs junit4"
+done
+
+scripts/build.sh "$BUILD" -- ember_core >/dev/null # configures it
+if ! cmake --build "$BUILD" --target help 2>/dev/null | grep -q 'ember_jni'; then
+  skip "CMake found no JDK in $BUILD (see its configure output)"
+fi
+scripts/build.sh "$BUILD" -- ember_jni ember_java ember-llm | tail -n 1
+
+OUT="$BUILD/java-test"
+STAMP="$OUT/.stamp"
+inputs=(bindings/java/tests python/ember examples/nanogpt/ckpt.pt examples/nanogpt/export.py
+        examples/nanogpt/kv_cache.py examples/nanogpt/model.py examples/nanogpt/quantize.py)
+if [[ ! -f "$STAMP" || -n $(find "${inputs[@]}" -newer "$STAMP" -name '*.p[ty]' -print -quit) ]]; then
+  say "exporting the test programs (tests/make_test_data.py)"
+  rm -f "$STAMP"
+  PYTHONWARNINGS=ignore "$VENV/bin/python" bindings/java/tests/make_test_data.py "$OUT"
+  touch "$STAMP"
+fi
+
+"$BUILD/ember-llm" --model "$OUT/nanogpt_kv.pte" --tokenizer examples/nanogpt/tokenizer \
+  --prompt "$PROMPT" --max-new-tokens "$NEW_TOKENS" --temperature 0 > "$OUT/ember_llm.txt"
+
+CLASSES="$OUT/classes"
+rm -rf "$CLASSES"
+mkdir -p "$CLASSES"
+JAR="$BUILD/bindings/java/executorch.jar"
+mapfile -t tests < <(find bindings/java/src/test/java -name '*.java' | sort)
+"$JAVAC" -Xlint:all -Werror -d "$CLASSES" -cp "$JAR:$JUNIT_CP" "${tests[@]}"
+
+mapfile -t classes < <(find bindings/java/src/test/java -name '*Test.java' | sort |
+  sed 's|bindings/java/src/test/java/||; s|\.java$||; s|/|.|g')
+"$JAVA" -Xcheck:jni \
+  -Dember.jni.library="$PWD/$BUILD/bindings/java/libember_jni.so" \
+  -Dember.test.data="$OUT" -Dember.fixtures=tests/fixtures \
+  -Dember.llm.model="$OUT/nanogpt_kv.pte" -Dember.llm.tokenizer=examples/nanogpt/tokenizer \
+  -Dember.llm.prompt="$PROMPT" -Dember.llm.new_tokens="$NEW_TOKENS" \
+  -Dember.llm.expected="$OUT/ember_llm.txt" \
+  -cp "$CLASSES:$JAR:$JUNIT_CP" org.junit.runner.JUnitCore "${classes[@]}"
