@@ -9,12 +9,23 @@
 #   3. ember-llm's greedy text for the test prompt (what LlmModule must match)
 #   4. the tests, under -Xcheck:jni
 #
-# usage: bindings/java/run_tests.sh [BUILD_DIR]     (default: build)
+# With --asan the tests run a second library, built with AddressSanitizer and
+# UBSan in build-java-asan/ (gcc; a few minutes the first time), preloading
+# the sanitizer runtimes into the JVM: any bad access in the JNI code or in
+# ember aborts the run. (LeakSanitizer cannot run inside a JVM; the tests
+# count ember's heap blocks instead.)
+#
+# usage: bindings/java/run_tests.sh [--asan] [BUILD_DIR]     (default: build)
 # Environment: EMBER_VENV (default .venv), JUNIT_CP (default: Debian's
 # junit4 and hamcrest jars), JAVA_HOME (else java and javac on PATH).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
+ASAN=0
+if [[ "${1:-}" == "--asan" ]]; then
+  ASAN=1
+  shift
+fi
 BUILD="${1:-build}"
 VENV="${EMBER_VENV:-.venv}"
 JUNIT_CP="${JUNIT_CP:-/usr/share/java/junit4.jar:/usr/share/java/hamcrest-core.jar}"
@@ -57,17 +68,32 @@ fi
 "$BUILD/ember-llm" --model "$OUT/nanogpt_kv.pte" --tokenizer examples/nanogpt/tokenizer \
   --prompt "$PROMPT" --max-new-tokens "$NEW_TOKENS" --temperature 0 > "$OUT/ember_llm.txt"
 
+LIB_DIR="$BUILD/bindings/java"
+PRELOAD=()
+if ((ASAN == 1)); then
+  command -v gcc >/dev/null 2>&1 || skip "--asan needs gcc"
+  CC=gcc scripts/build.sh build-java-asan -DCMAKE_BUILD_TYPE=Debug -DEMBER_BUILD_TESTS=OFF \
+    "-DCMAKE_C_FLAGS=-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+    "-DCMAKE_C_FLAGS_DEBUG=-g -O1" -- ember_jni ember_java | tail -n 1
+  LIB_DIR=build-java-asan/bindings/java
+  # The JVM handles SIGSEGV itself, and leaves memory to its own collector.
+  PRELOAD=(env "LD_PRELOAD=$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
+           "ASAN_OPTIONS=detect_leaks=0:handle_segv=0:allow_user_segv_handler=1"
+           "UBSAN_OPTIONS=print_stacktrace=1")
+  say "running the tests on $LIB_DIR/libember_jni.so (AddressSanitizer + UBSan)"
+fi
+
 CLASSES="$OUT/classes"
 rm -rf "$CLASSES"
 mkdir -p "$CLASSES"
-JAR="$BUILD/bindings/java/executorch.jar"
+JAR="$LIB_DIR/executorch.jar"
 mapfile -t tests < <(find bindings/java/src/test/java -name '*.java' | sort)
 "$JAVAC" -Xlint:all -Werror -d "$CLASSES" -cp "$JAR:$JUNIT_CP" "${tests[@]}"
 
 mapfile -t classes < <(find bindings/java/src/test/java -name '*Test.java' | sort |
   sed 's|bindings/java/src/test/java/||; s|\.java$||; s|/|.|g')
-"$JAVA" -Xcheck:jni \
-  -Dember.jni.library="$PWD/$BUILD/bindings/java/libember_jni.so" \
+"${PRELOAD[@]}" "$JAVA" -Xcheck:jni \
+  -Dember.jni.library="$PWD/$LIB_DIR/libember_jni.so" \
   -Dember.test.data="$OUT" -Dember.fixtures=tests/fixtures \
   -Dember.llm.model="$OUT/nanogpt_kv.pte" -Dember.llm.tokenizer=examples/nanogpt/tokenizer \
   -Dember.llm.prompt="$PROMPT" -Dember.llm.new_tokens="$NEW_TOKENS" \
