@@ -6,7 +6,8 @@
 #   2. BUILD_DIR/java-test/: a small model exported by ember with PyTorch
 #      eager's outputs, and the committed nanoGPT with a KV cache
 #      (tests/make_test_data.py; redone only when its inputs change)
-#   3. ember-llm's greedy text for the test prompt (what LlmModule must match)
+#   3. ember-llm's text for the test prompt, greedy and sampled at temperature
+#      1 with seed 0 (what LlmModule must match)
 #   4. the tests, under -Xcheck:jni
 #
 # With --asan the tests run a second library, built with AddressSanitizer and
@@ -67,6 +68,8 @@ fi
 
 "$BUILD/ember-llm" --model "$OUT/nanogpt_kv.pte" --tokenizer examples/nanogpt/tokenizer \
   --prompt "$PROMPT" --max-new-tokens "$NEW_TOKENS" --temperature 0 > "$OUT/ember_llm.txt"
+"$BUILD/ember-llm" --model "$OUT/nanogpt_kv.pte" --tokenizer examples/nanogpt/tokenizer \
+  --prompt "$PROMPT" --max-new-tokens "$NEW_TOKENS" --temperature 1 --seed 0 > "$OUT/ember_llm_t1.txt"
 
 LIB_DIR="$BUILD/bindings/java"
 PRELOAD=()
@@ -97,5 +100,5 @@ mapfile -t classes < <(find bindings/java/src/test/java -name '*Test.java' | sor
   -Dember.test.data="$OUT" -Dember.fixtures=tests/fixtures \
   -Dember.llm.model="$OUT/nanogpt_kv.pte" -Dember.llm.tokenizer=examples/nanogpt/tokenizer \
   -Dember.llm.prompt="$PROMPT" -Dember.llm.new_tokens="$NEW_TOKENS" \
-  -Dember.llm.expected="$OUT/ember_llm.txt" \
+  -Dember.llm.expected="$OUT/ember_llm.txt" -Dember.llm.expected_sampled="$OUT/ember_llm_t1.txt" \
   -cp "$CLASSES:$JAR:$JUNIT_CP" org.junit.runner.JUnitCore "${classes[@]}"

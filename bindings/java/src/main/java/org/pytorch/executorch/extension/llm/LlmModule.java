@@ -16,7 +16,8 @@ import org.pytorch.executorch.NativeLibrary;
  * an empty cache, hands the prompt (when echo is on) and then each new piece of text to the
  * callback, and stops at the end-of-text token or at the length asked for. With temperature 0 it
  * picks the most likely token every step and produces the same text as {@code ember-llm
- * --temperature 0}.
+ * --temperature 0}; above 0 it samples with a generator seeded with 0 on every call, as {@code
+ * ember-llm --seed 0}.
  */
 public class LlmModule {
   /** Model type: text only (the one ember's runner has). */

@@ -83,9 +83,13 @@ public class LlmModuleTest {
   }
 
   static String expected() throws IOException {
-    String path = System.getProperty("ember.llm.expected");
+    return readOutput("ember.llm.expected");
+  }
+
+  static String readOutput(String property) throws IOException {
+    String path = System.getProperty(property);
     if (path == null) {
-      fail("set -Dember.llm.expected to ember-llm's output");
+      fail("set -D" + property + " to ember-llm's output");
     }
     String out = new String(Files.readAllBytes(Paths.get(path)), StandardCharsets.UTF_8);
     // ember-llm ends its output with a newline of its own.
@@ -114,6 +118,27 @@ public class LlmModuleTest {
     Collector e = new Collector();
     assertEquals(0, llm.generate(PROMPT, promptTokens + NEW_TOKENS, e, false));
     assertEquals(expected().substring(PROMPT.length()), e.text.toString());
+  }
+
+  /** Sampling at temperature 1: the runner's generator starts from seed 0, as ember-llm --seed 0. */
+  @Test
+  public void sampledMatchesEmberLlmWithTheSameSeed() throws IOException {
+    LlmModule sampled = new LlmModule(MODEL, TOKENIZER, 1.0f);
+    try {
+      Collector c = new Collector();
+      assertEquals(0,
+          sampled.generate(PROMPT, LlmGenerationConfig.create().maxNewTokens(NEW_TOKENS).build(), c));
+      String want = readOutput("ember.llm.expected_sampled");
+      assertEquals(want, c.text.toString());
+      assertNotEquals(expected(), want);
+      // The temperature of a config overrides the module's.
+      Collector g = new Collector();
+      assertEquals(0, sampled.generate(PROMPT,
+          LlmGenerationConfig.create().maxNewTokens(NEW_TOKENS).temperature(0.0f).build(), g));
+      assertEquals(expected(), g.text.toString());
+    } finally {
+      sampled.resetNative();
+    }
   }
 
   @Test
