@@ -1,6 +1,7 @@
 package org.pytorch.executorch;
 
 import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
 import java.nio.Buffer;
 import java.util.HashMap;
 import java.util.Map;
@@ -152,7 +153,12 @@ public class Module {
           break;
       }
     }
-    return nativeExecute(handle(), methodName, tags, ints, doubles, objects, dtypes, shapes);
+    try {
+      return nativeExecute(handle(), methodName, tags, ints, doubles, objects, dtypes, shapes);
+    } finally {
+      // The cleaner must not free the handle while native code uses it.
+      Reference.reachabilityFence(this);
+    }
   }
 
   /**
@@ -164,12 +170,20 @@ public class Module {
     if (methodName == null) {
       throw new IllegalArgumentException("method name must not be null");
     }
-    return nativeLoadMethod(handle(), methodName);
+    try {
+      return nativeLoadMethod(handle(), methodName);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
   }
 
   /** The names of the program's methods. */
   public synchronized String[] getMethods() {
-    return nativeMethodNames(handle());
+    try {
+      return nativeMethodNames(handle());
+    } finally {
+      Reference.reachabilityFence(this);
+    }
   }
 
   /**
@@ -187,6 +201,8 @@ public class Module {
       info = nativeMethodInfo(handle(), name);
     } catch (ExecutorchRuntimeException e) {
       throw new IllegalArgumentException("method " + name + " does not exist in this module", e);
+    } finally {
+      Reference.reachabilityFence(this);
     }
     // info: numDelegates, numInputs, numOutputs, input tags..., output tags...
     int nIn = info[1];

@@ -2,6 +2,7 @@ package org.pytorch.executorch.extension.llm;
 
 import java.io.File;
 import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
 import java.nio.charset.StandardCharsets;
 import org.pytorch.executorch.ExecutorchRuntimeException;
 import org.pytorch.executorch.NativeLibrary;
@@ -45,6 +46,7 @@ public class LlmModule {
   private final NativeState state;
   private final Cleaner.Cleanable cleanable;
   private final float temperature;
+  private boolean generating;
 
   static {
     NativeLibrary.load();
@@ -155,8 +157,18 @@ public class LlmModule {
     if (prompt == null || callback == null) {
       throw new IllegalArgumentException("prompt and callback must not be null");
     }
+    if (generating) {
+      throw new IllegalStateException("generate() called from its own callback");
+    }
     byte[] utf8 = prompt.getBytes(StandardCharsets.UTF_8);
-    return nativeGenerate(handle(), prompt, utf8, seqLen, maxNewTokens, temp, echo, callback);
+    generating = true;
+    try {
+      return nativeGenerate(handle(), prompt, utf8, seqLen, maxNewTokens, temp, echo, callback);
+    } finally {
+      generating = false;
+      // The cleaner must not free the runner while native code uses it.
+      Reference.reachabilityFence(this);
+    }
   }
 
   private long handle() {

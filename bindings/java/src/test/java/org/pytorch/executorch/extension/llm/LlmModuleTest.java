@@ -187,6 +187,15 @@ public class LlmModuleTest {
     }
     Collector ok = new Collector();
     assertEquals(0, llm.generate(PROMPT, 20, ok));
+
+    // generate() from inside its own callback is refused.
+    try {
+      llm.generate(PROMPT, 20, (LlmCallback) r -> llm.generate(PROMPT, 20, new Collector()));
+      fail("a nested generate ran");
+    } catch (IllegalStateException e) {
+      assertTrue(e.getMessage(), e.getMessage().contains("own callback"));
+    }
+    assertEquals(0, llm.generate(PROMPT, 20, new Collector()));
   }
 
   @Test
