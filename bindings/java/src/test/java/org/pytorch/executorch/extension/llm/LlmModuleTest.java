@@ -213,6 +213,12 @@ public class LlmModuleTest {
     } catch (ExecutorchRuntimeException e) {
       assertTrue(e.getMessage(), e.getMessage().contains("/nonexistent/tokenizer"));
     }
+    try {
+      new LlmModule(MODEL, TOKENIZER, 0.0f, "/nonexistent/weights.ptd");
+      fail("loaded with a missing data file");
+    } catch (ExecutorchRuntimeException e) {
+      assertTrue(e.getMessage(), e.getMessage().contains("/nonexistent/weights.ptd"));
+    }
     Path notAModel = Paths.get(TOKENIZER, "merges.txt");
     try {
       new LlmModule(notAModel.toString(), TOKENIZER, 0.0f);
