@@ -7,7 +7,9 @@
 #      eager's outputs, and the committed nanoGPT with a KV cache
 #      (tests/make_test_data.py; redone only when its inputs change)
 #   3. ember-llm's text for the test prompt, greedy and sampled at temperature
-#      1 with seed 0 (what LlmModule must match)
+#      1 with seed 0, and greedy with a tokenizer that splits a character
+#      across two tokens (tests/make_utf8_tokenizer.py): what LlmModule must
+#      match
 #   4. the tests, under -Xcheck:jni
 #
 # With --asan the tests run a second library, built with AddressSanitizer and
@@ -70,6 +72,13 @@ fi
   --prompt "$PROMPT" --max-new-tokens "$NEW_TOKENS" --temperature 0 > "$OUT/ember_llm.txt"
 "$BUILD/ember-llm" --model "$OUT/nanogpt_kv.pte" --tokenizer examples/nanogpt/tokenizer \
   --prompt "$PROMPT" --max-new-tokens "$NEW_TOKENS" --temperature 1 --seed 0 > "$OUT/ember_llm_t1.txt"
+# A tokenizer whose 2nd and 3rd greedy tokens split a character's UTF-8 bytes.
+read -r _ id_a id_b _ < <("$BUILD/ember-llm" --model "$OUT/nanogpt_kv.pte" \
+  --tokenizer examples/nanogpt/tokenizer --prompt "$PROMPT" --max-new-tokens 4 --temperature 0 --ids)
+"$VENV/bin/python" bindings/java/tests/make_utf8_tokenizer.py examples/nanogpt/tokenizer \
+  "$OUT/utf8_tokenizer" "$id_a" "$id_b"
+"$BUILD/ember-llm" --model "$OUT/nanogpt_kv.pte" --tokenizer "$OUT/utf8_tokenizer" \
+  --prompt "$PROMPT" --max-new-tokens "$NEW_TOKENS" --temperature 0 > "$OUT/ember_llm_utf8.txt"
 
 LIB_DIR="$BUILD/bindings/java"
 PRELOAD=()
@@ -101,4 +110,5 @@ mapfile -t classes < <(find bindings/java/src/test/java -name '*Test.java' | sor
   -Dember.llm.model="$OUT/nanogpt_kv.pte" -Dember.llm.tokenizer=examples/nanogpt/tokenizer \
   -Dember.llm.prompt="$PROMPT" -Dember.llm.new_tokens="$NEW_TOKENS" \
   -Dember.llm.expected="$OUT/ember_llm.txt" -Dember.llm.expected_sampled="$OUT/ember_llm_t1.txt" \
+  -Dember.llm.utf8_tokenizer="$OUT/utf8_tokenizer" -Dember.llm.expected_utf8="$OUT/ember_llm_utf8.txt" \
   -cp "$CLASSES:$JAR:$JUNIT_CP" org.junit.runner.JUnitCore "${classes[@]}"

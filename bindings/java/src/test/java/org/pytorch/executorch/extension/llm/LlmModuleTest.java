@@ -141,6 +141,30 @@ public class LlmModuleTest {
     }
   }
 
+  /**
+   * With a tokenizer whose tokens split U+2603's three UTF-8 bytes two and one, the character
+   * arrives whole, in one piece, and the text is ember-llm's.
+   */
+  @Test
+  public void charactersSplitAcrossTokensArriveWhole() throws IOException {
+    LlmModule m = new LlmModule(MODEL, System.getProperty("ember.llm.utf8_tokenizer"), 0.0f);
+    try {
+      Collector c = new Collector();
+      assertEquals(0,
+          m.generate(PROMPT, LlmGenerationConfig.create().maxNewTokens(NEW_TOKENS).build(), c));
+      assertEquals(readOutput("ember.llm.expected_utf8"), c.text.toString());
+      assertTrue(c.text.toString(), c.text.toString().contains("\u2603"));
+      boolean whole = false;
+      for (String p : c.pieces) {
+        assertTrue("a broken character in '" + p + "'", !p.contains("\ufffd"));
+        whole |= p.contains("\u2603");
+      }
+      assertTrue(whole);
+    } finally {
+      m.resetNative();
+    }
+  }
+
   @Test
   public void nonAsciiTextComesThroughWhole() {
     String prompt = "Caf\u00e9 \u2014 \u2603 \ud83d\ude00 said Emma";
