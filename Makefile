@@ -15,7 +15,7 @@ DEMO_PTE_8DA4W := $(BUILD)/nanogpt_kv_8da4w.pte
 DEMO_TOKENIZER := examples/nanogpt/tokenizer
 DEMO_PROMPT := It is a truth universally acknowledged, that
 
-.PHONY: help demo inspect-plots test bootstrap build test-c test-python test-asan bench size fuzz install clean
+.PHONY: help demo inspect-plots test bootstrap build test-c test-python test-asan test-java bench size fuzz install clean
 
 help: ## List every target
 	@echo "ember — make targets:"
@@ -65,6 +65,10 @@ test-asan: ## Build with ASan+UBSan in build-asan/ and run the C tests there
 	@scripts/bootstrap.sh --system-only >/dev/null
 	scripts/build.sh build-asan -DEMBER_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-g -O1"
 	cd build-asan && ctest --output-on-failure -j $(JOBS)
+
+test-java: ## Build the Java binding (bindings/java) and run its JUnit tests (skips without a JDK)
+	@scripts/bootstrap.sh >/dev/null
+	bindings/java/run_tests.sh $(BUILD)
 
 bench: bench-roofline bench-kernels bench-llm bench-llm-quant bench-cnn bench-tracer ## Run every benchmark (tables into bench/RESULTS.md; llama.cpp rows need `make bench-peers` once)
 

@@ -2,8 +2,8 @@
 # Sets up everything `make test` needs on a Debian machine, idempotently:
 #   Debian packages: gcc, make, cmake, ninja, binutils, clang and its fuzzer
 #     runtime, Python 3.11 with venv and headers, the aarch64 cross compiler
-#     and user-mode QEMU (apt-get update runs once, and only when something
-#     is missing);
+#     and user-mode QEMU, a JDK and JUnit 4 (the Java binding's tests)
+#     (apt-get update runs once, and only when something is missing);
 #   .venv (Python 3.11) with torch==2.13.0, executorch==1.5.1, pytest (and
 #     pytest-xdist, which spreads the tests over the cores), numpy,
 #     scikit-build-core, and pandas + matplotlib (the Inspector's tables and plots);
@@ -117,10 +117,18 @@ if ((SYSTEM_ONLY == 0)); then
   # the compiler only recommends)
   aarch64_cc_ok || missing+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
   have qemu-aarch64 || missing+=(qemu-user)
+  # the Java binding (bindings/java): JNI headers and javac, and JUnit 4
+  have javac || missing+=(default-jdk-headless)
+  [[ -f /usr/share/java/junit4.jar ]] || missing+=(junit4)
 fi
 # De-duplicate.
 if ((${#missing[@]} > 0)); then
   mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+  # The JDK's install script links its man pages into /usr/share/man/man1,
+  # which Debian's slim images leave out.
+  if [[ " ${missing[*]} " == *" default-jdk-headless "* ]]; then
+    "${SUDO[@]}" mkdir -p /usr/share/man/man1 2>/dev/null || true
+  fi
   apt_install "${missing[@]}"
 fi
 

@@ -6,7 +6,9 @@
 #   4. build-asan/ (ASan + UBSan; clang when installed) and its ctest
 #   5. build-aarch64/ (cross-compiled, NEON kernels) and its optimized-kernel
 #      tests under user-mode QEMU
-#   6. the core ATen op coverage summary of the pytest run (scripts/op_coverage.py)
+#   6. the Java binding's JUnit tests (bindings/java/run_tests.sh; skipped
+#      without a JDK)
+#   7. the core ATen op coverage summary of the pytest run (scripts/op_coverage.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -68,6 +70,13 @@ if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && command -v qemu-aarch64 >
 else
   echo "no aarch64-linux-gnu-gcc or qemu-aarch64 (scripts/bootstrap.sh installs them); skipped"
 fi
+
+step "Java binding: JUnit tests (bindings/java/run_tests.sh)"
+java_log=$(mktemp)
+bindings/java/run_tests.sh build 2>&1 | tee "$java_log"
+n=$(sed -n 's/^OK (\([0-9]*\) tests)$/\1/p' "$java_log" | tail -n1)
+rm -f "$java_log"
+passed=$((passed + ${n:-0}))
 
 step "core ATen op coverage (from the pytest run's results; table: scripts/op_coverage.py)"
 "$VENV/bin/python" scripts/op_coverage.py --summary-only
