@@ -66,21 +66,25 @@ static ember_status decode_value(const fb_reader *r, const fb_vec *values, uint3
     if (!fb_vec_table(r, values, k, &v) || !fb_u8(r, &v, VALUE_TYPE, KIND_NONE, &kind) ||
         !fb_table_field(r, &v, VALUE_VAL, &val, &present))
         return ember_invalid_program("value table is malformed");
-    if (kind == KIND_NONE || kind > KIND_DOUBLE) return ember_invalid_program("unknown value kind %u", kind);
+    if (kind == KIND_NONE || kind > KIND_DOUBLE)
+        return ember_invalid_program("unknown value kind %u", kind);
     if (!present) return ember_invalid_program("%s value has no table", kind_name(kind));
     out->kind = kind;
     switch (kind) {
     case KIND_INT:
-        if (!fb_i64(r, &val, SCALAR_VAL, 0, &out->i)) return ember_invalid_program("int value is malformed");
+        if (!fb_i64(r, &val, SCALAR_VAL, 0, &out->i))
+            return ember_invalid_program("int value is malformed");
         return EMBER_OK;
     case KIND_BOOL: {
         uint8_t b;
-        if (!fb_u8(r, &val, SCALAR_VAL, 0, &b)) return ember_invalid_program("bool value is malformed");
+        if (!fb_u8(r, &val, SCALAR_VAL, 0, &b))
+            return ember_invalid_program("bool value is malformed");
         out->b = b != 0;
         return EMBER_OK;
     }
     case KIND_DOUBLE:
-        if (!fb_f64(r, &val, SCALAR_VAL, 0.0, &out->d)) return ember_invalid_program("double value is malformed");
+        if (!fb_f64(r, &val, SCALAR_VAL, 0.0, &out->d))
+            return ember_invalid_program("double value is malformed");
         return EMBER_OK;
     default: break;
     }
@@ -94,16 +98,19 @@ static ember_status decode_value(const fb_reader *r, const fb_vec *values, uint3
         return ember_invalid_program("tensor table is malformed");
     size_t elem = ember_dtype_size(out->dtype);
     if (elem == 0) return ember_invalid_program("tensor has unknown scalar type %u", out->dtype);
-    if (sizes.len > EMBER_MAX_DIM) return ember_invalid_program("tensor rank %u exceeds %d", sizes.len, EMBER_MAX_DIM);
+    if (sizes.len > EMBER_MAX_DIM)
+        return ember_invalid_program("tensor rank %u exceeds %d", sizes.len, EMBER_MAX_DIM);
     out->dim = sizes.len;
     for (uint32_t d = 0; d < sizes.len; d++) {
         out->sizes[d] = fb_vec_i32(r, &sizes, d);
-        if (out->sizes[d] < 0) return ember_invalid_program("tensor size %d of dim %u", out->sizes[d], d);
+        if (out->sizes[d] < 0)
+            return ember_invalid_program("tensor size %d of dim %u", out->sizes[d], d);
     }
     /* An absent (or empty, for rank > 0 written by old tools) dim order is contiguous. */
     bool use_order = has_order && order.len > 0;
     if (use_order && order.len != sizes.len)
-        return ember_invalid_program("tensor dim_order has %u entries for rank %u", order.len, sizes.len);
+        return ember_invalid_program("tensor dim_order has %u entries for rank %u", order.len,
+                                     sizes.len);
     uint32_t seen = 0;
     for (uint32_t d = 0; d < out->dim; d++) {
         uint8_t o = use_order ? fb_vec_u8(r, &order, d) : (uint8_t)d;
@@ -116,7 +123,8 @@ static ember_status decode_value(const fb_reader *r, const fb_vec *values, uint3
         return ember_invalid_program("tensor size overflows");
     /* Writers may store a whole storage; the tensor's elements come first. */
     if (out->nbytes > 0 && (!has_data || data.len < out->nbytes))
-        return ember_invalid_program("tensor needs %zu bytes of data, has %u", out->nbytes, has_data ? data.len : 0);
+        return ember_invalid_program("tensor needs %zu bytes of data, has %u", out->nbytes,
+                                     has_data ? data.len : 0);
     out->data = out->nbytes > 0 ? fb_vec_bytes(r, &data) : NULL;
     return EMBER_OK;
 }
@@ -157,20 +165,23 @@ ember_status ember_bundled_program_open(ember_bundled_program *bp, const void *d
                                "bundled program: identifier is not \"%s\"",
                                EMBER_BUNDLED_PROGRAM_IDENTIFIER);
     if (size > UINT32_MAX)
-        return ember_invalid_program("bundled program: %zu bytes is more than a flatbuffer can address", size);
+        return ember_invalid_program(
+            "bundled program: %zu bytes is more than a flatbuffer can address", size);
 
     fb_reader r = {data, size};
     fb_table root;
     fb_vec suites, program;
     uint32_t version;
     bool has_suites, has_program;
-    if (!fb_root(&r, &root)) return ember_invalid_program("bundled program: root table is malformed");
+    if (!fb_root(&r, &root))
+        return ember_invalid_program("bundled program: root table is malformed");
     if (!fb_u32(&r, &root, BP_VERSION, 0, &version) ||
         !fb_vec_field(&r, &root, BP_SUITES, 4, &suites, &has_suites))
         return ember_invalid_program("bundled program: method_test_suites is malformed");
     if (!fb_vec_field(&r, &root, BP_PROGRAM, 1, &program, &has_program))
         return ember_invalid_program("bundled program: program is malformed");
-    if (!has_program || program.len == 0) return ember_invalid_program("bundled program: no program");
+    if (!has_program || program.len == 0)
+        return ember_invalid_program("bundled program: no program");
 
     for (uint32_t s = 0; s < suites.len; s++) {
         fb_table suite;
@@ -180,14 +191,16 @@ ember_status ember_bundled_program_open(ember_bundled_program *bp, const void *d
         if (!fb_vec_table(&r, &suites, s, &suite) ||
             !fb_str_field(&r, &suite, SUITE_NAME, &name, &present))
             return ember_invalid_program("bundled program: suite %u is malformed", s);
-        if (!present || name.len == 0) return ember_invalid_program("bundled program: suite %u has no method name", s);
+        if (!present || name.len == 0)
+            return ember_invalid_program("bundled program: suite %u has no method name", s);
         if (!fb_vec_field(&r, &suite, SUITE_CASES, 4, &cases, &present))
             return ember_invalid_program("bundled program: suite %u test_cases is malformed", s);
         for (uint32_t c = 0; c < cases.len; c++) {
             fb_table tc;
             fb_vec inputs, outputs;
             if (!fb_vec_table(&r, &cases, c, &tc) || !case_vectors(&r, &tc, &inputs, &outputs))
-                return ember_invalid_program("bundled program: suite %u case %u is malformed", s, c);
+                return ember_invalid_program("bundled program: suite %u case %u is malformed", s,
+                                             c);
             EMBER_TRY(verify_values(&r, &inputs, s, c, "input"));
             EMBER_TRY(verify_values(&r, &outputs, s, c, "expected output"));
         }

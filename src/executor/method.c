@@ -339,7 +339,8 @@ static ember_status build(ember_method *m, ember_allocator *a, const ember_memor
     for (uint32_t i = 0; i < plan->delegates.len; i++) {
         pte_delegate d;
         EMBER_TRY(pte_delegate_ref(m->program, plan, i, &d));
-        EMBER_TRY(ALLOC(a, d.specs.len, ember_compile_spec, "compile specs", &m->delegates[i].specs));
+        EMBER_TRY(
+            ALLOC(a, d.specs.len, ember_compile_spec, "compile specs", &m->delegates[i].specs));
     }
     return EMBER_OK;
 }

@@ -412,7 +412,8 @@ ember_status ember_backend_get_data(const ember_backend_init_ctx *ctx, const cha
         (ctx->data_maps == NULL && ctx->num_data_maps > 0))
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "named data: NULL argument");
     EMBER_TRY(named_find(ctx->program, ctx->data_maps, ctx->num_data_maps, key, key_len, &ref));
-    EMBER_TRY(named_load(ctx->program, &ref, EMBER_SEGMENT_NAMED_DATA, &out->buffer_, &out->loader_));
+    EMBER_TRY(
+        named_load(ctx->program, &ref, EMBER_SEGMENT_NAMED_DATA, &out->buffer_, &out->loader_));
     out->data = out->buffer_.data;
     out->size = out->buffer_.size;
     return EMBER_OK;

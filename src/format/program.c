@@ -17,7 +17,8 @@
 ember_status pte_value_tag(const ember_program *p, const pte_plan *plan, int64_t i, uint32_t *tag) {
     fb_table v;
     uint8_t t;
-    if (i < 0 || i >= plan->values.len) return ember_invalid_program("value index %lld out of range", (long long)i);
+    if (i < 0 || i >= plan->values.len)
+        return ember_invalid_program("value index %lld out of range", (long long)i);
     if (!fb_vec_table(&p->r, &plan->values, (uint32_t)i, &v) ||
         !fb_u8(&p->r, &v, EVALUE_TYPE, 0, &t))
         return ember_invalid_program("value %lld is malformed", (long long)i);
@@ -34,12 +35,13 @@ static ember_status check_list_items(const ember_program *p, const pte_plan *pla
         uint32_t tag;
         if (allow_none && idx == -1) continue;
         if (idx < 0 || idx >= plan->values.len || (uint32_t)idx == self)
-            return ember_invalid_program("value %u: list item %u indexes value %lld (of %u)", self, k, (long long)idx,
-                       plan->values.len);
+            return ember_invalid_program("value %u: list item %u indexes value %lld (of %u)", self,
+                                         k, (long long)idx, plan->values.len);
         EMBER_TRY(pte_value_tag(p, plan, idx, &tag));
         if (tag != want)
-            return ember_invalid_program("value %u: list item %u indexes value %lld of kind %u, expected %u", self, k,
-                       (long long)idx, tag, want);
+            return ember_invalid_program(
+                "value %u: list item %u indexes value %lld of kind %u, expected %u", self, k,
+                (long long)idx, tag, want);
     }
     return EMBER_OK;
 }
@@ -66,7 +68,8 @@ static ember_status decode_tensor(const ember_program *p, const pte_plan *plan, 
         return ember_invalid_program("value %u: tensor table is malformed", vi);
     size_t elem = ember_dtype_size(dtype);
     if (elem == 0) return ember_invalid_program("value %u: unknown scalar type %u", vi, dtype);
-    if (storage_offset != 0) return ember_invalid_program("value %u: storage_offset %d is not 0", vi, storage_offset);
+    if (storage_offset != 0)
+        return ember_invalid_program("value %u: storage_offset %d is not 0", vi, storage_offset);
     if (dynamism > EMBER_SHAPE_DYNAMIC_UNBOUND)
         return ember_invalid_program("value %u: unknown shape dynamism %u", vi, dynamism);
     if (sizes.len > EMBER_MAX_DIM)
@@ -76,11 +79,13 @@ static ember_status decode_tensor(const ember_program *p, const pte_plan *plan, 
     out->dim = sizes.len;
     for (uint32_t d = 0; d < sizes.len; d++) {
         out->sizes[d] = fb_vec_i32(r, &sizes, d);
-        if (out->sizes[d] < 0) return ember_invalid_program("value %u: size %d of dim %u", vi, out->sizes[d], d);
+        if (out->sizes[d] < 0)
+            return ember_invalid_program("value %u: size %d of dim %u", vi, out->sizes[d], d);
     }
     /* dim_order must be a permutation of 0..dim-1 (absent: contiguous). */
     if (has_order && dim_order.len != sizes.len)
-        return ember_invalid_program("value %u: dim_order has %u entries for rank %u", vi, dim_order.len, sizes.len);
+        return ember_invalid_program("value %u: dim_order has %u entries for rank %u", vi,
+                                     dim_order.len, sizes.len);
     uint32_t seen = 0;
     for (uint32_t d = 0; d < out->dim; d++) {
         uint8_t o = has_order ? fb_vec_u8(r, &dim_order, d) : (uint8_t)d;
@@ -97,12 +102,14 @@ static ember_status decode_tensor(const ember_program *p, const pte_plan *plan, 
         if (!fb_u8(r, &extra, EXTRA_LOCATION, 0, &location) ||
             !fb_str_field(r, &extra, EXTRA_FQN, &out->fqn, &has_fqn))
             return ember_invalid_program("value %u: extra_tensor_info is malformed", vi);
-        if (location > 1) return ember_invalid_program("value %u: unknown tensor data location %u", vi, location);
+        if (location > 1)
+            return ember_invalid_program("value %u: unknown tensor data location %u", vi, location);
         /* EXTERNAL: the data lives in a data map under the tensor's name;
          * data_buffer_idx then indexes the exporter's own list and is unused. */
         if (location == 1) {
             if (!has_fqn || out->fqn.len == 0)
-                return ember_invalid_program("value %u: external tensor without a fully_qualified_name", vi);
+                return ember_invalid_program(
+                    "value %u: external tensor without a fully_qualified_name", vi);
             out->external = true;
         }
     }
@@ -120,8 +127,9 @@ static ember_status decode_tensor(const ember_program *p, const pte_plan *plan, 
         uint64_t offset = (uint64_t)lo | ((uint64_t)hi << 32);
         EMBER_TRY(pte_buffer_size(p, plan, id, &cap));
         if (offset > cap || ember_add_overflow((size_t)offset, out->nbytes, &end) || end > cap)
-            return ember_invalid_program("value %u: %zu bytes at offset %llu overflow planned buffer %u (%zu bytes)",
-                       vi, out->nbytes, (unsigned long long)offset, id, cap);
+            return ember_invalid_program(
+                "value %u: %zu bytes at offset %llu overflow planned buffer %u (%zu bytes)", vi,
+                out->nbytes, (unsigned long long)offset, id, cap);
         if ((offset & ((elem < 8 ? elem : 8) - 1)) != 0)
             return ember_invalid_program("value %u: planned offset %llu is misaligned for %s", vi,
                        (unsigned long long)offset, ember_dtype_name(dtype));
@@ -132,14 +140,16 @@ static ember_status decode_tensor(const ember_program *p, const pte_plan *plan, 
             fb_table seg;
             uint64_t seg_size, off;
             if (!p->has_mutable || buffer_idx >= p->mutable_offsets.len)
-                return ember_invalid_program("value %u: mutable data index %u out of range", vi, buffer_idx);
+                return ember_invalid_program("value %u: mutable data index %u out of range", vi,
+                                             buffer_idx);
             if (!fb_vec_table(r, &p->segments, p->mutable_segment, &seg) ||
                 !fb_u64(r, &seg, SEGMENT_SIZE, 0, &seg_size))
                 return ember_invalid_program("value %u: mutable data segment is malformed", vi);
             off = fb_vec_u64(r, &p->mutable_offsets, buffer_idx);
             if (off > seg_size || out->nbytes > seg_size - off)
-                return ember_invalid_program("value %u: initial data (%zu bytes at %llu) overflows its segment", vi,
-                           out->nbytes, (unsigned long long)off);
+                return ember_invalid_program(
+                    "value %u: initial data (%zu bytes at %llu) overflows its segment", vi,
+                    out->nbytes, (unsigned long long)off);
             out->mutable_index = buffer_idx;
         }
     } else if (out->external) {
@@ -148,23 +158,25 @@ static ember_status decode_tensor(const ember_program *p, const pte_plan *plan, 
         const uint8_t *data;
         if (p->use_constant_segment) {
             if (buffer_idx >= p->constant_offsets.len)
-                return ember_invalid_program("value %u: constant index %u out of range (%u)", vi, buffer_idx,
-                           p->constant_offsets.len);
+                return ember_invalid_program("value %u: constant index %u out of range (%u)", vi,
+                                             buffer_idx, p->constant_offsets.len);
             uint64_t off = fb_vec_u64(r, &p->constant_offsets, buffer_idx);
             if (off > p->constants.size || out->nbytes > p->constants.size - off)
-                return ember_invalid_program("value %u: constant (%zu bytes at %llu) overflows the constant segment",
-                           vi, out->nbytes, (unsigned long long)off);
+                return ember_invalid_program(
+                    "value %u: constant (%zu bytes at %llu) overflows the constant segment", vi,
+                    out->nbytes, (unsigned long long)off);
             data = (const uint8_t *)p->constants.data + off;
         } else {
             fb_table buf;
             fb_vec storage;
             bool present;
             if (buffer_idx >= p->constant_buffers.len)
-                return ember_invalid_program("value %u: constant buffer %u out of range (%u)", vi, buffer_idx,
-                           p->constant_buffers.len);
+                return ember_invalid_program("value %u: constant buffer %u out of range (%u)", vi,
+                                             buffer_idx, p->constant_buffers.len);
             if (!fb_vec_table(r, &p->constant_buffers, buffer_idx, &buf) ||
                 !fb_vec_field(r, &buf, 0, 1, &storage, &present) || storage.len < out->nbytes)
-                return ember_invalid_program("value %u: constant buffer %u is malformed or short", vi, buffer_idx);
+                return ember_invalid_program("value %u: constant buffer %u is malformed or short",
+                                             vi, buffer_idx);
             data = fb_vec_bytes(r, &storage);
         }
         size_t align = elem < 8 ? elem : 8;
@@ -208,10 +220,12 @@ ember_status pte_decode_value(const ember_program *p, const pte_plan *plan, uint
         return EMBER_OK;
     }
     case EMBER_TAG_DOUBLE:
-        if (!fb_f64(r, &val, 0, 0.0, &out->u.d)) return ember_invalid_program("value %u: bad double", i);
+        if (!fb_f64(r, &val, 0, 0.0, &out->u.d))
+            return ember_invalid_program("value %u: bad double", i);
         return EMBER_OK;
     case EMBER_TAG_STRING:
-        if (!fb_str_field(r, &val, 0, &out->u.s, &present)) return ember_invalid_program("value %u: bad string", i);
+        if (!fb_str_field(r, &val, 0, &out->u.s, &present))
+            return ember_invalid_program("value %u: bad string", i);
         return EMBER_OK;
     case EMBER_TAG_TENSOR:
         return decode_tensor(p, plan, i, &val, &out->u.t);
@@ -244,8 +258,8 @@ static ember_status check_indices(const ember_program *p, const pte_plan *plan, 
     for (uint32_t k = 0; k < v->len; k++) {
         int32_t idx = fb_vec_i32(&p->r, v, k);
         if (idx < 0 || (uint32_t)idx >= plan->values.len)
-            return ember_invalid_program("%s %u: argument %u indexes value %d (of %u)", what, owner, k, idx,
-                       plan->values.len);
+            return ember_invalid_program("%s %u: argument %u indexes value %d (of %u)", what, owner,
+                                         k, idx, plan->values.len);
     }
     return EMBER_OK;
 }
@@ -286,7 +300,8 @@ ember_status pte_instruction(const ember_program *p, const pte_plan *plan, uint3
         EMBER_TRY(pte_value_tag(p, plan, out->b, &to_tag));
         /* Kinds never change at run time: list items rely on it. */
         if (from_tag != to_tag)
-            return ember_invalid_program("instruction %u: move between values of kinds %u and %u", i, from_tag, to_tag);
+            return ember_invalid_program("instruction %u: move between values of kinds %u and %u",
+                                         i, from_tag, to_tag);
         return EMBER_OK;
     }
     case INSTR_JUMP_FALSE: {
@@ -295,16 +310,18 @@ ember_status pte_instruction(const ember_program *p, const pte_plan *plan, uint3
             return ember_invalid_program("instruction %u is malformed", i);
         EMBER_TRY(pte_value_tag(p, plan, out->a, &tag));
         if (tag != EMBER_TAG_BOOL && tag != EMBER_TAG_TENSOR)
-            return ember_invalid_program("instruction %u: jump condition value %d is not a bool", i, out->a);
+            return ember_invalid_program("instruction %u: jump condition value %d is not a bool", i,
+                                         out->a);
         /* Jumping to the chain's length ends the chain (skips the last branch). */
         if (out->b < 0 || (uint32_t)out->b > list.len)
-            return ember_invalid_program("instruction %u: jump destination %d out of range (0..%u)", i, out->b,
-                       list.len);
+            return ember_invalid_program("instruction %u: jump destination %d out of range (0..%u)",
+                                         i, out->b, list.len);
         return EMBER_OK;
     }
     case INSTR_FREE: {
         uint32_t tag;
-        if (!fb_i32(r, &args, 0, 0, &out->a)) return ember_invalid_program("instruction %u is malformed", i);
+        if (!fb_i32(r, &args, 0, 0, &out->a))
+            return ember_invalid_program("instruction %u is malformed", i);
         return pte_value_tag(p, plan, out->a, &tag);
     }
     default:
@@ -339,11 +356,14 @@ ember_status pte_delegate_ref(const ember_program *p, const pte_plan *plan, uint
         !fb_u32(r, &ref, DATAREF_INDEX, 0, &out->index) ||
         !fb_vec_field(r, &d, DELEGATE_SPECS, 4, &out->specs, &present))
         return ember_invalid_program("delegate %u is malformed", i);
-    if (out->id.len == 0 || out->id.len >= EMBER_MAX_NAME) return ember_invalid_program("delegate %u: bad id", i);
-    if (out->location > 1) return ember_invalid_program("delegate %u: unknown data location %u", i, out->location);
+    if (out->id.len == 0 || out->id.len >= EMBER_MAX_NAME)
+        return ember_invalid_program("delegate %u: bad id", i);
+    if (out->location > 1)
+        return ember_invalid_program("delegate %u: unknown data location %u", i, out->location);
     uint32_t limit = out->location == 0 ? p->delegate_data.len : p->segments.len;
     if (out->index >= limit)
-        return ember_invalid_program("delegate %u: data index %u out of range (%u)", i, out->index, limit);
+        return ember_invalid_program("delegate %u: data index %u out of range (%u)", i, out->index,
+                                     limit);
     if (out->location == 0) {
         fb_table inl;
         fb_vec data;
@@ -365,9 +385,11 @@ ember_status pte_delegate_ref(const ember_program *p, const pte_plan *plan, uint
 
 ember_status pte_buffer_size(const ember_program *p, const pte_plan *plan, uint32_t id,
                              size_t *bytes) {
-    if (id >= plan->buffer_sizes.len) return ember_invalid_program("planned buffer %u out of range", id);
+    if (id >= plan->buffer_sizes.len)
+        return ember_invalid_program("planned buffer %u out of range", id);
     int64_t v = fb_vec_i64(&p->r, &plan->buffer_sizes, id);
-    if (v < 0 || (uint64_t)v > SIZE_MAX) return ember_invalid_program("planned buffer %u has size %lld", id, (long long)v);
+    if (v < 0 || (uint64_t)v > SIZE_MAX)
+        return ember_invalid_program("planned buffer %u has size %lld", id, (long long)v);
     *bytes = (size_t)v;
     return EMBER_OK;
 }
@@ -505,9 +527,10 @@ static ember_status read_segments(ember_program *p) {
             !fb_u64(r, &seg, SEGMENT_SIZE, 0, &size))
             return ember_invalid_program("segment %u is malformed", i);
         if (offset > p->segment_data_size || size > p->segment_data_size - offset || size > SIZE_MAX)
-            return ember_invalid_program("segment %u (%llu bytes at %llu) overflows the segment data (%llu bytes)", i,
-                       (unsigned long long)size, (unsigned long long)offset,
-                       (unsigned long long)p->segment_data_size);
+            return ember_invalid_program(
+                "segment %u (%llu bytes at %llu) overflows the segment data (%llu bytes)", i,
+                (unsigned long long)size, (unsigned long long)offset,
+                (unsigned long long)p->segment_data_size);
     }
     for (uint32_t i = 0; i < p->delegate_data.len; i++) {
         fb_table t;
@@ -523,8 +546,8 @@ static ember_status read_segments(ember_program *p) {
             !fb_u32(r, &t, NAMED_DATA_SEGMENT, 0, &segment))
             return ember_invalid_program("named data %u is malformed", i);
         if (segment >= p->segments.len)
-            return ember_invalid_program("named data %u ('%s'): segment %u out of range (%u)", i, key.data, segment,
-                       p->segments.len);
+            return ember_invalid_program("named data %u ('%s'): segment %u out of range (%u)", i,
+                                         key.data, segment, p->segments.len);
     }
     for (uint32_t i = 0; i < p->constant_buffers.len; i++) {
         fb_table t;
@@ -539,7 +562,8 @@ static ember_status read_segments(ember_program *p) {
             return ember_invalid_program("constant_segment is malformed");
         if (p->constant_offsets.len > 0) {
             if (index >= p->segments.len)
-                return ember_invalid_program("constant segment index %u out of range (%u)", index, p->segments.len);
+                return ember_invalid_program("constant segment index %u out of range (%u)", index,
+                                             p->segments.len);
             p->use_constant_segment = true;
             EMBER_TRY(pte_load_segment(p, index, EMBER_SEGMENT_CONSTANT, &p->constants));
         }
@@ -550,8 +574,8 @@ static ember_status read_segments(ember_program *p) {
             !fb_vec_field(r, &m, SUBSEG_OFFSETS, 8, &p->mutable_offsets, &present))
             return ember_invalid_program("mutable_data_segments is malformed");
         if (p->mutable_segment >= p->segments.len)
-            return ember_invalid_program("mutable data segment index %u out of range (%u)", p->mutable_segment,
-                       p->segments.len);
+            return ember_invalid_program("mutable data segment index %u out of range (%u)",
+                                         p->mutable_segment, p->segments.len);
         p->has_mutable = true;
     }
     return EMBER_OK;
@@ -663,7 +687,8 @@ ember_status ember_program_load(const ember_data_loader *loader,
     if (st == EMBER_OK) {
         p->r.buf = p->flatbuffer.data;
         p->r.size = p->flatbuffer.size;
-        if (!fb_root(&p->r, &p->root)) st = ember_invalid_program("flatbuffer root table is malformed");
+        if (!fb_root(&p->r, &p->root))
+            st = ember_invalid_program("flatbuffer root table is malformed");
     }
     if (st == EMBER_OK) st = read_segments(p);
     if (st == EMBER_OK) st = read_plans(p, alloc);
