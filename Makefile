@@ -98,7 +98,7 @@ bench-peers: ## Install the benchmark-only peers into .venv: gguf, llama-cpp-pyt
 	@scripts/bootstrap.sh >/dev/null
 	scripts/bench_peers.sh
 
-size: ## Print the stripped size in bytes of the core runtime (MinSizeRel)
+size: ## Print the stripped size in bytes of the core runtime, alone and with kernels: all, or only nanoGPT's (MinSizeRel)
 	@scripts/bootstrap.sh --system-only >/dev/null
 	@scripts/size.sh
 
