@@ -80,7 +80,7 @@ python3 tools/ember_select_kernels.py --out "$tmp/nanogpt_table.c" \
   --table src/kernels/portable/ops.def --table src/kernels/optimized/ops.def "$select_list"
 "$cc_bin" -std=c11 -Os -ffunction-sections -fdata-sections -Iinclude -c "$tmp/nanogpt_table.c" \
   -o "$tmp/nanogpt_table.o"
-counts=$(sed -n 's|^/\* \([0-9]*\) of \([0-9]*\) \([a-z]*\) kernels \*/$|\1 of \2 \3|p' "$tmp/nanogpt_table.c" |
+counts=$(sed -n 's|^/\* \([0-9]*\) of \([0-9]*\) \([a-z]*\) kernels \*/$|\1\/\2 \3|p' "$tmp/nanogpt_table.c" |
   paste -sd, - | sed 's/,/, /')
 with_kernels() { # KERNELS_MASK OBJECTS... -> bytes over the empty program
   "$cc_bin" "${flags[@]}" -DEMBER_SIZE_FULL -DEMBER_SIZE_KERNELS="$1" scripts/size_probe.c "${@:2}" \
@@ -92,7 +92,7 @@ all_kernels=$(with_kernels 3 "$tables/portable/registry.c.o" "$tables/optimized/
 nanogpt=$(with_kernels 3 "$tmp/nanogpt_table.o")
 echo
 echo "linked, with kernels (--gc-sections, stripped; .text+.rodata+.data over an empty program):"
-printf '  %-68s %10s\n' "core alone" "$(fmt "${linked:-0}")"
-printf '  %-68s %10s\n' "core + every portable kernel" "$(fmt "$all_portable")"
-printf '  %-68s %10s\n' "core + every portable and optimized kernel" "$(fmt "$all_kernels")"
-printf '  %-68s %10s\n' "core + nanoGPT's kernels only, selected ($counts)" "$(fmt "$nanogpt")"
+printf '  %-74s %10s\n' "core alone" "$(fmt "${linked:-0}")"
+printf '  %-74s %10s\n' "core + every portable kernel" "$(fmt "$all_portable")"
+printf '  %-74s %10s\n' "core + every portable and optimized kernel" "$(fmt "$all_kernels")"
+printf '  %-74s %10s\n' "core + nanoGPT's kernels only (selected: $counts)" "$(fmt "$nanogpt")"
