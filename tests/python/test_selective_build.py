@@ -118,3 +118,21 @@ def test_generator_reads_every_kernel_of_the_tables() -> None:
                               Path(ROOT) / "src/kernels/optimized/ops.def"])
     assert {k for k, _ in tables["portable"]} == set(rt.kernel_names())
     assert {k for k, _ in tables["optimized"]} <= set(rt.kernel_names())
+
+
+def test_generator_refuses_bad_input_cleanly(tmp_path: Path) -> None:
+    script = str(Path(ROOT) / "tools" / "ember_select_kernels.py")
+    good = (Path(ROOT) / "tests" / "fixtures" / "mlp.pte").read_bytes()
+    cases = {"truncated.pte": good[:len(good) // 3], "text.pte": b"not a program at all",
+             "flipped.pte": good[:8] + bytes(b ^ 0xFF for b in good[8:64]) + good[64:]}
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        res = subprocess.run([sys.executable, script, "--list", str(tmp_path / name)],
+                             capture_output=True, text=True)
+        assert res.returncode in (0, 1), res.stderr  # never a traceback
+        if res.returncode == 1:
+            assert res.stderr.startswith("ember_select_kernels: error: "), res.stderr
+            assert "Traceback" not in res.stderr
+    res = subprocess.run([sys.executable, script, "--list", str(tmp_path / "missing.txt")],
+                         capture_output=True, text=True)
+    assert res.returncode == 1 and "neither a file nor a kernel key" in res.stderr
