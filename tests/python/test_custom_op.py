@@ -30,6 +30,9 @@ BUILD = Path(os.environ.get("EMBER_BUILD_DIR") or Path(ROOT) / "build")
 CC = os.environ.get("CC", "cc")
 KEY = "my_ops::squared_relu.out"
 
+# One worker: the tests share the module's export.
+pytestmark = pytest.mark.xdist_group("custom_op")
+
 
 def _load(name: str, path: Path):
     """Imports an example file under a name of its own (examples share module names)."""

@@ -30,6 +30,8 @@ EMBER_RUN = BUILD / "ember-run"
 NANOGPT = Path(ROOT) / "examples" / "nanogpt"
 
 pytestmark = [
+    # One worker: the tests share one export and one build of the target.
+    pytest.mark.xdist_group("selective_build"),
     pytest.mark.skipif(not (BUILD / "build.ninja").exists() and not (BUILD / "Makefile").exists(),
                        reason=f"{BUILD} is not a configured build"),
     pytest.mark.skipif(not os.access(EMBER_RUN, os.X_OK), reason=f"{EMBER_RUN} is not built"),
