@@ -142,6 +142,8 @@ class KernelLibrary:
 def load_libraries(libs: Iterable[Union[str, "os.PathLike[str]", KernelLibrary]]
                    ) -> List[KernelLibrary]:
     """KernelLibrary objects for paths and libraries, schemas checked."""
+    if isinstance(libs, (str, os.PathLike, KernelLibrary)):
+        libs = [libs]  # one library given on its own
     out = []
     for lib in libs:
         if not isinstance(lib, KernelLibrary):
