@@ -109,4 +109,4 @@ install: build ## Install headers, libember.{a,so}, ember-run, CMake and pkg-con
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean: ## Remove all build directories
-	rm -rf build build-asan build-aarch64 build-size build-fuzz build-python build-bench
+	rm -rf build build-asan build-aarch64 build-size build-select build-custom-op build-fuzz build-python build-bench

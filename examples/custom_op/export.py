@@ -15,10 +15,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# torch's own deprecation notice while exporting; nothing this script can act on
+warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
 sys.path.insert(0, HERE)
 
 from my_ops import Model, example_input  # noqa: E402
