@@ -102,7 +102,7 @@ bench-peers: ## Install the benchmark-only peers into .venv: gguf, llama-cpp-pyt
 	@scripts/bootstrap.sh >/dev/null
 	scripts/bench_peers.sh
 
-size: ## Print the stripped size in bytes of the core runtime (MinSizeRel)
+size: ## Print the stripped size in bytes of the core runtime, alone and with kernels: all, or only nanoGPT's (MinSizeRel)
 	@scripts/bootstrap.sh --system-only >/dev/null
 	@scripts/size.sh
 
@@ -113,4 +113,4 @@ install: build ## Install headers, libember.{a,so}, ember-run, CMake and pkg-con
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean: ## Remove all build directories
-	rm -rf build build-asan build-aarch64 build-size build-fuzz build-python build-bench
+	rm -rf build build-asan build-aarch64 build-size build-select build-custom-op build-fuzz build-python build-bench
