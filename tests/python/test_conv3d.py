@@ -21,7 +21,7 @@ sum's size, integers exact.
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import pytest
 import torch
@@ -119,52 +119,60 @@ def _check(got: torch.Tensor, want: torch.Tensor, where: str) -> None:
         assert torch.equal(got, want), where
 
 
+class Convs(nn.Module):
+    """Several cases in one program (one export instead of one per case):
+    inputs (x, w, b) per case, one output per case."""
+
+    def __init__(self, cases: List[tuple]) -> None:
+        super().__init__()
+        self.convs = nn.ModuleList(Conv(c[1], **c[5]) for c in cases)
+
+    def forward(self, *flat: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        return tuple(c(*flat[3 * i:3 * i + 3]) for i, c in enumerate(self.convs))
+
+
+def _check_cases(cases: List[tuple], dtype: torch.dtype, by: str, channels_last: bool = False,
+                 runs: int = 2) -> None:
+    """Exports the cases as one program (by ember or the reference exporter),
+    runs it in libember on `runs` sets of inputs and compares every output."""
+    model = Convs(cases)
+    args = tuple(t for c in cases for t in _inputs(c, dtype, channels_last))
+    program = ember_runtime.Runtime.get().load_program(_export(model, args, by))
+    if channels_last:
+        orders = [i.dim_order for i in program.metadata("forward").inputs[::3]]
+        assert orders == [(0, 2, 3, 4, 1)] * len(cases), orders
+    method = program.load_method("forward")
+    for run in range(runs):
+        if run > 0:
+            args = tuple(t for c in cases for t in _inputs(c, dtype, channels_last))
+        got = method.execute(list(args))
+        for i, c in enumerate(cases):
+            with torch.no_grad():
+                want = _expected(model.convs[i], args[3 * i:3 * i + 3])
+            _check(got[i], want, f"{c[0]}, {dtype}, exported by {by}, run {run}")
+
+
 @pytest.mark.parametrize("by", ["ember", "reference"])
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_conv3d_float32(case: tuple, by: str) -> None:
+def test_conv3d_float32(by: str) -> None:
     torch.manual_seed(0)
-    model = Conv(case[1], **case[5])
-    args = _inputs(case, torch.float32)
-    method = ember_runtime.Runtime.get().load_program(_export(model, args, by)).load_method(
-        "forward")
-    for run in (args, _inputs(case, torch.float32)):
-        with torch.no_grad():
-            want = model(*run)
-        _check(method.execute(list(run))[0], want, f"{case[0]} exported by {by}")
+    _check_cases(CASES, torch.float32, by)
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.bfloat16, torch.int64],
                          ids=str)
-@pytest.mark.parametrize("case", [CASES[1], CASES[3], CASES[9]], ids=lambda c: c[0])
-def test_conv3d_dtypes(case: tuple, dtype: torch.dtype) -> None:
+def test_conv3d_dtypes(dtype: torch.dtype) -> None:
     """The other dtypes torch's convolution takes, on the im2col, depthwise and
     transposed paths (int8 ... int32, which eager refuses, are in the C tests)."""
     torch.manual_seed(1)
-    model = Conv(case[1], **case[5])
-    args = _inputs(case, dtype)
-    method = ember_runtime.Runtime.get().load_program(_export(model, args, "ember")).load_method(
-        "forward")
-    with torch.no_grad():
-        want = _expected(model, args)
-    _check(method.execute(list(args))[0], want, f"{case[0]} {dtype}")
+    _check_cases([CASES[1], CASES[3], CASES[9]], dtype, "ember", runs=1)
 
 
 @pytest.mark.parametrize("by", ["ember", "reference"])
-@pytest.mark.parametrize("case", [CASES[0], CASES[3], CASES[4], CASES[9]], ids=lambda c: c[0])
-def test_conv3d_channels_last_3d_input(case: tuple, by: str) -> None:
-    """A channels-last-3d input (stored as [N, D, H, W, C]): eager writes a
-    channels-last-3d result, and so does the program."""
+def test_conv3d_channels_last_3d_input(by: str) -> None:
+    """Channels-last-3d inputs (stored as [N, D, H, W, C]): eager writes
+    channels-last-3d results, and so does the program."""
     torch.manual_seed(2)
-    model = Conv(case[1], **case[5])
-    args = _inputs(case, torch.float32, channels_last=True)
-    buffer = _export(model, args, by)
-    program = ember_runtime.Runtime.get().load_program(buffer)
-    assert program.metadata("forward").inputs[0].dim_order == (0, 2, 3, 4, 1)
-    method = program.load_method("forward")
-    for run in (args, _inputs(case, torch.float32, channels_last=True)):
-        with torch.no_grad():
-            want = model(*run)
-        _check(method.execute(list(run))[0], want, f"{case[0]} channels last, by {by}")
+    _check_cases([CASES[0], CASES[3], CASES[4], CASES[9]], torch.float32, by, channels_last=True)
 
 
 def test_permuted_input_into_conv3d() -> None:
