@@ -28,7 +28,13 @@ static inline int64_t conv_src(bool transposed, int64_t o, int64_t k, int64_t s,
     return i >= 0 && i < size ? i : -1;
 }
 
-/* The plain loop, one output element at a time: transposed convolutions. */
+/*
+ * The plain loop, one output element at a time: transposed convolutions.
+ * For output (oz, oy, ox), every tap (kz, ky, kx) that lands on an input
+ * position (iz, iy, ix) adds that position over the group's input channels;
+ * the taps' index arithmetic (divisions, for the transposed direction) is
+ * done once per tap, not once per channel.
+ */
 #define DEF_CONV(SFX, T, CT, LOAD, STORE)                                                          \
     static void conv_##SFX(T *out, const T *x, const T *wt, const T *bias, const ek_conv_geom *g,  \
                            const ek_conv_strides *st) {                                            \
@@ -38,34 +44,32 @@ static inline int64_t conv_src(bool transposed, int64_t o, int64_t k, int64_t s,
         for (int64_t n = 0; n < g->n; n++) {                                                       \
             for (int64_t oc = 0; oc < g->cout; oc++) {                                             \
                 const int64_t grp = oc / ocg;                                                      \
-                T *op = out + n * os[0] + oc * os[1]; /* (OD, OH, OW) */                           \
+                T *op = out + n * os[0] + oc * os[1];                  /* (OD, OH, OW) */          \
+                const T *xg = x + n * xs[0] + grp * icg * xs[1];       /* (icg, D, H, W) */        \
+                /* (icg, KD, KH, KW) filters connecting the group's input channels and oc */       \
+                const T *wg = tr ? wt + grp * icg * ws[0] + (oc - grp * ocg) * ws[1]               \
+                                 : wt + oc * ws[0];                                                \
+                const int64_t wcs = tr ? ws[0] : ws[1]; /* weight stride between them */           \
                 for (int64_t oz = 0; oz < g->od; oz++) {                                           \
                     for (int64_t oy = 0; oy < g->oh; oy++) {                                       \
                         for (int64_t ox = 0; ox < g->ow; ox++) {                                   \
                             CT acc = bias != NULL ? LOAD(bias[oc]) : (CT)0;                        \
-                            for (int64_t ic = 0; ic < icg; ic++) {                                 \
-                                const int64_t c = grp * icg + ic;                                  \
-                                const T *xp = x + n * xs[0] + c * xs[1]; /* (D, H, W) */           \
-                                /* (KD, KH, KW) filter connecting input channel c and oc */        \
-                                const T *wp = tr ? wt + c * ws[0] + (oc - grp * ocg) * ws[1]       \
-                                                 : wt + oc * ws[0] + ic * ws[1];                   \
-                                for (int64_t kz = 0; kz < g->kd; kz++) {                           \
-                                    const int64_t iz =                                             \
-                                        conv_src(tr, oz, kz, g->sd, g->pd, g->dd, g->d);           \
-                                    if (iz < 0) continue;                                          \
-                                    for (int64_t ky = 0; ky < g->kh; ky++) {                       \
-                                        const int64_t iy =                                         \
-                                            conv_src(tr, oy, ky, g->sh, g->ph, g->dh, g->h);       \
-                                        if (iy < 0) continue;                                      \
-                                        for (int64_t kx = 0; kx < g->kw; kx++) {                   \
-                                            const int64_t ix =                                     \
-                                                conv_src(tr, ox, kx, g->sw, g->pw, g->dw, g->w);   \
-                                            if (ix < 0) continue;                                  \
-                                            acc += LOAD(xp[iz * xs[2] + iy * xs[3] +               \
-                                                           ix * xs[4]]) *                          \
-                                                   LOAD(wp[kz * ws[2] + ky * ws[3] +               \
-                                                           kx * ws[4]]);                           \
-                                        }                                                          \
+                            for (int64_t kz = 0; kz < g->kd; kz++) {                               \
+                                const int64_t iz =                                                 \
+                                    conv_src(tr, oz, kz, g->sd, g->pd, g->dd, g->d);               \
+                                if (iz < 0) continue;                                              \
+                                for (int64_t ky = 0; ky < g->kh; ky++) {                           \
+                                    const int64_t iy =                                             \
+                                        conv_src(tr, oy, ky, g->sh, g->ph, g->dh, g->h);           \
+                                    if (iy < 0) continue;                                          \
+                                    for (int64_t kx = 0; kx < g->kw; kx++) {                       \
+                                        const int64_t ix =                                         \
+                                            conv_src(tr, ox, kx, g->sw, g->pw, g->dw, g->w);       \
+                                        if (ix < 0) continue;                                      \
+                                        const T *xp = xg + iz * xs[2] + iy * xs[3] + ix * xs[4];   \
+                                        const T *wp = wg + kz * ws[2] + ky * ws[3] + kx * ws[4];   \
+                                        for (int64_t ic = 0; ic < icg; ic++)                       \
+                                            acc += LOAD(xp[ic * xs[1]]) * LOAD(wp[ic * wcs]);      \
                                     }                                                              \
                                 }                                                                  \
                             }                                                                      \
@@ -244,18 +248,17 @@ static void col_copy(char *dst, const char *src, int64_t sstride, int64_t n, siz
 static void col_fill(char *col, const char *x, size_t es, const ek_conv_geom *g,
                      const int64_t *xs, int64_t n, int64_t grp, int64_t t0, int64_t tn) {
     const int64_t icg = g->cin / g->groups;
-    const int64_t ksz = g->kd * g->kh * g->kw;
+    /* position t0 as (oz, oy, ox); each tap's fill advances from it run by run */
+    const int64_t ox0 = t0 % g->ow, oy0 = t0 / g->ow % g->oh, oz0 = t0 / g->ow / g->oh;
+    char *dst = col; /* row (ic, kz, ky, kx) of col: (tn) */
     for (int64_t ic = 0; ic < icg; ic++) {
         const char *xp = x + (n * xs[0] + (grp * icg + ic) * xs[1]) * (int64_t)es; /* (D, H, W) */
-        for (int64_t k = 0; k < ksz; k++) {
-            /* tap k = (kz, ky, kx) */
-            const int64_t kx = k % g->kw, ky = k / g->kw % g->kh, kz = k / g->kw / g->kh;
-            char *dst = col + (ic * ksz + k) * tn * (int64_t)es; /* (tn) */
+        /* taps (kz, ky, kx) in row-major order, kx fastest */
+        for (int64_t kz = 0, ky = 0, kx = 0; kz < g->kd; dst += tn * (int64_t)es) {
+            int64_t ox = ox0, oy = oy0, oz = oz0;
             int64_t t = t0;
             while (t < t0 + tn) {
                 /* one output row's run of positions: (oz, oy, ox .. ox + seg) */
-                const int64_t row = t / g->ow, ox = t % g->ow;
-                const int64_t oy = row % g->oh, oz = row / g->oh;
                 const int64_t seg = g->ow - ox < t0 + tn - t ? g->ow - ox : t0 + tn - t;
                 char *d = dst + (t - t0) * (int64_t)es;
                 const int64_t iz = oz * g->sd - g->pd + kz * g->dd;
@@ -263,10 +266,13 @@ static void col_fill(char *col, const char *x, size_t es, const ek_conv_geom *g,
                 if (iz < 0 || iz >= g->d || iy < 0 || iy >= g->h) {
                     memset(d, 0, (size_t)seg * es);
                 } else {
-                    /* ix = (ox + j) * sw + base is inside [0, w) for j in [lo, hi) */
+                    /* ix = (ox + j) * sw + base is inside [0, w) for j in [lo, hi);
+                     * divisions only for runs that cross an edge of the row */
                     const int64_t base = ox * g->sw - g->pw + kx * g->dw;
                     int64_t lo = base >= 0 ? 0 : (-base + g->sw - 1) / g->sw;
-                    int64_t hi = base >= g->w ? 0 : (g->w - base + g->sw - 1) / g->sw;
+                    int64_t hi = base + (seg - 1) * g->sw < g->w ? seg
+                                 : base >= g->w                  ? 0
+                                                                 : (g->w - base + g->sw - 1) / g->sw;
                     if (lo > seg) lo = seg;
                     if (hi > seg) hi = seg;
                     if (hi < lo) hi = lo;
@@ -279,6 +285,15 @@ static void col_fill(char *col, const char *x, size_t es, const ek_conv_geom *g,
                     memset(d + hi * (int64_t)es, 0, (size_t)(seg - hi) * es);
                 }
                 t += seg;
+                ox += seg; /* a run ends at its row's end or at the tile's */
+                if (ox == g->ow) {
+                    ox = 0;
+                    if (++oy == g->oh) oy = 0, oz++;
+                }
+            }
+            if (++kx == g->kw) {
+                kx = 0;
+                if (++ky == g->kh) ky = 0, kz++;
             }
         }
     }

@@ -79,7 +79,7 @@ EK_FOR_EACH_FLOAT(DEF_CONV_WGRAD)
         for (int64_t ch = 0; ch < c; ch++) {                                                       \
             CT acc = 0;                                                                            \
             for (int64_t i = 0; i < n; i++) {                                                      \
-                const T *gp = gout + (i * c + ch) * hw; /* (OD * OH * OW) */                            \
+                const T *gp = gout + (i * c + ch) * hw; /* (OD * OH * OW) */                       \
                 for (int64_t k = 0; k < hw; k++) acc += LOAD(gp[k]);                               \
             }                                                                                      \
             gb[ch] = STORE(acc);                                                                   \
