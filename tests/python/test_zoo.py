@@ -340,8 +340,8 @@ def _reference_xfail(reason: str) -> Dict[str, str]:
     return {"reference": reason}
 
 
-# ExecuTorch 1.5.1's portable kernel library (its runtime here) has the 3-d
-# convolution but not the 3-d pooling kernels.
+# The reference runtime (ExecuTorch 1.5.1's kernel library) refuses to load
+# the 3-d models: it registers no 3-d pooling kernels.
 _NO_REFERENCE_POOL3D = _reference_xfail(
     "the reference runtime has no aten::max_pool3d_with_indices.out / aten::avg_pool3d.out")
 
