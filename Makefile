@@ -15,7 +15,7 @@ DEMO_PTE_8DA4W := $(BUILD)/nanogpt_kv_8da4w.pte
 DEMO_TOKENIZER := examples/nanogpt/tokenizer
 DEMO_PROMPT := It is a truth universally acknowledged, that
 
-.PHONY: help demo inspect-plots test bootstrap build test-c test-python test-asan bench size fuzz install clean
+.PHONY: help demo inspect-plots test bootstrap build test-c test-python test-asan baremetal bench size fuzz install clean
 
 help: ## List every target
 	@echo "ember — make targets:"
@@ -66,6 +66,10 @@ test-asan: ## Build with ASan+UBSan in build-asan/ and run the C tests there
 	scripts/build.sh build-asan -DEMBER_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-g -O1"
 	cd build-asan && ctest --output-on-failure -j $(JOBS)
 
+baremetal: ## Build examples/baremetal for a Cortex-M7 (arm-none-eabi-gcc), run it on QEMU mps2-an500, compare with eager; flash/RAM use
+	@scripts/bootstrap.sh >/dev/null
+	examples/baremetal/test.sh build-baremetal
+
 bench: bench-roofline bench-kernels bench-llm bench-llm-quant bench-cnn bench-tracer ## Run every benchmark (tables into bench/RESULTS.md; llama.cpp rows need `make bench-peers` once)
 
 .PHONY: bench-roofline bench-kernels bench-llm bench-llm-quant bench-cnn bench-tracer bench-peers
@@ -109,4 +113,4 @@ install: build ## Install headers, libember.{a,so}, ember-run, CMake and pkg-con
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean: ## Remove all build directories
-	rm -rf build build-asan build-aarch64 build-size build-fuzz build-python build-bench
+	rm -rf build build-asan build-aarch64 build-size build-fuzz build-python build-bench build-baremetal build-wasm

@@ -6,7 +6,10 @@
 #   4. build-asan/ (ASan + UBSan; clang when installed) and its ctest
 #   5. build-aarch64/ (cross-compiled, NEON kernels) and its optimized-kernel
 #      tests under user-mode QEMU
-#   6. the core ATen op coverage summary of the pytest run (scripts/op_coverage.py)
+#   6. build-baremetal/: the Cortex-M example (examples/baremetal) built with
+#      arm-none-eabi-gcc, run on QEMU's mps2-an500 board, its outputs compared
+#      with eager PyTorch
+#   7. the core ATen op coverage summary of the pytest run (scripts/op_coverage.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,6 +70,14 @@ if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && command -v qemu-aarch64 >
   passed=$((passed + ${#a64_tests[@]}))
 else
   echo "no aarch64-linux-gnu-gcc or qemu-aarch64 (scripts/bootstrap.sh installs them); skipped"
+fi
+
+step "Cortex-M bare metal: examples/baremetal on QEMU mps2-an500 (build-baremetal/)"
+if command -v arm-none-eabi-gcc >/dev/null 2>&1 && command -v qemu-system-arm >/dev/null 2>&1; then
+  examples/baremetal/test.sh build-baremetal
+  passed=$((passed + 1))
+else
+  echo "no arm-none-eabi-gcc or qemu-system-arm (scripts/bootstrap.sh installs them); skipped"
 fi
 
 step "core ATen op coverage (from the pytest run's results; table: scripts/op_coverage.py)"
