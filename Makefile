@@ -15,7 +15,7 @@ DEMO_PTE_8DA4W := $(BUILD)/nanogpt_kv_8da4w.pte
 DEMO_TOKENIZER := examples/nanogpt/tokenizer
 DEMO_PROMPT := It is a truth universally acknowledged, that
 
-.PHONY: help demo inspect-plots test bootstrap build test-c test-python test-asan baremetal bench size fuzz install clean
+.PHONY: help demo inspect-plots test bootstrap build test-c test-python test-asan baremetal wasm bench size fuzz install clean
 
 help: ## List every target
 	@echo "ember — make targets:"
@@ -69,6 +69,10 @@ test-asan: ## Build with ASan+UBSan in build-asan/ and run the C tests there
 baremetal: ## Build examples/baremetal for a Cortex-M7 (arm-none-eabi-gcc), run it on QEMU mps2-an500, compare with eager; flash/RAM use
 	@scripts/bootstrap.sh >/dev/null
 	examples/baremetal/test.sh build-baremetal
+
+wasm: ## Build ember for WebAssembly (emscripten) in build-wasm/ and run a model and the nanoGPT in Node.js against eager
+	@scripts/bootstrap.sh >/dev/null
+	bindings/wasm/test.sh build-wasm
 
 bench: bench-roofline bench-kernels bench-llm bench-llm-quant bench-cnn bench-tracer ## Run every benchmark (tables into bench/RESULTS.md; llama.cpp rows need `make bench-peers` once)
 

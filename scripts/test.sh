@@ -9,7 +9,9 @@
 #   6. build-baremetal/: the Cortex-M example (examples/baremetal) built with
 #      arm-none-eabi-gcc, run on QEMU's mps2-an500 board, its outputs compared
 #      with eager PyTorch
-#   7. the core ATen op coverage summary of the pytest run (scripts/op_coverage.py)
+#   7. build-wasm/: ember for WebAssembly (emscripten), a small model and the
+#      nanoGPT run in Node.js, compared with eager PyTorch
+#   8. the core ATen op coverage summary of the pytest run (scripts/op_coverage.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -78,6 +80,14 @@ if command -v arm-none-eabi-gcc >/dev/null 2>&1 && command -v qemu-system-arm >/
   passed=$((passed + 1))
 else
   echo "no arm-none-eabi-gcc or qemu-system-arm (scripts/bootstrap.sh installs them); skipped"
+fi
+
+step "WebAssembly: emscripten build, Node.js test (build-wasm/)"
+if command -v emcc >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
+  bindings/wasm/test.sh build-wasm
+  passed=$((passed + 1))
+else
+  echo "no emcc or node (scripts/bootstrap.sh installs them); skipped"
 fi
 
 step "core ATen op coverage (from the pytest run's results; table: scripts/op_coverage.py)"
