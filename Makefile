@@ -15,7 +15,7 @@ DEMO_PTE_8DA4W := $(BUILD)/nanogpt_kv_8da4w.pte
 DEMO_TOKENIZER := examples/nanogpt/tokenizer
 DEMO_PROMPT := It is a truth universally acknowledged, that
 
-.PHONY: help demo inspect-plots test bootstrap build test-c test-python test-asan baremetal wasm bench size fuzz install clean
+.PHONY: help demo inspect-plots test bootstrap build test-c test-python test-asan baremetal wasm web bench size fuzz install clean
 
 help: ## List every target
 	@echo "ember — make targets:"
@@ -70,9 +70,12 @@ baremetal: ## Build examples/baremetal for a Cortex-M7 (arm-none-eabi-gcc), run 
 	@scripts/bootstrap.sh >/dev/null
 	examples/baremetal/test.sh build-baremetal
 
-wasm: ## Build ember for WebAssembly (emscripten) in build-wasm/ and run a model and the nanoGPT in Node.js against eager
+wasm: ## Build ember for WebAssembly (emscripten) in build-wasm/; a model and nanoGPT in Node.js and the web page in headless Chromium, against eager
 	@scripts/bootstrap.sh >/dev/null
 	bindings/wasm/test.sh build-wasm
+
+web: wasm ## Serve examples/web (nanoGPT generating in the browser) at http://127.0.0.1:8000/
+	.venv/bin/python examples/web/test_browser.py build-wasm --serve 8000
 
 bench: bench-roofline bench-kernels bench-llm bench-llm-quant bench-cnn bench-tracer ## Run every benchmark (tables into bench/RESULTS.md; llama.cpp rows need `make bench-peers` once)
 

@@ -10,7 +10,8 @@
 #      arm-none-eabi-gcc, run on QEMU's mps2-an500 board, its outputs compared
 #      with eager PyTorch
 #   7. build-wasm/: ember for WebAssembly (emscripten), a small model and the
-#      nanoGPT run in Node.js, compared with eager PyTorch
+#      nanoGPT run in Node.js, and the nanoGPT web page (examples/web) in
+#      headless Chromium, compared with eager PyTorch
 #   8. the core ATen op coverage summary of the pytest run (scripts/op_coverage.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -82,7 +83,7 @@ else
   echo "no arm-none-eabi-gcc or qemu-system-arm (scripts/bootstrap.sh installs them); skipped"
 fi
 
-step "WebAssembly: emscripten build, Node.js test (build-wasm/)"
+step "WebAssembly: emscripten build, Node.js and headless Chromium tests (build-wasm/)"
 if command -v emcc >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
   bindings/wasm/test.sh build-wasm
   passed=$((passed + 1))

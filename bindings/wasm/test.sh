@@ -5,6 +5,9 @@
 #      PyTorch's outputs and greedy text (again only when the exporter, the
 #      ember package or the checkpoint changed)
 #   3. test_node.js: runs both in Node.js and compares
+#   4. examples/web/test_browser.py (where chromium is installed): the web
+#      page generates the same greedy text in headless Chromium, and its
+#      screenshot is not blank
 #
 # usage: bindings/wasm/test.sh [build-dir]          (default: build-wasm)
 # Environment: EMBER_VENV (default .venv), JOBS.
@@ -33,3 +36,9 @@ if [[ ! -f "$stamp" || -n $(find bindings/wasm/export_test.py python/ember examp
 fi
 
 node bindings/wasm/test_node.js "$dir" "$dir/test" examples/nanogpt/tokenizer
+
+if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
+  "$VENV/bin/python" examples/web/test_browser.py "$dir"
+else
+  echo "no chromium (scripts/bootstrap.sh installs it); the browser test of examples/web is skipped"
+fi
