@@ -42,6 +42,9 @@
     return p;
   }
 
+  // Programs and tokenizers reach the runtime as files in the in-memory file
+  // system; once loaded, the runtime holds its own copy (a mapping, or an
+  // open file, which outlives the name), so the names are removed again.
   let fileCount = 0;
   function writeFile(dir, name, bytes) {
     try { FS.mkdir(dir); } catch (e) { /* exists */ }
@@ -49,17 +52,21 @@
     FS.writeFile(path, bytes);
     return path;
   }
+  function removeFiles(paths) {
+    paths.forEach((p) => { try { FS.unlink(p); } catch (e) { /* gone */ } });
+  }
 
   class Model {
     constructor(bytes, method) {
-      this.path = writeFile("/ember", `model${fileCount++}.pte`, bytes);
-      const cpath = cString(this.path), cmethod = cString(method);
+      const file = writeFile("/ember", `model${fileCount++}.pte`, bytes);
+      const cpath = cString(file), cmethod = cString(method);
       const out = Module._malloc(4);
       try {
         check(Module._ew_model_load(cpath, cmethod, out), `loading ${method}`);
         this.ptr = HEAPU32[out >> 2];
       } finally {
         Module._free(cpath); Module._free(cmethod); Module._free(out);
+        removeFiles([file]);
       }
     }
 
@@ -111,24 +118,25 @@
     free() {
       if (this.ptr) Module._ew_model_free(this.ptr);
       this.ptr = 0;
-      try { FS.unlink(this.path); } catch (e) { /* gone */ }
     }
   }
 
   class LlmRunner {
     constructor(pteBytes, vocabJson, mergesTxt) {
       const n = fileCount++;
-      this.model = writeFile("/ember", `llm${n}.pte`, pteBytes);
-      this.dir = `/ember/tokenizer${n}`;
-      writeFile(this.dir, "vocab.json", vocabJson);
-      writeFile(this.dir, "merges.txt", mergesTxt);
-      const cmodel = cString(this.model), cdir = cString(this.dir);
+      const model = writeFile("/ember", `llm${n}.pte`, pteBytes);
+      const dir = `/ember/tokenizer${n}`;
+      const files = [model, writeFile(dir, "vocab.json", vocabJson),
+                     writeFile(dir, "merges.txt", mergesTxt)];
+      const cmodel = cString(model), cdir = cString(dir);
       const out = Module._malloc(4);
       try {
         check(Module._ew_llm_load(cmodel, cdir, out), "loading the LLM");
         this.ptr = HEAPU32[out >> 2];
       } finally {
         Module._free(cmodel); Module._free(cdir); Module._free(out);
+        removeFiles(files);
+        try { FS.rmdir(dir); } catch (e) { /* not empty or gone */ }
       }
     }
 

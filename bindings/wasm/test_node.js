@@ -1,7 +1,8 @@
 // Runs ember's WebAssembly build in Node.js and compares with eager PyTorch
 // (bindings/wasm/export_test.py wrote the programs and the answers):
 //   1. mixed.pte: an int64 and a float input, two outputs, fp32 tolerance
-//   2. nanogpt.pte: greedy generation, the same tokens as eager PyTorch
+//   2. a truncated program: loading it throws the runtime's status and message
+//   3. nanogpt.pte: greedy generation, the same tokens as eager PyTorch
 //
 // usage: node test_node.js <build-wasm dir> <export_test.py's out dir> <tokenizer dir>
 "use strict";
@@ -51,7 +52,19 @@ async function main() {
   model.free();
   console.log(`test_node: mixed.pte: ${outs.length} outputs match eager PyTorch (max abs error ${worst.toExponential(2)})`);
 
-  // 2. nanoGPT, greedy, against eager PyTorch's tokens
+  // 2. bad input: an Error with the runtime's message, and the module still works
+  const pte = fs.readFileSync(path.join(testDir, "mixed.pte"));
+  let message = null;
+  try {
+    ember.loadModel(pte.subarray(0, pte.length >> 1));
+  } catch (e) {
+    message = e.message;
+  }
+  if (message === null || !message.startsWith("ember: loading forward: "))
+    fail(`a truncated program gave ${JSON.stringify(message)}, not an error from the runtime`);
+  console.log(`test_node: a truncated program is refused: ${message}`);
+
+  // 3. nanoGPT, greedy, against eager PyTorch's tokens
   const greedy = JSON.parse(fs.readFileSync(path.join(testDir, "greedy.json"), "utf8"));
   const llm = ember.loadLlm(fs.readFileSync(path.join(testDir, "nanogpt.pte")),
                             fs.readFileSync(path.join(tokDir, "vocab.json")),
