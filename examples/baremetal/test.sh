@@ -2,6 +2,7 @@
 # Builds the bare-metal example for QEMU's mps2-an500 (Cortex-M7 with FPU),
 # runs it there and compares its outputs with eager PyTorch:
 #   1. export.py: the model, its .pte as a C array, eager PyTorch's outputs
+#      (again only when export.py or the ember package changed)
 #   2. every operator of the program must be in kernels.def
 #   3. cmake + ninja with cmake/toolchains/arm-none-eabi.cmake (incremental)
 #   4. qemu-system-arm runs firmware.elf; its UART output is the log
@@ -17,7 +18,11 @@ VENV="${EMBER_VENV:-.venv}"
 JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 ex=examples/baremetal
 
-PYTHONWARNINGS=ignore "$VENV/bin/python" "$ex/export.py" --out-dir "$dir/model"
+stamp="$dir/model/.exported"
+if [[ ! -f "$stamp" || -n $(find "$ex/export.py" python/ember -newer "$stamp" -print -quit) ]]; then
+  PYTHONWARNINGS=ignore "$VENV/bin/python" "$ex/export.py" --out-dir "$dir/model"
+  touch "$stamp"
+fi
 
 missing=()
 while read -r op; do
