@@ -75,7 +75,9 @@ def main() -> int:
             flash[comp] += size
             ram[comp] += size
     # Totals from the section headers; what the map does not attribute
-    # (alignment between sections) is "other".
+    # (alignment between sections) is "other". The parts are input sections
+    # as the map lists them, before the linker merges duplicate strings, so
+    # they may add up to a few hundred bytes more than the total.
     sizes = {}
     out = subprocess.run(["arm-none-eabi-size", "-A", elf], check=True, capture_output=True,
                          text=True).stdout
