@@ -7,7 +7,7 @@
  * program (model_data.h), and the kernels' scratch. The .pte stays in flash
  * and is read in place.
  *
- * Output, one line each (the check compares the bits with eager PyTorch):
+ * Output, one line each (check.py compares the values with eager PyTorch):
  *   out[i] = 0x<float bits>
  * then the memory it used, and "ok".
  */
@@ -16,7 +16,6 @@
 
 #include "board.h"
 #include "ember/ember.h"
-#include "ember/kernel.h"
 #include "ember/platform.h"
 #include "model_data.h"
 #include "model_kernels.h"
