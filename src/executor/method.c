@@ -15,12 +15,6 @@
 /* Planned buffers must be aligned at least this much. */
 #define PLANNED_ALIGN 16
 
-#define TRY(expr)                                                                                 \
-    do {                                                                                          \
-        ember_status st_ = (expr);                                                                \
-        if (st_ != EMBER_OK) return st_;                                                          \
-    } while (0)
-
 typedef struct instr {
     uint8_t kind;
     int32_t a, b;            /* see pte_instr */
@@ -116,11 +110,11 @@ static ember_status build_tensor(ember_method *m, ember_allocator *a, const pte_
     uint8_t *order;
     int64_t *strides;
     size_t dim = d->dim;
-    TRY(ALLOC(a, 1, ember_tensor, "a tensor", &t));
-    TRY(ALLOC(a, dim, int32_t, "tensor sizes", &sizes));
-    TRY(ALLOC(a, dim, int32_t, "tensor bounds", &bounds));
-    TRY(ALLOC(a, dim, uint8_t, "tensor dim order", &order));
-    TRY(ALLOC(a, dim, int64_t, "tensor strides", &strides));
+    EMBER_TRY(ALLOC(a, 1, ember_tensor, "a tensor", &t));
+    EMBER_TRY(ALLOC(a, dim, int32_t, "tensor sizes", &sizes));
+    EMBER_TRY(ALLOC(a, dim, int32_t, "tensor bounds", &bounds));
+    EMBER_TRY(ALLOC(a, dim, uint8_t, "tensor dim order", &order));
+    EMBER_TRY(ALLOC(a, dim, int64_t, "tensor strides", &strides));
     memcpy(sizes, d->sizes, dim * sizeof *sizes);
     memcpy(bounds, d->sizes, dim * sizeof *bounds);
     memcpy(order, d->dim_order, dim);
@@ -154,7 +148,7 @@ static ember_status build_value(ember_method *m, ember_allocator *a, uint32_t i)
     const fb_reader *r = &p->r;
     ember_value *v = &m->values[i];
     pte_value d;
-    TRY(pte_decode_value(p, m->plan, i, &d));
+    EMBER_TRY(pte_decode_value(p, m->plan, i, &d));
     v->tag = d.tag;
     switch (d.tag) {
     case EMBER_TAG_NONE: break;
@@ -168,8 +162,8 @@ static ember_status build_value(ember_method *m, ember_allocator *a, uint32_t i)
     case EMBER_TAG_TENSOR: return build_tensor(m, a, &d.u.t, &v->u.t);
     case EMBER_TAG_INT_LIST: {
         uint32_t n = d.u.list.len;
-        TRY(ALLOC(a, n, ember_value *, "int list items", &v->u.int_list.items));
-        TRY(ALLOC(a, n, int64_t, "int list", &v->u.int_list.unboxed));
+        EMBER_TRY(ALLOC(a, n, ember_value *, "int list items", &v->u.int_list.items));
+        EMBER_TRY(ALLOC(a, n, int64_t, "int list", &v->u.int_list.unboxed));
         for (uint32_t k = 0; k < n; k++) {
             int64_t idx = fb_vec_i64(r, &d.u.list, k);
             v->u.int_list.items[k] = &m->values[idx];
@@ -180,7 +174,7 @@ static ember_status build_value(ember_method *m, ember_allocator *a, uint32_t i)
     }
     case EMBER_TAG_DOUBLE_LIST: {
         double *items;
-        TRY(ALLOC(a, d.u.list.len, double, "double list", &items));
+        EMBER_TRY(ALLOC(a, d.u.list.len, double, "double list", &items));
         for (uint32_t k = 0; k < d.u.list.len; k++) items[k] = fb_vec_f64(r, &d.u.list, k);
         v->u.double_list.items = items;
         v->u.double_list.len = d.u.list.len;
@@ -188,7 +182,7 @@ static ember_status build_value(ember_method *m, ember_allocator *a, uint32_t i)
     }
     case EMBER_TAG_BOOL_LIST: {
         bool *items;
-        TRY(ALLOC(a, d.u.list.len, bool, "bool list", &items));
+        EMBER_TRY(ALLOC(a, d.u.list.len, bool, "bool list", &items));
         for (uint32_t k = 0; k < d.u.list.len; k++) items[k] = fb_vec_u8(r, &d.u.list, k) != 0;
         v->u.bool_list.items = items;
         v->u.bool_list.len = d.u.list.len;
@@ -197,7 +191,7 @@ static ember_status build_value(ember_method *m, ember_allocator *a, uint32_t i)
     case EMBER_TAG_TENSOR_LIST:
     case EMBER_TAG_OPTIONAL_TENSOR_LIST: {
         uint32_t n = d.u.list.len;
-        TRY(ALLOC(a, n, ember_value *, "tensor list", &v->u.tensor_list.items));
+        EMBER_TRY(ALLOC(a, n, ember_value *, "tensor list", &v->u.tensor_list.items));
         for (uint32_t k = 0; k < n; k++) {
             int32_t idx = fb_vec_i32(r, &d.u.list, k);
             v->u.tensor_list.items[k] = idx < 0 ? NULL : &m->values[idx];
@@ -214,7 +208,7 @@ static ember_status build_value(ember_method *m, ember_allocator *a, uint32_t i)
 /* Copies the index list of inputs or outputs. */
 static ember_status build_io(ember_method *m, ember_allocator *a, const fb_vec *list,
                              uint32_t **out) {
-    TRY(ALLOC(a, list->len, uint32_t, "input/output table", out));
+    EMBER_TRY(ALLOC(a, list->len, uint32_t, "input/output table", out));
     for (uint32_t k = 0; k < list->len; k++) (*out)[k] = (uint32_t)fb_vec_i32(&m->program->r, list, k);
     return EMBER_OK;
 }
@@ -235,14 +229,14 @@ static ember_status resolve_operators(ember_method *m, ember_allocator *a, bool 
     char list[EMBER_ERROR_MESSAGE_SIZE];
     size_t used = 0;
     list[0] = '\0';
-    TRY(ALLOC(a, n, const char *, "operator names", &m->op_names));
-    TRY(ALLOC(a, n, ember_kernel_fn, "operator table", &m->op_fns));
+    EMBER_TRY(ALLOC(a, n, const char *, "operator names", &m->op_names));
+    EMBER_TRY(ALLOC(a, n, ember_kernel_fn, "operator table", &m->op_fns));
     for (uint32_t i = 0; i < n; i++) {
         fb_str name, overload;
         char *key;
-        TRY(pte_operator(m->program, plan, i, &name, &overload));
+        EMBER_TRY(pte_operator(m->program, plan, i, &name, &overload));
         size_t len = name.len + (overload.len > 0 ? 1u + overload.len : 0u);
-        TRY(ALLOC(a, len + 1, char, "an operator name", &key));
+        EMBER_TRY(ALLOC(a, len + 1, char, "an operator name", &key));
         memcpy(key, name.data, name.len);
         if (overload.len > 0) {
             key[name.len] = '.';
@@ -275,23 +269,23 @@ static ember_status resolve_operators(ember_method *m, ember_allocator *a, bool 
 static ember_status build_chains(ember_method *m, ember_allocator *a) {
     const pte_plan *plan = m->plan;
     m->num_chains = plan->chains.len;
-    TRY(ALLOC(a, m->num_chains, chain, "chains", &m->chains));
+    EMBER_TRY(ALLOC(a, m->num_chains, chain, "chains", &m->chains));
     for (uint32_t c = 0; c < m->num_chains; c++) {
         uint32_t len = 0;
         pte_instr d;
-        TRY(pte_instruction(m->program, plan, c, 0, &d, &len));
+        EMBER_TRY(pte_instruction(m->program, plan, c, 0, &d, &len));
         m->chains[c].len = len;
-        TRY(ALLOC(a, len, instr, "instructions", &m->chains[c].instrs));
+        EMBER_TRY(ALLOC(a, len, instr, "instructions", &m->chains[c].instrs));
         for (uint32_t i = 0; i < len; i++) {
             instr *in = &m->chains[c].instrs[i];
-            TRY(pte_instruction(m->program, plan, c, i, &d, &len));
+            EMBER_TRY(pte_instruction(m->program, plan, c, i, &d, &len));
             memset(in, 0, sizeof *in);
             in->kind = d.kind;
             in->a = d.a;
             in->b = d.b;
             if (d.kind == INSTR_KERNEL || d.kind == INSTR_DELEGATE) {
                 in->nargs = d.args.len;
-                TRY(ALLOC(a, d.args.len, ember_value *, "instruction arguments", &in->args));
+                EMBER_TRY(ALLOC(a, d.args.len, ember_value *, "instruction arguments", &in->args));
                 for (uint32_t k = 0; k < d.args.len; k++)
                     in->args[k] = &m->values[fb_vec_i32(&m->program->r, &d.args, k)];
                 if (d.kind == INSTR_KERNEL) {
@@ -312,17 +306,17 @@ static ember_status build(ember_method *m, ember_allocator *a, const ember_memor
                           bool measure) {
     const pte_plan *plan = m->plan;
     m->num_planned = plan->buffer_sizes.len > 0 ? plan->buffer_sizes.len - 1 : 0;
-    TRY(ALLOC(a, m->num_planned, void *, "planned buffer table", &m->planned));
+    EMBER_TRY(ALLOC(a, m->num_planned, void *, "planned buffer table", &m->planned));
     memset(m->planned, 0, m->num_planned * sizeof *m->planned);
-    if (!measure) TRY(bind_planned(m, mem));
+    if (!measure) EMBER_TRY(bind_planned(m, mem));
     m->num_values = plan->values.len;
-    TRY(ALLOC(a, m->num_values, ember_value, "values", &m->values));
+    EMBER_TRY(ALLOC(a, m->num_values, ember_value, "values", &m->values));
     memset(m->values, 0, (size_t)m->num_values * sizeof *m->values);
-    for (uint32_t i = 0; i < m->num_values; i++) TRY(build_value(m, a, i));
+    for (uint32_t i = 0; i < m->num_values; i++) EMBER_TRY(build_value(m, a, i));
     m->num_inputs = plan->inputs.len;
     m->num_outputs = plan->outputs.len;
-    TRY(build_io(m, a, &plan->inputs, &m->inputs));
-    TRY(build_io(m, a, &plan->outputs, &m->outputs));
+    EMBER_TRY(build_io(m, a, &plan->inputs, &m->inputs));
+    EMBER_TRY(build_io(m, a, &plan->outputs, &m->outputs));
     /* Tensors without storage must be bound by the caller: only inputs and
      * outputs can be, so anything else would run on no memory. */
     for (uint32_t i = 0; i < m->num_values; i++) {
@@ -333,19 +327,19 @@ static ember_status build(ember_method *m, ember_allocator *a, const ember_memor
                                    "value %u: tensor has no storage and is not an input or output",
                                    i);
     }
-    TRY(resolve_operators(m, a, measure));
-    TRY(build_chains(m, a));
-    TRY(ALLOC(a, plan->num_external, ember_buffer, "external tensor table", &m->external));
-    TRY(ALLOC(a, plan->num_external, const ember_data_loader *, "external tensor table",
+    EMBER_TRY(resolve_operators(m, a, measure));
+    EMBER_TRY(build_chains(m, a));
+    EMBER_TRY(ALLOC(a, plan->num_external, ember_buffer, "external tensor table", &m->external));
+    EMBER_TRY(ALLOC(a, plan->num_external, const ember_data_loader *, "external tensor table",
               &m->external_loaders));
-    TRY(ALLOC(a, plan->delegates.len, delegate, "delegates", &m->delegates));
+    EMBER_TRY(ALLOC(a, plan->delegates.len, delegate, "delegates", &m->delegates));
     /* The compile-spec tables are the runtime's own memory, so they are
      * taken here, where ember_program_method_arena_size() measures them;
      * what backends allocate at init comes after. */
     for (uint32_t i = 0; i < plan->delegates.len; i++) {
         pte_delegate d;
-        TRY(pte_delegate_ref(m->program, plan, i, &d));
-        TRY(ALLOC(a, d.specs.len, ember_compile_spec, "compile specs", &m->delegates[i].specs));
+        EMBER_TRY(pte_delegate_ref(m->program, plan, i, &d));
+        EMBER_TRY(ALLOC(a, d.specs.len, ember_compile_spec, "compile specs", &m->delegates[i].specs));
     }
     return EMBER_OK;
 }
@@ -365,7 +359,7 @@ static ember_status bind_planned(ember_method *m, const ember_memory *mem) {
                                mem->num_planned_buffers);
     for (size_t k = 0; k < n; k++) {
         size_t bytes;
-        TRY(pte_buffer_size(m->program, plan, (uint32_t)(k + 1), &bytes));
+        EMBER_TRY(pte_buffer_size(m->program, plan, (uint32_t)(k + 1), &bytes));
 #if EMBER_EVENT_TRACER
         if (tracing(m, EMBER_TRACE_ALLOCATIONS))
             ember_trace_alloc(m->tracer, TRACE_ALLOC_PLANNED, bytes);
@@ -449,7 +443,7 @@ static ember_status bind_external(ember_method *m) {
         ember_data_info info;
         ember_buffer buf;
         const ember_data_loader *loader = NULL;
-        TRY(pte_decode_value(p, m->plan, i, &d));
+        EMBER_TRY(pte_decode_value(p, m->plan, i, &d));
         if (d.tag != EMBER_TAG_TENSOR || !d.u.t.external) continue;
         const pte_tensor *t = &d.u.t;
         ember_status st = named_find(p, m->data_maps, m->num_data_maps, t->fqn.data, t->fqn.len,
@@ -459,12 +453,12 @@ static ember_status bind_external(ember_method *m) {
             return st;
         }
         named_info(p, &ref, &info);
-        TRY(check_external(i, t, &info));
+        EMBER_TRY(check_external(i, t, &info));
         if (t->storage == EMBER_STORAGE_CONSTANT) {
             if (m->num_external >= m->plan->num_external)
                 return ember_set_error(EMBER_ERR_INVALID_PROGRAM, "value %u: too many external "
                                        "tensors", i);
-            TRY(named_load(p, &ref, EMBER_SEGMENT_CONSTANT, &buf, &loader));
+            EMBER_TRY(named_load(p, &ref, EMBER_SEGMENT_CONSTANT, &buf, &loader));
             m->external[m->num_external] = buf;
             m->external_loaders[m->num_external] = loader;
             m->num_external++;
@@ -478,7 +472,7 @@ static ember_status bind_external(ember_method *m) {
             /* Kernels never write tensors they only read; constants are inputs. */
             m->values[i].u.t->data = (void *)(uintptr_t)buf.data;
         } else {
-            TRY(named_load(p, &ref, EMBER_SEGMENT_MUTABLE, &buf, &loader));
+            EMBER_TRY(named_load(p, &ref, EMBER_SEGMENT_MUTABLE, &buf, &loader));
             if (t->nbytes > 0) memcpy(m->values[i].u.t->data, buf.data, t->nbytes);
             if (buf.data != NULL && loader->release != NULL) loader->release(loader->ctx, &buf);
         }
@@ -491,7 +485,7 @@ static ember_status init_delegate(ember_method *m, ember_allocator *a, uint32_t 
     pte_delegate d;
     ember_compile_spec *specs;
     ember_buffer payload = {NULL, 0, NULL};
-    TRY(pte_delegate_ref(p, m->plan, i, &d));
+    EMBER_TRY(pte_delegate_ref(p, m->plan, i, &d));
     const ember_backend *b = ember_backend_find(d.id.data, d.id.len);
     if (b == NULL)
         return ember_set_error(EMBER_ERR_BACKEND_MISSING, "delegate %u: backend '%s' is not registered",
@@ -521,7 +515,7 @@ static ember_status init_delegate(ember_method *m, ember_allocator *a, uint32_t 
         payload.data = fb_vec_bytes(&p->r, &data);
         payload.size = data.len;
     } else {
-        TRY(pte_load_segment(p, d.index, EMBER_SEGMENT_BACKEND, &payload));
+        EMBER_TRY(pte_load_segment(p, d.index, EMBER_SEGMENT_BACKEND, &payload));
     }
     ember_backend_init_ctx ctx = {a, i, p, m->threadpool, m->data_maps, m->num_data_maps};
     ember_clear_error();
@@ -564,7 +558,7 @@ ember_status ember_program_method_arena_size(const ember_program *program, const
     ember_method m;
     ember_heap_allocator heap;
     if (bytes == NULL) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL output");
-    TRY(pte_find_plan(program, method, &plan));
+    EMBER_TRY(pte_find_plan(program, method, &plan));
     ember_heap_allocator_init(&heap);
     measure_allocator ma = {{NULL, measure_alloc}, &heap, 0};
     ma.base.ctx = &ma;
@@ -619,7 +613,7 @@ ember_status ember_method_load_with(const ember_program *program, const char *na
     }
     if (memory != NULL && memory->struct_size < sizeof(ember_memory))
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "ember_memory.struct_size is wrong");
-    TRY(pte_find_plan(program, name, &plan));
+    EMBER_TRY(pte_find_plan(program, name, &plan));
     ember_heap_allocator_init(&heap);
     a = memory != NULL && memory->method_allocator != NULL ? memory->method_allocator : &heap.base;
     m = ember_alloc(a, sizeof *m, _Alignof(ember_method));
@@ -743,7 +737,7 @@ ember_status ember_method_set_input_tensor(ember_method *method, size_t i, ember
                                            const int64_t *sizes, size_t dim, const void *data,
                                            size_t nbytes) {
     ember_value *v = NULL;
-    TRY(input_value(method, i, EMBER_TAG_TENSOR, &v));
+    EMBER_TRY(input_value(method, i, EMBER_TAG_TENSOR, &v));
     ember_tensor *t = v->u.t;
     if ((int)dtype != t->dtype)
         return ember_set_error(EMBER_ERR_TYPE_MISMATCH, "input %zu is %s, got %s", i,
@@ -785,21 +779,21 @@ ember_status ember_method_set_input_tensor(ember_method *method, size_t i, ember
 
 ember_status ember_method_set_input_int(ember_method *method, size_t i, int64_t v) {
     ember_value *val = NULL;
-    TRY(input_value(method, i, EMBER_TAG_INT, &val));
+    EMBER_TRY(input_value(method, i, EMBER_TAG_INT, &val));
     val->u.i = v;
     return EMBER_OK;
 }
 
 ember_status ember_method_set_input_double(ember_method *method, size_t i, double v) {
     ember_value *val = NULL;
-    TRY(input_value(method, i, EMBER_TAG_DOUBLE, &val));
+    EMBER_TRY(input_value(method, i, EMBER_TAG_DOUBLE, &val));
     val->u.d = v;
     return EMBER_OK;
 }
 
 ember_status ember_method_set_input_bool(ember_method *method, size_t i, bool v) {
     ember_value *val = NULL;
-    TRY(input_value(method, i, EMBER_TAG_BOOL, &val));
+    EMBER_TRY(input_value(method, i, EMBER_TAG_BOOL, &val));
     val->u.b = v;
     return EMBER_OK;
 }
@@ -994,7 +988,7 @@ static ember_status run_chain(ember_method *m, uint32_t ci, const chain *c) {
 
 ember_status ember_method_execute(ember_method *method) {
     if (method == NULL) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL method");
-    TRY(check_bound(method));
+    EMBER_TRY(check_bound(method));
 #if EMBER_EVENT_TRACER
     uint32_t token = 0;
     if (method->tracer != NULL) {

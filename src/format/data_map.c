@@ -48,12 +48,6 @@ static ember_status bad(const char *fmt, ...) {
     return EMBER_ERR_INVALID_PROGRAM;
 }
 
-#define TRY(expr)                                                                                 \
-    do {                                                                                          \
-        ember_status st_ = (expr);                                                                \
-        if (st_ != EMBER_OK) return st_;                                                          \
-    } while (0)
-
 /* Loads through the map's loader; a failure always gets a message. */
 static ember_status map_load(const ember_data_map *m, uint64_t offset, size_t size,
                              ember_segment_kind kind, ember_buffer *out) {
@@ -82,7 +76,7 @@ static ember_status read_header(ember_data_map *m, uint64_t *fb_end) {
                                "data map: file has %llu bytes, a header needs %d",
                                (unsigned long long)m->file_size, PTD_HEAD_BYTES);
     size_t n = m->file_size < PTD_HEAD_BYTES ? (size_t)m->file_size : PTD_HEAD_BYTES;
-    TRY(map_load(m, 0, n, EMBER_SEGMENT_PROGRAM, &head));
+    EMBER_TRY(map_load(m, 0, n, EMBER_SEGMENT_PROGRAM, &head));
     const uint8_t *h = head.data;
     ember_status st = EMBER_OK;
     if (memcmp(h + 4, "FT01", 4) != 0) {
@@ -224,7 +218,7 @@ static ember_status verify(ember_data_map *m) {
         fb_str key;
         uint32_t segment;
         ember_data_info info;
-        TRY(decode_entry(m, i, &key, &segment, &info));
+        EMBER_TRY(decode_entry(m, i, &key, &segment, &info));
     }
     return EMBER_OK;
 }
@@ -299,7 +293,7 @@ ember_status ember_data_map_key(const ember_data_map *map, size_t i, const char 
     if (i >= map->named_data.len)
         return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "data map key %zu of %u", i,
                                map->named_data.len);
-    TRY(decode_entry(map, (uint32_t)i, &k, &segment, &info));
+    EMBER_TRY(decode_entry(map, (uint32_t)i, &k, &segment, &info));
     *key = k.data;
     return EMBER_OK;
 }
@@ -325,7 +319,7 @@ ember_status ember_data_map_info(const ember_data_map *map, const char *key,
     named_ref ref;
     if (map == NULL || key == NULL || info == NULL)
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "data map info: NULL argument");
-    TRY(named_find(NULL, &map, 1, key, strlen(key), &ref));
+    EMBER_TRY(named_find(NULL, &map, 1, key, strlen(key), &ref));
     named_info(NULL, &ref, info);
     return EMBER_OK;
 }
@@ -336,7 +330,7 @@ ember_status ember_data_map_load(const ember_data_map *map, const char *key, emb
     if (out != NULL) memset(out, 0, sizeof *out);
     if (map == NULL || key == NULL || out == NULL)
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "data map load: NULL argument");
-    TRY(named_find(NULL, &map, 1, key, strlen(key), &ref));
+    EMBER_TRY(named_find(NULL, &map, 1, key, strlen(key), &ref));
     return named_load(NULL, &ref, EMBER_SEGMENT_NAMED_DATA, out, &loader);
 }
 
@@ -400,7 +394,7 @@ ember_status named_load(const ember_program *p, const named_ref *ref, ember_segm
     uint64_t offset = 0, size = 0;
     ember_data_info info;
     *loader = m->loader;
-    TRY(decode_entry(m, ref->index, &key, &segment, &info));
+    EMBER_TRY(decode_entry(m, ref->index, &key, &segment, &info));
     (void)segment_at(m, segment, &offset, &size);
     /* Checked at open: base + offset + size lies inside the file. */
     return map_load(m, m->segment_base + offset, (size_t)size, kind, out);
@@ -417,8 +411,8 @@ ember_status ember_backend_get_data(const ember_backend_init_ctx *ctx, const cha
     if (ctx == NULL || ctx->program == NULL || key == NULL || out == NULL ||
         (ctx->data_maps == NULL && ctx->num_data_maps > 0))
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "named data: NULL argument");
-    TRY(named_find(ctx->program, ctx->data_maps, ctx->num_data_maps, key, key_len, &ref));
-    TRY(named_load(ctx->program, &ref, EMBER_SEGMENT_NAMED_DATA, &out->buffer_, &out->loader_));
+    EMBER_TRY(named_find(ctx->program, ctx->data_maps, ctx->num_data_maps, key, key_len, &ref));
+    EMBER_TRY(named_load(ctx->program, &ref, EMBER_SEGMENT_NAMED_DATA, &out->buffer_, &out->loader_));
     out->data = out->buffer_.data;
     out->size = out->buffer_.size;
     return EMBER_OK;
