@@ -8,7 +8,13 @@
 #      the package check and test_corruption) under user-mode QEMU
 #   6. the Java binding's JUnit tests (bindings/java/run_tests.sh; skipped
 #      without a JDK)
-#   7. the core ATen op coverage summary of the pytest run (scripts/op_coverage.py)
+#   7. build-baremetal/: the Cortex-M example (examples/baremetal) built with
+#      arm-none-eabi-gcc, run on QEMU's mps2-an500 board, its outputs compared
+#      with eager PyTorch
+#   8. build-wasm/: ember for WebAssembly (emscripten), a small model and the
+#      nanoGPT run in Node.js, and the nanoGPT web page (examples/web) in
+#      headless Chromium, compared with eager PyTorch
+#   9. the core ATen op coverage summary of the pytest run (scripts/op_coverage.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -81,6 +87,22 @@ bindings/java/run_tests.sh build 2>&1 | tee "$java_log"
 n=$(sed -n 's/^OK (\([0-9]*\) tests)$/\1/p' "$java_log" | tail -n1)
 rm -f "$java_log"
 passed=$((passed + ${n:-0}))
+
+step "Cortex-M bare metal: examples/baremetal on QEMU mps2-an500 (build-baremetal/)"
+if command -v arm-none-eabi-gcc >/dev/null 2>&1 && command -v qemu-system-arm >/dev/null 2>&1; then
+  examples/baremetal/test.sh build-baremetal
+  passed=$((passed + 1))
+else
+  echo "no arm-none-eabi-gcc or qemu-system-arm (scripts/bootstrap.sh installs them); skipped"
+fi
+
+step "WebAssembly: emscripten build, Node.js and headless Chromium tests (build-wasm/)"
+if command -v emcc >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
+  bindings/wasm/test.sh build-wasm
+  passed=$((passed + 1))
+else
+  echo "no emcc or node (scripts/bootstrap.sh installs them); skipped"
+fi
 
 step "core ATen op coverage (from the pytest run's results; table: scripts/op_coverage.py)"
 "$VENV/bin/python" scripts/op_coverage.py --summary-only

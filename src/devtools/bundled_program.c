@@ -99,18 +99,20 @@ static ember_status decode_value(const fb_reader *r, const fb_vec *values, uint3
     size_t elem = ember_dtype_size(out->dtype);
     if (elem == 0) return ember_invalid_program("tensor has unknown scalar type %u", out->dtype);
     if (sizes.len > EMBER_MAX_DIM)
-        return ember_invalid_program("tensor rank %u exceeds %d", sizes.len, EMBER_MAX_DIM);
+        return ember_invalid_program("tensor rank %u exceeds %d", (unsigned)sizes.len,
+                                     EMBER_MAX_DIM);
     out->dim = sizes.len;
     for (uint32_t d = 0; d < sizes.len; d++) {
         out->sizes[d] = fb_vec_i32(r, &sizes, d);
         if (out->sizes[d] < 0)
-            return ember_invalid_program("tensor size %d of dim %u", out->sizes[d], d);
+            return ember_invalid_program("tensor size %d of dim %u", (int)out->sizes[d],
+                                         (unsigned)d);
     }
     /* An absent (or empty, for rank > 0 written by old tools) dim order is contiguous. */
     bool use_order = has_order && order.len > 0;
     if (use_order && order.len != sizes.len)
-        return ember_invalid_program("tensor dim_order has %u entries for rank %u", order.len,
-                                     sizes.len);
+        return ember_invalid_program("tensor dim_order has %u entries for rank %u",
+                                     (unsigned)order.len, (unsigned)sizes.len);
     uint32_t seen = 0;
     for (uint32_t d = 0; d < out->dim; d++) {
         uint8_t o = use_order ? fb_vec_u8(r, &order, d) : (uint8_t)d;
@@ -124,7 +126,7 @@ static ember_status decode_value(const fb_reader *r, const fb_vec *values, uint3
     /* Writers may store a whole storage; the tensor's elements come first. */
     if (out->nbytes > 0 && (!has_data || data.len < out->nbytes))
         return ember_invalid_program("tensor needs %zu bytes of data, has %u", out->nbytes,
-                                     has_data ? data.len : 0);
+                                     (unsigned)(has_data ? data.len : 0));
     out->data = out->nbytes > 0 ? fb_vec_bytes(r, &data) : NULL;
     return EMBER_OK;
 }
@@ -135,7 +137,8 @@ static ember_status verify_values(const fb_reader *r, const fb_vec *values, uint
         bp_value v;
         ember_status st = decode_value(r, values, k, &v);
         if (st != EMBER_OK) {
-            ember_error_prefix("bundled program: suite %u case %u %s %u", suite, tc, what, k);
+            ember_error_prefix("bundled program: suite %u case %u %s %u",
+                    (unsigned)suite, (unsigned)tc, what, (unsigned)k);
             return st;
         }
     }
@@ -159,7 +162,8 @@ ember_status ember_bundled_program_open(ember_bundled_program *bp, const void *d
     if (bp == NULL || data == NULL)
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "bundled program: NULL argument");
     if (size < 8)
-        return ember_set_error(EMBER_ERR_TRUNCATED, "bundled program: %zu bytes is too short", size);
+        return ember_set_error(EMBER_ERR_TRUNCATED, "bundled program: %zu bytes is too short",
+                               size);
     if (!ember_bundled_program_is_bundled(data, size))
         return ember_set_error(EMBER_ERR_BAD_IDENTIFIER,
                                "bundled program: identifier is not \"%s\"",
@@ -190,17 +194,19 @@ ember_status ember_bundled_program_open(ember_bundled_program *bp, const void *d
         bool present;
         if (!fb_vec_table(&r, &suites, s, &suite) ||
             !fb_str_field(&r, &suite, SUITE_NAME, &name, &present))
-            return ember_invalid_program("bundled program: suite %u is malformed", s);
+            return ember_invalid_program("bundled program: suite %u is malformed", (unsigned)s);
         if (!present || name.len == 0)
-            return ember_invalid_program("bundled program: suite %u has no method name", s);
+            return ember_invalid_program("bundled program: suite %u has no method name",
+                                         (unsigned)s);
         if (!fb_vec_field(&r, &suite, SUITE_CASES, 4, &cases, &present))
-            return ember_invalid_program("bundled program: suite %u test_cases is malformed", s);
+            return ember_invalid_program("bundled program: suite %u test_cases is malformed",
+                                         (unsigned)s);
         for (uint32_t c = 0; c < cases.len; c++) {
             fb_table tc;
             fb_vec inputs, outputs;
             if (!fb_vec_table(&r, &cases, c, &tc) || !case_vectors(&r, &tc, &inputs, &outputs))
-                return ember_invalid_program("bundled program: suite %u case %u is malformed", s,
-                                             c);
+                return ember_invalid_program("bundled program: suite %u case %u is malformed",
+                                             (unsigned)s, (unsigned)c);
             EMBER_TRY(verify_values(&r, &inputs, s, c, "input"));
             EMBER_TRY(verify_values(&r, &outputs, s, c, "expected output"));
         }
@@ -232,7 +238,8 @@ static fb_vec view_suites(const ember_bundled_program *bp) {
 
 static ember_status check_view(const ember_bundled_program *bp) {
     if (bp == NULL || bp->data == NULL)
-        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "bundled program: NULL or unopened view");
+        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT,
+                               "bundled program: NULL or unopened view");
     return EMBER_OK;
 }
 
@@ -244,7 +251,7 @@ static ember_status suite_at(const ember_bundled_program *bp, uint32_t i, fb_str
     bool present;
     if (!fb_vec_table(&r, &suites, i, &suite) || !fb_str_field(&r, &suite, SUITE_NAME, name, &present) ||
         !fb_vec_field(&r, &suite, SUITE_CASES, 4, cases, &present))
-        return ember_invalid_program("bundled program: suite %u is malformed", i);
+        return ember_invalid_program("bundled program: suite %u is malformed", (unsigned)i);
     return EMBER_OK;
 }
 
@@ -256,8 +263,9 @@ static ember_status find_suite(const ember_bundled_program *bp, const char *meth
         EMBER_TRY(suite_at(bp, i, &name, cases));
         if (name.len == want && memcmp(name.data, method_name, want) == 0) return EMBER_OK;
     }
-    return ember_set_error(EMBER_ERR_NOT_FOUND, "bundled program has no test suite for method '%.*s'",
-                           EMBER_MAX_NAME, method_name);
+    return ember_set_error(EMBER_ERR_NOT_FOUND,
+                           "bundled program has no test suite for method '%.*s'", EMBER_MAX_NAME,
+                           method_name);
 }
 
 static ember_status find_case(const ember_bundled_program *bp, const char *method_name,
@@ -268,9 +276,11 @@ static ember_status find_case(const ember_bundled_program *bp, const char *metho
     EMBER_TRY(find_suite(bp, method_name, &cases));
     if (case_index >= cases.len)
         return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE,
-                               "method '%.*s' has %u test case%s, case %zu asked for", EMBER_MAX_NAME,
-                               method_name, cases.len, cases.len == 1 ? "" : "s", case_index);
-    if (!fb_vec_table(&r, &cases, (uint32_t)case_index, &tc) || !case_vectors(&r, &tc, inputs, outputs))
+                               "method '%.*s' has %u test case%s, case %zu asked for",
+                               EMBER_MAX_NAME, method_name, (unsigned)cases.len,
+                               cases.len == 1 ? "" : "s", case_index);
+    if (!fb_vec_table(&r, &cases, (uint32_t)case_index, &tc) ||
+        !case_vectors(&r, &tc, inputs, outputs))
         return ember_invalid_program("bundled program: case %zu is malformed", case_index);
     return EMBER_OK;
 }
@@ -281,7 +291,8 @@ ember_status ember_bundled_program_suite(const ember_bundled_program *bp, size_t
     fb_vec cases;
     EMBER_TRY(check_view(bp));
     if (i >= bp->num_suites)
-        return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "suite %zu of %u", i, bp->num_suites);
+        return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "suite %zu of %u", i,
+                               (unsigned)bp->num_suites);
     EMBER_TRY(suite_at(bp, (uint32_t)i, &name, &cases));
     if (method_name != NULL) *method_name = name.data;
     if (num_cases != NULL) *num_cases = cases.len;
@@ -313,8 +324,10 @@ static ember_status set_input(ember_method *m, size_t k, const bp_value *v) {
     const ember_value *in;
     EMBER_TRY(ember_method_input(m, k, &in));
     if (in->tag != EMBER_TAG_TENSOR)
-        return ember_set_error(EMBER_ERR_TYPE_MISMATCH, "input %zu is not a tensor, the test case "
-                               "gives one", k);
+        return ember_set_error(EMBER_ERR_TYPE_MISMATCH,
+                               "input %zu is not a tensor, the test case "
+                               "gives one",
+                               k);
     /* The data is bound as it lies, so it must be in the input's layout. */
     const ember_tensor *t = in->u.t;
     if (t->dim == v->dim && memcmp(t->dim_order, v->dim_order, v->dim) != 0)
@@ -336,10 +349,9 @@ ember_status ember_bundled_program_load_test_inputs(ember_method *method,
     EMBER_TRY(find_case(bp, method_name, case_index, &inputs, &outputs));
     size_t n = ember_method_input_count(method);
     if (inputs.len != n)
-        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT,
-                               "method '%.*s' takes %zu input%s, test case %zu has %u",
-                               EMBER_MAX_NAME, method_name, n, n == 1 ? "" : "s", case_index,
-                               inputs.len);
+        return ember_set_error(
+            EMBER_ERR_INVALID_ARGUMENT, "method '%.*s' takes %zu input%s, test case %zu has %u",
+            EMBER_MAX_NAME, method_name, n, n == 1 ? "" : "s", case_index, (unsigned)inputs.len);
     fb_reader r = view_reader(bp);
     for (uint32_t k = 0; k < inputs.len; k++) {
         bp_value v;
@@ -560,9 +572,10 @@ static ember_status compare_output(size_t i, const ember_value *got, const bp_va
             for (uint32_t d = 0; d < t->dim && strlen(gs) < 80; d++)
                 snprintf(gs + strlen(gs), sizeof gs - strlen(gs), d ? ", %d" : "%d", (int)t->sizes[d]);
             for (uint32_t d = 0; d < want->dim && strlen(ws) < 80; d++)
-                snprintf(ws + strlen(ws), sizeof ws - strlen(ws), d ? ", %d" : "%d", want->sizes[d]);
-            return ember_set_error(EMBER_ERR_SHAPE_MISMATCH, "output %zu has sizes [%s], expected [%s]",
-                                   i, gs, ws);
+                snprintf(ws + strlen(ws), sizeof ws - strlen(ws), d ? ", %d" : "%d",
+                        (int)want->sizes[d]);
+            return ember_set_error(EMBER_ERR_SHAPE_MISMATCH,
+                                   "output %zu has sizes [%s], expected [%s]", i, gs, ws);
         }
         if (t->data == NULL && t->numel > 0)
             return ember_set_error(EMBER_ERR_INVALID_STATE, "output %zu has no storage", i);
@@ -601,10 +614,9 @@ ember_status ember_bundled_program_verify_outputs(const ember_method *method,
     /* A case written only to run (e.g. for profiling) has nothing to compare. */
     if (outputs.len == 0) return EMBER_OK;
     if (outputs.len != n)
-        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT,
-                               "method '%.*s' has %zu output%s, test case %zu expects %u",
-                               EMBER_MAX_NAME, method_name, n, n == 1 ? "" : "s", case_index,
-                               outputs.len);
+        return ember_set_error(
+            EMBER_ERR_INVALID_ARGUMENT, "method '%.*s' has %zu output%s, test case %zu expects %u",
+            EMBER_MAX_NAME, method_name, n, n == 1 ? "" : "s", case_index, (unsigned)outputs.len);
 
     fb_reader r = view_reader(bp);
     first_mismatch fm;

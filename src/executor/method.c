@@ -92,7 +92,8 @@ static ember_status alloc_array(ember_allocator *a, size_t count, size_t elem, s
         return ember_set_error(EMBER_ERR_OUT_OF_MEMORY, "%s: size overflows", what);
     *out = ember_alloc(a, bytes, align);
     if (*out == NULL)
-        return ember_set_error(EMBER_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes for %s", bytes, what);
+        return ember_set_error(EMBER_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes for %s", bytes,
+                               what);
     return EMBER_OK;
 }
 
@@ -200,7 +201,8 @@ static ember_status build_value(ember_method *m, ember_allocator *a, uint32_t i)
         break;
     }
     default:
-        return ember_set_error(EMBER_ERR_INVALID_PROGRAM, "value %u: unknown kind %u", i, d.tag);
+        return ember_set_error(EMBER_ERR_INVALID_PROGRAM, "value %u: unknown kind %u", (unsigned)i,
+                               (unsigned)d.tag);
     }
     return EMBER_OK;
 }
@@ -262,7 +264,8 @@ static ember_status resolve_operators(ember_method *m, ember_allocator *a, bool 
     }
     if (missing > 0)
         return ember_set_error(EMBER_ERR_OPERATOR_MISSING, "%u operator%s without a kernel: %.*s",
-                               missing, missing > 1 ? "s" : "", EMBER_ERROR_MESSAGE_SIZE - 48, list);
+                               (unsigned)missing, missing > 1 ? "s" : "",
+                               EMBER_ERROR_MESSAGE_SIZE - 48, list);
     return EMBER_OK;
 }
 
@@ -325,7 +328,7 @@ static ember_status build(ember_method *m, ember_allocator *a, const ember_memor
             v->u.t->nbytes > 0 && !is_io(m, i))
             return ember_set_error(EMBER_ERR_INVALID_PROGRAM,
                                    "value %u: tensor has no storage and is not an input or output",
-                                   i);
+                                   (unsigned)i);
     }
     EMBER_TRY(resolve_operators(m, a, measure));
     EMBER_TRY(build_chains(m, a));
@@ -397,7 +400,8 @@ static ember_status init_mutable(ember_method *m) {
         if (st != EMBER_OK) break;
         uint64_t off = fb_vec_u64(&p->r, &p->mutable_offsets, d.u.t.mutable_index);
         if (off > seg.size || d.u.t.nbytes > seg.size - off) {
-            st = ember_set_error(EMBER_ERR_INVALID_PROGRAM, "value %u: initial data out of range", i);
+            st = ember_set_error(EMBER_ERR_INVALID_PROGRAM, "value %u: initial data out of range",
+                                 (unsigned)i);
             break;
         }
         if (d.u.t.nbytes > 0) memcpy(m->values[i].u.t->data, (const uint8_t *)seg.data + off, d.u.t.nbytes);
@@ -415,7 +419,7 @@ static ember_status check_external(uint32_t i, const pte_tensor *t, const ember_
             return ember_set_error(EMBER_ERR_TYPE_MISMATCH,
                                    "value %u: external tensor '%.*s' is %s in the program but %s "
                                    "in the data map",
-                                   i, n, t->fqn.data, ember_dtype_name(t->dtype),
+                                   (unsigned)i, n, t->fqn.data, ember_dtype_name(t->dtype),
                                    ember_dtype_name(info->dtype));
         bool same = info->dim == t->dim;
         for (uint32_t d = 0; same && d < t->dim; d++)
@@ -424,13 +428,14 @@ static ember_status check_external(uint32_t i, const pte_tensor *t, const ember_
             return ember_set_error(EMBER_ERR_SHAPE_MISMATCH,
                                    "value %u: external tensor '%.*s' has other sizes or dim order "
                                    "in the data map (rank %u) than in the program (rank %u)",
-                                   i, n, t->fqn.data, info->dim, t->dim);
+                                   (unsigned)i, n, t->fqn.data, (unsigned)info->dim,
+                                   (unsigned)t->dim);
     }
     if (info->size < t->nbytes)
         return ember_set_error(EMBER_ERR_SHAPE_MISMATCH,
                                "value %u: external tensor '%.*s' needs %zu bytes, the data map "
                                "holds %zu",
-                               i, n, t->fqn.data, t->nbytes, info->size);
+                               (unsigned)i, n, t->fqn.data, t->nbytes, info->size);
     return EMBER_OK;
 }
 
@@ -450,15 +455,17 @@ static ember_status bind_external(ember_method *m) {
         ember_status st = named_find(p, m->data_maps, m->num_data_maps, t->fqn.data, t->fqn.len,
                                      &ref);
         if (st != EMBER_OK) {
-            ember_error_prefix("value %u: external tensor", i);
+            ember_error_prefix("value %u: external tensor", (unsigned)i);
             return st;
         }
         named_info(p, &ref, &info);
         EMBER_TRY(check_external(i, t, &info));
         if (t->storage == EMBER_STORAGE_CONSTANT) {
             if (m->num_external >= m->plan->num_external)
-                return ember_set_error(EMBER_ERR_INVALID_PROGRAM, "value %u: too many external "
-                                       "tensors", i);
+                return ember_set_error(EMBER_ERR_INVALID_PROGRAM,
+                                       "value %u: too many external "
+                                       "tensors",
+                                       (unsigned)i);
             EMBER_TRY(named_load(p, &ref, EMBER_SEGMENT_CONSTANT, &buf, &loader));
             m->external[m->num_external] = buf;
             m->external_loaders[m->num_external] = loader;
@@ -468,8 +475,8 @@ static ember_status bind_external(ember_method *m) {
                 return ember_set_error(EMBER_ERR_NOT_SUPPORTED,
                                        "value %u: external tensor '%.*s' is misaligned for %s; "
                                        "load the data map from memory aligned to 16 bytes",
-                                       i, (int)(t->fqn.len < 200 ? t->fqn.len : 200), t->fqn.data,
-                                       ember_dtype_name(t->dtype));
+                                       (unsigned)i, (int)(t->fqn.len < 200 ? t->fqn.len : 200),
+                                       t->fqn.data, ember_dtype_name(t->dtype));
             /* Kernels never write tensors they only read; constants are inputs. */
             m->values[i].u.t->data = (void *)(uintptr_t)buf.data;
         } else {
@@ -489,11 +496,13 @@ static ember_status init_delegate(ember_method *m, ember_allocator *a, uint32_t 
     EMBER_TRY(pte_delegate_ref(p, m->plan, i, &d));
     const ember_backend *b = ember_backend_find(d.id.data, d.id.len);
     if (b == NULL)
-        return ember_set_error(EMBER_ERR_BACKEND_MISSING, "delegate %u: backend '%s' is not registered",
-                               i, d.id.data);
+        return ember_set_error(EMBER_ERR_BACKEND_MISSING,
+                               "delegate %u: backend '%s' is not registered", (unsigned)i,
+                               d.id.data);
     if (b->is_available != NULL && !b->is_available())
-        return ember_set_error(EMBER_ERR_BACKEND_MISSING, "delegate %u: backend '%s' is not available",
-                               i, d.id.data);
+        return ember_set_error(EMBER_ERR_BACKEND_MISSING,
+                               "delegate %u: backend '%s' is not available", (unsigned)i,
+                               d.id.data);
     specs = m->delegates[i].specs;
     for (uint32_t k = 0; k < d.specs.len; k++) {
         fb_table spec;
@@ -525,7 +534,7 @@ static ember_status init_delegate(ember_method *m, ember_allocator *a, uint32_t 
     if (d.location != 0) pte_release(p, &payload);
     if (st != EMBER_OK) {
         if (ember_last_error()[0] == '\0') ember_set_error(st, "%s", ember_status_str(st));
-        ember_error_prefix("delegate %u (%s) init", i, d.id.data);
+        ember_error_prefix("delegate %u (%s) init", (unsigned)i, d.id.data);
         return st;
     }
     m->delegates[i].backend = b;
@@ -726,11 +735,12 @@ size_t ember_method_output_count(const ember_method *method) {
 static ember_status input_value(ember_method *m, size_t i, uint32_t tag, ember_value **out) {
     if (m == NULL) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL method");
     if (i >= m->num_inputs)
-        return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "input %zu of %u", i, m->num_inputs);
+        return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "input %zu of %u", i,
+                               (unsigned)m->num_inputs);
     *out = &m->values[m->inputs[i]];
     if ((*out)->tag != tag)
         return ember_set_error(EMBER_ERR_TYPE_MISMATCH, "input %zu has kind %u, not %u", i,
-                               (*out)->tag, tag);
+                               (unsigned)((*out)->tag), (unsigned)tag);
     return EMBER_OK;
 }
 
@@ -759,8 +769,8 @@ ember_status ember_method_set_input_tensor(ember_method *method, size_t i, ember
     if (!ember_shape_bytes(s32, dim, ember_dtype_size(dtype), &numel, &expected))
         return ember_set_error(EMBER_ERR_SHAPE_MISMATCH, "input %zu: size overflows", i);
     if (expected != nbytes)
-        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "input %zu: shape needs %zu bytes, got %zu",
-                               i, expected, nbytes);
+        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT,
+                               "input %zu: shape needs %zu bytes, got %zu", i, expected, nbytes);
     if (data == NULL && nbytes > 0)
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "input %zu: NULL data", i);
     if (t->storage == EMBER_STORAGE_NONE) t->data = NULL; /* rebinding: no capacity check */
@@ -804,12 +814,13 @@ ember_status ember_method_set_output_buffer(ember_method *method, size_t i, void
     if (method == NULL) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL method");
     if (i >= method->num_outputs)
         return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "output %zu of %u", i,
-                               method->num_outputs);
+                               (unsigned)method->num_outputs);
     ember_value *v = &method->values[method->outputs[i]];
     if (v->tag != EMBER_TAG_TENSOR)
         return ember_set_error(EMBER_ERR_TYPE_MISMATCH, "output %zu is not a tensor", i);
     if (v->u.t->storage != EMBER_STORAGE_NONE)
-        return ember_set_error(EMBER_ERR_INVALID_STATE, "output %zu already has planned storage", i);
+        return ember_set_error(EMBER_ERR_INVALID_STATE, "output %zu already has planned storage",
+                               i);
     if (data == NULL && capacity > 0)
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "output %zu: NULL data", i);
     if (capacity < v->u.t->nbytes)
@@ -826,7 +837,7 @@ ember_status ember_method_output(const ember_method *method, size_t i, const emb
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL argument");
     if (i >= method->num_outputs)
         return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "output %zu of %u", i,
-                               method->num_outputs);
+                               (unsigned)method->num_outputs);
     *out = &method->values[method->outputs[i]];
     return EMBER_OK;
 }
@@ -835,7 +846,8 @@ ember_status ember_method_input(const ember_method *method, size_t i, const embe
     if (method == NULL || out == NULL)
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL argument");
     if (i >= method->num_inputs)
-        return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "input %zu of %u", i, method->num_inputs);
+        return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "input %zu of %u", i,
+                               (unsigned)method->num_inputs);
     *out = &method->values[method->inputs[i]];
     return EMBER_OK;
 }
@@ -867,7 +879,8 @@ static ember_status check_bound(const ember_method *m) {
         const ember_value *v = &m->values[idx];
         if (v->tag == EMBER_TAG_TENSOR && v->u.t->data == NULL && v->u.t->nbytes > 0)
             return ember_set_error(EMBER_ERR_INVALID_STATE, "%s %u has no data bound",
-                                   input ? "input" : "output", input ? k : k - m->num_inputs);
+                                   input ? "input" : "output",
+                                   (unsigned)(input ? k : k - m->num_inputs));
     }
     return EMBER_OK;
 }
@@ -934,7 +947,7 @@ static ember_status run_chain(ember_method *m, uint32_t ci, const chain *c) {
             ember_arena_reset(&m->scratch);
             if (st != EMBER_OK) {
                 if (ember_last_error()[0] == '\0') ember_set_error(st, "%s", ember_status_str(st));
-                ember_error_prefix("instruction %u (%s)", pc, in->op_name);
+                ember_error_prefix("instruction %u (%s)", (unsigned)pc, in->op_name);
                 return st;
             }
             break;
@@ -950,7 +963,8 @@ static ember_status run_chain(ember_method *m, uint32_t ci, const chain *c) {
             ember_arena_reset(&m->scratch);
             if (st != EMBER_OK) {
                 if (ember_last_error()[0] == '\0') ember_set_error(st, "%s", ember_status_str(st));
-                ember_error_prefix("instruction %u (delegate %d, %s)", pc, in->a, d->id);
+                ember_error_prefix("instruction %u (delegate %d, %s)",
+                        (unsigned)pc, (int)in->a, d->id);
                 return st;
             }
             break;
@@ -963,14 +977,14 @@ static ember_status run_chain(ember_method *m, uint32_t ci, const chain *c) {
             bool cond = false;
             st = condition(&m->values[in->a], &cond);
             if (st != EMBER_OK) {
-                ember_error_prefix("instruction %u", pc);
+                ember_error_prefix("instruction %u", (unsigned)pc);
                 return st;
             }
             if (!cond) {
                 if ((uint32_t)in->b <= pc && ++back_jumps > EMBER_MAX_BACKWARD_JUMPS)
                     return ember_set_error(EMBER_ERR_LOOP_LIMIT,
-                                           "instruction %u: more than %d backward jumps", pc,
-                                           EMBER_MAX_BACKWARD_JUMPS);
+                                           "instruction %u: more than %d backward jumps",
+                                           (unsigned)pc, EMBER_MAX_BACKWARD_JUMPS);
                 pc = (uint32_t)in->b;
                 continue;
             }
@@ -980,7 +994,8 @@ static ember_status run_chain(ember_method *m, uint32_t ci, const chain *c) {
             /* Storage belongs to the memory plan or to the caller: nothing to do. */
             break;
         default:
-            return ember_set_error(EMBER_ERR_INVALID_PROGRAM, "instruction %u: bad kind", pc);
+            return ember_set_error(EMBER_ERR_INVALID_PROGRAM, "instruction %u: bad kind",
+                                   (unsigned)pc);
         }
         pc++;
     }
