@@ -814,6 +814,22 @@ ember_status ember_program_planned_buffer_size(const ember_program *program, con
     return pte_buffer_size(program, plan, (uint32_t)(i + 1), bytes);
 }
 
+ember_status ember_program_delegate_name(const ember_program *program, const char *method,
+                                         size_t i, char *buf, size_t cap) {
+    const pte_plan *plan;
+    pte_delegate d;
+    if (buf == NULL || cap == 0) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "no buffer");
+    EMBER_TRY(pte_find_plan(program, method, &plan));
+    if (i >= plan->delegates.len)
+        return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "delegate %zu of %u", i,
+                               (unsigned)plan->delegates.len);
+    EMBER_TRY(pte_delegate_ref(program, plan, (uint32_t)i, &d));
+    size_t n = 0;
+    for (uint32_t k = 0; k < d.id.len && n + 1 < cap; k++) buf[n++] = d.id.data[k];
+    buf[n] = '\0';
+    return EMBER_OK;
+}
+
 ember_status ember_program_operator_name(const ember_program *program, const char *method,
                                          size_t i, char *buf, size_t cap) {
     const pte_plan *plan;

@@ -149,6 +149,46 @@ JNIEXPORT jobjectArray JNICALL Java_org_pytorch_executorch_Module_nativeMethodNa
     return arr;
 }
 
+/* The backend id of each delegate the method calls, in order (repeats kept). */
+JNIEXPORT jobjectArray JNICALL Java_org_pytorch_executorch_Module_nativeMethodBackends(
+    JNIEnv *env, jclass cls, jlong handle, jstring jname) {
+    (void)cls;
+    const ember_program *prog = ember_module_program(module_of(handle)->module);
+    const char *name = (*env)->GetStringUTFChars(env, jname, NULL);
+    if (name == NULL) return NULL;
+    jobjectArray arr = NULL;
+    ember_method_meta mm;
+    ember_status st = ember_program_method_meta(prog, name, &mm);
+    if (st != EMBER_OK) {
+        ember_jni_throw_status(env, st, "reading method meta");
+        goto done;
+    }
+    if (mm.num_delegates > 65536) {
+        ember_jni_throw(env, EMBER_ERR_NOT_SUPPORTED, "method '%s' has too many delegates", name);
+        goto done;
+    }
+    arr = (*env)->NewObjectArray(env, (jsize)mm.num_delegates, ember_jni.string_class, NULL);
+    for (size_t i = 0; arr != NULL && i < mm.num_delegates; i++) {
+        char id[EMBER_MAX_NAME];
+        st = ember_program_delegate_name(prog, name, i, id, sizeof id);
+        if (st != EMBER_OK) {
+            ember_jni_throw_status(env, st, "reading delegate names");
+            arr = NULL;
+            break;
+        }
+        jstring s = ember_jni_string(env, id, strlen(id));
+        if (s == NULL) {
+            arr = NULL;
+            break;
+        }
+        (*env)->SetObjectArrayElement(env, arr, (jsize)i, s);
+        (*env)->DeleteLocalRef(env, s);
+    }
+done:
+    (*env)->ReleaseStringUTFChars(env, jname, name);
+    return arr;
+}
+
 /* Returns {num_delegates, num_inputs, num_outputs, input tags..., output tags...}. */
 JNIEXPORT jintArray JNICALL Java_org_pytorch_executorch_Module_nativeMethodInfo(JNIEnv *env,
                                                                                jclass cls,

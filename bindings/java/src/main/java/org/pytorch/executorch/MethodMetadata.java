@@ -10,12 +10,15 @@ public class MethodMetadata {
   private final int[] inputTags;
   private final int[] outputTags;
   private final int numDelegates;
+  private final String[] backends;
 
-  MethodMetadata(String name, int[] inputTags, int[] outputTags, int numDelegates) {
+  MethodMetadata(
+      String name, int[] inputTags, int[] outputTags, int numDelegates, String[] delegateIds) {
     this.name = name;
     this.inputTags = inputTags;
     this.outputTags = outputTags;
     this.numDelegates = numDelegates;
+    this.backends = java.util.Arrays.stream(delegateIds).distinct().toArray(String[]::new);
   }
 
   /** The method's name. */
@@ -36,5 +39,10 @@ public class MethodMetadata {
   /** How many delegate calls (subgraphs lowered to a backend) the method makes. */
   public int getNumDelegates() {
     return numDelegates;
+  }
+
+  /** The backends the method's delegates run on ("XnnpackBackend"), each named once. */
+  public String[] getBackends() {
+    return backends.clone();
   }
 }

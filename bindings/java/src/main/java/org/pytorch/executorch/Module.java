@@ -211,7 +211,13 @@ public class Module {
     int[] out = new int[nOut];
     System.arraycopy(info, 3, in, 0, nIn);
     System.arraycopy(info, 3 + nIn, out, 0, nOut);
-    m = new MethodMetadata(name, in, out, info[0]);
+    String[] backends;
+    try {
+      backends = nativeMethodBackends(handle(), name);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+    m = new MethodMetadata(name, in, out, info[0], backends);
     metadata.put(name, m);
     return m;
   }
@@ -251,6 +257,8 @@ public class Module {
   private static native String[] nativeMethodNames(long handle);
 
   private static native int[] nativeMethodInfo(long handle, String name);
+
+  private static native String[] nativeMethodBackends(long handle, String name);
 
   private static native int nativeLoadMethod(long handle, String name);
 

@@ -199,6 +199,8 @@ public class ModuleTest {
     Module x = Module.load(FIXTURES.resolve("xnnpack_cnn.pte").toString());
     try {
       assertTrue(x.getMethodMetadata("forward").getNumDelegates() > 0);
+      assertArrayEquals(
+          new String[] {"XnnpackBackend"}, x.getMethodMetadata("forward").getBackends());
     } finally {
       x.destroy();
     }
