@@ -1,0 +1,689 @@
+"""An edge subprogram into a VkGraph, the way ExecuTorch's Vulkan AOT flow builds it.
+
+Four steps, each a plain function over a list of operator calls (VOp):
+
+1. lower(): every call_function node becomes a VOp whose args follow the
+   operator's schema (positional, then keyword, then defaults), with the
+   rewrites ExecuTorch's Vulkan preprocess applies:
+   - addmm / mm reading a transposed weight -> aten.linear.default;
+   - a batch norm after a convolution folds into its weight and bias;
+   - relu / hardtanh after a convolution -> et_vk.conv_with_clamp.default
+     (two more args: output_min, output_max);
+   - clone / alias / dim-order copies / expands that change neither dtype
+     nor shape disappear;
+   - a constant read by an op that does not pack its own weights goes
+     through et_vk.prepack.default, placed right after its placeholder.
+2. tag_layouts(): each non-constant tensor gets a storage type and memory
+   layout its ops accept, preferring what its consumers need further down;
+   where a tensor has the wrong layout for an op, an aten.clone.default
+   transition is inserted.
+3. emit(): values are created in graph order as VkGraphBuilder does (scalars
+   shared by value, lists and None not shared; 64-bit types downcast to 32).
+4. plan_memory(): tensors whose lifetimes do not overlap share a memory
+   object (greedy, largest first).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import operator
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import torch
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind
+from torch.fx import Node
+
+from ...errors import ExportError
+from ...tensor_spec import upper_bound
+from . import schema as vs
+from .ops import ANY, OpSpec, fits_texture, spec_of, val
+
+aten = torch.ops.aten
+
+_LINEAR_WEIGHT_T = (aten.permute_copy.default, aten.t_copy.default)
+_REDUNDANT = {aten.clone.default, aten.alias_copy.default, aten.expand_copy.default,
+              aten.lift_fresh_copy.default}
+_CLAMPS = {aten.relu.default, aten.hardtanh.default}
+
+
+def _is_redundant(node: Node) -> bool:
+    t = node.target
+    name = getattr(t, "__name__", "")
+    if t not in _REDUNDANT and not (
+            getattr(t, "namespace", "") == "ember_dim_order" and name.split(".")[0] in
+            ("_clone_dim_order", "_to_dim_order_copy")):
+        return False
+    src, dst = val(node.args[0]), val(node)
+    return (isinstance(src, torch.Tensor) and isinstance(dst, torch.Tensor)
+            and src.dtype == dst.dtype and src.shape == dst.shape)
+
+
+def op_name(target: Any) -> str:
+    """The operator name the Vulkan runtime registers: "aten.linear.default";
+    ephemeral symbolic ops keep torch's short name ("sym_size.int"); ember's
+    dim-order ops take ExecuTorch's namespace."""
+    if target is aten.sym_size.int:
+        return "sym_size.int"
+    ns = target.namespace
+    if ns == "ember_dim_order":
+        ns = "dim_order_ops"
+    return f"{ns}.{target.__name__}"
+
+
+@dataclass
+class Const:
+    """Constant data the payload carries (a weight, or one folded from weights)."""
+
+    data: torch.Tensor
+    name: str
+
+
+@dataclass
+class VOp:
+    name: str
+    args: List[Any]           # Nodes, Consts, scalars, lists, None
+    out: Any                  # Node whose value the op defines (or a Const for prepack)
+    spec: OpSpec
+    node: Optional[Node] = None
+    debug_handle: int = 0
+
+
+class Lowered:
+    """The subprogram's operator calls and values, before emission."""
+
+    def __init__(self, ep: ExportedProgram) -> None:
+        self.ep = ep
+        self.ops: List[VOp] = []
+        self.alias: Dict[Node, Any] = {}          # node -> what holds its value
+        self.consts: Dict[Node, Const] = {}       # constant placeholder -> data
+        self.inputs: List[Node] = []
+        self.outputs: List[Any] = []
+        self.layout: Dict[Any, str] = {}          # tensor key -> "W"/"H"/"C"
+        self.storage: Dict[Any, int] = {}
+
+    def resolve(self, x: Any) -> Any:
+        while isinstance(x, Node) and x in self.alias:
+            x = self.alias[x]
+        return x
+
+
+def _constant(ep: ExportedProgram, node: Node) -> Optional[torch.Tensor]:
+    if node.op != "placeholder":
+        return None
+    for s in ep.graph_signature.input_specs:
+        if getattr(s.arg, "name", None) != node.name or s.kind == InputKind.USER_INPUT:
+            continue
+        if s.target in ep.state_dict:
+            return ep.state_dict[s.target]
+        if s.target in ep.constants:
+            return ep.constants[s.target]
+    return None
+
+
+def _schema_args(node: Node) -> List[Any]:
+    target = node.target
+    if not hasattr(target, "_schema"):
+        return list(node.args)
+    out = []
+    for i, a in enumerate(target._schema.arguments):
+        if not a.kwarg_only and i < len(node.args):
+            out.append(node.args[i])
+        elif a.name in node.kwargs:
+            out.append(node.kwargs[a.name])
+        else:
+            out.append(a.default_value)
+    return out
+
+
+def _single_user(node: Node) -> Optional[Node]:
+    users = list(node.users)
+    return users[0] if len(users) == 1 else None
+
+
+def _fold_batch_norm(lw: Lowered, conv: Node, bn: Node) -> bool:
+    """Folds bn (eval, after conv) into conv's weight and bias constants."""
+    w, b = conv.args[1], conv.args[2]
+    wd = lw.consts.get(w) if isinstance(w, Node) else None
+    bd = lw.consts.get(b) if isinstance(b, Node) else None
+    if wd is None or (b is not None and bd is None) or conv.args[6]:
+        return False
+    stats = [lw.consts.get(a) if isinstance(a, Node) else None for a in bn.args[1:5]]
+    if any(s is None for s in stats[2:]):
+        return False
+    bn_w, bn_b, mean, var = (s.data if s is not None else None for s in stats)
+    eps = bn.args[6]
+    from torch.nn.utils.fusion import fuse_conv_bn_weights
+
+    bias = bd.data if bd is not None else None
+    fw, fb = fuse_conv_bn_weights(wd.data, bias, mean, var, eps, bn_w, bn_b)
+    wd.data = fw.detach()
+    if bd is not None:
+        bd.data = fb.detach()
+    else:
+        lw.consts[conv] = Const(fb.detach(), f"{conv.name}_bias")  # keyed by the conv
+    return True
+
+
+def lower(ep: ExportedProgram) -> Lowered:
+    lw = Lowered(ep)
+    g = ep.graph_module.graph
+    for n in g.nodes:
+        if n.op == "placeholder":
+            data = _constant(ep, n)
+            if data is not None:
+                lw.consts[n] = Const(data, n.name)
+    folded_bias: Dict[Node, Node] = {}
+    skip: set = set()
+    for n in g.nodes:
+        if n.op != "call_function" or n in skip:
+            continue
+        t = n.target
+        if t is operator.getitem:
+            continue
+        if _is_redundant(n):
+            lw.alias[n] = n.args[0]
+            continue
+        spec = spec_of(t)
+        if spec is None:
+            raise ExportError(f"vulkan: {n.format_node()} has no Vulkan implementation")
+        if t in _LINEAR_WEIGHT_T and _single_user(n) is not None and \
+                _single_user(n).target in (aten.mm.default, aten.addmm.default):
+            continue  # the weight of a linear: read untransposed
+        if t in (aten.mm.default, aten.addmm.default):
+            wt = n.args[-1]
+            if isinstance(wt, Node) and wt.target in _LINEAR_WEIGHT_T:
+                x = n.args[-2]
+                bias = n.args[0] if t is aten.addmm.default else None
+                lw.ops.append(VOp("aten.linear.default", [x, wt.args[0], bias], n,
+                                  spec_of(aten.linear.default), n))
+                continue
+        if t is aten.convolution.default:
+            args = _schema_args(n)
+            user = _single_user(n)
+            if user is not None and user.target is aten._native_batch_norm_legit_no_training.default:
+                if _fold_batch_norm(lw, n, user):
+                    get0 = [u for u in user.users if u.args[1] == 0]
+                    if len(get0) == 1 and len(user.users) == 1:
+                        lw.alias[get0[0]] = n
+                        skip.add(user)
+                        if args[2] is None:
+                            args[2] = n  # the folded bias, keyed by the conv node
+                            folded_bias[n] = n
+                        user = _single_user(get0[0])
+                    else:
+                        raise ExportError("vulkan: a folded batch norm's statistics are used")
+            if user is not None and user.target in _CLAMPS and val(user).dtype == val(n).dtype:
+                if user.target is aten.relu.default:
+                    lo, hi = 0.0, sys.float_info.max
+                else:
+                    lo = user.args[1] if len(user.args) > 1 else -1.0
+                    hi = user.args[2] if len(user.args) > 2 else 1.0
+                lw.alias[user] = n
+                skip.add(user)
+                lw.ops.append(VOp("et_vk.conv_with_clamp.default", args + [lo, hi], n, spec, n))
+                continue
+            lw.ops.append(VOp(op_name(t), args, n, spec, n))
+            continue
+        lw.ops.append(VOp(op_name(t), _schema_args(n), n, spec, n))
+    for n in g.nodes:
+        if n.op == "placeholder" and n not in lw.consts and n.users:
+            lw.inputs.append(n)
+        elif n.op == "output":
+            lw.outputs = [a for a in n.args[0]] if isinstance(n.args[0], (list, tuple)) \
+                else [n.args[0]]
+    # resolve aliases in args, then drop ops whose results nothing reads
+    for op in lw.ops:
+        op.args = [_map(a, lw.resolve) for a in op.args]
+    for n in list(lw.consts):
+        pass
+    lw.outputs = [lw.resolve(o) for o in lw.outputs]
+    _insert_prepacks(lw)
+    for op in lw.ops:
+        h = op.node.meta.get("debug_handle", 0) if op.node is not None else 0
+        op.debug_handle = h if isinstance(h, int) else 0
+    return lw
+
+
+def _map(a: Any, fn) -> Any:
+    if isinstance(a, (list, tuple)):
+        return type(a)(_map(x, fn) for x in a) if not isinstance(a, tuple) else \
+            tuple(_map(x, fn) for x in a)
+    return fn(a) if isinstance(a, Node) else a
+
+
+def _is_const(lw: Lowered, a: Any) -> bool:
+    return isinstance(a, Node) and (a in lw.consts or a.op == "call_function" and
+                                    a.target is aten.convolution.default and a in lw.consts)
+
+
+def _insert_prepacks(lw: Lowered) -> None:
+    """Constants read by ops that do not pack their own weights go through
+    et_vk.prepack.default (one per constant, before the first op)."""
+    prepacked: Dict[Node, Node] = {}
+    order = [n for n in lw.ep.graph.nodes if n.op == "placeholder" and n in lw.consts]
+    needs: Dict[Node, List[Tuple[VOp, int]]] = {}
+    for op in lw.ops:
+        for i, a in enumerate(op.args):
+            if not (isinstance(a, Node) and a in lw.consts and a.op == "placeholder"):
+                continue
+            primary = 1 if op.name == "aten.embedding.default" else 0
+            if not op.spec.prepacks or i == primary:
+                needs.setdefault(a, []).append((op, i))
+    front: List[VOp] = []
+    for c in order:
+        if c not in needs:
+            continue
+        key = _PrepackKey(c)
+        front.append(VOp("et_vk.prepack.default", [c], key, OpSpec(), None))
+        for op, i in needs[c]:
+            op.args[i] = key
+        prepacked[c] = key  # type: ignore[assignment]
+    lw.ops[:0] = front
+
+
+class _PrepackKey:
+    """The GPU tensor a prepack op produces from a constant."""
+
+    def __init__(self, const: Node) -> None:
+        self.const = const
+        self.meta = {"val": const.meta.get("val")}
+        self.name = f"prepack_{const.name}"
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+# --------------------------------------------------------------------------- #
+# Layouts
+# --------------------------------------------------------------------------- #
+
+
+def _tensor_val(a: Any) -> Optional[torch.Tensor]:
+    v = a.meta.get("val") if hasattr(a, "meta") else None
+    return v if isinstance(v, torch.Tensor) else None
+
+
+def _bounds(v: torch.Tensor) -> List[int]:
+    return [upper_bound(s) for s in v.shape]
+
+
+def _arg_layouts(op: VOp) -> Tuple[frozenset, frozenset]:
+    if op.spec.layouts_for is not None and op.node is not None:
+        return op.spec.layouts_for(op.node)
+    outs = op.spec.out_layouts or op.spec.layouts
+    return op.spec.layouts, outs
+
+
+def tag_layouts(lw: Lowered, limits: Tuple[int, int, int]) -> None:
+    """Chooses each tensor's layout and storage; inserts clone transitions."""
+    producers: Dict[Any, VOp] = {}
+    users: Dict[Any, List[Tuple[VOp, int]]] = {}
+    for op in lw.ops:
+        producers[op.out] = op
+        for i, a in enumerate(op.args):
+            for x in (a if isinstance(a, (list, tuple)) else [a]):
+                if _is_tensor(lw, x):
+                    users.setdefault(x, []).append((op, i))
+
+    def follows(op: VOp, i: int) -> bool:
+        return op.spec.follows_input and op.spec.out_layouts is None and \
+            (op.spec.same_layout or i == _primary(lw, op))
+
+    def downstream(src: Any, cand: frozenset) -> frozenset:
+        queue, seen, budget = [src], set(), 64
+        while queue and len(cand) > 1 and budget > 0:
+            budget -= 1
+            x = queue.pop(0)
+            for op, i in users.get(x, []):
+                req = _arg_layouts(op)[0]
+                if req & cand:
+                    cand = cand & req
+                    if follows(op, i) and id(op) not in seen:
+                        seen.add(id(op))
+                        queue.append(op.out)
+                if len(cand) == 1:
+                    break
+        return cand
+
+    def pick(cand: frozenset) -> str:
+        for lay in ("W", "H", "C"):
+            if lay in cand:
+                return lay
+        return "W"
+
+    cache: Dict[Tuple[Any, str], Any] = {}
+    new_ops: List[VOp] = []
+    for op in lw.ops:
+        if op.name == "sym_size.int":
+            new_ops.append(op)
+            continue
+        arg_req, out_req = _arg_layouts(op)
+        tensor_args = [(i, a) for i, a in enumerate(op.args) if _is_tensor(lw, a) or
+                       (isinstance(a, (list, tuple)) and a and all(_is_tensor(lw, x) for x in a))]
+        chosen: Dict[int, str] = {}
+        prim = _primary(lw, op)
+        for i, a in tensor_args:
+            if op.spec.same_layout and prim is not None and i != prim and prim in chosen:
+                chosen[i] = chosen[prim]
+                continue
+            first = a[0] if isinstance(a, (list, tuple)) else a
+            cand = downstream(first, arg_req) if len(arg_req) > 1 else arg_req
+            if len(cand) > 1:
+                have = lw.layout.get(first)
+                if have is not None and have in cand:
+                    cand = frozenset({have})
+                elif first in producers:
+                    po = _arg_layouts(producers[first])[1]
+                    if po & cand:
+                        cand = cand & po
+            chosen[i] = pick(cand)
+        if op.spec.follows_input and op.spec.out_layouts is None and op.spec.layouts_for is None \
+                and prim is not None:
+            out_lay = chosen[prim]
+        else:
+            oc = downstream(op.out, out_req) if len(out_req) > 1 else out_req
+            out_lay = pick(oc)
+        for i, a in tensor_args:
+            items = list(a) if isinstance(a, (list, tuple)) else [a]
+            fixed = []
+            for x in items:
+                have = lw.layout.get(x)
+                if have is None:
+                    lw.layout[x] = chosen[i]
+                    fixed.append(x)
+                elif have == chosen[i]:
+                    fixed.append(x)
+                else:
+                    key = (x, chosen[i])
+                    if key not in cache:
+                        t = _Transition(x, chosen[i])
+                        lw.layout[t] = chosen[i]
+                        new_ops.append(VOp("aten.clone.default", [x, None], t, OpSpec(), None))
+                        cache[key] = t
+                    fixed.append(cache[key])
+            op.args[i] = type(a)(fixed) if isinstance(a, (list, tuple)) else fixed[0]
+        lw.layout[op.out] = out_lay
+        new_ops.append(op)
+    lw.ops = new_ops
+    for key, lay in lw.layout.items():
+        v = _tensor_val(key) if not isinstance(key, Node) or True else None
+        shapes = _out_shapes(key)
+        fits = all(fits_texture(s, lay, limits) for s in shapes)
+        lw.storage[key] = vs.TEXTURE_3D if fits else vs.BUFFER
+
+
+def _out_shapes(key: Any) -> List[List[int]]:
+    v = key.meta.get("val") if hasattr(key, "meta") else None
+    if isinstance(v, torch.Tensor):
+        return [_bounds(v)]
+    if isinstance(v, (list, tuple)):
+        return [_bounds(t) for t in v if isinstance(t, torch.Tensor)]
+    return []
+
+
+class _Transition:
+    """A copy of a tensor in another layout (an aten.clone.default)."""
+
+    def __init__(self, src: Any, layout: str) -> None:
+        self.src = src
+        self.meta = {"val": src.meta.get("val")}
+        self.name = f"{getattr(src, 'name', 'x')}_{layout}"
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def _is_tensor(lw: Lowered, a: Any) -> bool:
+    if isinstance(a, Node):
+        return a not in lw.consts and isinstance(a.meta.get("val"), (torch.Tensor, list, tuple)) \
+            and not isinstance(a.meta.get("val"), torch.SymInt)
+    return isinstance(a, (_PrepackKey, _Transition))
+
+
+def _primary(lw: Lowered, op: VOp) -> Optional[int]:
+    if op.name == "aten.embedding.default":
+        return 1
+    for i, a in enumerate(op.args):
+        if _is_tensor(lw, a) or (isinstance(a, (list, tuple)) and a and _is_tensor(lw, a[0])):
+            return i
+    return None
+
+
+# --------------------------------------------------------------------------- #
+# Emission
+# --------------------------------------------------------------------------- #
+
+_VK_DTYPE = {torch.bool: vs.BOOL, torch.uint8: vs.UINT8, torch.int8: vs.INT8,
+             torch.int32: vs.INT32, torch.float16: vs.FLOAT16, torch.float32: vs.FLOAT32,
+             torch.float64: vs.FLOAT64, torch.int64: vs.INT64}
+
+
+class Emitter:
+    def __init__(self, lw: Lowered, force_fp16: bool = False) -> None:
+        self.lw = lw
+        self.force_fp16 = force_fp16
+        self.g = vs.VkGraph()
+        self.ids: Dict[Any, int] = {}
+        self.scalars: Dict[Any, int] = {}
+        self.named_data: Dict[str, bytes] = {}
+        self.tensor_ids: List[Tuple[int, Any]] = []   # (value id, key) of planned tensors
+        self.debug_map: Dict[int, Tuple[int, ...]] = {}
+
+    def effective(self, dtype: torch.dtype) -> torch.dtype:
+        if dtype == torch.float64:
+            return torch.float32
+        if dtype == torch.int64:
+            return torch.int32
+        if self.force_fp16 and dtype == torch.float32:
+            return torch.float16
+        return dtype
+
+    @staticmethod
+    def staging(dtype: torch.dtype) -> torch.dtype:
+        return {torch.float64: torch.float32, torch.int64: torch.int32}.get(dtype, dtype)
+
+    def add(self, v: vs.Value) -> int:
+        self.g.values.append(v)
+        return len(self.g.values) - 1
+
+    def const_tensor(self, data: torch.Tensor) -> int:
+        dt = self.effective(data.dtype)
+        t = data.detach()
+        if t.dtype != dt:
+            if dt.is_floating_point:
+                info = torch.finfo(dt)
+                t = t.clamp(min=info.min, max=info.max)
+            t = t.to(dt)
+        t = t.contiguous()
+        raw = t.numpy().tobytes() if t.dtype != torch.bfloat16 else \
+            t.view(torch.int16).numpy().tobytes()
+        if raw:
+            key = hashlib.sha256(raw).hexdigest()
+            self.named_data.setdefault(key, raw)
+            self.g.constants.append(vs.VkBytes(vs.NAMED_DATA_OFFSET, len(raw), key))
+        else:
+            self.g.constants.append(vs.VkBytes(0, 0))
+        cid = len(self.g.constants) - 1
+        return self.add(vs.VkTensor(_VK_DTYPE[dt], list(t.shape), cid, -1, vs.DEFAULT_STORAGE,
+                                    vs.DEFAULT_LAYOUT, _VK_DTYPE[dt]))
+
+    def tensor(self, v: torch.Tensor, key: Any) -> int:
+        layout = self.lw.layout.get(key)
+        storage = self.lw.storage.get(key, vs.TEXTURE_3D) if layout is not None else vs.DEFAULT_STORAGE
+        mem = {"W": vs.WIDTH_PACKED, "H": vs.HEIGHT_PACKED, "C": vs.CHANNELS_PACKED}.get(
+            layout or "", vs.DEFAULT_LAYOUT)
+        vid = self.add(vs.VkTensor(_VK_DTYPE[self.effective(v.dtype)], _bounds(v), -1, -1,
+                                   storage, mem, _VK_DTYPE[self.staging(v.dtype)]))
+        self.tensor_ids.append((vid, key))
+        return vid
+
+    def value_of_key(self, key: Any) -> int:
+        if key in self.ids:
+            return self.ids[key]
+        if isinstance(key, Node) and key in self.lw.consts:
+            vid = self.const_tensor(self.lw.consts[key].data)
+        else:
+            v = key.meta.get("val")
+            if isinstance(v, torch.Tensor):
+                vid = self.tensor(v, key)
+            elif isinstance(v, (list, tuple)):
+                items = [self.tensor(t, (key, j)) for j, t in enumerate(v)]
+                for j in range(len(items)):
+                    self.lw.layout.setdefault((key, j), self.lw.layout.get(key, "W"))
+                    self.lw.storage.setdefault((key, j), self.lw.storage.get(key, vs.TEXTURE_3D))
+                vid = self.add(vs.ValueList(items))
+                # the items were created before the layout copy: fix them up
+                for j, item in enumerate(items):
+                    t = self.g.values[item]
+                    lay = self.lw.layout.get(key)
+                    if lay is not None:
+                        t.memory_layout = {"W": vs.WIDTH_PACKED, "H": vs.HEIGHT_PACKED,
+                                           "C": vs.CHANNELS_PACKED}[lay]
+                        t.storage_type = self.lw.storage.get(key, vs.TEXTURE_3D)
+            elif isinstance(v, torch.SymInt) or isinstance(v, int):
+                vid = self.add(vs.SymInt(0))
+            else:
+                raise ExportError(f"vulkan: cannot make a value for {key}")
+        self.ids[key] = vid
+        return vid
+
+    def scalar(self, s: Any) -> int:
+        key = str(s) if isinstance(s, bool) else s
+        if key in self.scalars:
+            return self.scalars[key]
+        if isinstance(s, bool):
+            vid = self.add(vs.Bool(s))
+        elif isinstance(s, int):
+            vid = self.add(vs.Int(s))
+        else:
+            vid = self.add(vs.Double(float(s)))
+        self.scalars[key] = vid
+        return vid
+
+    def arg(self, a: Any) -> int:
+        if isinstance(a, (Node, _PrepackKey, _Transition)):
+            if isinstance(a, Node) and a.op == "call_function" and a.target is operator.getitem:
+                src = self.value_of_key(self.lw.resolve(a.args[0]))
+                return self.g.values[src].items[a.args[1]]
+            if isinstance(a, Node) and a.op == "call_function" and \
+                    a.target is aten.convolution.default and a in self.lw.consts:
+                return self.const_tensor(self.lw.consts[a].data)  # a folded bias
+            return self.value_of_key(a)
+        if a is None or isinstance(a, (torch.dtype, torch.device, torch.layout,
+                                       torch.memory_format)):
+            return self.add(vs.Null())
+        if isinstance(a, (bool, int, float)):
+            return self.scalar(a)
+        if isinstance(a, str):
+            return self.add(vs.String(a))
+        if isinstance(a, (list, tuple)):
+            return self.scalar_list(list(a))
+        raise ExportError(f"vulkan: cannot make a value for argument {a!r}")
+
+    def scalar_list(self, items: List[Any]) -> int:
+        if items and not any(isinstance(x, (bool, int, float)) for x in items):
+            return self.add(vs.ValueList([self.arg(x) for x in items]))
+        first = len(self.g.values)
+        if not items:
+            self.add(vs.IntList([]))
+        all_bool = all(isinstance(x, bool) for x in items)
+        all_int = all(isinstance(x, int) for x in items)
+        all_float = all(isinstance(x, float) for x in items)
+        if all_bool:
+            self.add(vs.BoolList(list(items)))
+        if all_int:
+            self.add(vs.IntList([int(x) for x in items]))
+        elif all_float:
+            self.add(vs.DoubleList(list(items)))
+        elif all(isinstance(x, int) or isinstance(x, Node) for x in items):
+            return self.add(vs.ValueList([self.arg(x) for x in items]))
+        else:
+            raise ExportError(f"vulkan: cannot make a value for list {items!r}")
+        return first
+
+
+def emit(lw: Lowered, force_fp16: bool = False) -> Emitter:
+    em = Emitter(lw, force_fp16)
+    ep = lw.ep
+    # placeholders first, in graph order (constants that ops read, then inputs)
+    read = set()
+    for op in lw.ops:
+        for a in op.args:
+            for x in (a if isinstance(a, (list, tuple)) else [a]):
+                read.add(x.const if isinstance(x, _PrepackKey) else x)
+    prepacks = {op.out.const: op for op in lw.ops if isinstance(op.out, _PrepackKey)}
+
+    def call(op: VOp) -> None:
+        args = [em.arg(a) for a in op.args]
+        args.append(em.value_of_key(op.out))
+        node_id = len(em.g.chain)
+        em.g.chain.append(vs.OperatorCall(node_id, op.name, args))
+        em.debug_map[node_id] = (op.debug_handle,)
+
+    # as in the graph ExecuTorch builds: a prepack follows its placeholder
+    for n in ep.graph.nodes:
+        if n.op != "placeholder":
+            continue
+        if n in lw.consts:
+            if n in read:
+                em.value_of_key(n)
+            if n in prepacks:
+                call(prepacks[n])
+        elif n.users:
+            em.g.input_ids.append(em.value_of_key(n))
+    for op in lw.ops:
+        if not isinstance(op.out, _PrepackKey):
+            call(op)
+    for o in lw.outputs:
+        em.g.output_ids.append(em.arg(o))
+    return em
+
+
+def plan_memory(em: Emitter) -> None:
+    """Shares memory objects between tensors whose lifetimes do not overlap."""
+    g = em.g
+    n_ops = len(g.chain)
+    first: Dict[int, int] = {}
+    last: Dict[int, int] = {}
+    planned = {vid for vid, _ in em.tensor_ids}
+    prepacked = {op.args[-1] for op in g.chain if op.name == "et_vk.prepack.default"}
+    planned -= prepacked
+
+    def touch(vid: int, i: int) -> None:
+        v = g.values[vid]
+        if isinstance(v, vs.ValueList):
+            for x in v.items:
+                touch(x, i)
+            return
+        if vid in planned:
+            first[vid] = min(first.get(vid, i), i)
+            last[vid] = max(last.get(vid, i), i)
+
+    for vid in g.input_ids:
+        touch(vid, -1)
+    for i, op in enumerate(g.chain):
+        for a in op.args:
+            touch(a, i)
+    for vid in g.output_ids:
+        touch(vid, n_ops)
+
+    def nbytes(vid: int) -> int:
+        t = g.values[vid]
+        size = {vs.BOOL: 1, vs.UINT8: 1, vs.INT8: 1, vs.FLOAT16: 2}.get(t.datatype, 4)
+        return size * math.prod(t.dims)
+
+    objects: List[List[Tuple[int, int]]] = []
+    for vid in sorted(first, key=lambda v: (-nbytes(v), v)):
+        span = (first[vid], last[vid])
+        for k, spans in enumerate(objects):
+            if all(span[1] < s[0] or s[1] < span[0] for s in spans):
+                spans.append(span)
+                g.values[vid].mem_obj_id = k
+                break
+        else:
+            objects.append([span])
+            g.values[vid].mem_obj_id = len(objects) - 1

@@ -1,0 +1,290 @@
+"""What the Vulkan payload can run, op by op, and how its tensors are stored.
+
+Each supported edge operator has an OpSpec: the dtypes its tensors may have,
+the memory layouts (which dimension is packed four to a texel) its tensor
+arguments and output accept, whether it takes constant tensors directly
+(prepacking them itself), whether it handles more than 4 dimensions, and an
+optional check of its arguments. The layout sets follow ExecuTorch's Vulkan
+op registry (executorch/backends/vulkan/op_registry.py), so a payload runs
+in either runtime with the same representations.
+
+Layouts are written as sets of "W" (width packed), "H" (height packed) and
+"C" (channels packed); storage is a 3-d texture where the tensor fits the
+device's texture limits, else a buffer (only for layouts an op accepts in a
+buffer: see BUFFER_OK).
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
+
+import torch
+from torch.fx import Node
+
+aten = torch.ops.aten
+
+FP = frozenset({torch.float32, torch.float16})
+INT = frozenset({torch.int32, torch.int64})
+BOOL = frozenset({torch.bool})
+FP_INT = FP | INT
+FP_INT_BOOL = FP | INT | BOOL
+
+ANY = frozenset({"W", "H", "C"})
+WIDTH = frozenset({"W"})
+CHANNELS = frozenset({"C"})
+
+# ExecuTorch's defaults (utils.DEFAULT_TEXTURE_LIMITS, DEFAULT_BUFFER_LIMIT).
+DEFAULT_TEXTURE_LIMITS = (16384, 16384, 2048)
+SMALL_TEXTURE_LIMITS = (2048, 2048, 2048)
+DEFAULT_BUFFER_LIMIT = 128 * 1024 * 1024
+
+
+@dataclass
+class OpSpec:
+    """One operator's capabilities (see the module docstring)."""
+
+    dtypes: FrozenSet[torch.dtype] = FP
+    layouts: FrozenSet[str] = ANY
+    out_dtypes: Optional[FrozenSet[torch.dtype]] = None
+    out_layouts: Optional[FrozenSet[str]] = None
+    # the output takes its primary input's layout (elementwise, views)
+    follows_input: bool = True
+    # all tensor arguments share one layout (binary elementwise ops)
+    same_layout: bool = False
+    prepacks: bool = False
+    highdim: bool = False
+    resize: bool = True
+    buffer_ok: bool = True
+    check: Optional[Callable[[Node], Optional[str]]] = None
+    layouts_for: Optional[Callable[[Node], Tuple[FrozenSet[str], FrozenSet[str]]]] = None
+    # tensor arguments (by position) that are weights the op packs itself
+    # and so never need a layout
+    notes: str = ""
+
+
+def val(node: Any) -> Any:
+    return node.meta.get("val") if isinstance(node, Node) else None
+
+
+def _ndim(node: Any) -> int:
+    v = val(node)
+    return v.dim() if isinstance(v, torch.Tensor) else 0
+
+
+def _dims_reduced(node: Node) -> List[int]:
+    nd = _ndim(node.args[0])
+    dims = node.args[1] if len(node.args) > 1 else None
+    if dims is None:
+        return list(range(nd))
+    if isinstance(dims, int):
+        dims = [dims]
+    return sorted(d % nd if nd else 0 for d in dims)
+
+
+def _keepdim(node: Node) -> bool:
+    for a in node.args:
+        if isinstance(a, bool):
+            return a
+    return bool(node.kwargs.get("keepdim", False))
+
+
+def _check_reduce(node: Node) -> Optional[str]:
+    nd = _ndim(node.args[0])
+    dims = _dims_reduced(node)
+    if dims == [nd - 1]:
+        return None
+    if len(dims) > 2:
+        return "reductions over more than 2 dims are not supported"
+    if not _keepdim(node):
+        return "keepdim=False is only supported when reducing the last dim"
+    return None
+
+
+def _reduce_layouts(node: Node) -> Tuple[FrozenSet[str], FrozenSet[str]]:
+    nd = _ndim(node.args[0])
+    dims = _dims_reduced(node)
+    if len(dims) == 2:
+        whcn = {nd - 1 - d for d in dims}
+        packed = ({0, 1, 2} - whcn)
+        p = min(packed)
+        lay = frozenset({"WHC"[p]})
+        return lay, lay
+    return ANY, ANY
+
+
+def _check_conv(node: Node) -> Optional[str]:
+    x = val(node.args[0])
+    if x.dim() == 4 and x.shape[0] != 1:
+        return "2-d convolution needs batch 1"
+    if x.dim() == 3 and node.args[6]:
+        return "transposed 1-d convolution is not supported"
+    if x.dim() not in (3, 4):
+        return "only 1-d and 2-d convolutions"
+    return None
+
+
+def _conv_layouts(node: Node) -> Tuple[FrozenSet[str], FrozenSet[str]]:
+    x = val(node.args[0])
+    if x.dim() == 3:
+        w = val(node.args[1])
+        groups = node.args[8]
+        pointwise = w.shape[2] == 1
+        depthwise = groups == x.shape[1] and w.shape[0] == x.shape[1] and w.shape[1] == 1
+        if pointwise or depthwise:
+            return frozenset({"H"}), frozenset({"H"})
+    return CHANNELS, CHANNELS
+
+
+def _check_embedding(node: Node) -> Optional[str]:
+    w = val(node.args[0])
+    if isinstance(w, torch.Tensor) and w.numel() > DEFAULT_BUFFER_LIMIT:
+        return "embedding table exceeds the buffer limit"
+    return None
+
+
+def _check_to_copy(node: Node) -> Optional[str]:
+    return None
+
+
+def _check_copy_noop(node: Node) -> Optional[str]:
+    src, dst = val(node.args[1]), val(node)
+    if src is None or dst is None or src.dtype != dst.dtype or src.shape != dst.shape:
+        return "only a copy that changes neither dtype nor shape"
+    return None
+
+
+_UNARY = OpSpec(dtypes=FP)
+_BINARY = OpSpec(dtypes=FP_INT, same_layout=True, highdim=True)
+_VIEW = OpSpec(dtypes=FP_INT_BOOL, highdim=True)
+
+# The registry: edge op -> capabilities. Ops ExecuTorch's registry lacks are
+# marked in EMBER_ONLY (documented in docs/vulkan.md).
+OPS: Dict[Any, OpSpec] = {
+    # ephemeral: symbolic sizes
+    aten.sym_size.int: OpSpec(dtypes=FP_INT_BOOL, highdim=True),
+    operator.getitem: OpSpec(dtypes=FP_INT_BOOL, highdim=True),
+    # unary
+    **{op: _UNARY for op in (aten.abs.default, aten.cos.default, aten.exp.default,
+                             aten.gelu.default, aten.hardswish.default, aten.hardtanh.default,
+                             aten.neg.default, aten.relu.default, aten.sigmoid.default,
+                             aten.sin.default, aten.sqrt.default, aten.rsqrt.default,
+                             aten.tanh.default, aten.leaky_relu.default, aten.round.default)},
+    aten.clamp.default: OpSpec(dtypes=FP_INT),
+    # binary
+    **{op: _BINARY for op in (aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor,
+                              aten.div.Tensor, aten.div.Tensor_mode, aten.minimum.default,
+                              aten.pow.Tensor_Tensor)},
+    aten.mul.Scalar: OpSpec(dtypes=FP, highdim=True),
+    aten.pow.Tensor_Scalar: OpSpec(dtypes=FP, highdim=True),
+    **{op: OpSpec(dtypes=FP_INT, out_dtypes=BOOL, same_layout=True, highdim=True)
+       for op in (aten.eq.Tensor, aten.lt.Tensor, aten.le.Tensor, aten.gt.Tensor,
+                  aten.ge.Tensor)},
+    **{op: OpSpec(dtypes=FP_INT, out_dtypes=BOOL, highdim=True)
+       for op in (aten.eq.Scalar, aten.ne.Scalar, aten.lt.Scalar, aten.le.Scalar,
+                  aten.gt.Scalar, aten.ge.Scalar)},
+    **{op: OpSpec(dtypes=BOOL, same_layout=True, highdim=True)
+       for op in (aten.logical_and.default, aten.logical_or.default)},
+    aten.logical_not.default: OpSpec(dtypes=BOOL, highdim=True),
+    aten.where.self: OpSpec(dtypes=FP_INT_BOOL, same_layout=True),
+    # softmax, matrix products, normalization
+    aten._softmax.default: OpSpec(dtypes=FP),
+    aten._log_softmax.default: OpSpec(dtypes=FP),
+    aten.mm.default: OpSpec(dtypes=FP, layouts=WIDTH, prepacks=True),
+    aten.bmm.default: OpSpec(dtypes=FP, layouts=WIDTH, prepacks=True),
+    aten.addmm.default: OpSpec(dtypes=FP, layouts=WIDTH, prepacks=True),
+    aten.linear.default: OpSpec(dtypes=FP, layouts=WIDTH, prepacks=True),
+    aten._weight_int8pack_mm.default: OpSpec(dtypes=FP, layouts=WIDTH, prepacks=True),
+    aten.native_layer_norm.default: OpSpec(dtypes=FP, prepacks=True),
+    aten._native_batch_norm_legit_no_training.default: OpSpec(dtypes=FP, layouts=CHANNELS,
+                                                              prepacks=True, buffer_ok=False),
+    # reductions
+    **{op: OpSpec(dtypes=FP, highdim=True, check=_check_reduce, layouts_for=_reduce_layouts,
+                  buffer_ok=False)
+       for op in (aten.mean.dim, aten.sum.dim_IntList, aten.amax.default, aten.amin.default)},
+    aten.any.dim: OpSpec(dtypes=BOOL, highdim=True, check=_check_reduce,
+                         layouts_for=_reduce_layouts, buffer_ok=False),
+    # convolution and pooling
+    aten.convolution.default: OpSpec(dtypes=FP, layouts=CHANNELS, prepacks=True, buffer_ok=False,
+                                     check=_check_conv, layouts_for=_conv_layouts),
+    aten.max_pool2d_with_indices.default: OpSpec(dtypes=FP, out_dtypes=FP_INT, layouts=CHANNELS,
+                                                 buffer_ok=False),
+    aten.max_pool2d.default: OpSpec(dtypes=FP, layouts=CHANNELS, buffer_ok=False),
+    aten.avg_pool2d.default: OpSpec(dtypes=FP, layouts=CHANNELS, buffer_ok=False),
+    # indexing, creation
+    aten.embedding.default: OpSpec(dtypes=FP_INT, prepacks=True, check=_check_embedding),
+    aten.arange.start_step: OpSpec(dtypes=FP_INT),
+    aten.full.default: OpSpec(dtypes=FP_INT_BOOL),
+    aten.full_like.default: OpSpec(dtypes=FP_INT_BOOL),
+    aten.scalar_tensor.default: OpSpec(dtypes=FP_INT_BOOL),
+    # views and copies
+    aten.view_copy.default: _VIEW,
+    aten.permute_copy.default: _VIEW,
+    aten.unsqueeze_copy.default: _VIEW,
+    aten.squeeze_copy.dims: _VIEW,
+    aten.select_copy.int: _VIEW,
+    aten.slice_copy.Tensor: _VIEW,
+    aten.split_with_sizes_copy.default: _VIEW,
+    aten.expand_copy.default: OpSpec(dtypes=FP_INT_BOOL, highdim=True, resize=False),
+    aten.clone.default: _VIEW,
+    aten.cat.default: OpSpec(dtypes=FP_INT),
+    aten.copy.default: OpSpec(dtypes=FP_INT_BOOL, check=_check_copy_noop),
+}
+
+# Ops this registry takes that ExecuTorch's Vulkan registry does not (their
+# payload form is the generic one: schema arguments, then the output).
+EMBER_ONLY = {aten.mul.Scalar, aten.any.dim}
+
+# Ops core ATen would decompose that the payload runs whole.
+KEEP_WHOLE = [aten.hardswish.default]
+
+
+def dim_order_ops() -> Dict[Any, OpSpec]:
+    """ember's dim-order ops (registered by ember.dialect), as views."""
+    out: Dict[Any, OpSpec] = {}
+    ns = getattr(torch.ops, "ember_dim_order", None)
+    if ns is not None:
+        for name in ("_clone_dim_order", "_to_dim_order_copy"):
+            packet = getattr(ns, name, None)
+            if packet is not None:
+                out[packet.default] = _VIEW
+    return out
+
+
+def spec_of(target: Any) -> Optional[OpSpec]:
+    s = OPS.get(target)
+    if s is None:
+        s = dim_order_ops().get(target)
+    return s
+
+
+def tensor_nodes(node: Node) -> List[Node]:
+    return [a for a in node.all_input_nodes if isinstance(val(a), torch.Tensor)]
+
+
+def out_tensors(node: Node) -> List[torch.Tensor]:
+    v = val(node)
+    if isinstance(v, torch.Tensor):
+        return [v]
+    if isinstance(v, (list, tuple)):
+        return [t for t in v if isinstance(t, torch.Tensor)]
+    return []
+
+
+def texture_extents(shape: Sequence[int], layout: str) -> Tuple[int, int, int]:
+    """The 3-d texture extents (x, y, z) a tensor of shape needs in layout:
+    WHCN order, the packed dim divided by 4 (rounded up), batches folded
+    into z."""
+    whcn = list(reversed([int(s) for s in shape])) + [1] * (4 - len(shape))
+    w, h, c, n = whcn[:4]
+    packed = "WHC".index(layout)
+    dims = [w, h, c]
+    dims[packed] = (dims[packed] + 3) // 4
+    return dims[0], dims[1], dims[2] * n
+
+
+def fits_texture(shape: Sequence[int], layout: str, limits: Tuple[int, int, int]) -> bool:
+    if len(shape) > 4:
+        return False
+    return all(e <= lim for e, lim in zip(texture_extents(shape, layout), limits))
