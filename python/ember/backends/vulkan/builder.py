@@ -40,6 +40,7 @@ from torch.fx import Node
 from ...errors import ExportError
 from ...tensor_spec import upper_bound
 from . import schema as vs
+from .kv_cache import sdpa_with_kv_cache as kv_sdpa
 from .ops import ANY, OpSpec, fits_texture, spec_of, val
 
 aten = torch.ops.aten
@@ -74,7 +75,7 @@ def op_name(target: Any) -> str:
     return f"{ns}.{target.__name__}"
 
 
-@dataclass
+@dataclass(eq=False)
 class Const:
     """Constant data the payload carries (a weight, or one folded from weights)."""
 
@@ -103,6 +104,7 @@ class Lowered:
         self.inputs: List[Node] = []
         self.outputs: List[Any] = []
         self.layout: Dict[Any, str] = {}          # tensor key -> "W"/"H"/"C"
+        self.repr: Dict[Any, Tuple[str, str]] = {}  # tensor key -> (storage, layout)
         self.storage: Dict[Any, int] = {}
 
     def resolve(self, x: Any) -> Any:
@@ -201,6 +203,18 @@ def lower(ep: ExportedProgram) -> Lowered:
                 lw.ops.append(VOp("aten.linear.default", [x, wt.args[0], bias], n,
                                   spec_of(aten.linear.default), n))
                 continue
+        if t is kv_sdpa:
+            q, k, v, start_pos, length, scale = _schema_args(n)
+            qv = val(q)  # (B, T, H, D); the caches are llama's (B, L, H, D)
+            zeros = torch.zeros(int(qv.shape[0]), int(length), int(qv.shape[2]),
+                                int(qv.shape[3]), dtype=qv.dtype)
+            kc, vc = Const(zeros, f"{n.name}_k_cache"), Const(zeros.clone(), f"{n.name}_v_cache")
+            sym = _SymKey(f"{n.name}_start_pos")
+            lw.ops.append(VOp("et_vk.select_as_symint.default", [start_pos, 0, 0], sym,
+                              OpSpec(dtypes=spec.dtypes), n))
+            lw.ops.append(VOp("sdpa_with_kv_cache.default",
+                              [q, k, v, kc, vc, sym, 1, None, 0.0, False, scale], n, spec, n))
+            continue
         if t is aten.convolution.default:
             args = _schema_args(n)
             user = _single_user(n)
@@ -285,6 +299,17 @@ def _insert_prepacks(lw: Lowered) -> None:
     lw.ops[:0] = front
 
 
+class _SymKey:
+    """A symbolic integer the payload computes (et_vk.select_as_symint)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.meta: Dict[str, Any] = {"val": None}
+
+    def __repr__(self) -> str:
+        return self.name
+
+
 class _PrepackKey:
     """The GPU tensor a prepack op produces from a constant."""
 
@@ -318,8 +343,45 @@ def _arg_layouts(op: VOp) -> Tuple[frozenset, frozenset]:
     return op.spec.layouts, outs
 
 
-def tag_layouts(lw: Lowered, limits: Tuple[int, int, int]) -> None:
-    """Chooses each tensor's layout and storage; inserts clone transitions."""
+def _pairs(layouts: frozenset, buffer_ok: bool) -> frozenset:
+    """(storage, layout) pairs: "T" a 3-d texture, "B" a buffer."""
+    out = {("T", lay) for lay in layouts}
+    if buffer_ok:
+        out |= {("B", lay) for lay in layouts}
+    return frozenset(out)
+
+
+def _fit(pairs: frozenset, shapes: Sequence[Sequence[int]], limits: Tuple[int, int, int],
+         buffer_limit: int) -> frozenset:
+    """The pairs every one of shapes can be stored in."""
+    out = set()
+    for st, lay in pairs:
+        if st == "T" and all(fits_texture(s, lay, limits) for s in shapes):
+            out.add((st, lay))
+        elif st == "B" and all(math.prod(s) <= buffer_limit for s in shapes):
+            out.add((st, lay))
+    return frozenset(out)
+
+
+def _pick(cand: frozenset) -> Tuple[str, str]:
+    """Texture before buffer, then width, height, channels packed."""
+    for st in ("T", "B"):
+        for lay in ("W", "H", "C"):
+            if (st, lay) in cand:
+                return st, lay
+    return "T", "W"
+
+
+def tag_layouts(lw: Lowered, limits: Tuple[int, int, int],
+                buffer_limit: int = 128 * 1024 * 1024) -> None:
+    """Chooses each tensor's storage and layout; inserts clone transitions.
+
+    As in ExecuTorch's TagMemoryMetaPass, an op's tensors (its non-constant
+    tensor arguments and its outputs) share one representation, chosen from
+    those the op accepts and every one of its tensors fits (a convolution's
+    weights excepted): first narrowed by what the consumers further down
+    need, then by what the argument already has; texture before buffer.
+    Ops run in graph order; an argument stored otherwise gets a copy."""
     producers: Dict[Any, VOp] = {}
     users: Dict[Any, List[Tuple[VOp, int]]] = {}
     for op in lw.ops:
@@ -329,91 +391,94 @@ def tag_layouts(lw: Lowered, limits: Tuple[int, int, int]) -> None:
                 if _is_tensor(lw, x):
                     users.setdefault(x, []).append((op, i))
 
-    def follows(op: VOp, i: int) -> bool:
-        return op.spec.follows_input and op.spec.out_layouts is None and \
-            (op.spec.same_layout or i == _primary(lw, op))
+    req_cache: Dict[int, frozenset] = {}
+
+    def requirement(op: VOp) -> frozenset:
+        """The pairs op accepts for all its tensors (an empty set: not a tensor op)."""
+        if id(op) in req_cache:
+            return req_cache[id(op)]
+        if op.name in _UNTAGGED:
+            r: frozenset = frozenset()
+        else:
+            lay_in, _ = _arg_layouts(op)
+            shapes = _out_shapes(op.out)
+            conv = op.name in ("aten.convolution.default", "et_vk.conv_with_clamp.default")
+            for a in op.args:
+                for x in (a if isinstance(a, (list, tuple)) else [a]):
+                    if _is_tensor(lw, x) or (not conv and isinstance(x, Node) and x in lw.consts):
+                        shapes += _out_shapes(x)
+            r = _fit(_pairs(lay_in, op.spec.buffer_ok), shapes, limits, buffer_limit)
+        req_cache[id(op)] = r
+        return r
 
     def downstream(src: Any, cand: frozenset) -> frozenset:
-        queue, seen, budget = [src], set(), 64
-        while queue and len(cand) > 1 and budget > 0:
+        queue, budget = [src], 64
+        while queue and len(cand) > 1:
             budget -= 1
+            if budget <= 0:
+                break
             x = queue.pop(0)
-            for op, i in users.get(x, []):
-                req = _arg_layouts(op)[0]
-                if req & cand:
-                    cand = cand & req
-                    if follows(op, i) and id(op) not in seen:
-                        seen.add(id(op))
-                        queue.append(op.out)
-                if len(cand) == 1:
+            for op, _ in users.get(x, []):
+                if len(cand) <= 1:
                     break
+                req = requirement(op)
+                if not req or not (req & cand):
+                    continue
+                cand = cand & req
+                queue.append(op.out)
         return cand
 
-    def pick(cand: frozenset) -> str:
-        for lay in ("W", "H", "C"):
-            if lay in cand:
-                return lay
-        return "W"
-
-    cache: Dict[Tuple[Any, str], Any] = {}
+    cache: Dict[Tuple[Any, Tuple[str, str]], Any] = {}
     new_ops: List[VOp] = []
     for op in lw.ops:
-        if op.name == "sym_size.int":
+        req = requirement(op)
+        if not req:
             new_ops.append(op)
             continue
-        arg_req, out_req = _arg_layouts(op)
         tensor_args = [(i, a) for i, a in enumerate(op.args) if _is_tensor(lw, a) or
                        (isinstance(a, (list, tuple)) and a and all(_is_tensor(lw, x) for x in a))]
-        chosen: Dict[int, str] = {}
-        prim = _primary(lw, op)
-        for i, a in tensor_args:
-            if op.spec.same_layout and prim is not None and i != prim and prim in chosen:
-                chosen[i] = chosen[prim]
-                continue
+        cand = req
+        for _, a in tensor_args:
             first = a[0] if isinstance(a, (list, tuple)) else a
-            cand = downstream(first, arg_req) if len(arg_req) > 1 else arg_req
             if len(cand) > 1:
-                have = lw.layout.get(first)
+                cand = downstream(first, cand)
+            if len(cand) > 1:
+                have = lw.repr.get(first)
                 if have is not None and have in cand:
                     cand = frozenset({have})
-                elif first in producers:
-                    po = _arg_layouts(producers[first])[1]
-                    if po & cand:
-                        cand = cand & po
-            chosen[i] = pick(cand)
-        if op.spec.follows_input and op.spec.out_layouts is None and op.spec.layouts_for is None \
-                and prim is not None:
-            out_lay = chosen[prim]
-        else:
-            oc = downstream(op.out, out_req) if len(out_req) > 1 else out_req
-            out_lay = pick(oc)
+                elif first in producers and requirement(producers[first]) & cand:
+                    cand = cand & requirement(producers[first])
+        if len(cand) > 1:
+            cand = downstream(op.out, cand)
+        chosen = _pick(cand)
         for i, a in tensor_args:
             items = list(a) if isinstance(a, (list, tuple)) else [a]
             fixed = []
             for x in items:
-                have = lw.layout.get(x)
+                have = lw.repr.get(x)
                 if have is None:
-                    lw.layout[x] = chosen[i]
+                    lw.repr[x] = chosen
                     fixed.append(x)
-                elif have == chosen[i]:
+                elif have == chosen:
                     fixed.append(x)
                 else:
-                    key = (x, chosen[i])
+                    key = (x, chosen)
                     if key not in cache:
-                        t = _Transition(x, chosen[i])
-                        lw.layout[t] = chosen[i]
+                        t = _Transition(x, chosen[1])
+                        lw.repr[t] = chosen
                         new_ops.append(VOp("aten.clone.default", [x, None], t, OpSpec(), None))
                         cache[key] = t
                     fixed.append(cache[key])
             op.args[i] = type(a)(fixed) if isinstance(a, (list, tuple)) else fixed[0]
-        lw.layout[op.out] = out_lay
+        lw.repr[op.out] = chosen
         new_ops.append(op)
     lw.ops = new_ops
-    for key, lay in lw.layout.items():
-        v = _tensor_val(key) if not isinstance(key, Node) or True else None
-        shapes = _out_shapes(key)
-        fits = all(fits_texture(s, lay, limits) for s in shapes)
-        lw.storage[key] = vs.TEXTURE_3D if fits else vs.BUFFER
+    for key, (st, lay) in lw.repr.items():
+        lw.layout[key] = lay
+        lw.storage[key] = vs.TEXTURE_3D if st == "T" else vs.BUFFER
+
+
+_UNTAGGED = ("sym_size.int", "et_vk.prepack.default", "et_vk.select_as_symint.default")
 
 
 def _out_shapes(key: Any) -> List[List[int]]:
@@ -524,7 +589,9 @@ class Emitter:
     def value_of_key(self, key: Any) -> int:
         if key in self.ids:
             return self.ids[key]
-        if isinstance(key, Node) and key in self.lw.consts:
+        if isinstance(key, _SymKey):
+            vid = self.add(vs.SymInt(0))
+        elif isinstance(key, Node) and key in self.lw.consts:
             vid = self.const_tensor(self.lw.consts[key].data)
         else:
             v = key.meta.get("val")
@@ -565,6 +632,12 @@ class Emitter:
         return vid
 
     def arg(self, a: Any) -> int:
+        if isinstance(a, Const):
+            if id(a) not in self.ids:
+                self.ids[id(a)] = self.const_tensor(a.data)
+            return self.ids[id(a)]
+        if isinstance(a, _SymKey):
+            return self.value_of_key(a)
         if isinstance(a, (Node, _PrepackKey, _Transition)):
             if isinstance(a, Node) and a.op == "call_function" and a.target is operator.getitem:
                 src = self.value_of_key(self.lw.resolve(a.args[0]))

@@ -144,7 +144,10 @@ def _check_embedding(node: Node) -> Optional[str]:
     return None
 
 
-def _check_to_copy(node: Node) -> Optional[str]:
+def _check_int8pack_mm(node: Node) -> Optional[str]:
+    x, w, scales = (val(a) for a in node.args[:3])
+    if x.dtype not in FP or w.dtype != torch.int8 or w.dim() != 2 or scales.dtype not in FP:
+        return "int8 weight-only linear needs a float input, a 2-d int8 weight, float scales"
     return None
 
 
@@ -195,7 +198,9 @@ OPS: Dict[Any, OpSpec] = {
     aten.bmm.default: OpSpec(dtypes=FP, layouts=WIDTH, prepacks=True),
     aten.addmm.default: OpSpec(dtypes=FP, layouts=WIDTH, prepacks=True),
     aten.linear.default: OpSpec(dtypes=FP, layouts=WIDTH, prepacks=True),
-    aten._weight_int8pack_mm.default: OpSpec(dtypes=FP, layouts=WIDTH, prepacks=True),
+    aten._weight_int8pack_mm.default: OpSpec(dtypes=FP | frozenset({torch.int8}), out_dtypes=FP,
+                                             layouts=WIDTH, prepacks=True,
+                                             check=_check_int8pack_mm),
     aten.native_layer_norm.default: OpSpec(dtypes=FP, prepacks=True),
     aten._native_batch_norm_legit_no_training.default: OpSpec(dtypes=FP, layouts=CHANNELS,
                                                               prepacks=True, buffer_ok=False),
@@ -232,12 +237,19 @@ OPS: Dict[Any, OpSpec] = {
     aten.copy.default: OpSpec(dtypes=FP_INT_BOOL, check=_check_copy_noop),
 }
 
+from .kv_cache import sdpa_with_kv_cache  # noqa: E402
+
+# attention over a cache the delegate owns (kv_cache.py): q, k, v as (B, T, H, D)
+OPS[sdpa_with_kv_cache] = OpSpec(dtypes=FP | INT, layouts=WIDTH, prepacks=True)
+
 # Ops this registry takes that ExecuTorch's Vulkan registry does not (their
 # payload form is the generic one: schema arguments, then the output).
 EMBER_ONLY = {aten.mul.Scalar, aten.any.dim}
+# Ops both registries list where ember's partitioner takes more (see docs/vulkan.md).
+WIDER_THAN_EXECUTORCH = {aten._weight_int8pack_mm.default}
 
 # Ops core ATen would decompose that the payload runs whole.
-KEEP_WHOLE = [aten.hardswish.default]
+KEEP_WHOLE = [aten.hardswish.default, aten._weight_int8pack_mm.default]
 
 
 def dim_order_ops() -> Dict[Any, OpSpec]:

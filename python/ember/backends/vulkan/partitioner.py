@@ -31,6 +31,7 @@ from ...backend.backend_details import CompileSpec
 from ...backend.partitioner import TAG, DelegationSpec, Partitioner, PartitionResult, tag_constant_data
 from ...errors import ExportError
 from ...tensor_spec import upper_bound
+from .kv_cache import own_kv_caches
 from .ops import (DEFAULT_BUFFER_LIMIT, DEFAULT_TEXTURE_LIMITS, SMALL_TEXTURE_LIMITS, KEEP_WHOLE, fits_texture,
                   out_tensors, spec_of, val)
 
@@ -189,7 +190,9 @@ class VulkanPartitioner(Partitioner):
         from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
         from torch.fx.passes.operator_support import OperatorSupportBase
 
-        ep = exported_program
+        # attention with a KV cache keeps its caches on the GPU (kv_cache.py)
+        ep = own_kv_caches(exported_program, keep=lambda n: val(n.kwargs["q"]).dtype in
+                           (torch.float32, torch.float16))
         support = VulkanSupport(ep, self.options)
         reasons = self.reasons
         reasons.clear()
