@@ -144,6 +144,13 @@ def _check_embedding(node: Node) -> Optional[str]:
     return None
 
 
+def _check_same_dtype(node: Node) -> Optional[str]:
+    src, dst = val(node.args[0]), val(node)
+    if src is None or dst is None or src.dtype != dst.dtype or src.shape != dst.shape:
+        return "only a copy that changes neither dtype nor shape"
+    return None
+
+
 def _check_int8pack_mm(node: Node) -> Optional[str]:
     x, w, scales = (val(a) for a in node.args[:3])
     if x.dtype not in FP or w.dtype != torch.int8 or w.dim() != 2 or scales.dtype not in FP:
@@ -253,14 +260,16 @@ KEEP_WHOLE = [aten.hardswish.default, aten._weight_int8pack_mm.default]
 
 
 def dim_order_ops() -> Dict[Any, OpSpec]:
-    """ember's dim-order ops (registered by ember.dialect), as views."""
+    """ember's dim-order copies (ember.dialect), as views."""
+    from ...dialect import dim_order_ops as registered
+
+    ops = registered()
     out: Dict[Any, OpSpec] = {}
-    ns = getattr(torch.ops, "ember_dim_order", None)
-    if ns is not None:
-        for name in ("_clone_dim_order", "_to_dim_order_copy"):
-            packet = getattr(ns, name, None)
-            if packet is not None:
-                out[packet.default] = _VIEW
+    if "clone" in ops:
+        out[ops["clone"]] = _VIEW
+    if "to_copy" in ops:
+        # only where it changes nothing (the payload drops it); casts stay portable
+        out[ops["to_copy"]] = OpSpec(dtypes=FP_INT_BOOL, highdim=True, check=_check_same_dtype)
     return out
 
 
