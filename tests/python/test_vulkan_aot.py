@@ -209,11 +209,30 @@ class Blocks(nn.Module):
         return torch.softmax(torch.cat([y, z], dim=1), dim=-1)
 
 
-@pytest.mark.parametrize("name", ["cnn", "blocks"])
+class Conv1dHead(nn.Module):
+    """A bias-free conv + batch norm + relu6, a pointwise 1-d conv (height
+    packed) and a mean over the last dim (a buffer, keepdim False)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, bias=False)
+        self.bn = nn.BatchNorm2d(4)
+        self.pw = nn.Conv1d(4, 4, 1)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-0.5, 0.5)
+            self.bn.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.nn.functional.relu6(self.bn(self.conv(x)))
+        return self.pw(y.flatten(2)).mean(-1)
+
+
+@pytest.mark.parametrize("name", ["cnn", "blocks", "conv1d"])
 def test_payload_matches_executorch(name: str) -> None:
     torch.manual_seed(0)
     model, args = {"cnn": (CNN(), (torch.randn(1, 3, 16, 16),)),
-                   "blocks": (Blocks(), (torch.randn(1, 8, 8, 8),))}[name]
+                   "blocks": (Blocks(), (torch.randn(1, 8, 8, 8),)),
+                   "conv1d": (Conv1dHead(), (torch.randn(1, 3, 8, 8),))}[name]
     graphs = compare(model, args)
     names = {c.name for g in graphs for c in g.chain}
     if name == "cnn":

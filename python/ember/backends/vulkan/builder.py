@@ -41,7 +41,7 @@ from ...errors import ExportError
 from ...tensor_spec import upper_bound
 from . import schema as vs
 from .kv_cache import sdpa_with_kv_cache as kv_sdpa
-from .ops import ANY, OpSpec, fits_texture, spec_of, val
+from .ops import OpSpec, fit_pairs, pairs_of, spec_of, val
 
 aten = torch.ops.aten
 
@@ -105,6 +105,7 @@ class Lowered:
         self.outputs: List[Any] = []
         self.layout: Dict[Any, str] = {}          # tensor key -> "W"/"H"/"C"
         self.repr: Dict[Any, Tuple[str, str]] = {}  # tensor key -> (storage, layout)
+        self.after: Dict[Node, List[Any]] = {}    # constants emitted right after a placeholder
         self.storage: Dict[Any, int] = {}
 
     def resolve(self, x: Any) -> Any:
@@ -146,28 +147,33 @@ def _single_user(node: Node) -> Optional[Node]:
     return users[0] if len(users) == 1 else None
 
 
-def _fold_batch_norm(lw: Lowered, conv: Node, bn: Node) -> bool:
-    """Folds bn (eval, after conv) into conv's weight and bias constants."""
+def _fold_batch_norm(lw: Lowered, conv: Node, bn: Node) -> Optional[Any]:
+    """Folds bn (eval, after conv) into conv's weight and bias constants;
+    returns what now holds the bias (its placeholder, or a new constant), or
+    None if the statistics are not constants."""
     w, b = conv.args[1], conv.args[2]
     wd = lw.consts.get(w) if isinstance(w, Node) else None
     bd = lw.consts.get(b) if isinstance(b, Node) else None
     if wd is None or (b is not None and bd is None) or conv.args[6]:
-        return False
+        return None
     stats = [lw.consts.get(a) if isinstance(a, Node) else None for a in bn.args[1:5]]
     if any(s is None for s in stats[2:]):
-        return False
+        return None
     bn_w, bn_b, mean, var = (s.data if s is not None else None for s in stats)
-    eps = bn.args[6]
     from torch.nn.utils.fusion import fuse_conv_bn_weights
 
-    bias = bd.data if bd is not None else None
-    fw, fb = fuse_conv_bn_weights(wd.data, bias, mean, var, eps, bn_w, bn_b)
+    fw, fb = fuse_conv_bn_weights(wd.data, bd.data if bd is not None else None, mean, var,
+                                  bn.args[6], bn_w, bn_b)
     wd.data = fw.detach()
     if bd is not None:
         bd.data = fb.detach()
+        bias: Any = b
     else:
-        lw.consts[conv] = Const(fb.detach(), f"{conv.name}_bias")  # keyed by the conv
-    return True
+        bias = Const(fb.detach(), f"{conv.name}_bias")
+    # ExecuTorch's batch-norm fusion puts the fused weight and bias where the
+    # weight was
+    lw.after[w] = [bias]
+    return bias
 
 
 def lower(ep: ExportedProgram) -> Lowered:
@@ -178,7 +184,6 @@ def lower(ep: ExportedProgram) -> Lowered:
             data = _constant(ep, n)
             if data is not None:
                 lw.consts[n] = Const(data, n.name)
-    folded_bias: Dict[Node, Node] = {}
     skip: set = set()
     for n in g.nodes:
         if n.op != "call_function" or n in skip:
@@ -219,17 +224,14 @@ def lower(ep: ExportedProgram) -> Lowered:
             args = _schema_args(n)
             user = _single_user(n)
             if user is not None and user.target is aten._native_batch_norm_legit_no_training.default:
-                if _fold_batch_norm(lw, n, user):
-                    get0 = [u for u in user.users if u.args[1] == 0]
-                    if len(get0) == 1 and len(user.users) == 1:
+                get0 = [u for u in user.users if u.args[1] == 0]
+                if len(get0) == 1 and len(user.users) == 1:
+                    bias = _fold_batch_norm(lw, n, user)
+                    if bias is not None:
                         lw.alias[get0[0]] = n
                         skip.add(user)
-                        if args[2] is None:
-                            args[2] = n  # the folded bias, keyed by the conv node
-                            folded_bias[n] = n
+                        args[2] = bias
                         user = _single_user(get0[0])
-                    else:
-                        raise ExportError("vulkan: a folded batch norm's statistics are used")
             if user is not None and user.target in _CLAMPS and val(user).dtype == val(n).dtype:
                 if user.target is aten.relu.default:
                     lo, hi = 0.0, sys.float_info.max
@@ -252,8 +254,6 @@ def lower(ep: ExportedProgram) -> Lowered:
     # resolve aliases in args, then drop ops whose results nothing reads
     for op in lw.ops:
         op.args = [_map(a, lw.resolve) for a in op.args]
-    for n in list(lw.consts):
-        pass
     lw.outputs = [lw.resolve(o) for o in lw.outputs]
     _insert_prepacks(lw)
     for op in lw.ops:
@@ -267,11 +267,6 @@ def _map(a: Any, fn) -> Any:
         return type(a)(_map(x, fn) for x in a) if not isinstance(a, tuple) else \
             tuple(_map(x, fn) for x in a)
     return fn(a) if isinstance(a, Node) else a
-
-
-def _is_const(lw: Lowered, a: Any) -> bool:
-    return isinstance(a, Node) and (a in lw.consts or a.op == "call_function" and
-                                    a.target is aten.convolution.default and a in lw.consts)
 
 
 def _insert_prepacks(lw: Lowered) -> None:
@@ -336,33 +331,6 @@ def _bounds(v: torch.Tensor) -> List[int]:
     return [upper_bound(s) for s in v.shape]
 
 
-def _arg_layouts(op: VOp) -> Tuple[frozenset, frozenset]:
-    if op.spec.layouts_for is not None and op.node is not None:
-        return op.spec.layouts_for(op.node)
-    outs = op.spec.out_layouts or op.spec.layouts
-    return op.spec.layouts, outs
-
-
-def _pairs(layouts: frozenset, buffer_ok: bool) -> frozenset:
-    """(storage, layout) pairs: "T" a 3-d texture, "B" a buffer."""
-    out = {("T", lay) for lay in layouts}
-    if buffer_ok:
-        out |= {("B", lay) for lay in layouts}
-    return frozenset(out)
-
-
-def _fit(pairs: frozenset, shapes: Sequence[Sequence[int]], limits: Tuple[int, int, int],
-         buffer_limit: int) -> frozenset:
-    """The pairs every one of shapes can be stored in."""
-    out = set()
-    for st, lay in pairs:
-        if st == "T" and all(fits_texture(s, lay, limits) for s in shapes):
-            out.add((st, lay))
-        elif st == "B" and all(math.prod(s) <= buffer_limit for s in shapes):
-            out.add((st, lay))
-    return frozenset(out)
-
-
 def _pick(cand: frozenset) -> Tuple[str, str]:
     """Texture before buffer, then width, height, channels packed."""
     for st in ("T", "B"):
@@ -400,14 +368,13 @@ def tag_layouts(lw: Lowered, limits: Tuple[int, int, int],
         if op.name in _UNTAGGED:
             r: frozenset = frozenset()
         else:
-            lay_in, _ = _arg_layouts(op)
             shapes = _out_shapes(op.out)
             conv = op.name in ("aten.convolution.default", "et_vk.conv_with_clamp.default")
             for a in op.args:
                 for x in (a if isinstance(a, (list, tuple)) else [a]):
                     if _is_tensor(lw, x) or (not conv and isinstance(x, Node) and x in lw.consts):
                         shapes += _out_shapes(x)
-            r = _fit(_pairs(lay_in, op.spec.buffer_ok), shapes, limits, buffer_limit)
+            r = fit_pairs(pairs_of(op.spec, op.node), shapes, limits, buffer_limit)
         req_cache[id(op)] = r
         return r
 
@@ -536,7 +503,7 @@ class Emitter:
         self.scalars: Dict[Any, int] = {}
         self.named_data: Dict[str, bytes] = {}
         self.tensor_ids: List[Tuple[int, Any]] = []   # (value id, key) of planned tensors
-        self.debug_map: Dict[int, Tuple[int, ...]] = {}
+        self.debug_map: Dict[int, List[int]] = {}
 
     def effective(self, dtype: torch.dtype) -> torch.dtype:
         if dtype == torch.float64:
@@ -642,9 +609,6 @@ class Emitter:
             if isinstance(a, Node) and a.op == "call_function" and a.target is operator.getitem:
                 src = self.value_of_key(self.lw.resolve(a.args[0]))
                 return self.g.values[src].items[a.args[1]]
-            if isinstance(a, Node) and a.op == "call_function" and \
-                    a.target is aten.convolution.default and a in self.lw.consts:
-                return self.const_tensor(self.lw.consts[a].data)  # a folded bias
             return self.value_of_key(a)
         if a is None or isinstance(a, (torch.dtype, torch.device, torch.layout,
                                        torch.memory_format)):
@@ -695,7 +659,8 @@ def emit(lw: Lowered, force_fp16: bool = False) -> Emitter:
         args.append(em.value_of_key(op.out))
         node_id = len(em.g.chain)
         em.g.chain.append(vs.OperatorCall(node_id, op.name, args))
-        em.debug_map[node_id] = (op.debug_handle,)
+        if op.debug_handle:
+            em.debug_map[node_id] = [op.debug_handle]
 
     # as in the graph ExecuTorch builds: a prepack follows its placeholder
     for n in ep.graph.nodes:
@@ -704,6 +669,8 @@ def emit(lw: Lowered, force_fp16: bool = False) -> Emitter:
         if n in lw.consts:
             if n in read:
                 em.value_of_key(n)
+            for extra in lw.after.get(n, []):
+                em.arg(extra)
             if n in prepacks:
                 call(prepacks[n])
         elif n.users:

@@ -59,6 +59,8 @@ class OpSpec:
     buffer_ok: bool = True
     check: Optional[Callable[[Node], Optional[str]]] = None
     layouts_for: Optional[Callable[[Node], Tuple[FrozenSet[str], FrozenSet[str]]]] = None
+    # the (storage, layout) pairs the op takes, when they depend on its arguments
+    pairs_for: Optional[Callable[[Node], FrozenSet[Tuple[str, str]]]] = None
     # tensor arguments (by position) that are weights the op packs itself
     # and so never need a layout
     notes: str = ""
@@ -102,16 +104,21 @@ def _check_reduce(node: Node) -> Optional[str]:
     return None
 
 
-def _reduce_layouts(node: Node) -> Tuple[FrozenSet[str], FrozenSet[str]]:
+def _reduce_pairs(node: Node) -> FrozenSet[Tuple[str, str]]:
+    """Any texture for the general reduction (1 or 2 dims, keepdim); a width
+    packed buffer for a reduction of the last dim; a 2-dim reduction packs the
+    dimension it keeps."""
     nd = _ndim(node.args[0])
     dims = _dims_reduced(node)
+    out = set()
+    if len(dims) <= 2 and _keepdim(node):
+        out |= {("T", lay) for lay in "WHC"}
+    if dims == [nd - 1]:
+        return frozenset(out | {("B", "W")})
     if len(dims) == 2:
-        whcn = {nd - 1 - d for d in dims}
-        packed = ({0, 1, 2} - whcn)
-        p = min(packed)
-        lay = frozenset({"WHC"[p]})
-        return lay, lay
-    return ANY, ANY
+        kept = min({0, 1, 2} - {nd - 1 - d for d in dims})
+        out = {("T", "WHC"[kept])}
+    return frozenset(out)
 
 
 def _check_conv(node: Node) -> Optional[str]:
@@ -212,11 +219,10 @@ OPS: Dict[Any, OpSpec] = {
     aten._native_batch_norm_legit_no_training.default: OpSpec(dtypes=FP, layouts=CHANNELS,
                                                               prepacks=True, buffer_ok=False),
     # reductions
-    **{op: OpSpec(dtypes=FP, highdim=True, check=_check_reduce, layouts_for=_reduce_layouts,
-                  buffer_ok=False)
+    **{op: OpSpec(dtypes=FP, highdim=True, check=_check_reduce, pairs_for=_reduce_pairs)
        for op in (aten.mean.dim, aten.sum.dim_IntList, aten.amax.default, aten.amin.default)},
     aten.any.dim: OpSpec(dtypes=BOOL, highdim=True, check=_check_reduce,
-                         layouts_for=_reduce_layouts, buffer_ok=False),
+                         pairs_for=_reduce_pairs),
     # convolution and pooling
     aten.convolution.default: OpSpec(dtypes=FP, layouts=CHANNELS, prepacks=True, buffer_ok=False,
                                      check=_check_conv, layouts_for=_conv_layouts),
@@ -309,3 +315,35 @@ def fits_texture(shape: Sequence[int], layout: str, limits: Tuple[int, int, int]
     if len(shape) > 4:
         return False
     return all(e <= lim for e, lim in zip(texture_extents(shape, layout), limits))
+
+
+def pairs_of(spec: OpSpec, node: Optional[Node]) -> FrozenSet[Tuple[str, str]]:
+    """The (storage, layout) pairs an op takes for its tensors: storage "T" (a
+    3-d texture) or "B" (a buffer), layout "W", "H" or "C"."""
+    if spec.pairs_for is not None and node is not None:
+        return spec.pairs_for(node)
+    lay = spec.layouts_for(node)[0] if spec.layouts_for is not None and node is not None \
+        else spec.layouts
+    out = {("T", x) for x in lay}
+    if spec.buffer_ok:
+        out |= {("B", x) for x in lay}
+    return frozenset(out)
+
+
+def fit_pairs(pairs: FrozenSet[Tuple[str, str]], shapes: Sequence[Sequence[int]],
+              limits: Tuple[int, int, int], buffer_limit: int) -> FrozenSet[Tuple[str, str]]:
+    """The pairs in which every one of shapes can be stored."""
+    out = set()
+    for st, lay in pairs:
+        if st == "T" and all(fits_texture(s, lay, limits) for s in shapes):
+            out.add((st, lay))
+        elif st == "B" and all(_numel(s) <= buffer_limit for s in shapes):
+            out.add((st, lay))
+    return frozenset(out)
+
+
+def _numel(shape: Sequence[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n

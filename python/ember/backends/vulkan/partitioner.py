@@ -32,8 +32,8 @@ from ...backend.partitioner import TAG, DelegationSpec, Partitioner, PartitionRe
 from ...errors import ExportError
 from ...tensor_spec import upper_bound
 from .kv_cache import own_kv_caches
-from .ops import (DEFAULT_BUFFER_LIMIT, DEFAULT_TEXTURE_LIMITS, SMALL_TEXTURE_LIMITS, KEEP_WHOLE, fits_texture,
-                  out_tensors, spec_of, val)
+from .ops import (DEFAULT_BUFFER_LIMIT, DEFAULT_TEXTURE_LIMITS, SMALL_TEXTURE_LIMITS, KEEP_WHOLE, fit_pairs,
+                  out_tensors, pairs_of, spec_of, val)
 
 aten = torch.ops.aten
 
@@ -138,29 +138,15 @@ class VulkanSupport:
             why = spec.check(node)
             if why is not None:
                 return why
-        lay_in, lay_out = (spec.layouts_for(node) if spec.layouts_for is not None
-                           else (spec.layouts, spec.out_layouts or spec.layouts))
-        for a in ins:
-            if self.is_const(a):
-                continue
-            why = self._fits(_shape(val(a)), lay_in, spec.buffer_ok)
-            if why:
-                return why
-        for v in outs:
-            why = self._fits(_shape(v), lay_out, spec.buffer_ok)
-            if why:
-                return why
+        # one representation for all the op's tensors (a convolution's weights
+        # excepted), as the payload's layout tagging chooses it
+        conv = t is aten.convolution.default
+        shapes = [_shape(val(a)) for a in ins if not (conv and self.is_const(a))]
+        shapes += [_shape(v) for v in outs]
+        if not fit_pairs(pairs_of(spec, node), shapes, self.limits, self.buffer_limit):
+            return (f"its tensors {shapes} fit no texture {self.limits} or buffer the op "
+                    "takes")
         return None
-
-    def _fits(self, shape: List[int], layouts, buffer_ok: bool) -> Optional[str]:
-        if any(fits_texture(shape, lay, self.limits) for lay in layouts):
-            return None
-        numel = 1
-        for s in shape:
-            numel *= s
-        if buffer_ok and numel <= self.buffer_limit:
-            return None
-        return f"a tensor of shape {shape} fits neither a texture {self.limits} nor a buffer"
 
 
 class VulkanPartitioner(Partitioner):
