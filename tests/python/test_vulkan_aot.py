@@ -99,7 +99,8 @@ def normalize_reference(g) -> vs.VkGraph:
         else:
             values.append(kinds[name](**{k: getattr(x, k) for k in
                                          kinds[name].__dataclass_fields__}))
-    return vs.VkGraph(g.version, [vs.OperatorCall(c.node_id, c.name, list(c.args)) for c in g.chain],
+    chain = [vs.OperatorCall(c.node_id, c.name, list(c.args)) for c in g.chain]
+    return vs.VkGraph(g.version, chain,
                       values, list(g.input_ids), list(g.output_ids),
                       [vs.VkBytes(b.offset, b.length, b.named_key or "") for b in g.constants],
                       [], _enum(g.storage_type_override), _enum(g.memory_layout_override))
@@ -336,16 +337,14 @@ def test_nanogpt_seq_fully_delegated() -> None:
 
     gpt = _gpt(2)
     prog = export_seq(gpt, backend="vulkan")
-    meta = ember_runtime.Runtime.get().load_program(prog.buffer).metadata("forward") \
-        if ember_runtime.has_backend("VulkanBackend") else None
+    meta = ember_runtime.Runtime.get().load_program(prog.buffer).metadata("forward")
+    assert meta.num_delegates == 1 and not meta.operators  # nothing left outside
     mods = [m for _, m in get_lowered_modules(prog.exported_program())]
     assert len(mods) == 1 and mods[0].backend_id == "VulkanBackend"
     g = check_payload(mods[0])
     names = [c.name for c in g.chain]
     assert names.count("aten.linear.default") == 9 and "aten._softmax.default" in names
     assert "aten.native_layer_norm.default" in names and "aten.bmm.default" in names
-    if meta is not None:
-        assert meta.operators == []
 
 
 def test_nanogpt_kv_fully_delegated_and_owns_its_caches() -> None:
@@ -353,6 +352,8 @@ def test_nanogpt_kv_fully_delegated_and_owns_its_caches() -> None:
 
     gpt = _gpt(2)
     prog = export_kv(gpt, backend="vulkan")
+    meta = ember_runtime.Runtime.get().load_program(prog.buffer).metadata("forward")
+    assert meta.num_delegates == 1 and not meta.operators
     ep = prog.exported_program()
     mods = [m for _, m in get_lowered_modules(ep)]
     assert len(mods) == 1

@@ -29,8 +29,8 @@ import hashlib
 import math
 import operator
 import sys
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 from torch.export import ExportedProgram
@@ -223,7 +223,8 @@ def lower(ep: ExportedProgram) -> Lowered:
         if t is aten.convolution.default:
             args = _schema_args(n)
             user = _single_user(n)
-            if user is not None and user.target is aten._native_batch_norm_legit_no_training.default:
+            if user is not None and \
+                    user.target is aten._native_batch_norm_legit_no_training.default:
                 get0 = [u for u in user.users if u.args[1] == 0]
                 if len(get0) == 1 and len(user.users) == 1:
                     bias = _fold_batch_norm(lw, n, user)
@@ -263,16 +264,17 @@ def lower(ep: ExportedProgram) -> Lowered:
 
 
 def _map(a: Any, fn) -> Any:
-    if isinstance(a, (list, tuple)):
-        return type(a)(_map(x, fn) for x in a) if not isinstance(a, tuple) else \
-            tuple(_map(x, fn) for x in a)
+    """a with fn applied to every Node in it (lists become plain lists)."""
+    if isinstance(a, tuple):
+        return tuple(_map(x, fn) for x in a)
+    if isinstance(a, list):
+        return [_map(x, fn) for x in a]
     return fn(a) if isinstance(a, Node) else a
 
 
 def _insert_prepacks(lw: Lowered) -> None:
     """Constants read by ops that do not pack their own weights go through
     et_vk.prepack.default (one per constant, before the first op)."""
-    prepacked: Dict[Node, Node] = {}
     order = [n for n in lw.ep.graph.nodes if n.op == "placeholder" and n in lw.consts]
     needs: Dict[Node, List[Tuple[VOp, int]]] = {}
     for op in lw.ops:
@@ -290,7 +292,6 @@ def _insert_prepacks(lw: Lowered) -> None:
         front.append(VOp("et_vk.prepack.default", [c], key, OpSpec(), None))
         for op, i in needs[c]:
             op.args[i] = key
-        prepacked[c] = key  # type: ignore[assignment]
     lw.ops[:0] = front
 
 
@@ -320,11 +321,6 @@ class _PrepackKey:
 # --------------------------------------------------------------------------- #
 # Layouts
 # --------------------------------------------------------------------------- #
-
-
-def _tensor_val(a: Any) -> Optional[torch.Tensor]:
-    v = a.meta.get("val") if hasattr(a, "meta") else None
-    return v if isinstance(v, torch.Tensor) else None
 
 
 def _bounds(v: torch.Tensor) -> List[int]:
@@ -476,15 +472,6 @@ def _is_tensor(lw: Lowered, a: Any) -> bool:
     return isinstance(a, (_PrepackKey, _Transition))
 
 
-def _primary(lw: Lowered, op: VOp) -> Optional[int]:
-    if op.name == "aten.embedding.default":
-        return 1
-    for i, a in enumerate(op.args):
-        if _is_tensor(lw, a) or (isinstance(a, (list, tuple)) and a and _is_tensor(lw, a[0])):
-            return i
-    return None
-
-
 # --------------------------------------------------------------------------- #
 # Emission
 # --------------------------------------------------------------------------- #
@@ -545,7 +532,8 @@ class Emitter:
 
     def tensor(self, v: torch.Tensor, key: Any) -> int:
         layout = self.lw.layout.get(key)
-        storage = self.lw.storage.get(key, vs.TEXTURE_3D) if layout is not None else vs.DEFAULT_STORAGE
+        storage = self.lw.storage.get(key, vs.TEXTURE_3D) if layout is not None \
+            else vs.DEFAULT_STORAGE
         mem = {"W": vs.WIDTH_PACKED, "H": vs.HEIGHT_PACKED, "C": vs.CHANNELS_PACKED}.get(
             layout or "", vs.DEFAULT_LAYOUT)
         vid = self.add(vs.VkTensor(_VK_DTYPE[self.effective(v.dtype)], _bounds(v), -1, -1,

@@ -286,10 +286,6 @@ def spec_of(target: Any) -> Optional[OpSpec]:
     return s
 
 
-def tensor_nodes(node: Node) -> List[Node]:
-    return [a for a in node.all_input_nodes if isinstance(val(a), torch.Tensor)]
-
-
 def out_tensors(node: Node) -> List[torch.Tensor]:
     v = val(node)
     if isinstance(v, torch.Tensor):

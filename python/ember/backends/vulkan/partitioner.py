@@ -28,12 +28,13 @@ from torch.export import ExportedProgram
 from torch.fx import Node
 
 from ...backend.backend_details import CompileSpec
-from ...backend.partitioner import TAG, DelegationSpec, Partitioner, PartitionResult, tag_constant_data
+from ...backend.partitioner import (TAG, DelegationSpec, Partitioner, PartitionResult,
+                                    tag_constant_data)
 from ...errors import ExportError
 from ...tensor_spec import upper_bound
 from .kv_cache import own_kv_caches
-from .ops import (DEFAULT_BUFFER_LIMIT, DEFAULT_TEXTURE_LIMITS, SMALL_TEXTURE_LIMITS, KEEP_WHOLE, fit_pairs,
-                  out_tensors, pairs_of, spec_of, val)
+from .ops import (DEFAULT_BUFFER_LIMIT, DEFAULT_TEXTURE_LIMITS, KEEP_WHOLE, SMALL_TEXTURE_LIMITS,
+                  fit_pairs, out_tensors, pairs_of, spec_of, val)
 
 aten = torch.ops.aten
 

@@ -28,7 +28,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple, Union
 
-from ...flatbuffer import FlatbufferError, RefVector, Scalar, Table, TableView, Vector, build, read_root
+from ...flatbuffer import (FlatbufferError, RefVector, Scalar, Table, TableView, Vector, build,
+                           read_root)
 
 FILE_IDENTIFIER = b"VK00"
 HEADER_MAGIC = b"VH00"
