@@ -30,7 +30,7 @@ import math
 import operator
 import sys
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch.export import ExportedProgram
@@ -38,6 +38,7 @@ from torch.export.graph_signature import InputKind
 from torch.fx import Node
 
 from ...errors import ExportError
+from ...graph_utils import copy_graph_module
 from ...tensor_spec import upper_bound
 from . import schema as vs
 from .kv_cache import sdpa_with_kv_cache as kv_sdpa
@@ -98,6 +99,7 @@ class Lowered:
 
     def __init__(self, ep: ExportedProgram) -> None:
         self.ep = ep
+        self.graph: torch.fx.Graph = ep.graph  # the copy lower() rewrites
         self.ops: List[VOp] = []
         self.alias: Dict[Node, Any] = {}          # node -> what holds its value
         self.consts: Dict[Node, Const] = {}       # constant placeholder -> data
@@ -176,9 +178,132 @@ def _fold_batch_norm(lw: Lowered, conv: Node, bn: Node) -> Optional[Any]:
     return bias
 
 
+_UNARY_CHAIN = {aten.alias_copy.default, aten.clone.default, aten._to_copy.default,
+                aten.abs.default, aten.clamp.default, aten.ceil.default, aten.floor.default,
+                aten.neg.default, aten.relu.default, aten.round.default, aten.sigmoid.default,
+                aten.silu.default, aten.sqrt.default, aten.tanh.default, aten.sign.default,
+                aten.reciprocal.default, aten.gelu.default, aten.rsqrt.default,
+                aten.exp.default, aten.log.default}
+
+
+def _in_view_chain(n: Node) -> bool:
+    t = n.target
+    return n.op == "call_function" and (
+        t is aten.view_copy.default or t in _UNARY_CHAIN or
+        (getattr(t, "namespace", "") == "ember_dim_order" and
+         t.__name__.split(".")[0] in ("_clone_dim_order", "_to_dim_order_copy")))
+
+
+def _remove_redundant(g: torch.fx.Graph) -> None:
+    """Copies that change neither dtype nor shape read their input instead."""
+    for n in list(g.nodes):
+        if n.op == "call_function" and _is_redundant(n):
+            n.replace_all_uses_with(n.args[0])
+            g.erase_node(n)
+
+
+def _fuse_view_chains(g: torch.fx.Graph) -> None:
+    """view -> (unary elementwise ops and views, one user each) -> view: the
+    first view takes the last one's shape and the later views go (ExecuTorch's
+    FuseViewCopyTransform). The ops in between then run on that shape."""
+    for view in [n for n in g.nodes if n.op == "call_function" and
+                 n.target is aten.view_copy.default]:
+        if view.graph is not g or not view.users:
+            continue
+        chain, views, end = [], [], view
+        while _in_view_chain(end) and len(end.users) == 1 and \
+                _in_view_chain(next(iter(end.users))):
+            end = next(iter(end.users))
+            chain.append(end)
+            if end.target is aten.view_copy.default:
+                views.append(end)
+        if not views:
+            continue
+        last = views[-1]
+        between = [view] + chain[:chain.index(last)]
+        if any(val(n).dtype != val(last).dtype for n in between):
+            continue  # a cast in the chain: left as it is
+        # the ops in between now compute in the final shape
+        for n in between:
+            n.meta["val"] = val(last)
+        view.args = (view.args[0], last.args[1])
+        for v in views:
+            v.replace_all_uses_with(v.args[0])
+        for v in reversed(views):
+            if not v.users:
+                g.erase_node(v)
+
+
+def _static(shape: Sequence[Any]) -> bool:
+    return all(isinstance(s, int) for s in shape)
+
+
+def _squeeze_dims(src: Sequence[int], dst: Sequence[int]) -> Optional[List[int]]:
+    if len(src) <= len(dst):
+        return None
+    i = j = 0
+    idx = []
+    while i < len(src) and j < len(dst):
+        if src[i] == dst[j]:
+            i, j = i + 1, j + 1
+        elif src[i] == 1:
+            idx.append(i)
+            i += 1
+        else:
+            return None
+    return idx if i == len(src) and j == len(dst) else None
+
+
+def _unsqueeze_dim(src: Sequence[int], dst: Sequence[int]) -> Optional[int]:
+    if len(dst) - len(src) != 1:
+        return None
+    i = j = 0
+    idx = -1
+    while j < len(dst):
+        if i == j and j == len(src):
+            if dst[j] != 1:
+                return None
+        elif src[i] != dst[j]:
+            if dst[j] != 1:
+                return None
+            idx = j
+            i -= 1
+        i, j = i + 1, j + 1
+    return idx
+
+
+def _views_to_squeezes(g: torch.fx.Graph) -> None:
+    """A static view that only drops or adds size-1 dims becomes squeeze_copy.dims
+    or unsqueeze_copy (ExecuTorch's ViewCopyToSqueezeUnsqueezePass, whose quirk
+    of leaving an unsqueeze at dim 0 or an empty squeeze as a view it shares)."""
+    for n in [n for n in g.nodes if n.op == "call_function" and
+              n.target is aten.view_copy.default]:
+        src, dst = list(val(n.args[0]).shape), list(n.args[1])
+        if not (_static(src) and _static(dst)):
+            continue
+        dims = _squeeze_dims(src, dst)
+        if dims:
+            target, arg = aten.squeeze_copy.dims, dims
+        else:
+            dim = _unsqueeze_dim(src, dst)
+            if not dim:
+                continue
+            target, arg = aten.unsqueeze_copy.default, dim
+        with g.inserting_before(n):
+            new = g.call_function(target, (n.args[0], arg))
+        new.meta = n.meta
+        n.replace_all_uses_with(new)
+        g.erase_node(n)
+
+
 def lower(ep: ExportedProgram) -> Lowered:
     lw = Lowered(ep)
-    g = ep.graph_module.graph
+    gm = copy_graph_module(ep.graph_module)
+    g = gm.graph
+    lw.graph = g
+    _remove_redundant(g)
+    _fuse_view_chains(g)
+    _views_to_squeezes(g)
     for n in g.nodes:
         if n.op == "placeholder":
             data = _constant(ep, n)
@@ -275,7 +400,7 @@ def _map(a: Any, fn) -> Any:
 def _insert_prepacks(lw: Lowered) -> None:
     """Constants read by ops that do not pack their own weights go through
     et_vk.prepack.default (one per constant, before the first op)."""
-    order = [n for n in lw.ep.graph.nodes if n.op == "placeholder" and n in lw.consts]
+    order = [n for n in lw.graph.nodes if n.op == "placeholder" and n in lw.consts]
     needs: Dict[Node, List[Tuple[VOp, int]]] = {}
     for op in lw.ops:
         for i, a in enumerate(op.args):
@@ -651,7 +776,7 @@ def emit(lw: Lowered, force_fp16: bool = False) -> Emitter:
             em.debug_map[node_id] = [op.debug_handle]
 
     # as in the graph ExecuTorch builds: a prepack follows its placeholder
-    for n in ep.graph.nodes:
+    for n in lw.graph.nodes:
         if n.op != "placeholder":
             continue
         if n in lw.consts:

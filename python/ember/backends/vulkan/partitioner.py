@@ -90,8 +90,11 @@ def _shape(t: torch.Tensor) -> List[int]:
 class VulkanSupport:
     """Per-node decision: None if the node can run in the Vulkan payload, else why not."""
 
-    def __init__(self, ep: ExportedProgram, options: Dict[str, Any]) -> None:
+    def __init__(self, ep: ExportedProgram, options: Dict[str, Any],
+                 blocklist: Optional[set] = None, allowlist: Optional[set] = None) -> None:
         self.ep = ep
+        self.blocklist = blocklist or set()
+        self.allowlist = allowlist
         self.limits = texture_limits_of(options)
         self.buffer_limit = options.get("buffer_limit", DEFAULT_BUFFER_LIMIT)
         self.dynamic = bool(options.get("require_dynamic_shapes", False))
@@ -112,6 +115,11 @@ class VulkanSupport:
             if user.target in (aten.mm.default, aten.addmm.default) and user.args[-1] is node:
                 why = self.reason(user)
                 return None if why is None else f"the matrix product it feeds stays out ({why})"
+        if t in self.blocklist:
+            return "op is in the operator blocklist"
+        if self.allowlist is not None and t not in self.allowlist and \
+                isinstance(t, torch._ops.OpOverload) and t is not aten.sym_size.int:
+            return "op is not in the operator allowlist"
         spec = spec_of(t)
         if spec is None:
             return "no Vulkan implementation"
@@ -153,15 +161,25 @@ class VulkanSupport:
 class VulkanPartitioner(Partitioner):
     """Delegates every subgraph VulkanBackend can run (see the module docstring)."""
 
-    def __init__(self, compile_options: Optional[Dict[str, Any]] = None) -> None:
+    def __init__(self, compile_options: Optional[Dict[str, Any]] = None,
+                 operator_blocklist: Optional[List[Any]] = None,
+                 operator_allowlist: Optional[List[Any]] = None) -> None:
+        """compile_options: see the module docstring. operator_blocklist: ops
+        (OpOverloads) never delegated; operator_allowlist: if given, the only
+        ops delegated (as ExecuTorch's VulkanPartitioner takes them)."""
         self.options = check_options(dict(compile_options or {}))
         self.spec = DelegationSpec("VulkanBackend", compile_specs(self.options))
         self.reasons: Dict[str, str] = {}
+        self.blocklist = set(operator_blocklist or [])
+        self.allowlist = None if operator_allowlist is None else set(operator_allowlist)
+
+    def _support(self, ep: ExportedProgram) -> "VulkanSupport":
+        return VulkanSupport(ep, self.options, self.blocklist, self.allowlist)
 
     def ops_to_not_decompose(
         self, ep: ExportedProgram
     ) -> Tuple[List[torch._ops.OpOverload], Optional[Callable[[Node], bool]]]:
-        support = VulkanSupport(ep, self.options)
+        support = self._support(ep)
 
         def keep(node: Node) -> bool:
             return support.reason(node) is None
@@ -170,7 +188,7 @@ class VulkanPartitioner(Partitioner):
 
     def decisions(self, ep: ExportedProgram) -> Dict[str, Optional[str]]:
         """node name -> None (delegated) or why not, for every call_function node."""
-        support = VulkanSupport(ep, self.options)
+        support = self._support(ep)
         return {n.name: support.reason(n) for n in ep.graph.nodes if n.op == "call_function"}
 
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
@@ -180,7 +198,7 @@ class VulkanPartitioner(Partitioner):
         # attention with a KV cache keeps its caches on the GPU (kv_cache.py)
         ep = own_kv_caches(exported_program, keep=lambda n: val(n.kwargs["q"]).dtype in
                            (torch.float32, torch.float16))
-        support = VulkanSupport(ep, self.options)
+        support = self._support(ep)
         reasons = self.reasons
         reasons.clear()
 
