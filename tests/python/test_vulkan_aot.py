@@ -237,12 +237,25 @@ class Conv1dHead(nn.Module):
         return self.pw(y.flatten(2)).mean(-1)
 
 
-@pytest.mark.parametrize("name", ["cnn", "blocks", "conv1d"])
+class Views(nn.Module):
+    """Views that only add or drop size-1 dims (squeeze / unsqueeze), a gelu on
+    a tensor with a size-1 dim (run squeezed), view chains that fuse."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(self.fc(x)) + torch.relu(x.reshape(1, 3, 1, 8))
+
+
+@pytest.mark.parametrize("name", ["cnn", "blocks", "conv1d", "views"])
 def test_payload_matches_executorch(name: str) -> None:
     torch.manual_seed(0)
     model, args = {"cnn": (CNN(), (torch.randn(1, 3, 16, 16),)),
                    "blocks": (Blocks(), (torch.randn(1, 8, 8, 8),)),
-                   "conv1d": (Conv1dHead(), (torch.randn(1, 3, 8, 8),))}[name]
+                   "conv1d": (Conv1dHead(), (torch.randn(1, 3, 8, 8),)),
+                   "views": (Views(), (torch.randn(3, 1, 8),))}[name]
     graphs = compare(model, args)
     names = {c.name for g in graphs for c in g.chain}
     if name == "cnn":

@@ -296,12 +296,65 @@ def _views_to_squeezes(g: torch.fx.Graph) -> None:
         g.erase_node(n)
 
 
+def _should_squeeze(shape: Sequence[int]) -> bool:
+    if len(shape) == 3:
+        return shape[1] == 1 and shape[0] > 1
+    if len(shape) == 4:
+        if shape[0] == shape[1] == shape[2] == 1:
+            return False
+        if shape[0] == shape[1] == 1 and shape[2] > 1 and shape[3] > 1:
+            return False
+        if shape[0] == 1 and shape[1] > 1 and shape[2] > 1 and shape[3] > 1:
+            return False
+        return 1 in shape[:-1]
+    return False
+
+
+def _squeeze_unary_inputs(g: torch.fx.Graph) -> None:
+    """relu / gelu on a 3-d or 4-d tensor with size-1 dims run on the tensor
+    with those dims dropped, between two views (ExecuTorch's
+    SqueezeUnsqueezeInputs); a relu that a convolution absorbs is left alone."""
+    for n in [n for n in g.nodes if n.op == "call_function" and
+              n.target in (aten.relu.default, aten.gelu.default)]:
+        x = n.args[0]
+        shape = list(val(x).shape)
+        if not _static(shape) or not _should_squeeze(shape):
+            continue
+        if n.target is aten.relu.default and isinstance(x, Node) and \
+                x.target is aten.convolution.default and len(x.users) == 1:
+            continue
+        small = list(shape)
+        while len(small) > 2 and 1 in small:
+            small.remove(1)
+        with val(x).fake_mode if hasattr(val(x), "fake_mode") else _nullcontext():
+            small_val = val(x).reshape(small)
+            out_small = val(n).reshape(small)
+        with g.inserting_before(n):
+            squeezed = g.call_function(aten.view_copy.default, (x, small))
+        squeezed.meta = dict(n.meta, val=small_val)
+        with g.inserting_after(n):
+            back = g.call_function(aten.view_copy.default, (n, list(val(n).shape)))
+        back.meta = dict(n.meta)
+        n.replace_all_uses_with(back, delete_user_cb=lambda u: u is not back)
+        n.args = (squeezed,) + tuple(n.args[1:])
+        n.meta["val"] = out_small
+
+
+class _nullcontext:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
 def lower(ep: ExportedProgram) -> Lowered:
     lw = Lowered(ep)
     gm = copy_graph_module(ep.graph_module)
     g = gm.graph
     lw.graph = g
     _remove_redundant(g)
+    _squeeze_unary_inputs(g)
     _fuse_view_chains(g)
     _views_to_squeezes(g)
     for n in g.nodes:
