@@ -173,7 +173,14 @@ def _check_copy_noop(node: Node) -> Optional[str]:
 
 
 _UNARY = OpSpec(dtypes=FP)
-_BINARY = OpSpec(dtypes=FP_INT, same_layout=True, highdim=True)
+def _check_binary(node: Node) -> Optional[str]:
+    dts = {val(a).dtype for a in node.args[:2] if isinstance(val(a), torch.Tensor)}
+    if len(dts) > 1:
+        return f"operands of different dtypes {sorted(map(str, dts))} (no promotion here)"
+    return None
+
+
+_BINARY = OpSpec(dtypes=FP_INT, same_layout=True, highdim=True, check=_check_binary)
 _VIEW = OpSpec(dtypes=FP_INT_BOOL, highdim=True)
 
 # The registry: edge op -> capabilities. Ops ExecuTorch's registry lacks are
@@ -195,7 +202,8 @@ OPS: Dict[Any, OpSpec] = {
                               aten.pow.Tensor_Tensor)},
     aten.mul.Scalar: OpSpec(dtypes=FP, highdim=True),
     aten.pow.Tensor_Scalar: OpSpec(dtypes=FP, highdim=True),
-    **{op: OpSpec(dtypes=FP_INT, out_dtypes=BOOL, same_layout=True, highdim=True)
+    **{op: OpSpec(dtypes=FP_INT, out_dtypes=BOOL, same_layout=True, highdim=True,
+                  check=_check_binary)
        for op in (aten.eq.Tensor, aten.lt.Tensor, aten.le.Tensor, aten.gt.Tensor,
                   aten.ge.Tensor)},
     **{op: OpSpec(dtypes=FP_INT, out_dtypes=BOOL, highdim=True)
