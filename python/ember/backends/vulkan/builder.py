@@ -515,7 +515,7 @@ def _pick(cand: frozenset) -> Tuple[str, str]:
 
 
 def tag_layouts(lw: Lowered, limits: Tuple[int, int, int],
-                buffer_limit: int = 128 * 1024 * 1024) -> None:
+                buffer_limit: int = 128 * 1024 * 1024, force_fp16: bool = False) -> None:
     """Chooses each tensor's storage and layout; inserts clone transitions.
 
     As in ExecuTorch's TagMemoryMetaPass, an op's tensors (its non-constant
@@ -579,6 +579,9 @@ def tag_layouts(lw: Lowered, limits: Tuple[int, int, int],
         tensor_args = [(i, a) for i, a in enumerate(op.args) if _is_tensor(lw, a) or
                        (isinstance(a, (list, tuple)) and a and all(_is_tensor(lw, x) for x in a))]
         cand = req
+        if force_fp16 and any(st == "T" for st, _ in cand):
+            # float16 tensors go to textures where the op allows (as ExecuTorch)
+            cand = frozenset(p for p in cand if p[0] == "T")
         for _, a in tensor_args:
             first = a[0] if isinstance(a, (list, tuple)) else a
             if len(cand) > 1:

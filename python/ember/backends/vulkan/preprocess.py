@@ -43,8 +43,9 @@ class VulkanBackend(BackendDetails):
         base = SMALL_TEXTURE_LIMITS if opts.get("small_texture_limits") else DEFAULT_TEXTURE_LIMITS
         limits = tuple(opts.get(f"texture_limits_{a}", base[i]) for i, a in enumerate("xyz"))
         lw = lower(edge_program)
-        tag_layouts(lw, limits)  # type: ignore[arg-type]
-        em = emit(lw, force_fp16=bool(opts.get("force_fp16", False)))
+        fp16 = bool(opts.get("force_fp16", False))
+        tag_layouts(lw, limits, force_fp16=fp16)  # type: ignore[arg-type]
+        em = emit(lw, force_fp16=fp16)
         plan_memory(em)
         if not em.g.chain:
             raise ExportError("vulkan: the delegated subgraph computes nothing")
