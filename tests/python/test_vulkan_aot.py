@@ -426,6 +426,24 @@ def test_nanogpt_kv_fully_delegated_and_owns_its_caches() -> None:
         assert isinstance(g.values[c.args[5]], vs.SymInt)
         assert len(c.args) == 12
     assert sum(c.name == "et_vk.select_as_symint.default" for c in g.chain) == 2
+    # float16: the caches and weights are float16 constants too
+    g16 = check_payload(get_lowered_modules(export_kv(gpt, backend="vulkan-fp16")
+                                            .exported_program())[0][1])
+    caches = [g16.values[c.args[3]] for c in g16.chain if c.name == "sdpa_with_kv_cache.default"]
+    assert {t.datatype for t in caches} == {vs.FLOAT16}
+    assert {v.datatype for v in g16.values if isinstance(v, vs.VkTensor) and
+            v.constant_id >= 0 and len(v.dims) == 2} == {vs.FLOAT16}
+    # a cache the texture limits cannot hold is a clean error, not a lost cache
+    from kv_cache import KVCacheGPT
+
+    kv = KVCacheGPT(_gpt()).eval()
+    example = (torch.zeros(1, 2, dtype=torch.long), torch.tensor([0], dtype=torch.long))
+    dyn = ({1: torch.export.Dim("T", min=1, max=kv.max_len)}, None)
+    with torch.no_grad():
+        ep = torch.export.export(kv, example, dynamic_shapes=dyn, strict=False)
+    with pytest.raises(ExportError, match="attention with a KV cache"):
+        to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner(
+            {"texture_limits": (1, 1, 1), "buffer_limit": 1})])
 
 
 def test_int8_weight_only_linear() -> None:

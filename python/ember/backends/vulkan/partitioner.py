@@ -201,6 +201,15 @@ class VulkanPartitioner(Partitioner):
         support = self._support(ep)
         reasons = self.reasons
         reasons.clear()
+        from .kv_cache import sdpa_with_kv_cache
+
+        for n in ep.graph.nodes:
+            if n.op == "call_function" and n.target is sdpa_with_kv_cache:
+                why = support.reason(n)
+                if why is not None:
+                    raise ExportError(f"VulkanPartitioner: attention with a KV cache ({n.name}) "
+                                      f"cannot run in the Vulkan delegate: {why}; export it "
+                                      "for the portable or xnnpack backend instead")
 
         class _Support(OperatorSupportBase):
             def is_node_supported(self, submodules, node: Node) -> bool:  # noqa: ARG002
