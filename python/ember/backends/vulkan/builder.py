@@ -2,21 +2,24 @@
 
 Four steps, each a plain function over a list of operator calls (VOp):
 
-1. lower(): every call_function node becomes a VOp whose args follow the
-   operator's schema (positional, then keyword, then defaults), with the
-   rewrites ExecuTorch's Vulkan preprocess applies:
+1. lower(): on a copy of the subgraph, the graph rewrites of ExecuTorch's
+   Vulkan preprocess (copies that change nothing go; relu / gelu on tensors
+   with size-1 dims run squeezed; view chains fuse; views that only add or
+   drop size-1 dims become unsqueeze / squeeze); then every call_function
+   node becomes a VOp whose args follow the operator's schema (positional,
+   then keyword, then defaults), with the rewrites into Vulkan's own ops:
    - addmm / mm reading a transposed weight -> aten.linear.default;
    - a batch norm after a convolution folds into its weight and bias;
    - relu / hardtanh after a convolution -> et_vk.conv_with_clamp.default
      (two more args: output_min, output_max);
-   - clone / alias / dim-order copies / expands that change neither dtype
-     nor shape disappear;
+   - ember::sdpa_with_kv_cache (as kv_cache.py rewrote it) ->
+     et_vk.select_as_symint.default + sdpa_with_kv_cache.default;
    - a constant read by an op that does not pack its own weights goes
      through et_vk.prepack.default, placed right after its placeholder.
 2. tag_layouts(): each non-constant tensor gets a storage type and memory
-   layout its ops accept, preferring what its consumers need further down;
-   where a tensor has the wrong layout for an op, an aten.clone.default
-   transition is inserted.
+   layout its ops accept and it fits, preferring what its consumers need
+   further down; where a tensor is stored otherwise than an op needs, an
+   aten.clone.default transition is inserted.
 3. emit(): values are created in graph order as VkGraphBuilder does (scalars
    shared by value, lists and None not shared; 64-bit types downcast to 32).
 4. plan_memory(): tensors whose lifetimes do not overlap share a memory
