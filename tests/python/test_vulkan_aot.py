@@ -554,3 +554,19 @@ def test_payload_reader_rejects_garbage() -> None:
                 payload[:10] + b"\xff\xff\xff\x7f" + payload[14:]):
         with pytest.raises(FlatbufferError):
             vs.read_payload(bad)
+
+
+def test_coverage_table_is_current() -> None:
+    """docs/vulkan.md's operator table is what scripts/vulkan_coverage.py writes now."""
+    import importlib.util
+
+    root = os.path.dirname(os.path.dirname(HERE))
+    spec = importlib.util.spec_from_file_location(
+        "vulkan_coverage", os.path.join(root, "scripts", "vulkan_coverage.py"))
+    cov = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cov)
+    with open(os.path.join(root, "docs", "vulkan.md")) as f:
+        doc = f.read()
+    current = doc.split(cov.BEGIN, 1)[1].split(cov.END, 1)[0]
+    assert current.strip() == cov.table().strip(), \
+        "docs/vulkan.md is stale: run .venv/bin/python scripts/vulkan_coverage.py"
