@@ -10,8 +10,10 @@ sha256 of their bytes, so equal keys mean equal bytes. ExecuTorch's own
 (flatc) deserializer reads every ember payload back.
 
 Then the partitioning decision per node against ExecuTorch's where both
-registries have the op, nanoGPT (seq and KV) fully delegated, what stays on
-the portable path (and still runs there), and errors for bad options.
+registries have the op, nanoGPT's delegates against ExecuTorch's, nanoGPT
+(seq and KV, float32 and float16) fully delegated, int8 weight-only linears,
+what stays on the portable path (and still runs there), errors for bad
+options and malformed payloads, and that docs/vulkan.md's table is current.
 
 ExecuTorch's pip runtime registers no VulkanBackend, so running the payloads
 is left to ember's runtime; those tests skip while it lacks the backend.
