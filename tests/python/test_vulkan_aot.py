@@ -402,6 +402,16 @@ def test_nanogpt_seq_fully_delegated() -> None:
     mods = [m for _, m in get_lowered_modules(prog.exported_program())]
     assert len(mods) == 1 and mods[0].backend_id == "VulkanBackend"
     g = check_payload(mods[0])
+    # ExecuTorch reads the program: one VulkanBackend delegate, every
+    # constant of the payload in the named data, byte for byte
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    pte = deserialize_pte_binary(prog.buffer)
+    assert [d.id for d in pte.program.execution_plan[0].delegates] == ["VulkanBackend"]
+    stored = pte.named_data.pte_data
+    for c in g.constants:
+        entry = stored[c.named_key]
+        assert bytes(pte.named_data.buffers[entry.buffer_index]) == mods[0].named_data[c.named_key]
     names = [c.name for c in g.chain]
     assert names.count("aten.linear.default") == 9 and "aten._softmax.default" in names
     assert "aten.native_layer_norm.default" in names and "aten.bmm.default" in names
