@@ -582,3 +582,62 @@ def test_coverage_table_is_current() -> None:
     current = doc.split(cov.BEGIN, 1)[1].split(cov.END, 1)[0]
     assert current.strip() == cov.table().strip(), \
         "docs/vulkan.md is stale: run .venv/bin/python scripts/vulkan_coverage.py"
+
+
+# Registry entries that differ from ExecuTorch's on purpose (docs/vulkan.md).
+REGISTRY_DIFFERENCES = {
+    # ember takes the int8 weight (ExecuTorch's dtype check refuses it)
+    "aten::_weight_int8pack_mm.default": {"dtypes"},
+    # start_pos arrives as an int tensor (ExecuTorch's op takes a SymInt)
+    "llama::sdpa_with_kv_cache.default": {"dtypes"},
+    # only copies that change nothing are taken (and dropped): no storage of their own
+    "dim_order_ops::_to_dim_order_copy.default": {"storage"},
+    # float64 and 8-bit tensors never enter ember's payloads
+    "aten::sym_size.int": {"dtypes"},
+    "aten::copy.default": {"dtypes"},
+}
+
+
+def test_registry_matches_executorch() -> None:
+    """For every op both registries have: the same dtypes, storage (texture /
+    buffer x layouts), >4-d support, weight prepacking and resizing."""
+    import importlib.util
+
+    from executorch.backends.vulkan.op_registry import vulkan_supported_ops
+
+    from ember.backends.vulkan.ops import pairs_of
+
+    root = os.path.dirname(os.path.dirname(HERE))
+    spec = importlib.util.spec_from_file_location(
+        "vulkan_coverage", os.path.join(root, "scripts", "vulkan_coverage.py"))
+    cov = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cov)
+    ours = cov.ember_ops()
+    layouts = {0: "W", 1: "H", 2: "C"}
+    compared = 0
+    for op, feat in vulkan_supported_ops.items():
+        key = cov.key_of(op)
+        if key not in ours:
+            continue
+        mine = ours[key]
+        differ = set()
+        theirs_dt = set().union(*[set(d) for d in feat.inputs_dtypes.vals])
+        if set(mine.dtypes) != theirs_dt:
+            differ.add("dtypes")
+        reps = feat.inputs_storage.vals
+        if len(reps) == 1 and mine.layouts_for is None and mine.pairs_for is None:
+            r = reps[0]
+            theirs_st = {("T", layouts[int(x)]) for x in r.valid_texture_layouts
+                         if int(x) in layouts}
+            theirs_st |= {("B", layouts[int(x)]) for x in r.valid_buffer_layouts
+                          if int(x) in layouts}
+            if pairs_of(mine, None) != theirs_st:
+                differ.add("storage")
+        for name, a, b in (("highdim", mine.highdim, feat.supports_highdim),
+                           ("prepack", mine.prepacks, feat.supports_prepacking),
+                           ("resize", mine.resize, feat.supports_resize)):
+            if a != b:
+                differ.add(name)
+        assert differ <= REGISTRY_DIFFERENCES.get(key, set()), (key, differ)
+        compared += 1
+    assert compared >= 70

@@ -187,7 +187,7 @@ _VIEW = OpSpec(dtypes=FP_INT_BOOL, highdim=True)
 # marked in EMBER_ONLY (documented in docs/vulkan.md).
 OPS: Dict[Any, OpSpec] = {
     # ephemeral: symbolic sizes
-    aten.sym_size.int: OpSpec(dtypes=FP_INT_BOOL, highdim=True),
+    aten.sym_size.int: OpSpec(dtypes=FP_INT_BOOL),
     operator.getitem: OpSpec(dtypes=FP_INT_BOOL, highdim=True),
     # unary
     **{op: _UNARY for op in (aten.abs.default, aten.cos.default, aten.exp.default,
@@ -212,7 +212,7 @@ OPS: Dict[Any, OpSpec] = {
     **{op: OpSpec(dtypes=BOOL, same_layout=True, highdim=True)
        for op in (aten.logical_and.default, aten.logical_or.default)},
     aten.logical_not.default: OpSpec(dtypes=BOOL, highdim=True),
-    aten.where.self: OpSpec(dtypes=FP_INT_BOOL, same_layout=True),
+    aten.where.self: OpSpec(dtypes=FP | BOOL, same_layout=True),
     # softmax, matrix products, normalization
     aten._softmax.default: OpSpec(dtypes=FP),
     aten._log_softmax.default: OpSpec(dtypes=FP),
@@ -241,9 +241,9 @@ OPS: Dict[Any, OpSpec] = {
     # indexing, creation
     aten.embedding.default: OpSpec(dtypes=FP_INT, prepacks=True, check=_check_embedding),
     aten.arange.start_step: OpSpec(dtypes=FP_INT),
-    aten.full.default: OpSpec(dtypes=FP_INT_BOOL),
-    aten.full_like.default: OpSpec(dtypes=FP_INT_BOOL),
-    aten.scalar_tensor.default: OpSpec(dtypes=FP_INT_BOOL),
+    aten.full.default: OpSpec(dtypes=FP_INT_BOOL, resize=False),
+    aten.full_like.default: OpSpec(dtypes=FP_INT_BOOL, resize=False),
+    aten.scalar_tensor.default: OpSpec(dtypes=FP_INT, layouts=CHANNELS, buffer_ok=False),
     # views and copies
     aten.view_copy.default: _VIEW,
     aten.permute_copy.default: _VIEW,
