@@ -17,7 +17,8 @@ from conftest import PYTHON_DIR
 
 STAGES: List[List[str]] = [
     # base: facts and helpers every stage shares
-    ["ember.errors", "ember.schema", "ember.flatbuffer", "ember.graph_utils", "ember.dialect",
+    ["ember.errors", "ember.kernel_library", "ember.schema", "ember.flatbuffer", "ember.graph_utils",
+     "ember.dialect",
      "ember.tensor_spec", "ember.quantized_ops", "ember.quantized_embedding_ops", "ember.llm", "ember.llm.custom_ops",
      "ember.llm.llama_ops", "ember.llm.quantize",
      "ember.runtime"],
