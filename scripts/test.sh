@@ -45,7 +45,7 @@ else
   # Python (tracing, exporting) far more than they are kernels
   workers=()
   if ((JOBS > 1)); then workers=(-n "$JOBS" --dist loadgroup); fi
-  EMBER_BUILD_DIR="$PWD/build" "$VENV/bin/python" -m pytest tests/python -q "${workers[@]}" 2>&1 | tee "$log"
+  EMBER_BUILD_DIR="$PWD/build" "$VENV/bin/python" -m pytest tests/python -q --durations=15 "${workers[@]}" 2>&1 | tee "$log"
   n=$(grep -Eo '[0-9]+ passed' "$log" | tail -n1 | grep -Eo '[0-9]+' || echo 0)
   rm -f "$log"
   passed=$((passed + n))
