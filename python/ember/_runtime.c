@@ -1546,6 +1546,7 @@ PyMODINIT_FUNC PyInit__runtime(void) {
         ember_status st = ember_portable_kernels_register();
         if (st == EMBER_OK) st = ember_optimized_kernels_register();
         if (st == EMBER_OK) st = ember_xnnpack_backend_register();
+        if (st == EMBER_OK) st = ember_vulkan_backend_register();
         if (st != EMBER_OK) {
             PyErr_Format(PyExc_ImportError, "ember: cannot register the portable kernels: %s: %s",
                          ember_status_str(st), ember_last_error());
