@@ -117,6 +117,12 @@ if ((SYSTEM_ONLY == 0)); then
   # the compiler only recommends)
   aarch64_cc_ok || missing+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
   have qemu-aarch64 || missing+=(qemu-user)
+  # VulkanBackend: the headers and loader, the GLSL compiler, and Mesa's CPU
+  # driver (lavapipe) that its tests run on where there is no GPU
+  [[ -f /usr/include/vulkan/vulkan.h ]] || missing+=(libvulkan-dev)
+  have glslc || missing+=(glslc)
+  have vulkaninfo || missing+=(vulkan-tools)
+  compgen -G "/usr/share/vulkan/icd.d/lvp_icd*.json" >/dev/null || missing+=(mesa-vulkan-drivers)
 fi
 # De-duplicate.
 if ((${#missing[@]} > 0)); then

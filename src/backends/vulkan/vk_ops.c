@@ -23,7 +23,7 @@ enum {
     EW_COPY = 0, EW_RELU = 1, EW_GELU = 2, EW_GELU_TANH = 3, EW_CLAMP = 4, EW_HARDSWISH = 5,
     EW_SIGMOID = 6, EW_TANH = 7, EW_EXP = 8, EW_NEG = 9, EW_ABS = 10, EW_SQRT = 11,
     EW_RSQRT = 12, EW_NOT = 13, EW_FILL = 14, EW_ARANGE = 15, EW_LOG = 16, EW_SIN = 17,
-    EW_COS = 18, EW_ADD = 20, EW_SUB = 21, EW_MUL = 22, EW_DIV = 23, EW_EQ = 24, EW_NE = 25,
+    EW_COS = 18, EW_TRUNC = 19, EW_ADD = 20, EW_SUB = 21, EW_MUL = 22, EW_DIV = 23, EW_EQ = 24, EW_NE = 25,
     EW_LT = 26, EW_LE = 27, EW_GT = 28, EW_GE = 29, EW_AND = 30, EW_OR = 31, EW_MAX = 32,
     EW_MIN = 33, EW_POW = 34, EW_WHERE = 40
 };
@@ -445,6 +445,20 @@ static ember_status op_clone(vk_graph *g, vk_node *n, vk_dispatch *dp) {
     for (uint32_t k = 0; k < in->rank; k++) dims[k] = in->dims[k];
     TRY_RET(set_out(g, n, out, dims, in->rank));
     return flat_copy(g, n, dp, arg_id(g, n, n->nargs - 1), arg_id(g, n, 0), numel(in));
+}
+
+/* _to_copy(in, ..., out), _to_dim_order_copy(in, ..., out): a dtype
+ * conversion; the GPU holds floats, so only conversions to integers
+ * (truncation) and booleans (nonzero) change values. */
+static ember_status op_to_copy(vk_graph *g, vk_node *n, vk_dispatch *dp) {
+    TRY_RET(want_args(g, n, 2, 8));
+    vk_value *out;
+    TRY_RET(tensor_arg(g, n, n->nargs - 1, &out));
+    uint32_t op = EW_COPY;
+    double f0 = 0;
+    if (out->dtype == VK_DT_BOOL) op = EW_NE; /* x != 0 */
+    else if (out->dtype == VK_DT_INT32 || out->dtype == VK_DT_INT64) op = EW_TRUNC;
+    return run_ew(g, n, dp, op, 1, 0, f0, 1.0);
 }
 
 /* unsqueeze_copy(in, dim, out), squeeze_copy.dims(in, dims, out): a reshape. */
@@ -1245,6 +1259,8 @@ static const vk_op g_ops[] = {
     {"aten.alias_copy.default", op_clone, 0},
     {"dim_order_ops._clone_dim_order.default", op_clone, 0},
     {"et_vk.prepack.default", op_clone, 0},
+    {"aten._to_copy.default", op_to_copy, 0},
+    {"dim_order_ops._to_dim_order_copy.default", op_to_copy, 0},
     {"aten.unsqueeze_copy.default", op_squeeze, 0},
     {"aten.squeeze_copy.dims", op_squeeze, 1},
     {"aten.permute_copy.default", op_permute, 0},

