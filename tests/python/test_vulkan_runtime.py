@@ -186,7 +186,7 @@ def test_conv_pool_batch_norm() -> None:
         s.seq(x), F.max_pool2d(x, 2), F.max_pool2d(x, 3, 2, 1), F.avg_pool2d(x, 2),
         F.avg_pool2d(x, 3, 2, 1), F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
         x.mean(dim=[2, 3], keepdim=True) + x.mean(dim=-1, keepdim=True)),
-        convs=convs, seq=seq), (r(2, 6, 11, 9),))
+        convs=convs, seq=seq), (r(1, 6, 11, 9),))
 
 
 # ---------------------------------------------------------------------------
