@@ -43,6 +43,40 @@ static ember_status load_weights(vk_graph *g, const ember_backend_init_ctx *ctx,
     return EMBER_OK;
 }
 
+/* Runs the shape rules at init. A symbolic int that comes in from outside
+ * (a size another delegate measured) has no recorded bound, so it takes the
+ * largest input dim (or 1) that makes every rule hold at the upper-bound
+ * shapes. */
+static ember_status prepare_at_bounds(vk_graph *g) {
+    bool has_sym = false;
+    for (uint32_t k = 0; k < g->num_inputs; k++)
+        has_sym |= g->values[g->inputs[k]].kind != VK_V_TENSOR;
+    if (!has_sym) return vk_ops_prepare(g);
+    int64_t tried = INT64_MAX;
+    ember_status st = EMBER_OK;
+    for (;;) {
+        int64_t cand = 1; /* the largest input dim below the last one tried */
+        for (uint32_t k = 0; k < g->num_inputs; k++) {
+            const vk_value *v = &g->values[g->inputs[k]];
+            if (v->kind != VK_V_TENSOR) continue;
+            for (uint32_t d = 0; d < v->rank; d++)
+                if ((int64_t)v->bound[d] < tried && (int64_t)v->bound[d] > cand) cand = v->bound[d];
+        }
+        if (cand >= tried) return st;
+        for (uint32_t k = 0; k < g->num_inputs; k++) {
+            vk_value *v = &g->values[g->inputs[k]];
+            if (v->kind != VK_V_TENSOR) v->i = cand;
+        }
+        for (uint32_t vi = 0; vi < g->num_values; vi++) {
+            vk_value *v = &g->values[vi];
+            if (v->kind == VK_V_TENSOR) memcpy(v->dims, v->bound, sizeof v->dims);
+        }
+        st = vk_ops_prepare(g);
+        if (st == EMBER_OK || cand == 1) return st;
+        tried = cand;
+    }
+}
+
 static ember_status init_graph(vk_graph *g, const ember_backend_init_ctx *ctx, const void *payload,
                                size_t payload_size) {
     vk_const_source *cs;
@@ -50,14 +84,14 @@ static ember_status init_graph(vk_graph *g, const ember_backend_init_ctx *ctx, c
     TRY_RET(vk_read(ctx, payload, payload_size, g, &cs, &num_consts));
     TRY_RET(vk_device_open(g));
     TRY_RET(vk_plan(g, ctx->allocator));
-    /* the control buffer must exist before the shape rules write into it:
-     * run them on a host copy first to validate the graph, then again on the
-     * mapped buffer */
+    /* the shape rules write parameters into the control buffer: run them
+     * on a host copy first (they also set each dispatch's bindings, which
+     * building the descriptor sets needs), then on the mapped buffer */
     uint32_t *scratch = ember_alloc(ctx->allocator, g->control_bytes, 16);
     if (scratch == NULL) return ember_backend_fail(EMBER_ERR_OUT_OF_MEMORY, "vulkan: no memory");
     g->control = scratch;
     g->init_phase = true;
-    TRY_RET(vk_ops_prepare(g));
+    TRY_RET(prepare_at_bounds(g));
     TRY_RET(vk_device_build(g));
     TRY_RET(vk_ops_prepare(g));
     g->init_phase = false;

@@ -187,7 +187,6 @@ static ember_status context_create(vk_context *c) {
     TRY_RET(create_pipelines(c));
     memcpy(g_device_name, c->props.deviceName, sizeof g_device_name);
     g_device_name[sizeof g_device_name - 1] = '\0';
-    ember_log(EMBER_LOG_DEBUG, "vulkan: device %s", g_device_name);
     return EMBER_OK;
 }
 

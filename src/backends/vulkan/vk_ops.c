@@ -1328,11 +1328,9 @@ ember_status vk_ops_prepare(vk_graph *g) {
         vk_dispatch *d = &g->dispatches[n->first_dispatch];
         TRY_RET(n->op->run(g, n, d));
         for (uint32_t k = 0; k < n->num_dispatch; k++) {
+            /* every output was checked against its bound (set_out), so the
+             * dispatch stays inside the memory planned for it */
             if (g->init_phase) d[k].max_groups = d[k].groups;
-            else if (d[k].groups > d[k].max_groups)
-                return vk_node_fail(g, n, EMBER_ERR_SHAPE_MISMATCH,
-                                    "needs %u workgroups, more than planned (%u)", d[k].groups,
-                                    d[k].max_groups);
             /* workgroups over x, then y (each axis holds at most 65535) */
             uint32_t *ind = g->control + d[k].indirect_at / 4;
             uint32_t gr = d[k].groups;
