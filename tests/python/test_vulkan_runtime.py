@@ -294,3 +294,44 @@ def test_out_of_range_embedding_index_names_the_node() -> None:
 def test_device_name() -> None:
     name = ember_runtime.vulkan_device_name()
     assert isinstance(name, str) and name
+
+
+# ---------------------------------------------------------------------------
+# nanoGPT
+# ---------------------------------------------------------------------------
+
+
+def test_nanogpt_greedy_tokens_match_portable() -> None:
+    """The committed checkpoint, exported as "seq" (dynamic token dim) and
+    lowered by the reference VulkanPartitioner: the ops it leaves outside run
+    on the portable kernels, the rest in VulkanBackend; the greedy
+    continuation equals the one of the portable-only program."""
+    sys.path.insert(0, os.path.join(ROOT, "examples", "nanogpt"))
+    from export import export_seq
+    from model import GPT
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    model = GPT.from_checkpoint(os.path.join(ROOT, "examples", "nanogpt", "ckpt.pt")).eval()
+    model.crop_block_size(32)
+    block = model.config.block_size
+    with sdpa_kernel([SDPBackend.MATH]), torch.no_grad():
+        buffer = lower(model, (torch.randint(0, 100, (1, block)),),
+                       ({1: Dim("token_dim", max=block)},))
+    program = ember_runtime.Runtime.get().load_program(buffer)
+    meta = program.metadata("forward")
+    assert meta.num_delegates >= 1
+    # what the partitioner leaves outside: scalars and the mask's any()
+    assert set(meta.operators) <= {"aten::scalar_tensor.out", "aten::mul.Scalar_out",
+                                   "aten::any.out"}, meta.operators
+    vulkan = program.load_method("forward")
+    portable = ember_runtime.Runtime.get().load_program(export_seq(model).buffer).load_method("forward")
+    for t in (1, 13, block):
+        idx = torch.randint(0, model.config.vocab_size, (1, t))
+        with torch.no_grad():
+            expected = model(idx)[0]
+        torch.testing.assert_close(vulkan.execute([idx])[0], expected, rtol=RTOL, atol=ATOL)
+    ids_v = ids_p = [1, 2, 3]
+    for _ in range(40):  # past the window: it slides
+        ids_v = ids_v + [int(vulkan.execute([torch.tensor([ids_v[-block:]])])[0][0, -1].argmax())]
+        ids_p = ids_p + [int(portable.execute([torch.tensor([ids_p[-block:]])])[0][0, -1].argmax())]
+    assert ids_v == ids_p

@@ -6,7 +6,8 @@
  * integrated, virtual, CPU), a logical device with one compute queue, the
  * shader modules (SPIR-V compiled from shaders/ at build time and embedded),
  * one descriptor-set layout and the compute pipelines, all created when the
- * first delegate opens it. The queue is shared, so submissions take a lock.
+ * first delegate opens it, and kept until the process ends. The queue is
+ * shared, so submissions take a lock.
  *
  * Per delegate: the weights, arena and control buffers (host-visible and
  * coherent, device-local too where the device offers it), one descriptor
@@ -202,9 +203,13 @@ static ember_status context_acquire(void) {
     return st;
 }
 
+/* The context stays when its last delegate goes: making a device and
+ * compiling the pipelines costs far more than loading a program, and
+ * programs come and go (reloads, one delegate per partition). It lives
+ * until the process ends. */
 static void context_release(void) {
     pthread_mutex_lock(&g_ctx_lock);
-    if (g_ctx.refs > 0 && --g_ctx.refs == 0) context_destroy(&g_ctx);
+    if (g_ctx.refs > 0) g_ctx.refs--;
     pthread_mutex_unlock(&g_ctx_lock);
 }
 
