@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import logging
 import os
+import subprocess
 import sys
 import warnings
 from typing import Any, Callable, List, Sequence
@@ -301,7 +302,18 @@ def test_device_name() -> None:
 # ---------------------------------------------------------------------------
 
 
-def test_nanogpt_greedy_tokens_match_portable() -> None:
+def _ember_llm() -> str:
+    env = os.environ.get("EMBER_LLM")
+    if env:
+        return env if os.path.isabs(env) else os.path.join(ROOT, env)
+    for exe in (os.path.join(ROOT, "build", "ember-llm"),
+                os.path.join(os.path.dirname(sys.executable), "ember-llm")):
+        if os.access(exe, os.X_OK):
+            return exe
+    pytest.skip("no ember-llm binary")
+
+
+def test_nanogpt_greedy_tokens_match_portable(tmp_path) -> None:
     """The committed checkpoint, exported as "seq" (dynamic token dim) and
     lowered by the reference VulkanPartitioner: the ops it leaves outside run
     on the portable kernels, the rest in VulkanBackend; the greedy
@@ -335,3 +347,43 @@ def test_nanogpt_greedy_tokens_match_portable() -> None:
         ids_v = ids_v + [int(vulkan.execute([torch.tensor([ids_v[-block:]])])[0][0, -1].argmax())]
         ids_p = ids_p + [int(portable.execute([torch.tensor([ids_p[-block:]])])[0][0, -1].argmax())]
     assert ids_v == ids_p
+    # and ember-llm generates the same continuation from the Vulkan program
+    path = tmp_path / "nanogpt_vulkan.pte"
+    path.write_bytes(buffer)
+    out = subprocess.run([_ember_llm(), "--model", str(path), "--prompt-ids", "1 2 3",
+                          "--max-new-tokens", "40", "--temperature", "0"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert [int(t) for t in out.stdout.split()] == ids_p[3:]
+
+
+# ---------------------------------------------------------------------------
+# float16
+# ---------------------------------------------------------------------------
+
+
+def test_float16_model_and_force_fp16() -> None:
+    """A float16 model (float16 inputs, weights, outputs), and a float32 model
+    lowered with force_fp16 (the graph's tensors float16, staged as float32):
+    the delegate computes in float32; held to float16 tolerances."""
+    from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
+    torch.manual_seed(3)
+    mlp = MLP().eval()
+    x = r(5, 16)
+    with torch.no_grad():
+        expected = mlp(x)
+    cases = [(copy.deepcopy(mlp).half(), x.half(), {}), (mlp, x, {"force_fp16": True})]
+    for model, inp, options in cases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ep = torch.export.export(model, (inp,))
+            buffer = to_edge_transform_and_lower(
+                ep, partitioner=[VulkanPartitioner(options)]).to_executorch().buffer
+        program = ember_runtime.Runtime.get().load_program(buffer)
+        assert program.metadata("forward").num_delegates >= 1
+        got = program.load_method("forward").execute([inp])[0]
+        assert got.dtype == inp.dtype
+        torch.testing.assert_close(got.float(), expected, rtol=1e-2, atol=1e-2,
+                                   msg=f"options {options}, input {inp.dtype}")

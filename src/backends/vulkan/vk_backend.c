@@ -126,11 +126,15 @@ static int dtype_for(uint8_t vk) {
     }
 }
 
-/* Whether tensor dtype d may stand for a value of VkDataType vk (exporters
- * narrow int64 indices to int32 on the GPU side). */
+/* Whether tensor dtype d may stand for a value of VkDataType vk: exporters
+ * narrow int64 indices to int32 on the GPU side, and with force_fp16 hold
+ * float32 tensors as float16 (staged as float32); the delegate computes in
+ * float32 either way. */
 static bool dtype_ok(int d, uint8_t vk) {
     if (d == dtype_for(vk)) return true;
-    return (vk == VK_DT_INT32 && d == EMBER_INT64) || (vk == VK_DT_INT64 && d == EMBER_INT32);
+    bool vk_float = vk == VK_DT_FLOAT16 || vk == VK_DT_FLOAT32;
+    return (vk == VK_DT_INT32 && d == EMBER_INT64) || (vk == VK_DT_INT64 && d == EMBER_INT32) ||
+           (vk_float && (d == EMBER_FLOAT16 || d == EMBER_FLOAT32));
 }
 
 /* Host tensor -> float32 arena elements; integers must stay exact. */

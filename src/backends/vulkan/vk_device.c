@@ -6,7 +6,7 @@
  * integrated, virtual, CPU), a logical device with one compute queue, the
  * shader modules (SPIR-V compiled from shaders/ at build time and embedded),
  * one descriptor-set layout and the compute pipelines, all created when the
- * first delegate opens it, and kept until the process ends. The queue is
+ * first delegate opens it, destroyed when the last one goes. The queue is
  * shared, so submissions take a lock.
  *
  * Per delegate: the weights, arena and control buffers (host-visible and
@@ -203,13 +203,11 @@ static ember_status context_acquire(void) {
     return st;
 }
 
-/* The context stays when its last delegate goes: making a device and
- * compiling the pipelines costs far more than loading a program, and
- * programs come and go (reloads, one delegate per partition). It lives
- * until the process ends. */
+/* The context goes with its last delegate: lavapipe, for one, frees some of
+ * a delegate's objects only when their device is destroyed. */
 static void context_release(void) {
     pthread_mutex_lock(&g_ctx_lock);
-    if (g_ctx.refs > 0) g_ctx.refs--;
+    if (g_ctx.refs > 0 && --g_ctx.refs == 0) context_destroy(&g_ctx);
     pthread_mutex_unlock(&g_ctx_lock);
 }
 
@@ -273,6 +271,7 @@ ember_status vk_device_open(vk_graph *g) {
     memset(g->dev, 0, sizeof *g->dev);
     size_t align = (size_t)g_ctx.props.limits.minStorageBufferOffsetAlignment;
     g->align = align < 16 ? 16 : align;
+    g->max_range = (size_t)g_ctx.props.limits.maxStorageBufferRange;
     return EMBER_OK;
 }
 

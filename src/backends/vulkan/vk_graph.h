@@ -122,6 +122,7 @@ typedef struct vk_graph {
     uint32_t num_dispatches;
     size_t arena_bytes, weights_bytes, control_bytes;
     size_t align;                  /* offset alignment of storage bindings */
+    size_t max_range;              /* the most bytes one binding may span */
     bool init_phase;               /* shapes at their upper bounds; checks bounds */
     uint32_t *control;             /* mapped control buffer (status word, params, indirect) */
     float *arena;                  /* mapped arena */

@@ -67,6 +67,18 @@ ember_status vk_plan(vk_graph *g, ember_allocator *a) {
             touch(g, g->args[g->nodes[ni].args_at + k], ni);
     for (uint32_t k = 0; k < g->num_outputs; k++) touch(g, g->outputs[k], g->num_nodes);
 
+    /* every tensor must fit one binding: checked before anything is allocated */
+    for (uint32_t vi = 0; vi < g->num_values; vi++) {
+        const vk_value *v = &g->values[vi];
+        size_t bytes;
+        if (v->kind != VK_V_TENSOR) continue;
+        if (ember_mul_overflow(v->bound_numel, 4, &bytes) || bytes > g->max_range)
+            return ember_backend_fail(EMBER_ERR_NOT_SUPPORTED,
+                                      "vulkan: value %u holds %zu elements, more than one binding of "
+                                      "this device spans (%zu bytes)",
+                                      vi, v->bound_numel, g->max_range);
+    }
+
     /* weights, in order */
     size_t w = 0;
     for (uint32_t vi = 0; vi < g->num_values; vi++) {
