@@ -387,3 +387,16 @@ def test_float16_model_and_force_fp16() -> None:
         assert got.dtype == inp.dtype
         torch.testing.assert_close(got.float(), expected, rtol=1e-2, atol=1e-2,
                                    msg=f"options {options}, input {inp.dtype}")
+
+
+def test_no_vulkan_driver_is_a_clean_error() -> None:
+    """With no Vulkan driver (the loader pointed at none), ember-run reports
+    that the program needs an unavailable backend: an error, not a crash."""
+    exe = os.path.join(os.path.dirname(_ember_llm()), "ember-run")
+    if not os.access(exe, os.X_OK):
+        pytest.skip("no ember-run binary")
+    env = dict(os.environ, VK_ICD_FILENAMES="/nonexistent.json", VK_DRIVER_FILES="/nonexistent.json")
+    out = subprocess.run([exe, os.path.join(ROOT, "tests", "fixtures", "vulkan", "attention.pte")],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode > 0, (out.returncode, out.stderr)
+    assert "VulkanBackend" in out.stderr, out.stderr

@@ -580,8 +580,10 @@ static ember_status op_slice(vk_graph *g, vk_node *n, vk_dispatch *dp) {
         TRY_RET(num_arg(g, n, 3, (double)INT64_MAX, &e));
         TRY_RET(int_arg(g, n, 4, &step));
         if (step <= 0) FAIL("step %lld", (long long)step);
-        start = clamp_index(s > 9e18 ? INT64_MAX : (int64_t)s, size);
-        end = clamp_index(e > 9e18 ? INT64_MAX : (int64_t)e, size);
+        if (isnan(s) || isnan(e)) FAIL("bound is not a number");
+        /* bounds beyond +-2^62 clamp like any out-of-range bound */
+        start = clamp_index(s > 4e18 ? INT64_C(1) << 62 : s < -4e18 ? -(INT64_C(1) << 62) : (int64_t)s, size);
+        end = clamp_index(e > 4e18 ? INT64_C(1) << 62 : e < -4e18 ? -(INT64_C(1) << 62) : (int64_t)e, size);
         if (end < start) end = start;
     }
     size_t st[VK_MAX_DIMS] = {0}, dims[VK_MAX_DIMS] = {0};
