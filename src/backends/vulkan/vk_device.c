@@ -212,12 +212,17 @@ static void context_release(void) {
 }
 
 bool vk_device_available(void) {
-    if (g_available < 0) {
+    pthread_mutex_lock(&g_ctx_lock);
+    int known = g_available;
+    pthread_mutex_unlock(&g_ctx_lock);
+    if (known < 0) {
         ember_status st = context_acquire();
         if (st == EMBER_OK) context_release();
-        g_available = st == EMBER_OK;
+        pthread_mutex_lock(&g_ctx_lock);
+        g_available = known = st == EMBER_OK;
+        pthread_mutex_unlock(&g_ctx_lock);
     }
-    return g_available == 1;
+    return known == 1;
 }
 
 const char *vk_device_name(void) {
