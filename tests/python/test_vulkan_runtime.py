@@ -400,3 +400,15 @@ def test_no_vulkan_driver_is_a_clean_error() -> None:
                          capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode > 0, (out.returncode, out.stderr)
     assert "VulkanBackend" in out.stderr, out.stderr
+
+
+def test_int8_weight_only_linear() -> None:
+    """torchao's int8 weight-only linear: the partitioner leaves the int8
+    weight's conversion to the portable kernels and delegates the product and
+    the per-channel scales."""
+    from torchao.quantization import Int8WeightOnlyConfig, quantize_
+
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 8)).eval()
+    quantize_(model, Int8WeightOnlyConfig())
+    check(model, (r(3, 64),), portable_ops=("aten::permute_copy", "dim_order_ops::_to_dim_order_copy",
+                                            "aten::_to_copy"))
