@@ -204,8 +204,34 @@ typedef struct view {
     size_t in_strides[3][VK_MAX_DIMS], in_offset[3];
 } view;
 
-static ember_status ew_write(vk_graph *g, vk_node *n, vk_dispatch *d, const view *w, uint32_t op,
+/* Merges adjacent dims that every operand steps through as one (a
+ * contiguous copy or a same-shape binary op becomes rank 1), so the shader
+ * does less index arithmetic. */
+static void collapse(view *w) {
+    uint32_t r = 0;
+    for (uint32_t d = 0; d < w->rank; d++) {
+        bool merge = r > 0 && w->out_strides[r - 1] == w->out_strides[d] * w->sizes[d];
+        for (int k = 0; k < 3 && merge; k++)
+            merge = w->in_strides[k][r - 1] == w->in_strides[k][d] * w->sizes[d];
+        if (merge) {
+            w->sizes[r - 1] *= w->sizes[d];
+            w->out_strides[r - 1] = w->out_strides[d];
+            for (int k = 0; k < 3; k++) w->in_strides[k][r - 1] = w->in_strides[k][d];
+            continue;
+        }
+        w->sizes[r] = w->sizes[d];
+        w->out_strides[r] = w->out_strides[d];
+        for (int k = 0; k < 3; k++) w->in_strides[k][r] = w->in_strides[k][d];
+        r++;
+    }
+    w->rank = r;
+}
+
+static ember_status ew_write(vk_graph *g, vk_node *n, vk_dispatch *d, const view *wv, uint32_t op,
                              uint32_t nin, double f0, double f1) {
+    view merged = *wv;
+    const view *w = &merged;
+    collapse(&merged);
     uint32_t *p = params(g, d);
     size_t total = 1;
     for (uint32_t k = 0; k < w->rank; k++) total *= w->sizes[k];
@@ -750,7 +776,8 @@ static ember_status mm_write(vk_graph *g, vk_node *n, vk_dispatch *dp, const mm_
     bind(dp, VK_SH_MATMUL, out, a, b, bias);
     uint32_t *p = params(g, dp);
     size_t work;
-    if (ember_mul_overflow(m->batch * m->M, (m->N + 3) / 4, &work) || work > UINT32_MAX)
+    if (ember_mul_overflow(m->batch * ((m->M + 3) / 4), (m->N + 3) / 4, &work) ||
+        work > UINT32_MAX)
         FAIL("product too large");
     p[0] = (uint32_t)m->batch;
     p[1] = (uint32_t)m->M;

@@ -8,7 +8,7 @@ layout(std430, binding = 2) readonly buffer T2 { float t2[]; };
 layout(std430, binding = 3) readonly buffer T3 { float t3[]; };
 layout(std430, binding = 4) buffer T4 { float t4[]; };
 layout(std430, binding = 5) buffer T5 { float t5[]; };
-layout(std430, binding = 6) readonly buffer P { uint u[]; };
+layout(std430, binding = 6) restrict readonly buffer P { uint u[]; };
 layout(std430, binding = 7) buffer S { uint status[]; };
 
 // The invocation's linear index: workgroups are laid out over x, then y.
