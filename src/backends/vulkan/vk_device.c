@@ -34,6 +34,7 @@ typedef struct vk_context {
     VkPipelineLayout layout;
     VkShaderModule modules[VK_SH_COUNT];
     VkPipeline pipelines[VK_SH_COUNT];
+    VkPipeline ew_pipelines[VK_EW_VARIANTS]; /* made when a delegate first needs one */
 } vk_context;
 
 enum { BUF_ARENA = 0, BUF_WEIGHTS = 1, BUF_CONTROL = 2, BUF_COUNT = 3 };
@@ -66,6 +67,8 @@ static ember_status vk_fail(VkResult r, const char *what) {
 static void context_destroy(vk_context *c) {
     if (c->device) {
         vkDeviceWaitIdle(c->device);
+        for (int k = 0; k < VK_EW_VARIANTS; k++)
+            if (c->ew_pipelines[k]) vkDestroyPipeline(c->device, c->ew_pipelines[k], NULL);
         for (int k = 0; k < VK_SH_COUNT; k++) {
             if (c->pipelines[k]) vkDestroyPipeline(c->device, c->pipelines[k], NULL);
             if (c->modules[k]) vkDestroyShaderModule(c->device, c->modules[k], NULL);
@@ -120,6 +123,21 @@ static ember_status pick_device(vk_context *c) {
     return EMBER_OK;
 }
 
+/* A compute pipeline of shader module k; spec: the value of specialization
+ * constant 0, or NULL. */
+static VkResult make_pipeline(vk_context *c, int k, const uint32_t *spec, VkPipeline *out) {
+    VkSpecializationMapEntry entry = {0, 0, sizeof(uint32_t)};
+    VkSpecializationInfo si = {1, &entry, sizeof(uint32_t), spec};
+    VkComputePipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+    ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    ci.stage.module = c->modules[k];
+    ci.stage.pName = "main";
+    ci.stage.pSpecializationInfo = spec ? &si : NULL;
+    ci.layout = c->layout;
+    return vkCreateComputePipelines(c->device, VK_NULL_HANDLE, 1, &ci, NULL, out);
+}
+
 static ember_status create_pipelines(vk_context *c) {
     VkDescriptorSetLayoutBinding b[BINDINGS];
     for (uint32_t k = 0; k < BINDINGS; k++) {
@@ -145,13 +163,8 @@ static ember_status create_pipelines(vk_context *c) {
         si.pCode = vk_shader_code[k];
         r = vkCreateShaderModule(c->device, &si, NULL, &c->modules[k]);
         if (r != VK_SUCCESS) return vk_fail(r, "vkCreateShaderModule");
-        VkComputePipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-        ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-        ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-        ci.stage.module = c->modules[k];
-        ci.stage.pName = "main";
-        ci.layout = c->layout;
-        r = vkCreateComputePipelines(c->device, VK_NULL_HANDLE, 1, &ci, NULL, &c->pipelines[k]);
+        if (k == VK_SH_ELEMENTWISE) continue; /* one pipeline per operator, made on demand */
+        r = make_pipeline(c, k, NULL, &c->pipelines[k]);
         if (r != VK_SUCCESS) return vk_fail(r, "vkCreateComputePipelines");
     }
     return EMBER_OK;
@@ -400,6 +413,17 @@ ember_status vk_device_build(vk_graph *g) {
     if ((r = vkCreateFence(c->device, &fi, NULL, &d->fence)) != VK_SUCCESS)
         return vk_fail(r, "vkCreateFence");
 
+    /* the elementwise operators' pipelines this graph needs */
+    pthread_mutex_lock(&g_ctx_lock);
+    for (uint32_t k = 0; k < g->num_dispatches && r == VK_SUCCESS; k++) {
+        const vk_dispatch *dp = &g->dispatches[k];
+        uint32_t op = dp->variant;
+        if (dp->shader == VK_SH_ELEMENTWISE && op < VK_EW_VARIANTS && !g_ctx.ew_pipelines[op])
+            r = make_pipeline(&g_ctx, VK_SH_ELEMENTWISE, &op, &g_ctx.ew_pipelines[op]);
+    }
+    pthread_mutex_unlock(&g_ctx_lock);
+    if (r != VK_SUCCESS) return vk_fail(r, "vkCreateComputePipelines");
+
     /* record once: every dispatch, each followed by a barrier */
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     if ((r = vkBeginCommandBuffer(d->cmd, &bi)) != VK_SUCCESS)
@@ -410,7 +434,9 @@ ember_status vk_device_build(vk_graph *g) {
     for (uint32_t k = 0; k < g->num_dispatches; k++) {
         const vk_dispatch *dp = &g->dispatches[k];
         VkDescriptorSet set = (VkDescriptorSet)dp->set;
-        vkCmdBindPipeline(d->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipelines[dp->shader]);
+        VkPipeline pipe = dp->shader == VK_SH_ELEMENTWISE ? c->ew_pipelines[dp->variant % VK_EW_VARIANTS]
+                                                          : c->pipelines[dp->shader];
+        vkCmdBindPipeline(d->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
         vkCmdBindDescriptorSets(d->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->layout, 0, 1, &set, 0,
                                 NULL);
         vkCmdDispatchIndirect(d->cmd, d->buf[BUF_CONTROL], dp->indirect_at);

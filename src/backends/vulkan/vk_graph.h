@@ -30,6 +30,8 @@
 #define VK_MAX_BINDINGS 6
 /* 32-bit words of a dispatch's parameter block. */
 #define VK_PARAM_WORDS 64
+/* Elementwise operator codes are below this (one pipeline each). */
+#define VK_EW_VARIANTS 64
 /* Invocations per workgroup, as every shader declares it. */
 #define VK_GROUP_SIZE 64u
 /* The largest integer that float32 holds exactly. */
@@ -81,6 +83,7 @@ typedef struct vk_value {
 
 typedef struct vk_dispatch {
     uint8_t shader;
+    uint8_t variant;                /* elementwise: the operator (a specialization constant) */
     uint32_t bind[VK_MAX_BINDINGS]; /* value index per binding, VK_NONE: unused */
     uint32_t groups;                /* workgroups for the current shapes */
     uint32_t max_groups;            /* workgroups at the upper bound, from init */

@@ -237,6 +237,8 @@ static ember_status ew_write(vk_graph *g, vk_node *n, vk_dispatch *d, const view
     for (uint32_t k = 0; k < w->rank; k++) total *= w->sizes[k];
     size_t limit = UINT32_MAX;
     if (total > limit) FAIL("%zu elements (at most %zu)", total, limit);
+    if (g->init_phase) d->variant = (uint8_t)op;
+    else if (d->variant != op) FAIL("elementwise operator changed (%u, %u)", d->variant, op);
     p[0] = (uint32_t)total;
     p[1] = w->rank;
     p[2] = op;

@@ -2,11 +2,15 @@
 // One output element per invocation over a strided, broadcast view of up to
 // three inputs: every unary, binary and ternary operator, fills, ranges and
 // the data-movement operators (copy through strides).
-//   u[0] n, u[1] rank, u[2] op, u[3] inputs
+// The operator is a specialization constant: each one gets a pipeline of its
+// own, so the switch below folds away when the pipeline is made.
+//   u[0] n, u[1] rank, u[3] inputs
 //   u[4..9] out sizes, u[10..15] out strides, u[16] out offset
 //   u[17..22] in0 strides, u[23] in0 offset; u[24..30] in1; u[31..37] in2
 //   u[38] f0, u[39] f1 (scalars; a binary operator without in1 uses f0)
 #include "common.glsl"
+
+layout(constant_id = 0) const uint OP = 0u;
 
 const uint COPY = 0u, RELU = 1u, GELU = 2u, GELU_TANH = 3u, CLAMP = 4u, HARDSWISH = 5u,
            SIGMOID = 6u, TANH = 7u, EXP = 8u, NEG = 9u, ABS = 10u, SQRT = 11u, RSQRT = 12u,
@@ -31,7 +35,7 @@ float gelu_erf(float x) {
 void main() {
     uint i = invocation();
     if (i >= u[0]) return;
-    uint rank = u[1], op = u[2], nin = u[3];
+    uint rank = u[1], op = OP, nin = u[3];
     uint rem = i, o = u[16], a = u[23], b = u[30], c = u[37];
     for (int d = int(rank) - 1; d >= 0; d--) {
         uint size = u[4 + d];
