@@ -15,7 +15,7 @@ DEMO_PTE_8DA4W := $(BUILD)/nanogpt_kv_8da4w.pte
 DEMO_TOKENIZER := examples/nanogpt/tokenizer
 DEMO_PROMPT := It is a truth universally acknowledged, that
 
-.PHONY: help demo inspect-plots test bootstrap build test-c test-python test-asan bench size fuzz install clean
+.PHONY: help demo inspect-plots test bootstrap build test-c test-python test-asan test-java baremetal wasm web bench size fuzz install clean
 
 help: ## List every target
 	@echo "ember — make targets:"
@@ -66,6 +66,21 @@ test-asan: ## Build with ASan+UBSan in build-asan/ and run the C tests there
 	scripts/build.sh build-asan -DEMBER_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-g -O1"
 	cd build-asan && ctest --output-on-failure -j $(JOBS)
 
+test-java: ## Build the Java binding (bindings/java) and run its JUnit tests (skips without a JDK)
+	@scripts/bootstrap.sh >/dev/null
+	bindings/java/run_tests.sh $(BUILD)
+
+baremetal: ## Build examples/baremetal for a Cortex-M7 (arm-none-eabi-gcc), run it on QEMU mps2-an500, compare with eager; flash/RAM use
+	@scripts/bootstrap.sh >/dev/null
+	examples/baremetal/test.sh build-baremetal
+
+wasm: ## Build ember for WebAssembly (emscripten) in build-wasm/; a model and nanoGPT in Node.js and the web page in headless Chromium, against eager
+	@scripts/bootstrap.sh >/dev/null
+	bindings/wasm/test.sh build-wasm
+
+web: wasm ## Serve examples/web (nanoGPT generating in the browser) at http://127.0.0.1:8000/
+	.venv/bin/python examples/web/test_browser.py build-wasm --serve 8000
+
 bench: bench-roofline bench-kernels bench-llm bench-llm-quant bench-cnn bench-tracer ## Run every benchmark (tables into bench/RESULTS.md; llama.cpp rows need `make bench-peers` once)
 
 .PHONY: bench-roofline bench-kernels bench-llm bench-llm-quant bench-cnn bench-tracer bench-peers
@@ -98,7 +113,7 @@ bench-peers: ## Install the benchmark-only peers into .venv: gguf, llama-cpp-pyt
 	@scripts/bootstrap.sh >/dev/null
 	scripts/bench_peers.sh
 
-size: ## Print the stripped size in bytes of the core runtime (MinSizeRel)
+size: ## Print the stripped size in bytes of the core runtime, alone and with kernels: all, or only nanoGPT's (MinSizeRel)
 	@scripts/bootstrap.sh --system-only >/dev/null
 	@scripts/size.sh
 
@@ -109,4 +124,4 @@ install: build ## Install headers, libember.{a,so}, ember-run, CMake and pkg-con
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean: ## Remove all build directories
-	rm -rf build build-asan build-aarch64 build-size build-fuzz build-python build-bench
+	rm -rf build build-asan build-aarch64 build-size build-select build-custom-op build-fuzz build-python build-bench build-baremetal build-wasm

@@ -80,6 +80,13 @@ function(ember_add_cli_tests)
                    COMMAND ${run} "${fx}/mlp.pte" --iterations 0)
   ember_expect_run(cli/help RC 0 STDOUT "usage: ember-run"
                    COMMAND ${run} --help)
+  ember_expect_run(cli/list_ops RC 0
+                   STDOUT "^aten::addmm\\.out.aten::permute_copy\\.out.aten::relu\\.out.$"
+                   COMMAND ${run} --list-ops "${fx}/mlp.pte")
+  ember_expect_run(cli/list_ops_bad_method RC 1 STDERR "${err}.*no method 'nope'"
+                   COMMAND ${run} --list-ops "${fx}/mlp.pte" --method nope)
+  ember_expect_run(cli/usage_list_ops_with_input RC 2 STDERR "${err}--list-ops takes only"
+                   COMMAND ${run} --list-ops "${fx}/mlp.pte" --iterations 2)
   ember_expect_run(cli/missing_file RC 1 STDERR "${err}.*does-not-exist.pte"
                    COMMAND ${run} "${PROJECT_BINARY_DIR}/does-not-exist.pte")
   # Not a program: the runtime must reject it with a status, not a signal.

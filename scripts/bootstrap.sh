@@ -2,7 +2,9 @@
 # Sets up everything `make test` needs on a Debian machine, idempotently:
 #   Debian packages: gcc, make, cmake, ninja, binutils, clang and its fuzzer
 #     runtime, Python 3.11 with venv and headers, the aarch64 cross compiler
-#     and user-mode QEMU (apt-get update runs once, and only when something
+#     and user-mode QEMU, a JDK and JUnit 4 (the Java binding's tests), the
+#     Arm bare-metal compiler (newlib) and QEMU's Arm boards, emscripten,
+#     Node.js and Chromium (apt-get update runs once, and only when something
 #     is missing);
 #   .venv (Python 3.11) with torch==2.13.0, executorch==1.5.1, pytest (and
 #     pytest-xdist, which spreads the tests over the cores), numpy,
@@ -101,6 +103,13 @@ aarch64_cc_ok() {
       aarch64-linux-gnu-gcc -x c - -o /dev/null >/dev/null 2>&1
 }
 
+# The Arm bare-metal compiler finds newlib (a package of its own).
+arm_none_eabi_ok() {
+  have arm-none-eabi-gcc &&
+    printf '#include <string.h>\nint f(void) { return (int)strlen(""); }\n' |
+      arm-none-eabi-gcc -mcpu=cortex-m7 -mthumb -x c -c - -o /dev/null >/dev/null 2>&1
+}
+
 missing=()
 have cc || have gcc || missing+=(gcc)
 have gcc || missing+=(gcc)
@@ -117,6 +126,16 @@ if ((SYSTEM_ONLY == 0)); then
   # the compiler only recommends)
   aarch64_cc_ok || missing+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
   have qemu-aarch64 || missing+=(qemu-user)
+  # the Java binding (bindings/java): JNI headers and javac, and JUnit 4
+  have javac || missing+=(default-jdk-headless)
+  [[ -f /usr/share/java/junit4.jar ]] || missing+=(junit4)
+  # the Cortex-M example (examples/baremetal), run on QEMU's mps2-an500 board
+  arm_none_eabi_ok || missing+=(gcc-arm-none-eabi libnewlib-arm-none-eabi)
+  have qemu-system-arm || missing+=(qemu-system-arm)
+  # the WebAssembly build (emcc), its Node test and the web page's browser test
+  have emcc || missing+=(emscripten)
+  have node || missing+=(nodejs)
+  have chromium || missing+=(chromium)
   # VulkanBackend: the headers and loader, the GLSL compiler, and Mesa's CPU
   # driver (lavapipe) that its tests run on where there is no GPU
   [[ -f /usr/include/vulkan/vulkan.h ]] || missing+=(libvulkan-dev)
@@ -127,6 +146,11 @@ fi
 # De-duplicate.
 if ((${#missing[@]} > 0)); then
   mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+  # The JDK's install script links its man pages into /usr/share/man/man1,
+  # which Debian's slim images leave out.
+  if [[ " ${missing[*]} " == *" default-jdk-headless "* ]]; then
+    "${SUDO[@]}" mkdir -p /usr/share/man/man1 2>/dev/null || true
+  fi
   apt_install "${missing[@]}"
 fi
 

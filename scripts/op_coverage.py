@@ -206,7 +206,9 @@ values).
   refuses at this overload ("not implemented for 'Int'") counts as unsupported.
 - Ops that no OpInfo reaches (backward ops, Scalar overloads, random ops) run
   hand-written samples (`tests/python/ops/manual_samples.py`) in every dtype
-  eager accepts for them.
+  eager accepts for them. A few ops get hand-written samples besides their
+  OpInfo ones, for cases the capped OpInfo samples miss (`convolution`: 3-d
+  inputs, plain and transposed); the note column says so.
 - Prim ops on symbolic sizes (`sym_size`, `sym_stride`, ...) have no tensor data
   to sample; `tests/c/kernels/test_kernels.c` checks them against torch's answers.
 

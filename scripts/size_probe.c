@@ -5,6 +5,10 @@
  * application could call. Built twice by scripts/size.sh: with the table
  * pointing at ember (EMBER_SIZE_FULL) and with the same table pointing at a
  * dummy (the baseline); the difference is the linked size of the core.
+ * With EMBER_SIZE_KERNELS it registers kernel tables too (1: the portable
+ * table, 3: the portable and the optimized ones), so the kernels those
+ * tables hold are linked: whichever tables the link is given (the full
+ * ones, or a selective build's).
  */
 #include <stdio.h>
 
@@ -44,6 +48,12 @@ static const fn_ptr k_entry_points[] = {
     F(ember_kernel_scratch), F(ember_kernel_fail),
     F(ember_backend_register), F(ember_backends_clear), F(ember_backend_find),
     F(ember_backend_fail),
+#if defined(EMBER_SIZE_FULL) && defined(EMBER_SIZE_KERNELS)
+    F(ember_portable_kernels_register),
+#if EMBER_SIZE_KERNELS & 2
+    F(ember_optimized_kernels_register),
+#endif
+#endif
 };
 
 int main(int argc, char **argv) {

@@ -7,6 +7,7 @@
  *                       [--etdump FILE.etdp [--debug-outputs[=full|stats]]
  *                        [--trace-bytes N] [--debug-bytes N]]
  *   ember-run --bundled FILE.bpte [--rtol R] [--atol A] [--threads N]
+ *   ember-run --list-ops MODEL.pte [--method NAME]
  *
  * A bundled program given as MODEL runs its embedded program like a .pte.
  *
@@ -42,6 +43,7 @@ static const char k_usage[] =
     "                 [--etdump FILE.etdp [--debug-outputs[=full|stats]]\n"
     "                  [--trace-bytes N] [--debug-bytes N]]\n"
     "       ember-run --bundled FILE.bpte [--rtol R] [--atol A] [--threads N]\n"
+    "       ember-run --list-ops MODEL.pte [--method NAME]\n"
     "\n"
     "Loads MODEL.pte (memory-mapped), prints what its method needs, runs it and\n"
     "prints a summary of each output. MODEL may also be a bundled program (.bpte):\n"
@@ -57,6 +59,12 @@ static const char k_usage[] =
     "  --data FILE.ptd    a data file holding weights the program keeps outside\n"
     "                     itself (external constants, delegate data); repeatable,\n"
     "                     searched in order\n"
+    "  --list-ops         print the kernel keys (\"aten::add.out\") that the program's\n"
+    "                     methods call, one a line, sorted, and exit without loading\n"
+    "                     any method: the operator list of a selective build\n"
+    "                     (EMBER_SELECT_OPS). Delegated subgraphs run inside their\n"
+    "                     backend and call no kernel, so their operators are not\n"
+    "                     listed. With --method, only that method's\n"
     "  --method NAME      method to run (default: forward, else the first method)\n"
     "  --input FILE.npy   one per method input, in order; without them, inputs are\n"
     "                     generated at their largest shape (floats: fixed-seed\n"
@@ -86,6 +94,7 @@ typedef struct run {
     size_t num_maps_open;
     const char *output_dir;
     bool bundled;          /* --bundled: verify test cases */
+    bool list_ops;         /* --list-ops: print the operator keys and exit */
     double rtol, atol;
     long iterations;
     long threads;          /* 0: one per core */
@@ -298,6 +307,8 @@ static void parse_args(run *r, int argc, char **argv) {
             r->debug_outputs = 2;
         } else if (strncmp(arg, "--debug-outputs=", 16) == 0) {
             die(EXIT_USAGE, "--debug-outputs takes full or stats, not '%s'", arg + 16);
+        } else if (strcmp(arg, "--list-ops") == 0) {
+            r->list_ops = true;
         } else if ((v = option_value(argc, argv, &i, "--trace-bytes")) != NULL) {
             r->trace_bytes = parse_bytes("--trace-bytes", v);
         } else if ((v = option_value(argc, argv, &i, "--debug-bytes")) != NULL) {
@@ -314,6 +325,9 @@ static void parse_args(run *r, int argc, char **argv) {
     if (r->bundled && (r->num_inputs > 0 || r->output_dir != NULL || r->iterations != 1))
         die(EXIT_USAGE, "--bundled takes its inputs from the test cases: drop --input, "
                         "--output-dir and --iterations");
+    if (r->list_ops && (r->bundled || r->num_inputs > 0 || r->output_dir != NULL ||
+                        r->iterations != 1 || r->etdump != NULL))
+        die(EXIT_USAGE, "--list-ops takes only the model, --data and --method");
     if (r->debug_outputs != 0 && r->etdump == NULL)
         die(EXIT_USAGE, "--debug-outputs needs --etdump FILE");
 }
@@ -918,6 +932,56 @@ static size_t run_bundled(run *r, const ember_method_options *mo) {
     return failed;
 }
 
+/* ------------------------------------------------------------------------ */
+/* --list-ops                                                                */
+/* ------------------------------------------------------------------------ */
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * Prints the kernel keys that the methods (or only `only`) call, sorted and
+ * without repeats. Reads the operator tables: no method is loaded, so it
+ * works for a program whose kernels this build lacks.
+ */
+static void list_ops(run *r, const char *only) {
+    size_t num_methods = ember_program_method_count(r->program), total = 0, cap = 0;
+    char **keys = NULL;
+    bool found = false;
+    ember_status st;
+    for (size_t m = 0; m < num_methods; m++) {
+        const char *name;
+        ember_method_meta mm;
+        if ((st = ember_program_method_name(r->program, m, &name)) != EMBER_OK ||
+            (st = ember_program_method_meta(r->program, name, &mm)) != EMBER_OK)
+            die_status(st, "reading the methods");
+        if (only != NULL && strcmp(only, name) != 0) continue;
+        found = true;
+        for (size_t i = 0; i < mm.num_operators; i++) {
+            char key[512];
+            if ((st = ember_program_operator_name(r->program, name, i, key, sizeof key)) != EMBER_OK)
+                die_status(st, "reading the operators");
+            if (total == cap) {
+                cap = cap ? 2 * cap : 64;
+                char **grown = realloc(keys, cap * sizeof *keys);
+                if (grown == NULL) die(EXIT_RUNTIME, "out of memory");
+                keys = grown;
+            }
+            size_t len = strlen(key) + 1;
+            keys[total] = malloc(len);
+            if (keys[total] == NULL) die(EXIT_RUNTIME, "out of memory");
+            memcpy(keys[total++], key, len);
+        }
+    }
+    if (only != NULL && !found) die(EXIT_RUNTIME, "'%s' has no method '%s'", r->model, only);
+    if (total > 0) qsort(keys, total, sizeof *keys, cmp_str);
+    for (size_t i = 0; i < total; i++)
+        if (i == 0 || strcmp(keys[i], keys[i - 1]) != 0) printf("%s\n", keys[i]);
+    for (size_t i = 0; i < total; i++) free(keys[i]);
+    free(keys);
+}
+
 int main(int argc, char **argv) {
     static run r;
     g_run = &r;
@@ -962,6 +1026,12 @@ int main(int argc, char **argv) {
         char what[4200];
         snprintf(what, sizeof what, "loading '%s'", r.model);
         die_status(st, what);
+    }
+
+    if (r.list_ops) {
+        list_ops(&r, r.method_name);
+        cleanup(&r);
+        return 0;
     }
 
     /* Data files: each a memory-mapped, verified data map. */

@@ -68,6 +68,8 @@ def cases() -> List[Tuple[str, str, Callable[..., torch.Tensor], Tuple[torch.Ten
          (g(1, 32, 32, 32), g(32, 32, 3, 3))),
         ("conv2d", "(1,64,16,16) * (64,64,1,1)", lambda x, w: F.conv2d(x, w),
          (g(1, 64, 16, 16), g(64, 64, 1, 1))),
+        ("conv3d", "(1,8,8,28,28) * (16,8,3,3,3) pad 1", lambda x, w: F.conv3d(x, w, padding=1),
+         (g(1, 8, 8, 28, 28), g(16, 8, 3, 3, 3))),
         ("softmax", "(32,1000) dim -1", lambda x: torch.softmax(x, -1), (g(32, 1000),)),
         ("softmax", "(8,12,64,64) dim -1", lambda x: torch.softmax(x, -1), (g(8, 12, 64, 64),)),
         ("softmax", "(64,256) dim 0", lambda x: torch.softmax(x, 0), (g(64, 256),)),

@@ -15,7 +15,7 @@ The weights come from the committed checkpoint (default), another nanoGPT
 checkpoint, GPT-2 weights in a local directory (--gpt2, with EMBER_GPT2_DIR),
 or are random with a GPT-2 architecture (--random-gpt2, for benchmarks).
 
-usage: python examples/nanogpt/export.py --kind seq|kv [--backend portable|xnnpack]
+usage: python examples/nanogpt/export.py --kind seq|kv [--backend portable|xnnpack|vulkan [--fp16]]
                                          [--quant none|int8|8da4w [--group-size 32]]
                                          [--embedding-quant none|8|4|BITS,GROUP]
                                          [--checkpoint ckpt.pt]
@@ -41,6 +41,26 @@ from quantize import EMBEDDING_SCHEMES, SCHEMES  # noqa: E402
 CKPT_PATH = os.path.join(HERE, "ckpt.pt")
 
 
+BACKENDS = ("portable", "xnnpack", "vulkan", "vulkan-fp16")
+
+
+def partitioners(backend: str) -> list:
+    """The partitioners of a backend name: "xnnpack" (XnnpackBackend), "vulkan"
+    (VulkanBackend, float32 on the GPU) or "vulkan-fp16" (VulkanBackend with
+    float32 tensors stored as float16); "portable" has none."""
+    if backend == "xnnpack":
+        from ember.backends.xnnpack import XnnpackPartitioner
+
+        return [XnnpackPartitioner()]
+    if backend in ("vulkan", "vulkan-fp16"):
+        from ember.backends.vulkan import VulkanPartitioner
+
+        return [VulkanPartitioner({"force_fp16": backend == "vulkan-fp16"})]
+    if backend == "portable":
+        return []
+    raise ValueError(f"unknown backend {backend!r} ({', '.join(BACKENDS)})")
+
+
 def export_seq(model: GPT, config: Any = None, backend: str = "portable", quant: str = "none",
                group_size: int = 32, embedding_quant: str = "none") -> Any:
     """Export (a): ``forward(tokens [1, T]) -> (logits [1, 1, vocab], None)``,
@@ -48,7 +68,8 @@ def export_seq(model: GPT, config: Any = None, backend: str = "portable", quant:
     (``.buffer`` holds the .pte bytes). ``config`` is an
     ``ember.ExecutorchBackendConfig``; the default folds the weight transposes
     into constants. ``backend`` "xnnpack" delegates to XnnpackBackend what its
-    payload can state. ``quant`` (quantize.py: none, int8, 8da4w with
+    payload can state; "vulkan" / "vulkan-fp16" delegate to VulkanBackend (see
+    partitioners()). ``quant`` (quantize.py: none, int8, 8da4w with
     ``group_size``) quantizes the linear layers first; quantized programs need
     the xnnpack backend. ``embedding_quant`` (quantize.py:
     quantize_token_embedding) stores the token embedding quantized, on any
@@ -66,15 +87,11 @@ def export_seq(model: GPT, config: Any = None, backend: str = "portable", quant:
     with sdpa_kernel([SDPBackend.MATH]), torch.no_grad():
         quantized = quantize_for_export(model, example, dynamic_shape, quant, group_size, backend)
         ep = torch.export.export(quantized, example, dynamic_shapes=dynamic_shape)
-    if backend == "xnnpack":
-        from ember.backends.xnnpack import XnnpackPartitioner
-
-        edge = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()],
-                                           compile_config=EdgeCompileConfig(_check_ir_validity=False))
-    elif backend == "portable":
+    if backend == "portable":
         edge = to_edge(ep, compile_config=EdgeCompileConfig(_check_ir_validity=False))
     else:
-        raise ValueError(f"unknown backend {backend!r} (portable or xnnpack)")
+        edge = to_edge_transform_and_lower(ep, partitioner=partitioners(backend),
+                                           compile_config=EdgeCompileConfig(_check_ir_validity=False))
     if config is None:
         config = ExecutorchBackendConfig(fold_constants=True)
     return edge.to_executorch(config)
@@ -114,8 +131,11 @@ def main(argv: Optional[list] = None) -> None:
     src.add_argument("--gpt2", metavar="NAME", help=f"GPT-2 weights from $EMBER_GPT2_DIR ({', '.join(GPT2_SIZES)})")
     src.add_argument("--random-gpt2", metavar="NAME", help="random weights, GPT-2 architecture")
     ap.add_argument("--block-size", type=int, help="crop the context to this many tokens")
-    ap.add_argument("--backend", choices=["portable", "xnnpack"], default="portable",
-                    help="xnnpack: delegate to XnnpackBackend (ember's fast CPU path)")
+    ap.add_argument("--backend", choices=["portable", "xnnpack", "vulkan"], default="portable",
+                    help="xnnpack: delegate to XnnpackBackend (ember's fast CPU path); "
+                         "vulkan: delegate to VulkanBackend (the GPU)")
+    ap.add_argument("--fp16", action="store_true",
+                    help="vulkan: store float32 tensors as float16 on the GPU")
     ap.add_argument("--quant", choices=SCHEMES, default="none",
                     help="int8: dynamic int8 activations, int8 weights per channel; 8da4w: "
                          "dynamic int8 activations, 4-bit weights per group (needs --backend "
@@ -135,6 +155,9 @@ def main(argv: Optional[list] = None) -> None:
     a = ap.parse_args(argv)
     if a.quant != "none" and a.backend != "xnnpack":
         ap.error(f"--quant {a.quant} needs --backend xnnpack (the quantized layers run there)")
+    if a.fp16 and a.backend != "vulkan":
+        ap.error("--fp16 needs --backend vulkan")
+    backend = "vulkan-fp16" if a.fp16 else a.backend
 
     model = load_model(a.checkpoint, a.gpt2, a.random_gpt2).eval()
     if a.block_size:
@@ -149,10 +172,10 @@ def main(argv: Optional[list] = None) -> None:
         except ValueError as e:
             ap.error(str(e))
         quant += f", embedding {a.embedding_quant}"
-    print(f"export: {a.kind} ({a.backend}{quant}), {model.get_num_params(False) / 1e6:.1f} M parameters, "
+    print(f"export: {a.kind} ({backend}{quant}), {model.get_num_params(False) / 1e6:.1f} M parameters, "
           f"{cfg.n_layer} layers, n_embd {cfg.n_embd}, block_size {cfg.block_size}, vocab {cfg.vocab_size}")
     t0 = time.time()
-    prog = EXPORTERS[a.kind](model, backend=a.backend, quant=a.quant, group_size=a.group_size,
+    prog = EXPORTERS[a.kind](model, backend=backend, quant=a.quant, group_size=a.group_size,
                              embedding_quant=a.embedding_quant)
     with open(a.out, "wb") as f:
         prog.write_to_file(f)

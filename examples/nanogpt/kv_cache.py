@@ -130,6 +130,9 @@ def export_kv(model: GPT, max_len: Optional[int] = None, config: Any = None,
     ``backend`` "xnnpack" delegates what the XNNPACK payload can state (the
     matrix products, layer norms' neighbours, GELU, ...) to XnnpackBackend;
     attention with its cache stays the fused ember::sdpa_with_kv_cache kernel.
+    ``backend`` "vulkan" / "vulkan-fp16" delegate the whole model to
+    VulkanBackend, which keeps the caches on the GPU (the program then holds
+    no cache buffers).
     ``quant`` (quantize.py: none, int8, 8da4w with ``group_size``) quantizes
     the linear layers first; quantized programs need the xnnpack backend (8da4w
     changes ``model``'s linear layers in place). ``embedding_quant`` (quantize.py:
@@ -148,10 +151,9 @@ def export_kv(model: GPT, max_len: Optional[int] = None, config: Any = None,
         ep = torch.export.export(quantized, example, dynamic_shapes=dynamic_shapes, strict=False)
     if config is None:
         config = ExecutorchBackendConfig(init_mutable_buffers=False, fold_constants=True)
-    if backend == "xnnpack":
-        from ember.backends.xnnpack import XnnpackPartitioner
+    from export import partitioners
 
-        return to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch(config)
-    if backend != "portable":
-        raise ValueError(f"unknown backend {backend!r} (portable or xnnpack)")
+    parts = partitioners(backend)
+    if parts:
+        return to_edge_transform_and_lower(ep, partitioner=parts).to_executorch(config)
     return to_edge(ep).to_executorch(config)

@@ -107,6 +107,32 @@ ember_status ember_backend_log_event(const char *name, int64_t debug_handle, con
                                      uint64_t start_ns, uint64_t end_ns, const void *metadata,
                                      size_t metadata_len);
 
+/**
+ * Whether the runtime wants the running delegate's intermediate outputs:
+ * true only inside execute(), on the thread that called it, while the
+ * method's event tracer records debug outputs (EMBER_TRACE_DEBUG_OUTPUTS or
+ * EMBER_TRACE_DEBUG_STATS). Always false in builds without the event tracer.
+ */
+bool ember_backend_tracing_outputs(void);
+
+/**
+ * Reports the output of one node inside a delegate, right after the node
+ * ran: the tracer copies the tensor (or its fingerprint) into its debug
+ * buffer as an ETDump DebugEvent under the delegate call's instruction,
+ * identified like ember_backend_log_event() (the node's debug handle, or a
+ * string id). The tensor describes the delegate's own buffer in the layout
+ * the delegate keeps it (e.g. channels-last sizes for an NHWC value); only
+ * data, dtype, dim, sizes, strides, numel and nbytes are read, and the data
+ * must be nbytes contiguous bytes. Call it from the thread that runs
+ * execute().
+ * @return EMBER_OK, also when not tracing outputs (a no-op) or when the
+ *         tracer's buffers are full (counted as dropped events);
+ *         EMBER_ERR_INVALID_ARGUMENT for a NULL tensor while tracing.
+ * Never allocates.
+ */
+ember_status ember_backend_log_output(const char *name, int64_t debug_handle,
+                                      const char *debug_id, const ember_tensor *tensor);
+
 /** A backend. Fill in struct_size = sizeof(ember_backend). */
 typedef struct ember_backend {
     size_t struct_size;

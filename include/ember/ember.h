@@ -446,6 +446,15 @@ ember_status ember_program_operator_name(const ember_program *program, const cha
                                          size_t i, char *buf, size_t cap);
 
 /**
+ * The backend id of delegate i of a method ("XnnpackBackend") written into
+ * buf (NUL-terminated, truncated to cap bytes), as the file names it.
+ * @return EMBER_OK, EMBER_ERR_NOT_FOUND, EMBER_ERR_INDEX_OUT_OF_RANGE,
+ *         EMBER_ERR_INVALID_PROGRAM, EMBER_ERR_INVALID_ARGUMENT (no buffer).
+ */
+ember_status ember_program_delegate_name(const ember_program *program, const char *method,
+                                         size_t i, char *buf, size_t cap);
+
+/**
  * Exact bytes of method allocator that ember_method_load() will take for this
  * method (values, tensors, argument tables), excluding what delegates ask for
  * at init, for an allocator whose memory is aligned to 16 bytes. It builds

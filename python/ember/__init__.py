@@ -14,6 +14,7 @@ from . import quantized_ops as _quantized_ops  # noqa: F401
 from .config import ExecutorchBackendConfig
 from .edge import EdgeCompileConfig
 from .errors import ExportError, IRValidityError
+from .kernel_library import KernelLibrary
 from .memory_planning import MemoryPlan, MemoryPlanningPass
 from .program import (
     EdgeProgramManager,
@@ -33,6 +34,7 @@ __all__ = [
     "MemoryPlan",
     "ExportError",
     "IRValidityError",
+    "KernelLibrary",
 ]
 
 __version__ = "0.1.0"

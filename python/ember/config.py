@@ -4,7 +4,7 @@ EdgeCompileConfig, lives with it in `edge`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Collection, Dict, List, Optional, Union
+from typing import Any, Callable, Collection, Dict, List, Optional, Sequence, Union
 
 from .memory_planning import MemoryPlanningPass
 
@@ -63,6 +63,12 @@ class ExecutorchBackendConfig:
     # with extra (custom) kernels. Skipped, with a warning, when ember.runtime's
     # extension is not built. `available_kernels`, when set, replaces the registry.
     check_kernels: bool = True
+    # Kernel libraries the target runtime registers beside libember's kernels
+    # (custom operators): description files (.yaml / .json, see
+    # ember.kernel_library) or KernelLibrary objects. Their kernels count as
+    # present in the check above; each description must match the schema torch
+    # registers for its operator.
+    kernel_libraries: Sequence[Any] = ()
     # Accepted for API compatibility; ember always plans dynamic tensors at their upper bound.
     sym_shape_eval_pass: Any = None
     dynamic_memory_planning_mode: Any = None

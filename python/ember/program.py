@@ -37,6 +37,7 @@ from .graph_utils import (
     run_graph_pass,
     subgraphs,
 )
+from .kernel_library import KernelSet, load_libraries
 from .memory_planning import MemoryPlan, format_report
 from .passes.constant_folding import fold_constants
 from .passes.debug_handles import assign_debug_handles
@@ -145,12 +146,13 @@ def _lower_method(name: str, ep: ExportedProgram, config: ExecutorchBackendConfi
         if config.remove_view_copy:
             replace_view_copy_with_view(g)
         to_out_variants(g)
+    libraries = load_libraries(config.kernel_libraries)
     if config.available_kernels is not None:
-        check_kernels(name, gm, config.available_kernels)
+        check_kernels(name, gm, KernelSet(config.available_kernels, libraries))
     elif config.check_kernels:
         registry = _runtime_kernels()
         if registry is not None:
-            check_kernels(name, gm, registry)
+            check_kernels(name, gm, KernelSet(registry, libraries))
     plan = config.planner_for(name).run(gm, name)
     for g in graphs:
         g.recompile()
@@ -224,7 +226,9 @@ def check_kernels(method: str, gm: GraphModule, available: Any) -> None:
         raise ExportError(
             f"method {method!r} calls operators that have no kernel in the runtime:\n"
             + "\n".join(lines)
-            + "\nTo fix: register a custom kernel for each op in the runtime, or delegate it "
+            + "\nTo fix: register a custom kernel for each op in the runtime "
+            "(ember_kernels_register) and describe it to the exporter with "
+            "ExecutorchBackendConfig(kernel_libraries=[\"my_ops.yaml\"]), or delegate it "
             "to a backend (to_backend with a partitioner), or rewrite the model to avoid it. "
             "If the target runtime has these kernels, pass "
             "ExecutorchBackendConfig(check_kernels=False).")

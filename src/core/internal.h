@@ -20,6 +20,23 @@ ember_status ember_set_error(ember_status status, const char *fmt, ...)
 /** Same, with a va_list. */
 ember_status ember_set_error_v(ember_status status, const char *fmt, va_list ap);
 
+/**
+ * Records a message and returns EMBER_ERR_INVALID_PROGRAM: how the readers of
+ * untrusted bytes (programs, data maps, bundled programs) refuse them.
+ */
+ember_status ember_invalid_program(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/** Returns the status of expr from the enclosing function unless it is EMBER_OK. */
+#define EMBER_TRY(expr)                                                                           \
+    do {                                                                                          \
+        ember_status st_ = (expr);                                                                \
+        if (st_ != EMBER_OK) return st_;                                                          \
+    } while (0)
+
 /** Prepends "prefix: " to the current last error message. */
 void ember_error_prefix(const char *fmt, ...)
 #if defined(__GNUC__)

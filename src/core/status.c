@@ -60,6 +60,14 @@ ember_status ember_set_error(ember_status status, const char *fmt, ...) {
     return status;
 }
 
+ember_status ember_invalid_program(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    ember_set_error_v(EMBER_ERR_INVALID_PROGRAM, fmt, ap);
+    va_end(ap);
+    return EMBER_ERR_INVALID_PROGRAM;
+}
+
 /* Writes "prefix: detail" into the message buffer, truncating as needed. */
 static void set_joined(const char *prefix, const char *detail) {
     size_t cap = sizeof g_message - 1;

@@ -46,26 +46,6 @@ typedef struct bp_value {
     double d;
 } bp_value;
 
-static ember_status bad(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-
-static ember_status bad(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    ember_set_error_v(EMBER_ERR_INVALID_PROGRAM, fmt, ap);
-    va_end(ap);
-    return EMBER_ERR_INVALID_PROGRAM;
-}
-
-#define TRY(expr)                                                                                 \
-    do {                                                                                          \
-        ember_status st_ = (expr);                                                                \
-        if (st_ != EMBER_OK) return st_;                                                          \
-    } while (0)
-
 static const char *kind_name(uint8_t kind) {
     switch (kind) {
     case KIND_TENSOR: return "tensor";
@@ -85,22 +65,26 @@ static ember_status decode_value(const fb_reader *r, const fb_vec *values, uint3
     memset(out, 0, sizeof *out);
     if (!fb_vec_table(r, values, k, &v) || !fb_u8(r, &v, VALUE_TYPE, KIND_NONE, &kind) ||
         !fb_table_field(r, &v, VALUE_VAL, &val, &present))
-        return bad("value table is malformed");
-    if (kind == KIND_NONE || kind > KIND_DOUBLE) return bad("unknown value kind %u", kind);
-    if (!present) return bad("%s value has no table", kind_name(kind));
+        return ember_invalid_program("value table is malformed");
+    if (kind == KIND_NONE || kind > KIND_DOUBLE)
+        return ember_invalid_program("unknown value kind %u", kind);
+    if (!present) return ember_invalid_program("%s value has no table", kind_name(kind));
     out->kind = kind;
     switch (kind) {
     case KIND_INT:
-        if (!fb_i64(r, &val, SCALAR_VAL, 0, &out->i)) return bad("int value is malformed");
+        if (!fb_i64(r, &val, SCALAR_VAL, 0, &out->i))
+            return ember_invalid_program("int value is malformed");
         return EMBER_OK;
     case KIND_BOOL: {
         uint8_t b;
-        if (!fb_u8(r, &val, SCALAR_VAL, 0, &b)) return bad("bool value is malformed");
+        if (!fb_u8(r, &val, SCALAR_VAL, 0, &b))
+            return ember_invalid_program("bool value is malformed");
         out->b = b != 0;
         return EMBER_OK;
     }
     case KIND_DOUBLE:
-        if (!fb_f64(r, &val, SCALAR_VAL, 0.0, &out->d)) return bad("double value is malformed");
+        if (!fb_f64(r, &val, SCALAR_VAL, 0.0, &out->d))
+            return ember_invalid_program("double value is malformed");
         return EMBER_OK;
     default: break;
     }
@@ -111,32 +95,38 @@ static ember_status decode_value(const fb_reader *r, const fb_vec *values, uint3
         !fb_vec_field(r, &val, BT_SIZES, 4, &sizes, &has_sizes) ||
         !fb_vec_field(r, &val, BT_DATA, 1, &data, &has_data) ||
         !fb_vec_field(r, &val, BT_DIM_ORDER, 1, &order, &has_order))
-        return bad("tensor table is malformed");
+        return ember_invalid_program("tensor table is malformed");
     size_t elem = ember_dtype_size(out->dtype);
-    if (elem == 0) return bad("tensor has unknown scalar type %u", out->dtype);
-    if (sizes.len > EMBER_MAX_DIM) return bad("tensor rank %u exceeds %d", sizes.len, EMBER_MAX_DIM);
+    if (elem == 0) return ember_invalid_program("tensor has unknown scalar type %u", out->dtype);
+    if (sizes.len > EMBER_MAX_DIM)
+        return ember_invalid_program("tensor rank %u exceeds %d", (unsigned)sizes.len,
+                                     EMBER_MAX_DIM);
     out->dim = sizes.len;
     for (uint32_t d = 0; d < sizes.len; d++) {
         out->sizes[d] = fb_vec_i32(r, &sizes, d);
-        if (out->sizes[d] < 0) return bad("tensor size %d of dim %u", out->sizes[d], d);
+        if (out->sizes[d] < 0)
+            return ember_invalid_program("tensor size %d of dim %u", (int)out->sizes[d],
+                                         (unsigned)d);
     }
     /* An absent (or empty, for rank > 0 written by old tools) dim order is contiguous. */
     bool use_order = has_order && order.len > 0;
     if (use_order && order.len != sizes.len)
-        return bad("tensor dim_order has %u entries for rank %u", order.len, sizes.len);
+        return ember_invalid_program("tensor dim_order has %u entries for rank %u",
+                                     (unsigned)order.len, (unsigned)sizes.len);
     uint32_t seen = 0;
     for (uint32_t d = 0; d < out->dim; d++) {
         uint8_t o = use_order ? fb_vec_u8(r, &order, d) : (uint8_t)d;
         if (o >= out->dim || (seen & (1u << o)) != 0)
-            return bad("tensor dim_order is not a permutation");
+            return ember_invalid_program("tensor dim_order is not a permutation");
         seen |= 1u << o;
         out->dim_order[d] = o;
     }
     if (!ember_shape_bytes(out->sizes, out->dim, elem, &out->numel, &out->nbytes))
-        return bad("tensor size overflows");
+        return ember_invalid_program("tensor size overflows");
     /* Writers may store a whole storage; the tensor's elements come first. */
     if (out->nbytes > 0 && (!has_data || data.len < out->nbytes))
-        return bad("tensor needs %zu bytes of data, has %u", out->nbytes, has_data ? data.len : 0);
+        return ember_invalid_program("tensor needs %zu bytes of data, has %u", out->nbytes,
+                                     (unsigned)(has_data ? data.len : 0));
     out->data = out->nbytes > 0 ? fb_vec_bytes(r, &data) : NULL;
     return EMBER_OK;
 }
@@ -147,7 +137,8 @@ static ember_status verify_values(const fb_reader *r, const fb_vec *values, uint
         bp_value v;
         ember_status st = decode_value(r, values, k, &v);
         if (st != EMBER_OK) {
-            ember_error_prefix("bundled program: suite %u case %u %s %u", suite, tc, what, k);
+            ember_error_prefix("bundled program: suite %u case %u %s %u",
+                    (unsigned)suite, (unsigned)tc, what, (unsigned)k);
             return st;
         }
     }
@@ -171,26 +162,30 @@ ember_status ember_bundled_program_open(ember_bundled_program *bp, const void *d
     if (bp == NULL || data == NULL)
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "bundled program: NULL argument");
     if (size < 8)
-        return ember_set_error(EMBER_ERR_TRUNCATED, "bundled program: %zu bytes is too short", size);
+        return ember_set_error(EMBER_ERR_TRUNCATED, "bundled program: %zu bytes is too short",
+                               size);
     if (!ember_bundled_program_is_bundled(data, size))
         return ember_set_error(EMBER_ERR_BAD_IDENTIFIER,
                                "bundled program: identifier is not \"%s\"",
                                EMBER_BUNDLED_PROGRAM_IDENTIFIER);
     if (size > UINT32_MAX)
-        return bad("bundled program: %zu bytes is more than a flatbuffer can address", size);
+        return ember_invalid_program(
+            "bundled program: %zu bytes is more than a flatbuffer can address", size);
 
     fb_reader r = {data, size};
     fb_table root;
     fb_vec suites, program;
     uint32_t version;
     bool has_suites, has_program;
-    if (!fb_root(&r, &root)) return bad("bundled program: root table is malformed");
+    if (!fb_root(&r, &root))
+        return ember_invalid_program("bundled program: root table is malformed");
     if (!fb_u32(&r, &root, BP_VERSION, 0, &version) ||
         !fb_vec_field(&r, &root, BP_SUITES, 4, &suites, &has_suites))
-        return bad("bundled program: method_test_suites is malformed");
+        return ember_invalid_program("bundled program: method_test_suites is malformed");
     if (!fb_vec_field(&r, &root, BP_PROGRAM, 1, &program, &has_program))
-        return bad("bundled program: program is malformed");
-    if (!has_program || program.len == 0) return bad("bundled program: no program");
+        return ember_invalid_program("bundled program: program is malformed");
+    if (!has_program || program.len == 0)
+        return ember_invalid_program("bundled program: no program");
 
     for (uint32_t s = 0; s < suites.len; s++) {
         fb_table suite;
@@ -199,17 +194,21 @@ ember_status ember_bundled_program_open(ember_bundled_program *bp, const void *d
         bool present;
         if (!fb_vec_table(&r, &suites, s, &suite) ||
             !fb_str_field(&r, &suite, SUITE_NAME, &name, &present))
-            return bad("bundled program: suite %u is malformed", s);
-        if (!present || name.len == 0) return bad("bundled program: suite %u has no method name", s);
+            return ember_invalid_program("bundled program: suite %u is malformed", (unsigned)s);
+        if (!present || name.len == 0)
+            return ember_invalid_program("bundled program: suite %u has no method name",
+                                         (unsigned)s);
         if (!fb_vec_field(&r, &suite, SUITE_CASES, 4, &cases, &present))
-            return bad("bundled program: suite %u test_cases is malformed", s);
+            return ember_invalid_program("bundled program: suite %u test_cases is malformed",
+                                         (unsigned)s);
         for (uint32_t c = 0; c < cases.len; c++) {
             fb_table tc;
             fb_vec inputs, outputs;
             if (!fb_vec_table(&r, &cases, c, &tc) || !case_vectors(&r, &tc, &inputs, &outputs))
-                return bad("bundled program: suite %u case %u is malformed", s, c);
-            TRY(verify_values(&r, &inputs, s, c, "input"));
-            TRY(verify_values(&r, &outputs, s, c, "expected output"));
+                return ember_invalid_program("bundled program: suite %u case %u is malformed",
+                                             (unsigned)s, (unsigned)c);
+            EMBER_TRY(verify_values(&r, &inputs, s, c, "input"));
+            EMBER_TRY(verify_values(&r, &outputs, s, c, "expected output"));
         }
     }
 
@@ -239,7 +238,8 @@ static fb_vec view_suites(const ember_bundled_program *bp) {
 
 static ember_status check_view(const ember_bundled_program *bp) {
     if (bp == NULL || bp->data == NULL)
-        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "bundled program: NULL or unopened view");
+        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT,
+                               "bundled program: NULL or unopened view");
     return EMBER_OK;
 }
 
@@ -251,7 +251,7 @@ static ember_status suite_at(const ember_bundled_program *bp, uint32_t i, fb_str
     bool present;
     if (!fb_vec_table(&r, &suites, i, &suite) || !fb_str_field(&r, &suite, SUITE_NAME, name, &present) ||
         !fb_vec_field(&r, &suite, SUITE_CASES, 4, cases, &present))
-        return bad("bundled program: suite %u is malformed", i);
+        return ember_invalid_program("bundled program: suite %u is malformed", (unsigned)i);
     return EMBER_OK;
 }
 
@@ -260,11 +260,12 @@ static ember_status find_suite(const ember_bundled_program *bp, const char *meth
     size_t want = strlen(method_name);
     for (uint32_t i = 0; i < bp->num_suites; i++) {
         fb_str name;
-        TRY(suite_at(bp, i, &name, cases));
+        EMBER_TRY(suite_at(bp, i, &name, cases));
         if (name.len == want && memcmp(name.data, method_name, want) == 0) return EMBER_OK;
     }
-    return ember_set_error(EMBER_ERR_NOT_FOUND, "bundled program has no test suite for method '%.*s'",
-                           EMBER_MAX_NAME, method_name);
+    return ember_set_error(EMBER_ERR_NOT_FOUND,
+                           "bundled program has no test suite for method '%.*s'", EMBER_MAX_NAME,
+                           method_name);
 }
 
 static ember_status find_case(const ember_bundled_program *bp, const char *method_name,
@@ -272,13 +273,15 @@ static ember_status find_case(const ember_bundled_program *bp, const char *metho
     fb_reader r = view_reader(bp);
     fb_vec cases;
     fb_table tc;
-    TRY(find_suite(bp, method_name, &cases));
+    EMBER_TRY(find_suite(bp, method_name, &cases));
     if (case_index >= cases.len)
         return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE,
-                               "method '%.*s' has %u test case%s, case %zu asked for", EMBER_MAX_NAME,
-                               method_name, cases.len, cases.len == 1 ? "" : "s", case_index);
-    if (!fb_vec_table(&r, &cases, (uint32_t)case_index, &tc) || !case_vectors(&r, &tc, inputs, outputs))
-        return bad("bundled program: case %zu is malformed", case_index);
+                               "method '%.*s' has %u test case%s, case %zu asked for",
+                               EMBER_MAX_NAME, method_name, (unsigned)cases.len,
+                               cases.len == 1 ? "" : "s", case_index);
+    if (!fb_vec_table(&r, &cases, (uint32_t)case_index, &tc) ||
+        !case_vectors(&r, &tc, inputs, outputs))
+        return ember_invalid_program("bundled program: case %zu is malformed", case_index);
     return EMBER_OK;
 }
 
@@ -286,10 +289,11 @@ ember_status ember_bundled_program_suite(const ember_bundled_program *bp, size_t
                                          const char **method_name, size_t *num_cases) {
     fb_str name;
     fb_vec cases;
-    TRY(check_view(bp));
+    EMBER_TRY(check_view(bp));
     if (i >= bp->num_suites)
-        return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "suite %zu of %u", i, bp->num_suites);
-    TRY(suite_at(bp, (uint32_t)i, &name, &cases));
+        return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "suite %zu of %u", i,
+                               (unsigned)bp->num_suites);
+    EMBER_TRY(suite_at(bp, (uint32_t)i, &name, &cases));
     if (method_name != NULL) *method_name = name.data;
     if (num_cases != NULL) *num_cases = cases.len;
     return EMBER_OK;
@@ -298,10 +302,10 @@ ember_status ember_bundled_program_suite(const ember_bundled_program *bp, size_t
 ember_status ember_bundled_program_case_count(const ember_bundled_program *bp,
                                               const char *method_name, size_t *num_cases) {
     fb_vec cases;
-    TRY(check_view(bp));
+    EMBER_TRY(check_view(bp));
     if (method_name == NULL || num_cases == NULL)
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "bundled program: NULL argument");
-    TRY(find_suite(bp, method_name, &cases));
+    EMBER_TRY(find_suite(bp, method_name, &cases));
     *num_cases = cases.len;
     return EMBER_OK;
 }
@@ -318,10 +322,12 @@ static ember_status set_input(ember_method *m, size_t k, const bp_value *v) {
     default: break;
     }
     const ember_value *in;
-    TRY(ember_method_input(m, k, &in));
+    EMBER_TRY(ember_method_input(m, k, &in));
     if (in->tag != EMBER_TAG_TENSOR)
-        return ember_set_error(EMBER_ERR_TYPE_MISMATCH, "input %zu is not a tensor, the test case "
-                               "gives one", k);
+        return ember_set_error(EMBER_ERR_TYPE_MISMATCH,
+                               "input %zu is not a tensor, the test case "
+                               "gives one",
+                               k);
     /* The data is bound as it lies, so it must be in the input's layout. */
     const ember_tensor *t = in->u.t;
     if (t->dim == v->dim && memcmp(t->dim_order, v->dim_order, v->dim) != 0)
@@ -337,20 +343,19 @@ ember_status ember_bundled_program_load_test_inputs(ember_method *method,
                                                     const ember_bundled_program *bp,
                                                     const char *method_name, size_t case_index) {
     fb_vec inputs, outputs;
-    TRY(check_view(bp));
+    EMBER_TRY(check_view(bp));
     if (method == NULL) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL method");
     if (method_name == NULL) method_name = ember_method_name(method);
-    TRY(find_case(bp, method_name, case_index, &inputs, &outputs));
+    EMBER_TRY(find_case(bp, method_name, case_index, &inputs, &outputs));
     size_t n = ember_method_input_count(method);
     if (inputs.len != n)
-        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT,
-                               "method '%.*s' takes %zu input%s, test case %zu has %u",
-                               EMBER_MAX_NAME, method_name, n, n == 1 ? "" : "s", case_index,
-                               inputs.len);
+        return ember_set_error(
+            EMBER_ERR_INVALID_ARGUMENT, "method '%.*s' takes %zu input%s, test case %zu has %u",
+            EMBER_MAX_NAME, method_name, n, n == 1 ? "" : "s", case_index, (unsigned)inputs.len);
     fb_reader r = view_reader(bp);
     for (uint32_t k = 0; k < inputs.len; k++) {
         bp_value v;
-        TRY(decode_value(&r, &inputs, k, &v));
+        EMBER_TRY(decode_value(&r, &inputs, k, &v));
         ember_status st = set_input(method, k, &v);
         if (st != EMBER_OK) {
             ember_error_prefix("test case %zu", case_index);
@@ -567,9 +572,10 @@ static ember_status compare_output(size_t i, const ember_value *got, const bp_va
             for (uint32_t d = 0; d < t->dim && strlen(gs) < 80; d++)
                 snprintf(gs + strlen(gs), sizeof gs - strlen(gs), d ? ", %d" : "%d", (int)t->sizes[d]);
             for (uint32_t d = 0; d < want->dim && strlen(ws) < 80; d++)
-                snprintf(ws + strlen(ws), sizeof ws - strlen(ws), d ? ", %d" : "%d", want->sizes[d]);
-            return ember_set_error(EMBER_ERR_SHAPE_MISMATCH, "output %zu has sizes [%s], expected [%s]",
-                                   i, gs, ws);
+                snprintf(ws + strlen(ws), sizeof ws - strlen(ws), d ? ", %d" : "%d",
+                        (int)want->sizes[d]);
+            return ember_set_error(EMBER_ERR_SHAPE_MISMATCH,
+                                   "output %zu has sizes [%s], expected [%s]", i, gs, ws);
         }
         if (t->data == NULL && t->numel > 0)
             return ember_set_error(EMBER_ERR_INVALID_STATE, "output %zu has no storage", i);
@@ -588,7 +594,7 @@ ember_status ember_bundled_program_verify_outputs(const ember_method *method,
                                                   ember_bundled_compare *result) {
     ember_bundled_compare local;
     fb_vec inputs, outputs;
-    TRY(check_view(bp));
+    EMBER_TRY(check_view(bp));
     if (method == NULL) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL method");
     if (!(rtol >= 0.0) || !(atol >= 0.0))
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "rtol %g and atol %g must be >= 0", rtol,
@@ -603,15 +609,14 @@ ember_status ember_bundled_program_verify_outputs(const ember_method *method,
     res->first_element = -1;
 
     if (method_name == NULL) method_name = ember_method_name(method);
-    TRY(find_case(bp, method_name, case_index, &inputs, &outputs));
+    EMBER_TRY(find_case(bp, method_name, case_index, &inputs, &outputs));
     size_t n = ember_method_output_count(method);
     /* A case written only to run (e.g. for profiling) has nothing to compare. */
     if (outputs.len == 0) return EMBER_OK;
     if (outputs.len != n)
-        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT,
-                               "method '%.*s' has %zu output%s, test case %zu expects %u",
-                               EMBER_MAX_NAME, method_name, n, n == 1 ? "" : "s", case_index,
-                               outputs.len);
+        return ember_set_error(
+            EMBER_ERR_INVALID_ARGUMENT, "method '%.*s' has %zu output%s, test case %zu expects %u",
+            EMBER_MAX_NAME, method_name, n, n == 1 ? "" : "s", case_index, (unsigned)outputs.len);
 
     fb_reader r = view_reader(bp);
     first_mismatch fm;
@@ -619,8 +624,8 @@ ember_status ember_bundled_program_verify_outputs(const ember_method *method,
     for (uint32_t i = 0; i < outputs.len; i++) {
         bp_value want;
         const ember_value *got;
-        TRY(decode_value(&r, &outputs, i, &want));
-        TRY(ember_method_output(method, i, &got));
+        EMBER_TRY(decode_value(&r, &outputs, i, &want));
+        EMBER_TRY(ember_method_output(method, i, &got));
         ember_status st = compare_output(i, got, &want, rtol, atol, res, &fm);
         if (st != EMBER_OK) {
             ember_error_prefix("test case %zu", case_index);

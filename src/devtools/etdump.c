@@ -141,14 +141,16 @@ static void write_profile(fbb *b, size_t slot, const ember_event_tracer *t, cons
 
 static void write_debug(fbb *b, size_t slot, const ember_event_tracer *t, const trace_rec *r) {
     fields fl = {.n = 0};
-    size_t slots[FBB_MAX_FIELDS], s_name = 0;
+    size_t slots[FBB_MAX_FIELDS], s_name = 0, s_str = 0;
     scalar(&fl, DE_CHAIN, 8, r->chain < 0 ? 0 : (uint64_t)r->chain);
     scalar(&fl, DE_INSTR, 4, (uint32_t)r->instruction);
     size_t s_entry = ref(&fl, DE_ENTRY);
     scalar(&fl, DE_DELEGATE_INT, 4, (uint32_t)r->delegate_int);
+    if (r->delegate_str != 0) s_str = ref(&fl, DE_DELEGATE_STR);
     if (r->name != 0) s_name = ref(&fl, DE_NAME);
     fbb_patch(b, slot, fbb_table(b, fl.f, fl.n, slots));
     write_value(b, slots[s_entry], t, r);
+    if (r->delegate_str != 0) write_string(b, slots[s_str], pool_str(t, r->delegate_str));
     if (r->name != 0) write_string(b, slots[s_name], pool_str(t, r->name));
 }
 

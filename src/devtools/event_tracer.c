@@ -359,19 +359,20 @@ static size_t tensor_entry_size(const ember_tensor *tn, bool stats) {
     return 16 + 16 * (size_t)(stats ? 1 : tn->dim);
 }
 
-void ember_trace_value(ember_event_tracer *t, const char *name, int32_t chain, int32_t instr,
-                       const ember_value *v, bool output) {
+/* One debug event: the value v, or (v NULL) the single tensor `single`. */
+static void trace_value(ember_event_tracer *t, const char *name, int32_t chain, int32_t instr,
+                        int32_t delegate_int, const char *delegate_str, const ember_value *v,
+                        const ember_tensor *single, bool output) {
     bool stats = (t->flags & EMBER_TRACE_DEBUG_STATS) != 0;
-    const ember_tensor *single = NULL;
     size_t count = 0;
     uint8_t vtype;
-    switch (v->tag) {
+    switch (v != NULL ? v->tag : EMBER_TAG_TENSOR) {
     case EMBER_TAG_INT: vtype = VT_INT; break;
     case EMBER_TAG_BOOL: vtype = VT_BOOL; break;
     case EMBER_TAG_DOUBLE: vtype = VT_DOUBLE; break;
     case EMBER_TAG_TENSOR:
         vtype = VT_TENSOR;
-        single = v->u.t;
+        if (v != NULL) single = v->u.t;
         count = 1;
         break;
     case EMBER_TAG_TENSOR_LIST:
@@ -387,10 +388,12 @@ void ember_trace_value(ember_event_tracer *t, const char *name, int32_t chain, i
     trace_rec *r = rec_new(t, REC_DEBUG);
     if (r == NULL) goto full;
     if (name != NULL && (r->name = intern(t, name)) == 0) goto full;
+    if (delegate_str != NULL && (r->delegate_str = intern(t, delegate_str)) == 0) goto full;
     r->vtype = vtype;
     r->output = output;
     r->chain = chain;
     r->instruction = instr;
+    r->delegate_int = delegate_int;
     if (vtype == VT_INT) {
         r->a = (uint64_t)v->u.i;
     } else if (vtype == VT_BOOL) {
@@ -420,6 +423,17 @@ void ember_trace_value(ember_event_tracer *t, const char *name, int32_t chain, i
     return;
 full:
     txn_abort(t, &x);
+}
+
+void ember_trace_value(ember_event_tracer *t, const char *name, int32_t chain, int32_t instr,
+                       const ember_value *v, bool output) {
+    trace_value(t, name, chain, instr, -1, NULL, v, NULL, output);
+}
+
+void ember_trace_delegate_value(ember_event_tracer *t, const char *name, int32_t delegate_int,
+                                const char *delegate_str, const ember_tensor *tensor) {
+    trace_value(t, name, t->chain, t->instruction, delegate_int, delegate_str, NULL, tensor,
+                false);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -87,8 +87,12 @@ void ember_trace_profile(ember_event_tracer *t, const char *name, int32_t chain,
                          uint64_t end, const void *meta, size_t meta_len);
 void ember_trace_value(ember_event_tracer *t, const char *name, int32_t chain, int32_t instr,
                        const ember_value *v, bool output);
+/* A tensor a delegate made, under the running delegate call's instruction. */
+void ember_trace_delegate_value(ember_event_tracer *t, const char *name, int32_t delegate_int,
+                                const char *delegate_str, const ember_tensor *tensor);
 void ember_trace_alloc(ember_event_tracer *t, int32_t allocator, uint64_t bytes);
-/* Around a delegate call: lets the backend's ember_backend_log_event() in. */
+/* Around a delegate call: lets the backend's ember_backend_log_event() and
+ * ember_backend_log_output() in. */
 void ember_trace_delegate_begin(ember_event_tracer *t);
 void ember_trace_delegate_end(void);
 

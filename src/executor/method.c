@@ -15,12 +15,6 @@
 /* Planned buffers must be aligned at least this much. */
 #define PLANNED_ALIGN 16
 
-#define TRY(expr)                                                                                 \
-    do {                                                                                          \
-        ember_status st_ = (expr);                                                                \
-        if (st_ != EMBER_OK) return st_;                                                          \
-    } while (0)
-
 typedef struct instr {
     uint8_t kind;
     int32_t a, b;            /* see pte_instr */
@@ -98,7 +92,8 @@ static ember_status alloc_array(ember_allocator *a, size_t count, size_t elem, s
         return ember_set_error(EMBER_ERR_OUT_OF_MEMORY, "%s: size overflows", what);
     *out = ember_alloc(a, bytes, align);
     if (*out == NULL)
-        return ember_set_error(EMBER_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes for %s", bytes, what);
+        return ember_set_error(EMBER_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes for %s", bytes,
+                               what);
     return EMBER_OK;
 }
 
@@ -116,11 +111,11 @@ static ember_status build_tensor(ember_method *m, ember_allocator *a, const pte_
     uint8_t *order;
     int64_t *strides;
     size_t dim = d->dim;
-    TRY(ALLOC(a, 1, ember_tensor, "a tensor", &t));
-    TRY(ALLOC(a, dim, int32_t, "tensor sizes", &sizes));
-    TRY(ALLOC(a, dim, int32_t, "tensor bounds", &bounds));
-    TRY(ALLOC(a, dim, uint8_t, "tensor dim order", &order));
-    TRY(ALLOC(a, dim, int64_t, "tensor strides", &strides));
+    EMBER_TRY(ALLOC(a, 1, ember_tensor, "a tensor", &t));
+    EMBER_TRY(ALLOC(a, dim, int32_t, "tensor sizes", &sizes));
+    EMBER_TRY(ALLOC(a, dim, int32_t, "tensor bounds", &bounds));
+    EMBER_TRY(ALLOC(a, dim, uint8_t, "tensor dim order", &order));
+    EMBER_TRY(ALLOC(a, dim, int64_t, "tensor strides", &strides));
     memcpy(sizes, d->sizes, dim * sizeof *sizes);
     memcpy(bounds, d->sizes, dim * sizeof *bounds);
     memcpy(order, d->dim_order, dim);
@@ -154,7 +149,7 @@ static ember_status build_value(ember_method *m, ember_allocator *a, uint32_t i)
     const fb_reader *r = &p->r;
     ember_value *v = &m->values[i];
     pte_value d;
-    TRY(pte_decode_value(p, m->plan, i, &d));
+    EMBER_TRY(pte_decode_value(p, m->plan, i, &d));
     v->tag = d.tag;
     switch (d.tag) {
     case EMBER_TAG_NONE: break;
@@ -168,8 +163,8 @@ static ember_status build_value(ember_method *m, ember_allocator *a, uint32_t i)
     case EMBER_TAG_TENSOR: return build_tensor(m, a, &d.u.t, &v->u.t);
     case EMBER_TAG_INT_LIST: {
         uint32_t n = d.u.list.len;
-        TRY(ALLOC(a, n, ember_value *, "int list items", &v->u.int_list.items));
-        TRY(ALLOC(a, n, int64_t, "int list", &v->u.int_list.unboxed));
+        EMBER_TRY(ALLOC(a, n, ember_value *, "int list items", &v->u.int_list.items));
+        EMBER_TRY(ALLOC(a, n, int64_t, "int list", &v->u.int_list.unboxed));
         for (uint32_t k = 0; k < n; k++) {
             int64_t idx = fb_vec_i64(r, &d.u.list, k);
             v->u.int_list.items[k] = &m->values[idx];
@@ -180,7 +175,7 @@ static ember_status build_value(ember_method *m, ember_allocator *a, uint32_t i)
     }
     case EMBER_TAG_DOUBLE_LIST: {
         double *items;
-        TRY(ALLOC(a, d.u.list.len, double, "double list", &items));
+        EMBER_TRY(ALLOC(a, d.u.list.len, double, "double list", &items));
         for (uint32_t k = 0; k < d.u.list.len; k++) items[k] = fb_vec_f64(r, &d.u.list, k);
         v->u.double_list.items = items;
         v->u.double_list.len = d.u.list.len;
@@ -188,7 +183,7 @@ static ember_status build_value(ember_method *m, ember_allocator *a, uint32_t i)
     }
     case EMBER_TAG_BOOL_LIST: {
         bool *items;
-        TRY(ALLOC(a, d.u.list.len, bool, "bool list", &items));
+        EMBER_TRY(ALLOC(a, d.u.list.len, bool, "bool list", &items));
         for (uint32_t k = 0; k < d.u.list.len; k++) items[k] = fb_vec_u8(r, &d.u.list, k) != 0;
         v->u.bool_list.items = items;
         v->u.bool_list.len = d.u.list.len;
@@ -197,7 +192,7 @@ static ember_status build_value(ember_method *m, ember_allocator *a, uint32_t i)
     case EMBER_TAG_TENSOR_LIST:
     case EMBER_TAG_OPTIONAL_TENSOR_LIST: {
         uint32_t n = d.u.list.len;
-        TRY(ALLOC(a, n, ember_value *, "tensor list", &v->u.tensor_list.items));
+        EMBER_TRY(ALLOC(a, n, ember_value *, "tensor list", &v->u.tensor_list.items));
         for (uint32_t k = 0; k < n; k++) {
             int32_t idx = fb_vec_i32(r, &d.u.list, k);
             v->u.tensor_list.items[k] = idx < 0 ? NULL : &m->values[idx];
@@ -206,7 +201,8 @@ static ember_status build_value(ember_method *m, ember_allocator *a, uint32_t i)
         break;
     }
     default:
-        return ember_set_error(EMBER_ERR_INVALID_PROGRAM, "value %u: unknown kind %u", i, d.tag);
+        return ember_set_error(EMBER_ERR_INVALID_PROGRAM, "value %u: unknown kind %u", (unsigned)i,
+                               (unsigned)d.tag);
     }
     return EMBER_OK;
 }
@@ -214,7 +210,7 @@ static ember_status build_value(ember_method *m, ember_allocator *a, uint32_t i)
 /* Copies the index list of inputs or outputs. */
 static ember_status build_io(ember_method *m, ember_allocator *a, const fb_vec *list,
                              uint32_t **out) {
-    TRY(ALLOC(a, list->len, uint32_t, "input/output table", out));
+    EMBER_TRY(ALLOC(a, list->len, uint32_t, "input/output table", out));
     for (uint32_t k = 0; k < list->len; k++) (*out)[k] = (uint32_t)fb_vec_i32(&m->program->r, list, k);
     return EMBER_OK;
 }
@@ -235,14 +231,14 @@ static ember_status resolve_operators(ember_method *m, ember_allocator *a, bool 
     char list[EMBER_ERROR_MESSAGE_SIZE];
     size_t used = 0;
     list[0] = '\0';
-    TRY(ALLOC(a, n, const char *, "operator names", &m->op_names));
-    TRY(ALLOC(a, n, ember_kernel_fn, "operator table", &m->op_fns));
+    EMBER_TRY(ALLOC(a, n, const char *, "operator names", &m->op_names));
+    EMBER_TRY(ALLOC(a, n, ember_kernel_fn, "operator table", &m->op_fns));
     for (uint32_t i = 0; i < n; i++) {
         fb_str name, overload;
         char *key;
-        TRY(pte_operator(m->program, plan, i, &name, &overload));
+        EMBER_TRY(pte_operator(m->program, plan, i, &name, &overload));
         size_t len = name.len + (overload.len > 0 ? 1u + overload.len : 0u);
-        TRY(ALLOC(a, len + 1, char, "an operator name", &key));
+        EMBER_TRY(ALLOC(a, len + 1, char, "an operator name", &key));
         memcpy(key, name.data, name.len);
         if (overload.len > 0) {
             key[name.len] = '.';
@@ -268,30 +264,31 @@ static ember_status resolve_operators(ember_method *m, ember_allocator *a, bool 
     }
     if (missing > 0)
         return ember_set_error(EMBER_ERR_OPERATOR_MISSING, "%u operator%s without a kernel: %.*s",
-                               missing, missing > 1 ? "s" : "", EMBER_ERROR_MESSAGE_SIZE - 48, list);
+                               (unsigned)missing, missing > 1 ? "s" : "",
+                               EMBER_ERROR_MESSAGE_SIZE - 48, list);
     return EMBER_OK;
 }
 
 static ember_status build_chains(ember_method *m, ember_allocator *a) {
     const pte_plan *plan = m->plan;
     m->num_chains = plan->chains.len;
-    TRY(ALLOC(a, m->num_chains, chain, "chains", &m->chains));
+    EMBER_TRY(ALLOC(a, m->num_chains, chain, "chains", &m->chains));
     for (uint32_t c = 0; c < m->num_chains; c++) {
         uint32_t len = 0;
         pte_instr d;
-        TRY(pte_instruction(m->program, plan, c, 0, &d, &len));
+        EMBER_TRY(pte_instruction(m->program, plan, c, 0, &d, &len));
         m->chains[c].len = len;
-        TRY(ALLOC(a, len, instr, "instructions", &m->chains[c].instrs));
+        EMBER_TRY(ALLOC(a, len, instr, "instructions", &m->chains[c].instrs));
         for (uint32_t i = 0; i < len; i++) {
             instr *in = &m->chains[c].instrs[i];
-            TRY(pte_instruction(m->program, plan, c, i, &d, &len));
+            EMBER_TRY(pte_instruction(m->program, plan, c, i, &d, &len));
             memset(in, 0, sizeof *in);
             in->kind = d.kind;
             in->a = d.a;
             in->b = d.b;
             if (d.kind == INSTR_KERNEL || d.kind == INSTR_DELEGATE) {
                 in->nargs = d.args.len;
-                TRY(ALLOC(a, d.args.len, ember_value *, "instruction arguments", &in->args));
+                EMBER_TRY(ALLOC(a, d.args.len, ember_value *, "instruction arguments", &in->args));
                 for (uint32_t k = 0; k < d.args.len; k++)
                     in->args[k] = &m->values[fb_vec_i32(&m->program->r, &d.args, k)];
                 if (d.kind == INSTR_KERNEL) {
@@ -312,17 +309,17 @@ static ember_status build(ember_method *m, ember_allocator *a, const ember_memor
                           bool measure) {
     const pte_plan *plan = m->plan;
     m->num_planned = plan->buffer_sizes.len > 0 ? plan->buffer_sizes.len - 1 : 0;
-    TRY(ALLOC(a, m->num_planned, void *, "planned buffer table", &m->planned));
+    EMBER_TRY(ALLOC(a, m->num_planned, void *, "planned buffer table", &m->planned));
     memset(m->planned, 0, m->num_planned * sizeof *m->planned);
-    if (!measure) TRY(bind_planned(m, mem));
+    if (!measure) EMBER_TRY(bind_planned(m, mem));
     m->num_values = plan->values.len;
-    TRY(ALLOC(a, m->num_values, ember_value, "values", &m->values));
+    EMBER_TRY(ALLOC(a, m->num_values, ember_value, "values", &m->values));
     memset(m->values, 0, (size_t)m->num_values * sizeof *m->values);
-    for (uint32_t i = 0; i < m->num_values; i++) TRY(build_value(m, a, i));
+    for (uint32_t i = 0; i < m->num_values; i++) EMBER_TRY(build_value(m, a, i));
     m->num_inputs = plan->inputs.len;
     m->num_outputs = plan->outputs.len;
-    TRY(build_io(m, a, &plan->inputs, &m->inputs));
-    TRY(build_io(m, a, &plan->outputs, &m->outputs));
+    EMBER_TRY(build_io(m, a, &plan->inputs, &m->inputs));
+    EMBER_TRY(build_io(m, a, &plan->outputs, &m->outputs));
     /* Tensors without storage must be bound by the caller: only inputs and
      * outputs can be, so anything else would run on no memory. */
     for (uint32_t i = 0; i < m->num_values; i++) {
@@ -331,21 +328,22 @@ static ember_status build(ember_method *m, ember_allocator *a, const ember_memor
             v->u.t->nbytes > 0 && !is_io(m, i))
             return ember_set_error(EMBER_ERR_INVALID_PROGRAM,
                                    "value %u: tensor has no storage and is not an input or output",
-                                   i);
+                                   (unsigned)i);
     }
-    TRY(resolve_operators(m, a, measure));
-    TRY(build_chains(m, a));
-    TRY(ALLOC(a, plan->num_external, ember_buffer, "external tensor table", &m->external));
-    TRY(ALLOC(a, plan->num_external, const ember_data_loader *, "external tensor table",
+    EMBER_TRY(resolve_operators(m, a, measure));
+    EMBER_TRY(build_chains(m, a));
+    EMBER_TRY(ALLOC(a, plan->num_external, ember_buffer, "external tensor table", &m->external));
+    EMBER_TRY(ALLOC(a, plan->num_external, const ember_data_loader *, "external tensor table",
               &m->external_loaders));
-    TRY(ALLOC(a, plan->delegates.len, delegate, "delegates", &m->delegates));
+    EMBER_TRY(ALLOC(a, plan->delegates.len, delegate, "delegates", &m->delegates));
     /* The compile-spec tables are the runtime's own memory, so they are
      * taken here, where ember_program_method_arena_size() measures them;
      * what backends allocate at init comes after. */
     for (uint32_t i = 0; i < plan->delegates.len; i++) {
         pte_delegate d;
-        TRY(pte_delegate_ref(m->program, plan, i, &d));
-        TRY(ALLOC(a, d.specs.len, ember_compile_spec, "compile specs", &m->delegates[i].specs));
+        EMBER_TRY(pte_delegate_ref(m->program, plan, i, &d));
+        EMBER_TRY(
+            ALLOC(a, d.specs.len, ember_compile_spec, "compile specs", &m->delegates[i].specs));
     }
     return EMBER_OK;
 }
@@ -365,7 +363,7 @@ static ember_status bind_planned(ember_method *m, const ember_memory *mem) {
                                mem->num_planned_buffers);
     for (size_t k = 0; k < n; k++) {
         size_t bytes;
-        TRY(pte_buffer_size(m->program, plan, (uint32_t)(k + 1), &bytes));
+        EMBER_TRY(pte_buffer_size(m->program, plan, (uint32_t)(k + 1), &bytes));
 #if EMBER_EVENT_TRACER
         if (tracing(m, EMBER_TRACE_ALLOCATIONS))
             ember_trace_alloc(m->tracer, TRACE_ALLOC_PLANNED, bytes);
@@ -402,7 +400,8 @@ static ember_status init_mutable(ember_method *m) {
         if (st != EMBER_OK) break;
         uint64_t off = fb_vec_u64(&p->r, &p->mutable_offsets, d.u.t.mutable_index);
         if (off > seg.size || d.u.t.nbytes > seg.size - off) {
-            st = ember_set_error(EMBER_ERR_INVALID_PROGRAM, "value %u: initial data out of range", i);
+            st = ember_set_error(EMBER_ERR_INVALID_PROGRAM, "value %u: initial data out of range",
+                                 (unsigned)i);
             break;
         }
         if (d.u.t.nbytes > 0) memcpy(m->values[i].u.t->data, (const uint8_t *)seg.data + off, d.u.t.nbytes);
@@ -420,7 +419,7 @@ static ember_status check_external(uint32_t i, const pte_tensor *t, const ember_
             return ember_set_error(EMBER_ERR_TYPE_MISMATCH,
                                    "value %u: external tensor '%.*s' is %s in the program but %s "
                                    "in the data map",
-                                   i, n, t->fqn.data, ember_dtype_name(t->dtype),
+                                   (unsigned)i, n, t->fqn.data, ember_dtype_name(t->dtype),
                                    ember_dtype_name(info->dtype));
         bool same = info->dim == t->dim;
         for (uint32_t d = 0; same && d < t->dim; d++)
@@ -429,13 +428,14 @@ static ember_status check_external(uint32_t i, const pte_tensor *t, const ember_
             return ember_set_error(EMBER_ERR_SHAPE_MISMATCH,
                                    "value %u: external tensor '%.*s' has other sizes or dim order "
                                    "in the data map (rank %u) than in the program (rank %u)",
-                                   i, n, t->fqn.data, info->dim, t->dim);
+                                   (unsigned)i, n, t->fqn.data, (unsigned)info->dim,
+                                   (unsigned)t->dim);
     }
     if (info->size < t->nbytes)
         return ember_set_error(EMBER_ERR_SHAPE_MISMATCH,
                                "value %u: external tensor '%.*s' needs %zu bytes, the data map "
                                "holds %zu",
-                               i, n, t->fqn.data, t->nbytes, info->size);
+                               (unsigned)i, n, t->fqn.data, t->nbytes, info->size);
     return EMBER_OK;
 }
 
@@ -449,22 +449,24 @@ static ember_status bind_external(ember_method *m) {
         ember_data_info info;
         ember_buffer buf;
         const ember_data_loader *loader = NULL;
-        TRY(pte_decode_value(p, m->plan, i, &d));
+        EMBER_TRY(pte_decode_value(p, m->plan, i, &d));
         if (d.tag != EMBER_TAG_TENSOR || !d.u.t.external) continue;
         const pte_tensor *t = &d.u.t;
         ember_status st = named_find(p, m->data_maps, m->num_data_maps, t->fqn.data, t->fqn.len,
                                      &ref);
         if (st != EMBER_OK) {
-            ember_error_prefix("value %u: external tensor", i);
+            ember_error_prefix("value %u: external tensor", (unsigned)i);
             return st;
         }
         named_info(p, &ref, &info);
-        TRY(check_external(i, t, &info));
+        EMBER_TRY(check_external(i, t, &info));
         if (t->storage == EMBER_STORAGE_CONSTANT) {
             if (m->num_external >= m->plan->num_external)
-                return ember_set_error(EMBER_ERR_INVALID_PROGRAM, "value %u: too many external "
-                                       "tensors", i);
-            TRY(named_load(p, &ref, EMBER_SEGMENT_CONSTANT, &buf, &loader));
+                return ember_set_error(EMBER_ERR_INVALID_PROGRAM,
+                                       "value %u: too many external "
+                                       "tensors",
+                                       (unsigned)i);
+            EMBER_TRY(named_load(p, &ref, EMBER_SEGMENT_CONSTANT, &buf, &loader));
             m->external[m->num_external] = buf;
             m->external_loaders[m->num_external] = loader;
             m->num_external++;
@@ -473,12 +475,12 @@ static ember_status bind_external(ember_method *m) {
                 return ember_set_error(EMBER_ERR_NOT_SUPPORTED,
                                        "value %u: external tensor '%.*s' is misaligned for %s; "
                                        "load the data map from memory aligned to 16 bytes",
-                                       i, (int)(t->fqn.len < 200 ? t->fqn.len : 200), t->fqn.data,
-                                       ember_dtype_name(t->dtype));
+                                       (unsigned)i, (int)(t->fqn.len < 200 ? t->fqn.len : 200),
+                                       t->fqn.data, ember_dtype_name(t->dtype));
             /* Kernels never write tensors they only read; constants are inputs. */
             m->values[i].u.t->data = (void *)(uintptr_t)buf.data;
         } else {
-            TRY(named_load(p, &ref, EMBER_SEGMENT_MUTABLE, &buf, &loader));
+            EMBER_TRY(named_load(p, &ref, EMBER_SEGMENT_MUTABLE, &buf, &loader));
             if (t->nbytes > 0) memcpy(m->values[i].u.t->data, buf.data, t->nbytes);
             if (buf.data != NULL && loader->release != NULL) loader->release(loader->ctx, &buf);
         }
@@ -491,14 +493,16 @@ static ember_status init_delegate(ember_method *m, ember_allocator *a, uint32_t 
     pte_delegate d;
     ember_compile_spec *specs;
     ember_buffer payload = {NULL, 0, NULL};
-    TRY(pte_delegate_ref(p, m->plan, i, &d));
+    EMBER_TRY(pte_delegate_ref(p, m->plan, i, &d));
     const ember_backend *b = ember_backend_find(d.id.data, d.id.len);
     if (b == NULL)
-        return ember_set_error(EMBER_ERR_BACKEND_MISSING, "delegate %u: backend '%s' is not registered",
-                               i, d.id.data);
+        return ember_set_error(EMBER_ERR_BACKEND_MISSING,
+                               "delegate %u: backend '%s' is not registered", (unsigned)i,
+                               d.id.data);
     if (b->is_available != NULL && !b->is_available())
-        return ember_set_error(EMBER_ERR_BACKEND_MISSING, "delegate %u: backend '%s' is not available",
-                               i, d.id.data);
+        return ember_set_error(EMBER_ERR_BACKEND_MISSING,
+                               "delegate %u: backend '%s' is not available", (unsigned)i,
+                               d.id.data);
     specs = m->delegates[i].specs;
     for (uint32_t k = 0; k < d.specs.len; k++) {
         fb_table spec;
@@ -521,7 +525,7 @@ static ember_status init_delegate(ember_method *m, ember_allocator *a, uint32_t 
         payload.data = fb_vec_bytes(&p->r, &data);
         payload.size = data.len;
     } else {
-        TRY(pte_load_segment(p, d.index, EMBER_SEGMENT_BACKEND, &payload));
+        EMBER_TRY(pte_load_segment(p, d.index, EMBER_SEGMENT_BACKEND, &payload));
     }
     ember_backend_init_ctx ctx = {a, i, p, m->threadpool, m->data_maps, m->num_data_maps};
     ember_clear_error();
@@ -530,7 +534,7 @@ static ember_status init_delegate(ember_method *m, ember_allocator *a, uint32_t 
     if (d.location != 0) pte_release(p, &payload);
     if (st != EMBER_OK) {
         if (ember_last_error()[0] == '\0') ember_set_error(st, "%s", ember_status_str(st));
-        ember_error_prefix("delegate %u (%s) init", i, d.id.data);
+        ember_error_prefix("delegate %u (%s) init", (unsigned)i, d.id.data);
         return st;
     }
     m->delegates[i].backend = b;
@@ -564,7 +568,7 @@ ember_status ember_program_method_arena_size(const ember_program *program, const
     ember_method m;
     ember_heap_allocator heap;
     if (bytes == NULL) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL output");
-    TRY(pte_find_plan(program, method, &plan));
+    EMBER_TRY(pte_find_plan(program, method, &plan));
     ember_heap_allocator_init(&heap);
     measure_allocator ma = {{NULL, measure_alloc}, &heap, 0};
     ma.base.ctx = &ma;
@@ -619,7 +623,7 @@ ember_status ember_method_load_with(const ember_program *program, const char *na
     }
     if (memory != NULL && memory->struct_size < sizeof(ember_memory))
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "ember_memory.struct_size is wrong");
-    TRY(pte_find_plan(program, name, &plan));
+    EMBER_TRY(pte_find_plan(program, name, &plan));
     ember_heap_allocator_init(&heap);
     a = memory != NULL && memory->method_allocator != NULL ? memory->method_allocator : &heap.base;
     m = ember_alloc(a, sizeof *m, _Alignof(ember_method));
@@ -731,11 +735,12 @@ size_t ember_method_output_count(const ember_method *method) {
 static ember_status input_value(ember_method *m, size_t i, uint32_t tag, ember_value **out) {
     if (m == NULL) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL method");
     if (i >= m->num_inputs)
-        return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "input %zu of %u", i, m->num_inputs);
+        return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "input %zu of %u", i,
+                               (unsigned)m->num_inputs);
     *out = &m->values[m->inputs[i]];
     if ((*out)->tag != tag)
         return ember_set_error(EMBER_ERR_TYPE_MISMATCH, "input %zu has kind %u, not %u", i,
-                               (*out)->tag, tag);
+                               (unsigned)((*out)->tag), (unsigned)tag);
     return EMBER_OK;
 }
 
@@ -743,7 +748,7 @@ ember_status ember_method_set_input_tensor(ember_method *method, size_t i, ember
                                            const int64_t *sizes, size_t dim, const void *data,
                                            size_t nbytes) {
     ember_value *v = NULL;
-    TRY(input_value(method, i, EMBER_TAG_TENSOR, &v));
+    EMBER_TRY(input_value(method, i, EMBER_TAG_TENSOR, &v));
     ember_tensor *t = v->u.t;
     if ((int)dtype != t->dtype)
         return ember_set_error(EMBER_ERR_TYPE_MISMATCH, "input %zu is %s, got %s", i,
@@ -764,8 +769,8 @@ ember_status ember_method_set_input_tensor(ember_method *method, size_t i, ember
     if (!ember_shape_bytes(s32, dim, ember_dtype_size(dtype), &numel, &expected))
         return ember_set_error(EMBER_ERR_SHAPE_MISMATCH, "input %zu: size overflows", i);
     if (expected != nbytes)
-        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "input %zu: shape needs %zu bytes, got %zu",
-                               i, expected, nbytes);
+        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT,
+                               "input %zu: shape needs %zu bytes, got %zu", i, expected, nbytes);
     if (data == NULL && nbytes > 0)
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "input %zu: NULL data", i);
     if (t->storage == EMBER_STORAGE_NONE) t->data = NULL; /* rebinding: no capacity check */
@@ -785,21 +790,21 @@ ember_status ember_method_set_input_tensor(ember_method *method, size_t i, ember
 
 ember_status ember_method_set_input_int(ember_method *method, size_t i, int64_t v) {
     ember_value *val = NULL;
-    TRY(input_value(method, i, EMBER_TAG_INT, &val));
+    EMBER_TRY(input_value(method, i, EMBER_TAG_INT, &val));
     val->u.i = v;
     return EMBER_OK;
 }
 
 ember_status ember_method_set_input_double(ember_method *method, size_t i, double v) {
     ember_value *val = NULL;
-    TRY(input_value(method, i, EMBER_TAG_DOUBLE, &val));
+    EMBER_TRY(input_value(method, i, EMBER_TAG_DOUBLE, &val));
     val->u.d = v;
     return EMBER_OK;
 }
 
 ember_status ember_method_set_input_bool(ember_method *method, size_t i, bool v) {
     ember_value *val = NULL;
-    TRY(input_value(method, i, EMBER_TAG_BOOL, &val));
+    EMBER_TRY(input_value(method, i, EMBER_TAG_BOOL, &val));
     val->u.b = v;
     return EMBER_OK;
 }
@@ -809,12 +814,13 @@ ember_status ember_method_set_output_buffer(ember_method *method, size_t i, void
     if (method == NULL) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL method");
     if (i >= method->num_outputs)
         return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "output %zu of %u", i,
-                               method->num_outputs);
+                               (unsigned)method->num_outputs);
     ember_value *v = &method->values[method->outputs[i]];
     if (v->tag != EMBER_TAG_TENSOR)
         return ember_set_error(EMBER_ERR_TYPE_MISMATCH, "output %zu is not a tensor", i);
     if (v->u.t->storage != EMBER_STORAGE_NONE)
-        return ember_set_error(EMBER_ERR_INVALID_STATE, "output %zu already has planned storage", i);
+        return ember_set_error(EMBER_ERR_INVALID_STATE, "output %zu already has planned storage",
+                               i);
     if (data == NULL && capacity > 0)
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "output %zu: NULL data", i);
     if (capacity < v->u.t->nbytes)
@@ -831,7 +837,7 @@ ember_status ember_method_output(const ember_method *method, size_t i, const emb
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL argument");
     if (i >= method->num_outputs)
         return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "output %zu of %u", i,
-                               method->num_outputs);
+                               (unsigned)method->num_outputs);
     *out = &method->values[method->outputs[i]];
     return EMBER_OK;
 }
@@ -840,7 +846,8 @@ ember_status ember_method_input(const ember_method *method, size_t i, const embe
     if (method == NULL || out == NULL)
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL argument");
     if (i >= method->num_inputs)
-        return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "input %zu of %u", i, method->num_inputs);
+        return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "input %zu of %u", i,
+                               (unsigned)method->num_inputs);
     *out = &method->values[method->inputs[i]];
     return EMBER_OK;
 }
@@ -872,7 +879,8 @@ static ember_status check_bound(const ember_method *m) {
         const ember_value *v = &m->values[idx];
         if (v->tag == EMBER_TAG_TENSOR && v->u.t->data == NULL && v->u.t->nbytes > 0)
             return ember_set_error(EMBER_ERR_INVALID_STATE, "%s %u has no data bound",
-                                   input ? "input" : "output", input ? k : k - m->num_inputs);
+                                   input ? "input" : "output",
+                                   (unsigned)(input ? k : k - m->num_inputs));
     }
     return EMBER_OK;
 }
@@ -939,7 +947,7 @@ static ember_status run_chain(ember_method *m, uint32_t ci, const chain *c) {
             ember_arena_reset(&m->scratch);
             if (st != EMBER_OK) {
                 if (ember_last_error()[0] == '\0') ember_set_error(st, "%s", ember_status_str(st));
-                ember_error_prefix("instruction %u (%s)", pc, in->op_name);
+                ember_error_prefix("instruction %u (%s)", (unsigned)pc, in->op_name);
                 return st;
             }
             break;
@@ -955,7 +963,8 @@ static ember_status run_chain(ember_method *m, uint32_t ci, const chain *c) {
             ember_arena_reset(&m->scratch);
             if (st != EMBER_OK) {
                 if (ember_last_error()[0] == '\0') ember_set_error(st, "%s", ember_status_str(st));
-                ember_error_prefix("instruction %u (delegate %d, %s)", pc, in->a, d->id);
+                ember_error_prefix("instruction %u (delegate %d, %s)",
+                        (unsigned)pc, (int)in->a, d->id);
                 return st;
             }
             break;
@@ -968,14 +977,14 @@ static ember_status run_chain(ember_method *m, uint32_t ci, const chain *c) {
             bool cond = false;
             st = condition(&m->values[in->a], &cond);
             if (st != EMBER_OK) {
-                ember_error_prefix("instruction %u", pc);
+                ember_error_prefix("instruction %u", (unsigned)pc);
                 return st;
             }
             if (!cond) {
                 if ((uint32_t)in->b <= pc && ++back_jumps > EMBER_MAX_BACKWARD_JUMPS)
                     return ember_set_error(EMBER_ERR_LOOP_LIMIT,
-                                           "instruction %u: more than %d backward jumps", pc,
-                                           EMBER_MAX_BACKWARD_JUMPS);
+                                           "instruction %u: more than %d backward jumps",
+                                           (unsigned)pc, EMBER_MAX_BACKWARD_JUMPS);
                 pc = (uint32_t)in->b;
                 continue;
             }
@@ -985,7 +994,8 @@ static ember_status run_chain(ember_method *m, uint32_t ci, const chain *c) {
             /* Storage belongs to the memory plan or to the caller: nothing to do. */
             break;
         default:
-            return ember_set_error(EMBER_ERR_INVALID_PROGRAM, "instruction %u: bad kind", pc);
+            return ember_set_error(EMBER_ERR_INVALID_PROGRAM, "instruction %u: bad kind",
+                                   (unsigned)pc);
         }
         pc++;
     }
@@ -994,7 +1004,7 @@ static ember_status run_chain(ember_method *m, uint32_t ci, const chain *c) {
 
 ember_status ember_method_execute(ember_method *method) {
     if (method == NULL) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL method");
-    TRY(check_bound(method));
+    EMBER_TRY(check_bound(method));
 #if EMBER_EVENT_TRACER
     uint32_t token = 0;
     if (method->tracer != NULL) {

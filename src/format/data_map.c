@@ -48,12 +48,6 @@ static ember_status bad(const char *fmt, ...) {
     return EMBER_ERR_INVALID_PROGRAM;
 }
 
-#define TRY(expr)                                                                                 \
-    do {                                                                                          \
-        ember_status st_ = (expr);                                                                \
-        if (st_ != EMBER_OK) return st_;                                                          \
-    } while (0)
-
 /* Loads through the map's loader; a failure always gets a message. */
 static ember_status map_load(const ember_data_map *m, uint64_t offset, size_t size,
                              ember_segment_kind kind, ember_buffer *out) {
@@ -82,14 +76,15 @@ static ember_status read_header(ember_data_map *m, uint64_t *fb_end) {
                                "data map: file has %llu bytes, a header needs %d",
                                (unsigned long long)m->file_size, PTD_HEAD_BYTES);
     size_t n = m->file_size < PTD_HEAD_BYTES ? (size_t)m->file_size : PTD_HEAD_BYTES;
-    TRY(map_load(m, 0, n, EMBER_SEGMENT_PROGRAM, &head));
+    EMBER_TRY(map_load(m, 0, n, EMBER_SEGMENT_PROGRAM, &head));
     const uint8_t *h = head.data;
     ember_status st = EMBER_OK;
     if (memcmp(h + 4, "FT01", 4) != 0) {
         st = ember_set_error(EMBER_ERR_BAD_IDENTIFIER, "data map: file identifier is not FT01");
     } else if (n < PTD_HEAD_BYTES) {
-        st = ember_set_error(EMBER_ERR_TRUNCATED, "data map: file has %llu bytes, a header needs %d",
-                             (unsigned long long)m->file_size, PTD_HEAD_BYTES);
+        st =
+            ember_set_error(EMBER_ERR_TRUNCATED, "data map: file has %llu bytes, a header needs %d",
+                            (unsigned long long)m->file_size, PTD_HEAD_BYTES);
     } else if (memcmp(h + 8, "FH01", 4) != 0) {
         st = ember_set_error(EMBER_ERR_BAD_IDENTIFIER, "data map: no FH01 header at offset 8");
     } else {
@@ -98,16 +93,18 @@ static ember_status read_header(ember_data_map *m, uint64_t *fb_end) {
         m->segment_base = fb_rd_u64(h + 32);
         m->segment_data_size = fb_rd_u64(h + 40);
         if (length < PTD_HEADER_MIN_LENGTH)
-            st = bad("header length %u is below %d", length, PTD_HEADER_MIN_LENGTH);
+            st = bad("header length %u is below %d", (unsigned)length, PTD_HEADER_MIN_LENGTH);
         else if (fb_offset < length || fb_size > UINT64_MAX - fb_offset)
             st = bad("flatbuffer_offset %llu / flatbuffer_size %llu are inconsistent",
                      (unsigned long long)fb_offset, (unsigned long long)fb_size);
         else if ((*fb_end = fb_offset + fb_size) < PTD_HEAD_BYTES || *fb_end > m->file_size)
-            st = ember_set_error(EMBER_ERR_TRUNCATED,
-                                 "data map: flatbuffer (%llu bytes) does not fit the %llu-byte file",
-                                 (unsigned long long)*fb_end, (unsigned long long)m->file_size);
+            st =
+                ember_set_error(EMBER_ERR_TRUNCATED,
+                                "data map: flatbuffer (%llu bytes) does not fit the %llu-byte file",
+                                (unsigned long long)*fb_end, (unsigned long long)m->file_size);
         else if (*fb_end > SIZE_MAX || *fb_end > UINT32_MAX)
-            st = ember_set_error(EMBER_ERR_NOT_SUPPORTED, "data map: flatbuffer of %llu bytes is too large",
+            st = ember_set_error(EMBER_ERR_NOT_SUPPORTED,
+                                 "data map: flatbuffer of %llu bytes is too large",
                                  (unsigned long long)*fb_end);
         else if (m->segment_base > m->file_size ||
                  m->segment_data_size > m->file_size - m->segment_base ||
@@ -142,13 +139,13 @@ static ember_status decode_entry(const ember_data_map *m, uint32_t i, fb_str *ke
         !fb_str_field(r, &t, ND_KEY, key, &has_key) ||
         !fb_u32(r, &t, ND_SEGMENT, 0, segment) ||
         !fb_table_field(r, &t, ND_LAYOUT, &layout, &has_layout))
-        return bad("named_data %u is malformed", i);
-    if (!has_key) return bad("named_data %u has no key", i);
+        return bad("named_data %u is malformed", (unsigned)i);
+    if (!has_key) return bad("named_data %u has no key", (unsigned)i);
     if (*segment >= m->segments.len)
-        return bad("named_data %u ('%.64s'): segment_index %u out of range (%u segments)", i,
-                   key->data, *segment, m->segments.len);
+        return bad("named_data %u ('%.64s'): segment_index %u out of range (%u segments)",
+                   (unsigned)i, key->data, (unsigned)(*segment), (unsigned)m->segments.len);
     if (!segment_at(m, *segment, &offset, &size))
-        return bad("segment %u is malformed", *segment);
+        return bad("segment %u is malformed", (unsigned)(*segment));
     info->size = (size_t)size;
     if (!has_layout) return EMBER_OK;
 
@@ -158,16 +155,17 @@ static ember_status decode_entry(const ember_data_map *m, uint32_t i, fb_str *ke
     if (!fb_u8(r, &layout, LAYOUT_SCALAR_TYPE, 0, &dtype) ||
         !fb_vec_field(r, &layout, LAYOUT_SIZES, 4, &sizes, &has_sizes) ||
         !fb_vec_field(r, &layout, LAYOUT_DIM_ORDER, 1, &order, &has_order))
-        return bad("named_data %u ('%.64s'): tensor_layout is malformed", i, key->data);
+        return bad("named_data %u ('%.64s'): tensor_layout is malformed", (unsigned)i, key->data);
     size_t elem = ember_dtype_size(dtype);
     if (elem == 0)
-        return bad("named_data %u ('%.64s'): unknown scalar type %u", i, key->data, dtype);
+        return bad("named_data %u ('%.64s'): unknown scalar type %u", (unsigned)i, key->data,
+                   dtype);
     if (sizes.len > EMBER_MAX_DIM)
-        return bad("named_data %u ('%.64s'): rank %u exceeds %d", i, key->data, sizes.len,
-                   EMBER_MAX_DIM);
+        return bad("named_data %u ('%.64s'): rank %u exceeds %d", (unsigned)i, key->data,
+                   (unsigned)sizes.len, EMBER_MAX_DIM);
     if (order.len != sizes.len)
-        return bad("named_data %u ('%.64s'): dim_order has %u entries for rank %u", i, key->data,
-                   order.len, sizes.len);
+        return bad("named_data %u ('%.64s'): dim_order has %u entries for rank %u", (unsigned)i,
+                   key->data, (unsigned)order.len, (unsigned)sizes.len);
     info->has_layout = true;
     info->dtype = dtype;
     info->dim = sizes.len;
@@ -175,24 +173,26 @@ static ember_status decode_entry(const ember_data_map *m, uint32_t i, fb_str *ke
     for (uint32_t d = 0; d < sizes.len; d++) {
         info->sizes[d] = fb_vec_i32(r, &sizes, d);
         if (info->sizes[d] < 0)
-            return bad("named_data %u ('%.64s'): size %d of dim %u", i, key->data, info->sizes[d],
-                       d);
+            return bad("named_data %u ('%.64s'): size %d of dim %u", (unsigned)i, key->data,
+                       (int)info->sizes[d], (unsigned)d);
         uint8_t o = fb_vec_u8(r, &order, d);
         if (o >= sizes.len || (seen & (1u << o)) != 0)
-            return bad("named_data %u ('%.64s'): dim_order is not a permutation", i, key->data);
+            return bad("named_data %u ('%.64s'): dim_order is not a permutation", (unsigned)i,
+                       key->data);
         seen |= 1u << o;
         info->dim_order[d] = o;
     }
     int64_t numel;
     if (!ember_shape_bytes(info->sizes, info->dim, elem, &numel, &info->nbytes))
-        return bad("named_data %u ('%.64s'): tensor size overflows", i, key->data);
+        return bad("named_data %u ('%.64s'): tensor size overflows", (unsigned)i, key->data);
     if (info->nbytes > size)
-        return bad("named_data %u ('%.64s'): a %s tensor of %zu bytes in a %llu-byte segment", i,
-                   key->data, ember_dtype_name(dtype), info->nbytes, (unsigned long long)size);
+        return bad("named_data %u ('%.64s'): a %s tensor of %zu bytes in a %llu-byte segment",
+                   (unsigned)i, key->data, ember_dtype_name(dtype), info->nbytes,
+                   (unsigned long long)size);
     /* Tensors are read in place: their file offset keeps their alignment. */
     size_t align = elem < 8 ? elem : 8;
     if (((m->segment_base + offset) & (align - 1)) != 0)
-        return bad("named_data %u ('%.64s'): data at offset %llu is misaligned for %s", i,
+        return bad("named_data %u ('%.64s'): data at offset %llu is misaligned for %s", (unsigned)i,
                    key->data, (unsigned long long)(m->segment_base + offset),
                    ember_dtype_name(dtype));
     return EMBER_OK;
@@ -208,23 +208,24 @@ static ember_status verify(ember_data_map *m) {
         return bad("FlatTensor table is malformed");
     if (version > PTD_MAX_VERSION)
         return ember_set_error(EMBER_ERR_NOT_SUPPORTED,
-                               "data map: schema version %u is newer than this reader (%d)", version,
-                               PTD_MAX_VERSION);
+                               "data map: schema version %u is newer than this reader (%d)",
+                               (unsigned)version, PTD_MAX_VERSION);
     if (!has_segments) return bad("no segments vector");
     if (!has_named) return bad("no named_data vector");
     for (uint32_t i = 0; i < m->segments.len; i++) {
         uint64_t offset, size;
-        if (!segment_at(m, i, &offset, &size)) return bad("segment %u is malformed", i);
-        if (offset > m->segment_data_size || size > m->segment_data_size - offset || size > SIZE_MAX)
-            return bad("segment %u (%llu bytes at %llu) overflows the segment data (%llu bytes)", i,
-                       (unsigned long long)size, (unsigned long long)offset,
+        if (!segment_at(m, i, &offset, &size)) return bad("segment %u is malformed", (unsigned)i);
+        if (offset > m->segment_data_size || size > m->segment_data_size - offset ||
+            size > SIZE_MAX)
+            return bad("segment %u (%llu bytes at %llu) overflows the segment data (%llu bytes)",
+                       (unsigned)i, (unsigned long long)size, (unsigned long long)offset,
                        (unsigned long long)m->segment_data_size);
     }
     for (uint32_t i = 0; i < m->named_data.len; i++) {
         fb_str key;
         uint32_t segment;
         ember_data_info info;
-        TRY(decode_entry(m, i, &key, &segment, &info));
+        EMBER_TRY(decode_entry(m, i, &key, &segment, &info));
     }
     return EMBER_OK;
 }
@@ -244,7 +245,8 @@ ember_status ember_data_map_open(const ember_data_loader *loader,
     if (out != NULL) *out = NULL;
     if (out == NULL || loader == NULL || loader->load == NULL || loader->size == NULL ||
         loader->struct_size < sizeof(ember_data_loader))
-        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "data map open: bad loader or NULL output");
+        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT,
+                               "data map open: bad loader or NULL output");
     if (options != NULL && options->struct_size < sizeof(ember_data_map_options))
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT,
                                "ember_data_map_options.struct_size is wrong");
@@ -298,8 +300,8 @@ ember_status ember_data_map_key(const ember_data_map *map, size_t i, const char 
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "data map key: NULL argument");
     if (i >= map->named_data.len)
         return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "data map key %zu of %u", i,
-                               map->named_data.len);
-    TRY(decode_entry(map, (uint32_t)i, &k, &segment, &info));
+                               (unsigned)map->named_data.len);
+    EMBER_TRY(decode_entry(map, (uint32_t)i, &k, &segment, &info));
     *key = k.data;
     return EMBER_OK;
 }
@@ -325,7 +327,7 @@ ember_status ember_data_map_info(const ember_data_map *map, const char *key,
     named_ref ref;
     if (map == NULL || key == NULL || info == NULL)
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "data map info: NULL argument");
-    TRY(named_find(NULL, &map, 1, key, strlen(key), &ref));
+    EMBER_TRY(named_find(NULL, &map, 1, key, strlen(key), &ref));
     named_info(NULL, &ref, info);
     return EMBER_OK;
 }
@@ -336,7 +338,7 @@ ember_status ember_data_map_load(const ember_data_map *map, const char *key, emb
     if (out != NULL) memset(out, 0, sizeof *out);
     if (map == NULL || key == NULL || out == NULL)
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "data map load: NULL argument");
-    TRY(named_find(NULL, &map, 1, key, strlen(key), &ref));
+    EMBER_TRY(named_find(NULL, &map, 1, key, strlen(key), &ref));
     return named_load(NULL, &ref, EMBER_SEGMENT_NAMED_DATA, out, &loader);
 }
 
@@ -400,7 +402,7 @@ ember_status named_load(const ember_program *p, const named_ref *ref, ember_segm
     uint64_t offset = 0, size = 0;
     ember_data_info info;
     *loader = m->loader;
-    TRY(decode_entry(m, ref->index, &key, &segment, &info));
+    EMBER_TRY(decode_entry(m, ref->index, &key, &segment, &info));
     (void)segment_at(m, segment, &offset, &size);
     /* Checked at open: base + offset + size lies inside the file. */
     return map_load(m, m->segment_base + offset, (size_t)size, kind, out);
@@ -417,8 +419,9 @@ ember_status ember_backend_get_data(const ember_backend_init_ctx *ctx, const cha
     if (ctx == NULL || ctx->program == NULL || key == NULL || out == NULL ||
         (ctx->data_maps == NULL && ctx->num_data_maps > 0))
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "named data: NULL argument");
-    TRY(named_find(ctx->program, ctx->data_maps, ctx->num_data_maps, key, key_len, &ref));
-    TRY(named_load(ctx->program, &ref, EMBER_SEGMENT_NAMED_DATA, &out->buffer_, &out->loader_));
+    EMBER_TRY(named_find(ctx->program, ctx->data_maps, ctx->num_data_maps, key, key_len, &ref));
+    EMBER_TRY(
+        named_load(ctx->program, &ref, EMBER_SEGMENT_NAMED_DATA, &out->buffer_, &out->loader_));
     out->data = out->buffer_.data;
     out->size = out->buffer_.size;
     return EMBER_OK;

@@ -10,26 +10,6 @@
 #define HEADER_MIN_LENGTH 24
 #define HEADER_BYTES (HEADER_OFFSET + 32)
 
-static ember_status bad(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-
-static ember_status bad(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    ember_set_error_v(EMBER_ERR_INVALID_PROGRAM, fmt, ap);
-    va_end(ap);
-    return EMBER_ERR_INVALID_PROGRAM;
-}
-
-#define TRY(expr)                                                                                 \
-    do {                                                                                          \
-        ember_status st_ = (expr);                                                                \
-        if (st_ != EMBER_OK) return st_;                                                          \
-    } while (0)
-
 /* ---------------------------------------------------------------------- */
 /* Decoders                                                               */
 /* ---------------------------------------------------------------------- */
@@ -37,10 +17,11 @@ static ember_status bad(const char *fmt, ...) {
 ember_status pte_value_tag(const ember_program *p, const pte_plan *plan, int64_t i, uint32_t *tag) {
     fb_table v;
     uint8_t t;
-    if (i < 0 || i >= plan->values.len) return bad("value index %lld out of range", (long long)i);
+    if (i < 0 || i >= plan->values.len)
+        return ember_invalid_program("value index %lld out of range", (long long)i);
     if (!fb_vec_table(&p->r, &plan->values, (uint32_t)i, &v) ||
         !fb_u8(&p->r, &v, EVALUE_TYPE, 0, &t))
-        return bad("value %lld is malformed", (long long)i);
+        return ember_invalid_program("value %lld is malformed", (long long)i);
     *tag = t == 1 ? EMBER_TAG_NONE : t;
     return EMBER_OK;
 }
@@ -54,12 +35,14 @@ static ember_status check_list_items(const ember_program *p, const pte_plan *pla
         uint32_t tag;
         if (allow_none && idx == -1) continue;
         if (idx < 0 || idx >= plan->values.len || (uint32_t)idx == self)
-            return bad("value %u: list item %u indexes value %lld (of %u)", self, k, (long long)idx,
-                       plan->values.len);
-        TRY(pte_value_tag(p, plan, idx, &tag));
+            return ember_invalid_program("value %u: list item %u indexes value %lld (of %u)",
+                                         (unsigned)self, (unsigned)k, (long long)idx,
+                                         (unsigned)plan->values.len);
+        EMBER_TRY(pte_value_tag(p, plan, idx, &tag));
         if (tag != want)
-            return bad("value %u: list item %u indexes value %lld of kind %u, expected %u", self, k,
-                       (long long)idx, tag, want);
+            return ember_invalid_program(
+                "value %u: list item %u indexes value %lld of kind %u, expected %u", (unsigned)self,
+                (unsigned)k, (long long)idx, (unsigned)tag, (unsigned)want);
     }
     return EMBER_OK;
 }
@@ -83,46 +66,56 @@ static ember_status decode_tensor(const ember_program *p, const pte_plan *plan, 
         !fb_vec_field(r, t, TENSOR_DIM_ORDER, 1, &dim_order, &has_order) ||
         !fb_table_field(r, t, TENSOR_ALLOCATION, &alloc, &has_alloc) ||
         !fb_table_field(r, t, TENSOR_EXTRA, &extra, &has_extra))
-        return bad("value %u: tensor table is malformed", vi);
+        return ember_invalid_program("value %u: tensor table is malformed", (unsigned)vi);
     size_t elem = ember_dtype_size(dtype);
-    if (elem == 0) return bad("value %u: unknown scalar type %u", vi, dtype);
-    if (storage_offset != 0) return bad("value %u: storage_offset %d is not 0", vi, storage_offset);
+    if (elem == 0)
+        return ember_invalid_program("value %u: unknown scalar type %u", (unsigned)vi, dtype);
+    if (storage_offset != 0)
+        return ember_invalid_program("value %u: storage_offset %d is not 0", (unsigned)vi,
+                                     (int)storage_offset);
     if (dynamism > EMBER_SHAPE_DYNAMIC_UNBOUND)
-        return bad("value %u: unknown shape dynamism %u", vi, dynamism);
+        return ember_invalid_program("value %u: unknown shape dynamism %u", (unsigned)vi, dynamism);
     if (sizes.len > EMBER_MAX_DIM)
-        return bad("value %u: rank %u exceeds %d", vi, sizes.len, EMBER_MAX_DIM);
+        return ember_invalid_program("value %u: rank %u exceeds %d", (unsigned)vi,
+                                     (unsigned)sizes.len, EMBER_MAX_DIM);
     out->dtype = dtype;
     out->dynamism = dynamism;
     out->dim = sizes.len;
     for (uint32_t d = 0; d < sizes.len; d++) {
         out->sizes[d] = fb_vec_i32(r, &sizes, d);
-        if (out->sizes[d] < 0) return bad("value %u: size %d of dim %u", vi, out->sizes[d], d);
+        if (out->sizes[d] < 0)
+            return ember_invalid_program("value %u: size %d of dim %u", (unsigned)vi,
+                                         (int)out->sizes[d], (unsigned)d);
     }
     /* dim_order must be a permutation of 0..dim-1 (absent: contiguous). */
     if (has_order && dim_order.len != sizes.len)
-        return bad("value %u: dim_order has %u entries for rank %u", vi, dim_order.len, sizes.len);
+        return ember_invalid_program("value %u: dim_order has %u entries for rank %u", (unsigned)vi,
+                                     (unsigned)dim_order.len, (unsigned)sizes.len);
     uint32_t seen = 0;
     for (uint32_t d = 0; d < out->dim; d++) {
         uint8_t o = has_order ? fb_vec_u8(r, &dim_order, d) : (uint8_t)d;
         if (o >= out->dim || (seen & (1u << o)) != 0)
-            return bad("value %u: dim_order is not a permutation", vi);
+            return ember_invalid_program("value %u: dim_order is not a permutation", (unsigned)vi);
         seen |= 1u << o;
         out->dim_order[d] = o;
     }
     if (!ember_shape_bytes(out->sizes, out->dim, elem, &out->numel, &out->nbytes))
-        return bad("value %u: tensor size overflows", vi);
+        return ember_invalid_program("value %u: tensor size overflows", (unsigned)vi);
     if (has_extra) {
         uint8_t location;
         bool has_fqn;
         if (!fb_u8(r, &extra, EXTRA_LOCATION, 0, &location) ||
             !fb_str_field(r, &extra, EXTRA_FQN, &out->fqn, &has_fqn))
-            return bad("value %u: extra_tensor_info is malformed", vi);
-        if (location > 1) return bad("value %u: unknown tensor data location %u", vi, location);
+            return ember_invalid_program("value %u: extra_tensor_info is malformed", (unsigned)vi);
+        if (location > 1)
+            return ember_invalid_program("value %u: unknown tensor data location %u", (unsigned)vi,
+                                         location);
         /* EXTERNAL: the data lives in a data map under the tensor's name;
          * data_buffer_idx then indexes the exporter's own list and is unused. */
         if (location == 1) {
             if (!has_fqn || out->fqn.len == 0)
-                return bad("value %u: external tensor without a fully_qualified_name", vi);
+                return ember_invalid_program(
+                    "value %u: external tensor without a fully_qualified_name", (unsigned)vi);
             out->external = true;
         }
     }
@@ -133,18 +126,21 @@ static ember_status decode_tensor(const ember_program *p, const pte_plan *plan, 
         if (!fb_u32(r, &alloc, ALLOC_MEMORY_ID, 0, &id) ||
             !fb_u32(r, &alloc, ALLOC_OFFSET_LOW, 0, &lo) ||
             !fb_u32(r, &alloc, ALLOC_OFFSET_HIGH, 0, &hi))
-            return bad("value %u: allocation_info is malformed", vi);
+            return ember_invalid_program("value %u: allocation_info is malformed", (unsigned)vi);
         if (id == 0 || id >= plan->buffer_sizes.len)
-            return bad("value %u: memory_id %u out of range (1..%u)", vi, id,
-                       plan->buffer_sizes.len > 0 ? plan->buffer_sizes.len - 1 : 0);
+            return ember_invalid_program(
+                "value %u: memory_id %u out of range (1..%u)", (unsigned)vi, (unsigned)id,
+                (unsigned)(plan->buffer_sizes.len > 0 ? plan->buffer_sizes.len - 1 : 0));
         uint64_t offset = (uint64_t)lo | ((uint64_t)hi << 32);
-        TRY(pte_buffer_size(p, plan, id, &cap));
+        EMBER_TRY(pte_buffer_size(p, plan, id, &cap));
         if (offset > cap || ember_add_overflow((size_t)offset, out->nbytes, &end) || end > cap)
-            return bad("value %u: %zu bytes at offset %llu overflow planned buffer %u (%zu bytes)",
-                       vi, out->nbytes, (unsigned long long)offset, id, cap);
+            return ember_invalid_program(
+                "value %u: %zu bytes at offset %llu overflow planned buffer %u (%zu bytes)",
+                (unsigned)vi, out->nbytes, (unsigned long long)offset, (unsigned)id, cap);
         if ((offset & ((elem < 8 ? elem : 8) - 1)) != 0)
-            return bad("value %u: planned offset %llu is misaligned for %s", vi,
-                       (unsigned long long)offset, ember_dtype_name(dtype));
+            return ember_invalid_program("value %u: planned offset %llu is misaligned for %s",
+                                         (unsigned)vi, (unsigned long long)offset,
+                                         ember_dtype_name(dtype));
         out->storage = EMBER_STORAGE_PLANNED;
         out->memory_id = id;
         out->memory_offset = offset;
@@ -152,14 +148,17 @@ static ember_status decode_tensor(const ember_program *p, const pte_plan *plan, 
             fb_table seg;
             uint64_t seg_size, off;
             if (!p->has_mutable || buffer_idx >= p->mutable_offsets.len)
-                return bad("value %u: mutable data index %u out of range", vi, buffer_idx);
+                return ember_invalid_program("value %u: mutable data index %u out of range",
+                                             (unsigned)vi, (unsigned)buffer_idx);
             if (!fb_vec_table(r, &p->segments, p->mutable_segment, &seg) ||
                 !fb_u64(r, &seg, SEGMENT_SIZE, 0, &seg_size))
-                return bad("value %u: mutable data segment is malformed", vi);
+                return ember_invalid_program("value %u: mutable data segment is malformed",
+                                             (unsigned)vi);
             off = fb_vec_u64(r, &p->mutable_offsets, buffer_idx);
             if (off > seg_size || out->nbytes > seg_size - off)
-                return bad("value %u: initial data (%zu bytes at %llu) overflows its segment", vi,
-                           out->nbytes, (unsigned long long)off);
+                return ember_invalid_program(
+                    "value %u: initial data (%zu bytes at %llu) overflows its segment",
+                    (unsigned)vi, out->nbytes, (unsigned long long)off);
             out->mutable_index = buffer_idx;
         }
     } else if (out->external) {
@@ -168,23 +167,27 @@ static ember_status decode_tensor(const ember_program *p, const pte_plan *plan, 
         const uint8_t *data;
         if (p->use_constant_segment) {
             if (buffer_idx >= p->constant_offsets.len)
-                return bad("value %u: constant index %u out of range (%u)", vi, buffer_idx,
-                           p->constant_offsets.len);
+                return ember_invalid_program("value %u: constant index %u out of range (%u)",
+                                             (unsigned)vi, (unsigned)buffer_idx,
+                                             (unsigned)p->constant_offsets.len);
             uint64_t off = fb_vec_u64(r, &p->constant_offsets, buffer_idx);
             if (off > p->constants.size || out->nbytes > p->constants.size - off)
-                return bad("value %u: constant (%zu bytes at %llu) overflows the constant segment",
-                           vi, out->nbytes, (unsigned long long)off);
+                return ember_invalid_program(
+                    "value %u: constant (%zu bytes at %llu) overflows the constant segment",
+                    (unsigned)vi, out->nbytes, (unsigned long long)off);
             data = (const uint8_t *)p->constants.data + off;
         } else {
             fb_table buf;
             fb_vec storage;
             bool present;
             if (buffer_idx >= p->constant_buffers.len)
-                return bad("value %u: constant buffer %u out of range (%u)", vi, buffer_idx,
-                           p->constant_buffers.len);
+                return ember_invalid_program("value %u: constant buffer %u out of range (%u)",
+                                             (unsigned)vi, (unsigned)buffer_idx,
+                                             (unsigned)p->constant_buffers.len);
             if (!fb_vec_table(r, &p->constant_buffers, buffer_idx, &buf) ||
                 !fb_vec_field(r, &buf, 0, 1, &storage, &present) || storage.len < out->nbytes)
-                return bad("value %u: constant buffer %u is malformed or short", vi, buffer_idx);
+                return ember_invalid_program("value %u: constant buffer %u is malformed or short",
+                                             (unsigned)vi, (unsigned)buffer_idx);
             data = fb_vec_bytes(r, &storage);
         }
         size_t align = elem < 8 ? elem : 8;
@@ -192,7 +195,7 @@ static ember_status decode_tensor(const ember_program *p, const pte_plan *plan, 
             return ember_set_error(EMBER_ERR_NOT_SUPPORTED,
                                    "value %u: constant data is misaligned; load the program from "
                                    "memory aligned to 16 bytes",
-                                   vi);
+                                   (unsigned)vi);
         out->storage = EMBER_STORAGE_CONSTANT;
         out->constant = data;
     } else {
@@ -207,54 +210,59 @@ ember_status pte_decode_value(const ember_program *p, const pte_plan *plan, uint
     uint8_t type;
     bool present;
     memset(out, 0, sizeof *out);
-    if (i >= plan->values.len) return bad("value index %u out of range", i);
+    if (i >= plan->values.len)
+        return ember_invalid_program("value index %u out of range", (unsigned)i);
     if (!fb_vec_table(r, &plan->values, i, &v) || !fb_u8(r, &v, EVALUE_TYPE, 0, &type) ||
         !fb_table_field(r, &v, EVALUE_VAL, &val, &present))
-        return bad("value %u is malformed", i);
+        return ember_invalid_program("value %u is malformed", (unsigned)i);
     if (type <= 1) {
         out->tag = EMBER_TAG_NONE;
         return EMBER_OK;
     }
-    if (!present) return bad("value %u (kind %u) has no payload", i, type);
+    if (!present)
+        return ember_invalid_program("value %u (kind %u) has no payload", (unsigned)i, type);
     out->tag = type;
     switch (type) {
     case EMBER_TAG_INT:
-        if (!fb_i64(r, &val, 0, 0, &out->u.i)) return bad("value %u: bad int", i);
+        if (!fb_i64(r, &val, 0, 0, &out->u.i))
+            return ember_invalid_program("value %u: bad int", (unsigned)i);
         return EMBER_OK;
     case EMBER_TAG_BOOL: {
         uint8_t b;
-        if (!fb_u8(r, &val, 0, 0, &b)) return bad("value %u: bad bool", i);
+        if (!fb_u8(r, &val, 0, 0, &b))
+            return ember_invalid_program("value %u: bad bool", (unsigned)i);
         out->u.b = b != 0;
         return EMBER_OK;
     }
     case EMBER_TAG_DOUBLE:
-        if (!fb_f64(r, &val, 0, 0.0, &out->u.d)) return bad("value %u: bad double", i);
+        if (!fb_f64(r, &val, 0, 0.0, &out->u.d))
+            return ember_invalid_program("value %u: bad double", (unsigned)i);
         return EMBER_OK;
     case EMBER_TAG_STRING:
-        if (!fb_str_field(r, &val, 0, &out->u.s, &present)) return bad("value %u: bad string", i);
+        if (!fb_str_field(r, &val, 0, &out->u.s, &present))
+            return ember_invalid_program("value %u: bad string", (unsigned)i);
         return EMBER_OK;
     case EMBER_TAG_TENSOR:
         return decode_tensor(p, plan, i, &val, &out->u.t);
     case EMBER_TAG_INT_LIST:
         if (!fb_vec_field(r, &val, 0, 8, &out->u.list, &present))
-            return bad("value %u: bad int list", i);
+            return ember_invalid_program("value %u: bad int list", (unsigned)i);
         return check_list_items(p, plan, i, &out->u.list, true, EMBER_TAG_INT, false);
     case EMBER_TAG_DOUBLE_LIST:
         if (!fb_vec_field(r, &val, 0, 8, &out->u.list, &present))
-            return bad("value %u: bad double list", i);
+            return ember_invalid_program("value %u: bad double list", (unsigned)i);
         return EMBER_OK;
     case EMBER_TAG_BOOL_LIST:
         if (!fb_vec_field(r, &val, 0, 1, &out->u.list, &present))
-            return bad("value %u: bad bool list", i);
+            return ember_invalid_program("value %u: bad bool list", (unsigned)i);
         return EMBER_OK;
     case EMBER_TAG_TENSOR_LIST:
     case EMBER_TAG_OPTIONAL_TENSOR_LIST:
         if (!fb_vec_field(r, &val, 0, 4, &out->u.list, &present))
-            return bad("value %u: bad tensor list", i);
+            return ember_invalid_program("value %u: bad tensor list", (unsigned)i);
         return check_list_items(p, plan, i, &out->u.list, false, EMBER_TAG_TENSOR,
                                 type == EMBER_TAG_OPTIONAL_TENSOR_LIST);
-    default:
-        return bad("value %u: unknown value kind %u", i, type);
+    default: return ember_invalid_program("value %u: unknown value kind %u", (unsigned)i, type);
     }
 }
 
@@ -264,8 +272,9 @@ static ember_status check_indices(const ember_program *p, const pte_plan *plan, 
     for (uint32_t k = 0; k < v->len; k++) {
         int32_t idx = fb_vec_i32(&p->r, v, k);
         if (idx < 0 || (uint32_t)idx >= plan->values.len)
-            return bad("%s %u: argument %u indexes value %d (of %u)", what, owner, k, idx,
-                       plan->values.len);
+            return ember_invalid_program("%s %u: argument %u indexes value %d (of %u)", what,
+                                         (unsigned)owner, (unsigned)k, (int)idx,
+                                         (unsigned)plan->values.len);
     }
     return EMBER_OK;
 }
@@ -280,55 +289,59 @@ ember_status pte_instruction(const ember_program *p, const pte_plan *plan, uint3
     memset(out, 0, sizeof *out);
     if (!fb_vec_table(r, &plan->chains, chain, &c) ||
         !fb_vec_field(r, &c, CHAIN_INSTRUCTIONS, 4, &list, &present))
-        return bad("chain %u is malformed", chain);
+        return ember_invalid_program("chain %u is malformed", (unsigned)chain);
     *chain_len = list.len;
     if (i >= list.len) return EMBER_OK;
     if (!fb_vec_table(r, &list, i, &ins) || !fb_u8(r, &ins, INSTR_TYPE, 0, &type) ||
         !fb_table_field(r, &ins, INSTR_ARGS, &args, &present) || !present)
-        return bad("chain %u instruction %u is malformed", chain, i);
+        return ember_invalid_program("chain %u instruction %u is malformed", (unsigned)chain,
+                                     (unsigned)i);
     out->kind = type;
     switch (type) {
     case INSTR_KERNEL:
     case INSTR_DELEGATE: {
         uint32_t limit = type == INSTR_KERNEL ? plan->operators.len : plan->delegates.len;
         if (!fb_i32(r, &args, 0, 0, &out->a) || !fb_vec_field(r, &args, 1, 4, &out->args, &present))
-            return bad("instruction %u is malformed", i);
+            return ember_invalid_program("instruction %u is malformed", (unsigned)i);
         if (out->a < 0 || (uint32_t)out->a >= limit)
-            return bad("instruction %u: %s index %d out of range (%u)", i,
-                       type == INSTR_KERNEL ? "operator" : "delegate", out->a, limit);
+            return ember_invalid_program(
+                "instruction %u: %s index %d out of range (%u)", (unsigned)i,
+                type == INSTR_KERNEL ? "operator" : "delegate", (int)out->a, (unsigned)limit);
         return check_indices(p, plan, &out->args, "instruction", i);
     }
     case INSTR_MOVE: {
         uint32_t from_tag, to_tag;
         if (!fb_i32(r, &args, 0, 0, &out->a) || !fb_i32(r, &args, 1, 0, &out->b))
-            return bad("instruction %u is malformed", i);
-        TRY(pte_value_tag(p, plan, out->a, &from_tag));
-        TRY(pte_value_tag(p, plan, out->b, &to_tag));
+            return ember_invalid_program("instruction %u is malformed", (unsigned)i);
+        EMBER_TRY(pte_value_tag(p, plan, out->a, &from_tag));
+        EMBER_TRY(pte_value_tag(p, plan, out->b, &to_tag));
         /* Kinds never change at run time: list items rely on it. */
         if (from_tag != to_tag)
-            return bad("instruction %u: move between values of kinds %u and %u", i, from_tag, to_tag);
+            return ember_invalid_program("instruction %u: move between values of kinds %u and %u",
+                                         (unsigned)i, (unsigned)from_tag, (unsigned)to_tag);
         return EMBER_OK;
     }
     case INSTR_JUMP_FALSE: {
         uint32_t tag;
         if (!fb_i32(r, &args, 0, 0, &out->a) || !fb_i32(r, &args, 1, 0, &out->b))
-            return bad("instruction %u is malformed", i);
-        TRY(pte_value_tag(p, plan, out->a, &tag));
+            return ember_invalid_program("instruction %u is malformed", (unsigned)i);
+        EMBER_TRY(pte_value_tag(p, plan, out->a, &tag));
         if (tag != EMBER_TAG_BOOL && tag != EMBER_TAG_TENSOR)
-            return bad("instruction %u: jump condition value %d is not a bool", i, out->a);
+            return ember_invalid_program("instruction %u: jump condition value %d is not a bool",
+                                         (unsigned)i, (int)out->a);
         /* Jumping to the chain's length ends the chain (skips the last branch). */
         if (out->b < 0 || (uint32_t)out->b > list.len)
-            return bad("instruction %u: jump destination %d out of range (0..%u)", i, out->b,
-                       list.len);
+            return ember_invalid_program("instruction %u: jump destination %d out of range (0..%u)",
+                                         (unsigned)i, (int)out->b, (unsigned)list.len);
         return EMBER_OK;
     }
     case INSTR_FREE: {
         uint32_t tag;
-        if (!fb_i32(r, &args, 0, 0, &out->a)) return bad("instruction %u is malformed", i);
+        if (!fb_i32(r, &args, 0, 0, &out->a))
+            return ember_invalid_program("instruction %u is malformed", (unsigned)i);
         return pte_value_tag(p, plan, out->a, &tag);
     }
-    default:
-        return bad("instruction %u: unknown kind %u", i, type);
+    default: return ember_invalid_program("instruction %u: unknown kind %u", (unsigned)i, type);
     }
 }
 
@@ -340,9 +353,10 @@ ember_status pte_operator(const ember_program *p, const pte_plan *plan, uint32_t
         !fb_str_field(&p->r, &op, OPERATOR_NAME, name, &has_name) ||
         !fb_str_field(&p->r, &op, OPERATOR_OVERLOAD, overload, &has_overload) || !has_name ||
         name->len == 0)
-        return bad("operator %u is malformed", i);
+        return ember_invalid_program("operator %u is malformed", (unsigned)i);
     if ((size_t)name->len + overload->len + 2 > EMBER_MAX_NAME)
-        return bad("operator %u: name longer than %d bytes", i, EMBER_MAX_NAME);
+        return ember_invalid_program("operator %u: name longer than %d bytes", (unsigned)i,
+                                     EMBER_MAX_NAME);
     return EMBER_OK;
 }
 
@@ -358,18 +372,22 @@ ember_status pte_delegate_ref(const ember_program *p, const pte_plan *plan, uint
         !fb_u8(r, &ref, DATAREF_LOCATION, 0, &out->location) ||
         !fb_u32(r, &ref, DATAREF_INDEX, 0, &out->index) ||
         !fb_vec_field(r, &d, DELEGATE_SPECS, 4, &out->specs, &present))
-        return bad("delegate %u is malformed", i);
-    if (out->id.len == 0 || out->id.len >= EMBER_MAX_NAME) return bad("delegate %u: bad id", i);
-    if (out->location > 1) return bad("delegate %u: unknown data location %u", i, out->location);
+        return ember_invalid_program("delegate %u is malformed", (unsigned)i);
+    if (out->id.len == 0 || out->id.len >= EMBER_MAX_NAME)
+        return ember_invalid_program("delegate %u: bad id", (unsigned)i);
+    if (out->location > 1)
+        return ember_invalid_program("delegate %u: unknown data location %u", (unsigned)i,
+                                     out->location);
     uint32_t limit = out->location == 0 ? p->delegate_data.len : p->segments.len;
     if (out->index >= limit)
-        return bad("delegate %u: data index %u out of range (%u)", i, out->index, limit);
+        return ember_invalid_program("delegate %u: data index %u out of range (%u)", (unsigned)i,
+                                     (unsigned)out->index, (unsigned)limit);
     if (out->location == 0) {
         fb_table inl;
         fb_vec data;
         if (!fb_vec_table(r, &p->delegate_data, out->index, &inl) ||
             !fb_vec_field(r, &inl, 0, 1, &data, &present))
-            return bad("delegate %u: inline data is malformed", i);
+            return ember_invalid_program("delegate %u: inline data is malformed", (unsigned)i);
     }
     for (uint32_t k = 0; k < out->specs.len; k++) {
         fb_table spec;
@@ -378,16 +396,19 @@ ember_status pte_delegate_ref(const ember_program *p, const pte_plan *plan, uint
         if (!fb_vec_table(r, &out->specs, k, &spec) ||
             !fb_str_field(r, &spec, SPEC_KEY, &key, &present) ||
             !fb_vec_field(r, &spec, SPEC_VALUE, 1, &value, &present))
-            return bad("delegate %u: compile spec %u is malformed", i, k);
+            return ember_invalid_program("delegate %u: compile spec %u is malformed", (unsigned)i,
+                                         (unsigned)k);
     }
     return EMBER_OK;
 }
 
 ember_status pte_buffer_size(const ember_program *p, const pte_plan *plan, uint32_t id,
                              size_t *bytes) {
-    if (id >= plan->buffer_sizes.len) return bad("planned buffer %u out of range", id);
+    if (id >= plan->buffer_sizes.len)
+        return ember_invalid_program("planned buffer %u out of range", (unsigned)id);
     int64_t v = fb_vec_i64(&p->r, &plan->buffer_sizes, id);
-    if (v < 0 || (uint64_t)v > SIZE_MAX) return bad("planned buffer %u has size %lld", id, (long long)v);
+    if (v < 0 || (uint64_t)v > SIZE_MAX)
+        return ember_invalid_program("planned buffer %u has size %lld", (unsigned)id, (long long)v);
     *bytes = (size_t)v;
     return EMBER_OK;
 }
@@ -411,7 +432,7 @@ ember_status pte_load_segment(const ember_program *p, uint32_t index, ember_segm
     if (!fb_vec_table(&p->r, &p->segments, index, &seg) ||
         !fb_u64(&p->r, &seg, SEGMENT_OFFSET, 0, &offset) ||
         !fb_u64(&p->r, &seg, SEGMENT_SIZE, 0, &size))
-        return bad("segment %u is malformed", index);
+        return ember_invalid_program("segment %u is malformed", (unsigned)index);
     /* Checked against segment_data_size at load. */
     return loader_load(p, p->segment_base + offset, (size_t)size, kind, out);
 }
@@ -441,12 +462,13 @@ bool pte_find_named_data(const ember_program *p, const char *key, size_t len, ui
 ember_status pte_named_data(const ember_program *p, const char *key, size_t len,
                             uint32_t *segment) {
     if (pte_find_named_data(p, key, len, segment)) return EMBER_OK;
-    return ember_set_error(EMBER_ERR_NOT_FOUND, "no named data '%.*s'", (int)(len < 256 ? len : 256),
-                           key);
+    return ember_set_error(EMBER_ERR_NOT_FOUND, "no named data '%.*s'",
+                           (int)(len < 256 ? len : 256), key);
 }
 
 ember_status pte_find_plan(const ember_program *p, const char *name, const pte_plan **out) {
-    if (p == NULL || name == NULL) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL argument");
+    if (p == NULL || name == NULL)
+        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL argument");
     for (size_t i = 0; i < p->num_plans; i++) {
         if (strcmp(p->plans[i].name, name) == 0) {
             *out = &p->plans[i];
@@ -465,9 +487,10 @@ static ember_status read_header(ember_program *p, uint64_t *program_size) {
     ember_buffer head;
     size_t n = p->file_size < HEADER_BYTES ? (size_t)p->file_size : HEADER_BYTES;
     if (p->file_size < 8)
-        return ember_set_error(EMBER_ERR_TRUNCATED, "file has %llu bytes, a program needs at least 8",
+        return ember_set_error(EMBER_ERR_TRUNCATED,
+                               "file has %llu bytes, a program needs at least 8",
                                (unsigned long long)p->file_size);
-    TRY(loader_load(p, 0, n, EMBER_SEGMENT_PROGRAM, &head));
+    EMBER_TRY(loader_load(p, 0, n, EMBER_SEGMENT_PROGRAM, &head));
     const uint8_t *h = head.data;
     ember_status st = EMBER_OK;
     *program_size = p->file_size;
@@ -482,10 +505,9 @@ static ember_status read_header(ember_program *p, uint64_t *program_size) {
             p->segment_base = fb_rd_u64(h + HEADER_OFFSET + 16);
             p->segment_data_size = fb_rd_u64(h + HEADER_OFFSET + 24);
             if (*program_size < 8 || *program_size > p->file_size)
-                st = ember_set_error(EMBER_ERR_TRUNCATED,
-                                     "program size %llu does not fit the %llu-byte file",
-                                     (unsigned long long)*program_size,
-                                     (unsigned long long)p->file_size);
+                st = ember_set_error(
+                    EMBER_ERR_TRUNCATED, "program size %llu does not fit the %llu-byte file",
+                    (unsigned long long)*program_size, (unsigned long long)p->file_size);
             else if (p->segment_base != 0 &&
                      (p->segment_base < *program_size || p->segment_base > p->file_size ||
                       p->segment_data_size > p->file_size - p->segment_base))
@@ -514,7 +536,7 @@ static ember_status read_segments(ember_program *p) {
         !fb_table_field(r, &p->root, PROGRAM_CONSTANT_SEGMENT, &cs, &has_cs) ||
         !fb_vec_field(r, &p->root, PROGRAM_MUTABLE_SEGMENTS, 4, &muts, &present) ||
         !fb_vec_field(r, &p->root, PROGRAM_NAMED_DATA, 4, &p->named_data, &present))
-        return bad("program table is malformed");
+        return ember_invalid_program("program table is malformed");
     /* Without an extended header segment_data_size is 0, so only empty
      * segments pass the check below (the exporter writes one for a program
      * without constants). */
@@ -523,16 +545,18 @@ static ember_status read_segments(ember_program *p) {
         uint64_t offset, size;
         if (!fb_vec_table(r, &p->segments, i, &seg) || !fb_u64(r, &seg, SEGMENT_OFFSET, 0, &offset) ||
             !fb_u64(r, &seg, SEGMENT_SIZE, 0, &size))
-            return bad("segment %u is malformed", i);
-        if (offset > p->segment_data_size || size > p->segment_data_size - offset || size > SIZE_MAX)
-            return bad("segment %u (%llu bytes at %llu) overflows the segment data (%llu bytes)", i,
-                       (unsigned long long)size, (unsigned long long)offset,
-                       (unsigned long long)p->segment_data_size);
+            return ember_invalid_program("segment %u is malformed", (unsigned)i);
+        if (offset > p->segment_data_size || size > p->segment_data_size - offset ||
+            size > SIZE_MAX)
+            return ember_invalid_program(
+                "segment %u (%llu bytes at %llu) overflows the segment data (%llu bytes)",
+                (unsigned)i, (unsigned long long)size, (unsigned long long)offset,
+                (unsigned long long)p->segment_data_size);
     }
     for (uint32_t i = 0; i < p->delegate_data.len; i++) {
         fb_table t;
         if (!fb_vec_table(r, &p->delegate_data, i, &t))
-            return bad("inline delegate data %u is malformed", i);
+            return ember_invalid_program("inline delegate data %u is malformed", (unsigned)i);
     }
     for (uint32_t i = 0; i < p->named_data.len; i++) {
         fb_table t;
@@ -541,37 +565,40 @@ static ember_status read_segments(ember_program *p) {
         if (!fb_vec_table(r, &p->named_data, i, &t) ||
             !fb_str_field(r, &t, NAMED_DATA_KEY, &key, &present) || !present ||
             !fb_u32(r, &t, NAMED_DATA_SEGMENT, 0, &segment))
-            return bad("named data %u is malformed", i);
+            return ember_invalid_program("named data %u is malformed", (unsigned)i);
         if (segment >= p->segments.len)
-            return bad("named data %u ('%s'): segment %u out of range (%u)", i, key.data, segment,
-                       p->segments.len);
+            return ember_invalid_program("named data %u ('%s'): segment %u out of range (%u)",
+                                         (unsigned)i, key.data, (unsigned)segment,
+                                         (unsigned)p->segments.len);
     }
     for (uint32_t i = 0; i < p->constant_buffers.len; i++) {
         fb_table t;
         fb_vec storage;
-        if (!fb_vec_table(r, &p->constant_buffers, i, &t) || !fb_vec_field(r, &t, 0, 1, &storage, &present))
-            return bad("constant buffer %u is malformed", i);
+        if (!fb_vec_table(r, &p->constant_buffers, i, &t) ||
+            !fb_vec_field(r, &t, 0, 1, &storage, &present))
+            return ember_invalid_program("constant buffer %u is malformed", (unsigned)i);
     }
     if (has_cs) {
         uint32_t index;
         if (!fb_u32(r, &cs, SUBSEG_INDEX, 0, &index) ||
             !fb_vec_field(r, &cs, SUBSEG_OFFSETS, 8, &p->constant_offsets, &present))
-            return bad("constant_segment is malformed");
+            return ember_invalid_program("constant_segment is malformed");
         if (p->constant_offsets.len > 0) {
             if (index >= p->segments.len)
-                return bad("constant segment index %u out of range (%u)", index, p->segments.len);
+                return ember_invalid_program("constant segment index %u out of range (%u)",
+                                             (unsigned)index, (unsigned)p->segments.len);
             p->use_constant_segment = true;
-            TRY(pte_load_segment(p, index, EMBER_SEGMENT_CONSTANT, &p->constants));
+            EMBER_TRY(pte_load_segment(p, index, EMBER_SEGMENT_CONSTANT, &p->constants));
         }
     }
     if (muts.len > 0) {
         fb_table m;
         if (!fb_vec_table(r, &muts, 0, &m) || !fb_u32(r, &m, SUBSEG_INDEX, 0, &p->mutable_segment) ||
             !fb_vec_field(r, &m, SUBSEG_OFFSETS, 8, &p->mutable_offsets, &present))
-            return bad("mutable_data_segments is malformed");
+            return ember_invalid_program("mutable_data_segments is malformed");
         if (p->mutable_segment >= p->segments.len)
-            return bad("mutable data segment index %u out of range (%u)", p->mutable_segment,
-                       p->segments.len);
+            return ember_invalid_program("mutable data segment index %u out of range (%u)",
+                                         (unsigned)p->mutable_segment, (unsigned)p->segments.len);
         p->has_mutable = true;
     }
     return EMBER_OK;
@@ -582,31 +609,31 @@ static ember_status verify_plan(ember_program *p, pte_plan *plan) {
     const fb_reader *r = &p->r;
     for (uint32_t i = 0; i < plan->buffer_sizes.len; i++) {
         size_t bytes;
-        TRY(pte_buffer_size(p, plan, i, &bytes));
+        EMBER_TRY(pte_buffer_size(p, plan, i, &bytes));
     }
     plan->num_external = 0;
     for (uint32_t i = 0; i < plan->values.len; i++) {
         pte_value v;
-        TRY(pte_decode_value(p, plan, i, &v));
+        EMBER_TRY(pte_decode_value(p, plan, i, &v));
         if (v.tag == EMBER_TAG_TENSOR && v.u.t.external && v.u.t.storage == EMBER_STORAGE_CONSTANT)
             plan->num_external++;
     }
-    TRY(check_indices(p, plan, &plan->inputs, "inputs", 0));
-    TRY(check_indices(p, plan, &plan->outputs, "outputs", 0));
+    EMBER_TRY(check_indices(p, plan, &plan->inputs, "inputs", 0));
+    EMBER_TRY(check_indices(p, plan, &plan->outputs, "outputs", 0));
     for (uint32_t i = 0; i < plan->operators.len; i++) {
         fb_str name, overload;
-        TRY(pte_operator(p, plan, i, &name, &overload));
+        EMBER_TRY(pte_operator(p, plan, i, &name, &overload));
     }
     for (uint32_t i = 0; i < plan->delegates.len; i++) {
         pte_delegate d;
-        TRY(pte_delegate_ref(p, plan, i, &d));
+        EMBER_TRY(pte_delegate_ref(p, plan, i, &d));
     }
     plan->num_instructions = 0;
     for (uint32_t c = 0; c < plan->chains.len; c++) {
         uint32_t len = 0;
         pte_instr ins;
-        TRY(pte_instruction(p, plan, c, 0, &ins, &len));
-        for (uint32_t i = 1; i < len; i++) TRY(pte_instruction(p, plan, c, i, &ins, &len));
+        EMBER_TRY(pte_instruction(p, plan, c, 0, &ins, &len));
+        for (uint32_t i = 1; i < len; i++) EMBER_TRY(pte_instruction(p, plan, c, i, &ins, &len));
         plan->num_instructions += len;
     }
     (void)r;
@@ -618,13 +645,14 @@ static ember_status read_plans(ember_program *p, ember_allocator *alloc) {
     fb_vec plans;
     bool present;
     if (!fb_vec_field(r, &p->root, PROGRAM_EXECUTION_PLAN, 4, &plans, &present))
-        return bad("execution_plan is malformed");
+        return ember_invalid_program("execution_plan is malformed");
     size_t bytes;
     if (ember_mul_overflow(plans.len, sizeof(pte_plan), &bytes))
-        return bad("too many execution plans");
+        return ember_invalid_program("too many execution plans");
     p->plans = ember_alloc(alloc, bytes, _Alignof(pte_plan));
     if (p->plans == NULL)
-        return ember_set_error(EMBER_ERR_OUT_OF_MEMORY, "cannot allocate %u method tables", plans.len);
+        return ember_set_error(EMBER_ERR_OUT_OF_MEMORY, "cannot allocate %u method tables",
+                               (unsigned)plans.len);
     for (uint32_t i = 0; i < plans.len; i++) {
         pte_plan *plan = &p->plans[i];
         fb_str name;
@@ -638,7 +666,7 @@ static ember_status read_plans(ember_program *p, ember_allocator *alloc) {
             !fb_vec_field(r, &plan->table, PLAN_OPERATORS, 4, &plan->operators, &present) ||
             !fb_vec_field(r, &plan->table, PLAN_DELEGATES, 4, &plan->delegates, &present) ||
             !fb_vec_field(r, &plan->table, PLAN_BUFFER_SIZES, 8, &plan->buffer_sizes, &present))
-            return bad("execution plan %u is malformed", i);
+            return ember_invalid_program("execution plan %u is malformed", (unsigned)i);
         plan->name = name.data;
         ember_status st = verify_plan(p, plan);
         if (st != EMBER_OK) {
@@ -660,7 +688,8 @@ ember_status ember_program_load(const ember_data_loader *loader,
 
     if (out == NULL || loader == NULL || loader->load == NULL || loader->size == NULL ||
         loader->struct_size < sizeof(ember_data_loader))
-        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "program load: bad loader or NULL output");
+        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT,
+                               "program load: bad loader or NULL output");
     *out = NULL;
     ember_heap_allocator_init(&heap);
     alloc = options != NULL && options->allocator != NULL ? options->allocator : &heap.base;
@@ -683,7 +712,8 @@ ember_status ember_program_load(const ember_data_loader *loader,
     if (st == EMBER_OK) {
         p->r.buf = p->flatbuffer.data;
         p->r.size = p->flatbuffer.size;
-        if (!fb_root(&p->r, &p->root)) st = bad("flatbuffer root table is malformed");
+        if (!fb_root(&p->r, &p->root))
+            st = ember_invalid_program("flatbuffer root table is malformed");
     }
     if (st == EMBER_OK) st = read_segments(p);
     if (st == EMBER_OK) st = read_plans(p, alloc);
@@ -715,7 +745,8 @@ ember_status ember_program_method_name(const ember_program *program, size_t i, c
     if (program == NULL || name == NULL)
         return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL argument");
     if (i >= program->num_plans)
-        return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "method %zu of %zu", i, program->num_plans);
+        return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "method %zu of %zu", i,
+                               program->num_plans);
     *name = program->plans[i].name;
     return EMBER_OK;
 }
@@ -724,7 +755,7 @@ ember_status ember_program_method_meta(const ember_program *program, const char 
                                        ember_method_meta *meta) {
     const pte_plan *plan;
     if (meta == NULL) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL meta");
-    TRY(pte_find_plan(program, method, &plan));
+    EMBER_TRY(pte_find_plan(program, method, &plan));
     meta->name = plan->name;
     meta->num_inputs = plan->inputs.len;
     meta->num_outputs = plan->outputs.len;
@@ -741,12 +772,12 @@ static ember_status io_meta(const ember_program *program, const char *method, si
     const pte_plan *plan;
     pte_value v;
     if (meta == NULL) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL meta");
-    TRY(pte_find_plan(program, method, &plan));
+    EMBER_TRY(pte_find_plan(program, method, &plan));
     const fb_vec *list = input ? &plan->inputs : &plan->outputs;
     if (i >= list->len)
         return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "%s %zu of %u",
-                               input ? "input" : "output", i, list->len);
-    TRY(pte_decode_value(program, plan, (uint32_t)fb_vec_i32(&program->r, list, (uint32_t)i), &v));
+                               input ? "input" : "output", i, (unsigned)list->len);
+    EMBER_TRY(pte_decode_value(program, plan, (uint32_t)fb_vec_i32(&program->r, list, (uint32_t)i), &v));
     memset(meta, 0, sizeof *meta);
     meta->tag = v.tag;
     if (v.tag == EMBER_TAG_TENSOR) {
@@ -775,11 +806,28 @@ ember_status ember_program_planned_buffer_size(const ember_program *program, con
                                                size_t i, size_t *bytes) {
     const pte_plan *plan;
     if (bytes == NULL) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "NULL output");
-    TRY(pte_find_plan(program, method, &plan));
+    EMBER_TRY(pte_find_plan(program, method, &plan));
     if (i + 1 >= plan->buffer_sizes.len)
-        return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "planned buffer %zu of %u", i,
-                               plan->buffer_sizes.len > 0 ? plan->buffer_sizes.len - 1 : 0);
+        return ember_set_error(
+            EMBER_ERR_INDEX_OUT_OF_RANGE, "planned buffer %zu of %u", i,
+            (unsigned)(plan->buffer_sizes.len > 0 ? plan->buffer_sizes.len - 1 : 0));
     return pte_buffer_size(program, plan, (uint32_t)(i + 1), bytes);
+}
+
+ember_status ember_program_delegate_name(const ember_program *program, const char *method,
+                                         size_t i, char *buf, size_t cap) {
+    const pte_plan *plan;
+    pte_delegate d;
+    if (buf == NULL || cap == 0) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "no buffer");
+    EMBER_TRY(pte_find_plan(program, method, &plan));
+    if (i >= plan->delegates.len)
+        return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "delegate %zu of %u", i,
+                               (unsigned)plan->delegates.len);
+    EMBER_TRY(pte_delegate_ref(program, plan, (uint32_t)i, &d));
+    size_t n = 0;
+    for (uint32_t k = 0; k < d.id.len && n + 1 < cap; k++) buf[n++] = d.id.data[k];
+    buf[n] = '\0';
+    return EMBER_OK;
 }
 
 ember_status ember_program_operator_name(const ember_program *program, const char *method,
@@ -787,11 +835,11 @@ ember_status ember_program_operator_name(const ember_program *program, const cha
     const pte_plan *plan;
     fb_str name, overload;
     if (buf == NULL || cap == 0) return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "no buffer");
-    TRY(pte_find_plan(program, method, &plan));
+    EMBER_TRY(pte_find_plan(program, method, &plan));
     if (i >= plan->operators.len)
         return ember_set_error(EMBER_ERR_INDEX_OUT_OF_RANGE, "operator %zu of %u", i,
-                               plan->operators.len);
-    TRY(pte_operator(program, plan, (uint32_t)i, &name, &overload));
+                               (unsigned)plan->operators.len);
+    EMBER_TRY(pte_operator(program, plan, (uint32_t)i, &name, &overload));
     size_t n = 0;
     for (uint32_t k = 0; k < name.len && n + 1 < cap; k++) buf[n++] = name.data[k];
     if (overload.len > 0 && n + 1 < cap) buf[n++] = '.';

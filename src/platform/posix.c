@@ -64,4 +64,7 @@ static const ember_platform g_posix = {
 
 const ember_platform *ember_platform_default(void) { return &g_posix; }
 
+#else
+/* ISO C forbids an empty translation unit. */
+typedef int ember_posix_unused;
 #endif /* !EMBER_PLATFORM_BAREMETAL */

@@ -136,6 +136,20 @@ static void test_end_to_end(void) {
                     CHECK_OK(ember_program_operator_name(prog, "forward", i, op, sizeof op));
                     CHECK(strstr(op, "relu") == NULL && strstr(op, "sub") == NULL); /* delegated */
                 }
+                for (size_t i = 0; i < mm.num_delegates; i++) {
+                    CHECK_OK(ember_program_delegate_name(prog, "forward", i, op, sizeof op));
+                    CHECK_MSG(strcmp(op, "EmberTestBackend") == 0, "%s", op);
+                }
+                char small[6];
+                CHECK_OK(ember_program_delegate_name(prog, "forward", 0, small, sizeof small));
+                CHECK_MSG(strcmp(small, "Ember") == 0, "%s", small); /* truncated */
+                CHECK_ERR(ember_program_delegate_name(prog, "forward", mm.num_delegates, op,
+                                                      sizeof op),
+                          EMBER_ERR_INDEX_OUT_OF_RANGE, "delegate");
+                CHECK_STATUS(ember_program_delegate_name(prog, "forward", 0, NULL, 0),
+                             EMBER_ERR_INVALID_ARGUMENT);
+                CHECK_STATUS(ember_program_delegate_name(prog, "nope", 0, op, sizeof op),
+                             EMBER_ERR_NOT_FOUND);
             }
             if (CHECK_OK(ember_method_load(prog, "forward", NULL, &m))) {
                 CHECK_EQ_INT(g_be.init_calls, 2);

@@ -137,6 +137,7 @@ static bool event_at(const etdump *d, const fb_vec *events, uint32_t i, event_in
     fb_table val, tn, out;
     fb_vec sizes;
     if (!CHECK(fb_u64(r, &t, 0, 0, &chain)) || !CHECK(fb_i32(r, &t, 1, -1, &e->instruction)) ||
+        !CHECK(fb_i32(r, &t, 3, -1, &e->delegate_int)) ||
         !CHECK(fb_str_field(r, &t, 5, &s, &present)))
         return false;
     e->chain = (int32_t)chain;
@@ -332,20 +333,81 @@ static void test_delegated_trace(void) {
     free(fb.bytes);
 }
 
-/* Every tracer size from the minimum up: execute succeeds, the status says
- * whether events were dropped, and the ETDump of what was kept is valid. */
-static void test_buffer_full(void) {
-    check_section("tracer buffer full at every size");
+static void test_delegated_outputs(void) {
+    check_section("delegated program: each XNNPACK node's output, by debug handle");
     file_bytes fb;
     ember_buffer_loader bl;
     ember_program *prog = NULL;
     ember_method *m = NULL;
-    if (!read_file("mlp.pte", &fb)) return;
+    ember_event_tracer *t = NULL;
+    if (!read_file("xnnpack_cnn.pte", &fb)) return;
+    CHECK_OK(ember_event_tracer_init(g_trace, sizeof g_trace,
+                                     EMBER_TRACE_PROFILE | EMBER_TRACE_DEBUG_OUTPUTS, &t));
+    CHECK_OK(ember_event_tracer_set_debug_buffer(t, g_debug, sizeof g_debug));
+    if (!load_traced(&fb, &bl, &prog, t, &m)) return;
+    set_input(m, 0, "xnnpack_cnn/forward.run0.in0.npy");
+    CHECK_OK(ember_method_execute(m));
+    CHECK_OK(ember_event_tracer_status(t));
+    const void *dbg;
+    size_t dbg_size;
+    CHECK_OK(ember_event_tracer_debug_data(t, &dbg, &dbg_size));
+    const ember_tensor *out = NULL;
+    const ember_value *ov = NULL;
+    if (CHECK_OK(ember_method_output(m, 0, &ov)) && CHECK(ov->tag == EMBER_TAG_TENSOR))
+        out = ov->u.t;
+    size_t size = 0;
+    uint8_t *buf = write_all(t, &size);
+    etdump d;
+    fb_str name;
+    fb_vec events;
+    event_info e;
+    if (buf == NULL || !parse(buf, size, &d) || !run_at(&d, 1, &name, &events)) return;
+    int node_outputs = 0, matched = 0, last_matches = 0;
+    int32_t last_profiled = -2;
+    for (uint32_t i = 0; i < events.len && event_at(&d, &events, i, &e); i++) {
+        if (e.kind == 0) last_profiled = e.delegate_int;
+        if (e.kind != 2 || e.delegate_int < 0) continue;
+        node_outputs++;
+        /* right after the profile event of the node that made it */
+        matched += last_profiled == e.delegate_int;
+        CHECK(e.instruction >= 0 && e.vtype == 5 && e.dim >= 1);
+        size_t numel = 1;
+        for (uint32_t k = 0; k < e.dim; k++) numel *= (size_t)e.sizes[k];
+        CHECK(e.offset >= 0 && (size_t)e.offset + 4 * numel <= dbg_size);
+        /* the delegate's last node writes the method's output */
+        if (out != NULL && e.dtype == EMBER_FLOAT32 && numel == (size_t)out->numel &&
+            memcmp((const uint8_t *)dbg + e.offset, out->data, out->nbytes) == 0)
+            last_matches = 1;
+    }
+    CHECK(node_outputs >= 5);
+    CHECK_EQ_INT(matched, node_outputs);
+    CHECK(last_matches);
+    free(buf);
+    /* outside a delegate call, reporting an output is a no-op */
+    CHECK(!ember_backend_tracing_outputs());
+    CHECK_OK(ember_backend_log_output("x", 1, NULL, NULL));
+    ember_method_destroy(m);
+    ember_program_destroy(prog);
+    free_inputs();
+    free(fb.bytes);
+}
+
+/* Every tracer size from the minimum up: execute succeeds, the status says
+ * whether events were dropped, and the ETDump of what was kept is valid. */
+static void test_buffer_full(const char *pte, const char *input) {
+    char title[96];
+    snprintf(title, sizeof title, "tracer buffer full at every size: %s", pte);
+    check_section(title);
+    file_bytes fb;
+    ember_buffer_loader bl;
+    ember_program *prog = NULL;
+    ember_method *m = NULL;
+    if (!read_file(pte, &fb)) return;
     ember_buffer_loader_init(&bl, fb.bytes, fb.size);
     if (!CHECK_OK(ember_program_load(&bl.base, NULL, &prog)) ||
         !CHECK_OK(ember_method_load(prog, "forward", NULL, &m)))
         return;
-    set_input(m, 0, "mlp/forward.run0.in0.npy");
+    set_input(m, 0, input);
     static uint8_t small[8192], debug[2048];
     int failures = 0, full = 0;
     for (size_t n = EMBER_EVENT_TRACER_MIN_SIZE; n <= sizeof small; n += 24) {
@@ -502,7 +564,9 @@ int main(void) {
     ember_xnnpack_backend_register();
     test_portable_trace();
     test_delegated_trace();
-    test_buffer_full();
+    test_delegated_outputs();
+    test_buffer_full("mlp.pte", "mlp/forward.run0.in0.npy");
+    test_buffer_full("xnnpack_cnn.pte", "xnnpack_cnn/forward.run0.in0.npy");
     test_output_too_small();
     test_bad_arguments();
     test_corrupted_program();
@@ -521,7 +585,9 @@ int main(void) {
     CHECK(t == NULL);
     CHECK_STATUS(ember_etdump_write(t, NULL, 0, &n), EMBER_ERR_NOT_SUPPORTED);
     CHECK(!ember_backend_tracing());
+    CHECK(!ember_backend_tracing_outputs());
     CHECK_OK(ember_backend_log_event("x", 1, NULL, 0, 1, NULL, 0));
+    CHECK_OK(ember_backend_log_output("x", 1, NULL, NULL));
     return check_finish();
 }
 

@@ -229,3 +229,81 @@ class AudioEncoder(nn.Module):
         y = F.scaled_dot_product_attention(q, k, v)
         x = x + self.out(y.transpose(1, 2).contiguous().reshape(B, T, C))
         return self.head(x)
+
+
+def _randomize_batch_norms(m: nn.Module) -> None:
+    """Non-trivial inference statistics for every batch norm of m."""
+    with torch.no_grad():
+        for bn in m.modules():
+            if isinstance(bn, nn.modules.batchnorm._BatchNorm):
+                bn.running_mean.uniform_(-0.5, 0.5)
+                bn.running_var.uniform_(0.5, 2.0)
+                bn.weight.uniform_(0.5, 1.5)
+                bn.bias.uniform_(-0.2, 0.2)
+
+
+class CNN3d(nn.Module):
+    """A small video classifier over [N, C, T, H, W]: a 3x3x3 stem, batch norm,
+    max pooling over (1, 2, 2), a strided depthwise 3-d convolution, a
+    pointwise one, global average pooling and a linear head."""
+
+    def __init__(self, classes: int = 5) -> None:
+        super().__init__()
+        self.stem = nn.Conv3d(3, 8, kernel_size=3, padding=1)
+        self.bn1 = nn.BatchNorm3d(8)
+        self.pool = nn.MaxPool3d((1, 2, 2))
+        self.dw = nn.Conv3d(8, 8, kernel_size=3, stride=2, padding=1, groups=8)
+        self.pw = nn.Conv3d(8, 16, kernel_size=1, bias=False)
+        self.bn2 = nn.BatchNorm3d(16)
+        self.gap = nn.AdaptiveAvgPool3d(1)
+        self.fc = nn.Linear(16, classes)
+        _randomize_batch_norms(self)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.pool(F.relu(self.bn1(self.stem(x))))
+        x = F.relu(self.bn2(self.pw(self.dw(x))))
+        return self.fc(torch.flatten(self.gap(x), 1))
+
+
+class Conv2Plus1d(nn.Sequential):
+    """A (2+1)-d convolution: (1, 3, 3) over space, then (3, 1, 1) over time,
+    as torchvision's R(2+1)D factors a 3x3x3 one."""
+
+    def __init__(self, cin: int, cout: int, mid: int, stride: int = 1) -> None:
+        super().__init__(
+            nn.Conv3d(cin, mid, (1, 3, 3), stride=(1, stride, stride), padding=(0, 1, 1),
+                      bias=False),
+            nn.BatchNorm3d(mid),
+            nn.ReLU(),
+            nn.Conv3d(mid, cout, (3, 1, 1), stride=(stride, 1, 1), padding=(1, 0, 0),
+                      bias=False),
+        )
+
+
+class Residual3d(nn.Module):
+    """A 3-d stem with temporal pooling, a (2+1)-d residual block with a
+    strided 1x1x1 projection shortcut, a plain 3x3x3 residual block, average
+    pooling over (2, 2, 2) and a linear head (r3d_18 / r2plus1d_18 in small)."""
+
+    def __init__(self, classes: int = 4) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv3d(3, 8, (3, 5, 5), stride=(1, 2, 2), padding=(1, 2, 2), bias=False),
+            nn.BatchNorm3d(8), nn.ReLU(), nn.MaxPool3d(kernel_size=(2, 1, 1)))
+        self.a = nn.Sequential(Conv2Plus1d(8, 12, 10, stride=2), nn.BatchNorm3d(12), nn.ReLU(),
+                               Conv2Plus1d(12, 12, 10), nn.BatchNorm3d(12))
+        self.a_down = nn.Sequential(nn.Conv3d(8, 12, 1, stride=2, bias=False),
+                                    nn.BatchNorm3d(12))
+        self.b = nn.Sequential(nn.Conv3d(12, 12, 3, padding=1, bias=False), nn.BatchNorm3d(12),
+                               nn.ReLU(), nn.Conv3d(12, 12, 3, padding=1, bias=False),
+                               nn.BatchNorm3d(12))
+        self.pool = nn.AvgPool3d(2)
+        self.fc = nn.Linear(12, classes)
+        _randomize_batch_norms(self)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.stem(x)
+        x = F.relu(self.a(x) + self.a_down(x))
+        x = F.relu(self.b(x) + x)
+        x = self.pool(x)
+        return self.fc(x.mean(dim=(2, 3, 4)))

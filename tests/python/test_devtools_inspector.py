@@ -7,8 +7,9 @@ numeric debugging and ember-inspect, none of which import executorch
 - Inspector: per-event statistics over runs, the same timings ExecuTorch's
   Inspector reads from the trace, operator names, module and source line,
   delegate nodes by name; the slowest delegated node leads to its source line.
-- Numeric debugging: intermediates against eager; a perturbed reference is
-  caught at the first operator it changes.
+- Numeric debugging: intermediates against eager, the XNNPACK delegate's
+  per-node outputs included; a perturbed reference is caught at the first
+  operator it changes, inside the delegate too.
 - Corrupted ETDump / ETRecord: clean ETDumpError / ETRecordError.
 - ember-inspect prints the table and writes PNGs.
 """
@@ -86,7 +87,7 @@ def cnn(tmp_path_factory):
     pte, etrecord, rec, edge = _export(model, x, tmp, xnnpack=True)
     etdp, debug, outs = _trace(pte, x, tmp, runs=2, debug_outputs="full")
     return dict(model=model, x=x, etrecord=etrecord, rec=rec, edge=edge, etdp=etdp,
-                debug=debug, outs=outs, tmp=tmp)
+                debug=debug, outs=outs, tmp=tmp, pte=pte)
 
 
 def _model_line(source: str) -> str:
@@ -116,12 +117,50 @@ def test_etrecord_round_trip(cnn):
     assert all(t.nbytes > 0 and t.last >= t.first for t in rec.memory_plan["forward"])
 
 
-def test_executorch_reads_embers_etrecord(mlp):
+def test_executorch_reads_embers_etrecord(mlp, cnn):
+    """ExecuTorch's parse_etrecord reads ember's maps and its edge program
+    (the delegated CNN's with the delegate's subgraph inlined), each node
+    with ember's debug handle."""
     et_etrecord = pytest.importorskip("executorch.devtools.etrecord")
-    r = et_etrecord.parse_etrecord(mlp["etrecord"])
-    want = {m: {str(i): h for i, h in d.items()} for m, d in mlp["rec"].debug_handle_map.items()}
-    assert r._debug_handle_map == want
-    assert r.edge_dialect_program is None  # ExecuTorch's own serialization: not written
+    for case in (mlp, cnn):
+        r = et_etrecord.parse_etrecord(case["etrecord"])
+        want = {m: {str(i): h for i, h in d.items()}
+                for m, d in case["rec"].debug_handle_map.items()}
+        assert r._debug_handle_map == want
+        ep = r.edge_dialect_program
+        assert ep is not None
+        theirs: dict = {}
+        for n in ep.graph.nodes:
+            if n.op == "call_function" and "debug_handle" in n.meta:
+                theirs.setdefault(n.meta["debug_handle"], []).append(str(n.target))
+        ours = case["rec"].nodes["forward"]
+        assert set(theirs) == set(ours)
+        for h, n in ours.items():
+            op = n.op.split("::")[1].split(".")[0]
+            assert any(op in t for t in theirs[h]), (h, n.op, theirs[h])
+
+
+def test_executorchs_inspector_with_embers_etrecord(mlp, cnn):
+    """ExecuTorch's Inspector over ember's trace and ETRecord: operator types
+    and module hierarchy per instruction; delegated nodes by operator and
+    backend; the delegate call names its backend."""
+    et_devtools = pytest.importorskip("executorch.devtools")
+    i = et_devtools.Inspector(etdump_path=mlp["etdp"], etrecord=mlp["etrecord"])
+    fwd = next(b for b in i.event_blocks if b.name == "forward")
+    addmm = [e for e in fwd.events if e.name == "aten::addmm.out"]
+    assert addmm and all(e.op_types == ["addmm.default"] for e in addmm)
+    assert {"fc1", "fc2"} <= {fqn for e in addmm for stack in e.module_hierarchy.values()
+                              for fqn, _ in stack.values()}
+    i = et_devtools.Inspector(etdump_path=cnn["etdp"], etrecord=cnn["etrecord"])
+    fwd = next(b for b in i.event_blocks if b.name == "forward")
+    nodes = [e for e in fwd.events if e.is_delegated_op]
+    assert nodes and all(e.delegate_backend_name == "XnnpackBackend" for e in nodes)
+    ops = [set(e.op_types) for e in nodes]
+    assert {"convolution.default", "_native_batch_norm_legit_no_training.default",
+            "relu.default"} in ops
+    assert {"linear.default"} in ops
+    call = next(e for e in fwd.events if e.name == "DELEGATE_CALL")
+    assert call.delegate_backend_name == "XnnpackBackend" and len(call.op_types) == 10
 
 
 # --------------------------------------------------------------------- Inspector
@@ -193,13 +232,15 @@ def test_delegated_nodes_by_name_and_slowest_to_source(cnn):
     assert nodes and all(e.delegate_backend_name == "XnnpackBackend" for e in nodes)
     assert not any(e.name == "DELEGATE_CALL" for e in fwd.events)
     names = {e.name for e in nodes}
-    assert "Conv2d (convolution)" in names and "FullyConnected (linear)" in names
+    # a convolution with its batch norm and relu folded in is named by all three
+    assert "Conv2d (convolution+batch_norm+relu)" in names and "FullyConnected (linear)" in names
     call = next(e for e in fwd.events if e.raw_name == "DELEGATE_CALL")
     assert call.name.startswith("XnnpackBackend (")
     # the slowest node inside the delegate -> its debug handle -> the model's line
     slow = insp.slowest(1, delegated=True)[0]
-    (handle,) = slow.debug_handles
-    assert slow.delegate_debug_id == handle
+    # the node's own handle first among those it computes (a folded batch norm, relu)
+    handle = slow.delegate_debug_id
+    assert handle in slow.debug_handles and handle == min(slow.debug_handles)
     src = insp.source_of(handle)
     line = _model_line(src.split("aot_models.py")[0].rsplit("/", 1)[-1] + "aot_models.py" +
                        src.split("aot_models.py")[1])
@@ -244,9 +285,87 @@ def test_numeric_gap_against_eager(mlp, cnn):
     assert set(d.etrecord.nodes["forward"]) <= set(eager)
 
 
-def test_numeric_gap_needs_a_program(mlp):
-    insp = Inspector(etdump_path=mlp["etdp"], etrecord=mlp["etrecord"],
-                     debug_buffer_path=mlp["debug"])
+def test_numeric_gap_inside_the_delegate(cnn):
+    """Each XNNPACK node's own output (in the delegate's channels-last layout)
+    against eager, through the delegate map: a folded batch norm and relu
+    count as the convolution's; a perturbed conv2 weight is caught at the
+    second Conv2d node, inside the delegate, and leads to its source line."""
+    insp = Inspector(etdump_path=cnn["etdp"], etrecord=cnn["etrecord"],
+                     debug_buffer_path=cnn["debug"])
+    rows = insp.calculate_numeric_gap(cnn["x"], reference=cnn["edge"])
+    inside = [r for r in rows if not r["event_name"].startswith("XnnpackBackend (")]
+    kinds = [r["event_name"].split(" ")[0] for r in inside]
+    for kind in ("Conv2d", "MaxPooling2d", "GlobalAvgPooling2d", "FullyConnected"):
+        assert kind in kinds, kinds
+    assert kinds.count("Conv2d") == 2
+    assert all(r["backend"] == "XnnpackBackend" and r["rel_err"] < 1e-4 for r in inside), inside
+    conv = next(r for r in inside if r["event_name"].startswith("Conv2d"))
+    node = insp.etrecord.node(conv["debug_handle"])
+    assert node.op == "aten::relu"  # the fused conv + batch norm + relu's last node
+
+    # the weights live in the lowered module's own program
+    from ember.backend.lowered import LoweredBackendModule
+    ref = copy.deepcopy(cnn["edge"]).exported_program()
+    (lowered,) = [m for m in ref.graph_module.modules() if isinstance(m, LoweredBackendModule)]
+    sub = lowered.original_module
+    key = next(k for k in sub.state_dict if k.startswith("conv2.weight"))
+    with torch.no_grad():
+        sub.state_dict[key].add_(0.05)
+    first = insp.first_divergences(cnn["x"], reference=ref, rtol=1e-4, k=3)
+    assert first and first[0]["event_name"].startswith("Conv2d"), first
+    assert first[0]["backend"] == "XnnpackBackend"
+    assert "self.conv2(x)" in _model_line(first[0]["source"].split(" in ")[0].rsplit("/", 1)[-1])
+    # everything before conv2 still agrees
+    before = rows[:rows.index(next(r for r in rows if r["event_name"] == first[0]["event_name"]
+                                   and r["debug_handle"] == first[0]["debug_handle"]))]
+    assert all(r["rel_err"] < 1e-4 for r in before if r["event_name"].split(" ")[0] in
+               ("Conv2d", "MaxPooling2d"))
+
+
+def test_delegate_outputs_in_executorchs_inspector(cnn):
+    """ExecuTorch's Inspector reads the delegate's per-node outputs from
+    ember's trace and debug buffer, on its delegated events."""
+    et_devtools = pytest.importorskip("executorch.devtools")
+    theirs = et_devtools.Inspector(etdump_path=cnn["etdp"], debug_buffer_path=cnn["debug"])
+    fwd = next(b for b in theirs.event_blocks if b.name == "forward")
+    delegated = [e for e in fwd.events if e.is_delegated_op]
+    assert delegated and all(e.debug_data for e in delegated)
+    ours = Inspector(etdump_path=cnn["etdp"], debug_buffer_path=cnn["debug"])
+    fc = next(e for e in ours.block("forward").events if e.name.startswith("FullyConnected"))
+    theirs_fc = next(e for e in delegated if e.delegate_debug_identifier == fc.delegate_debug_id)
+    torch.testing.assert_close(theirs_fc.debug_data[-1], fc.debug_data[-1], rtol=0, atol=0)
+    torch.testing.assert_close(fc.debug_data[-1], cnn["model"](*cnn["x"]).detach(),
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_delegate_output_stats(cnn):
+    """debug_outputs='stats' fingerprints each delegated node's output too."""
+    method = Runtime.get().load_program(cnn["pte"]).load_method(
+        "forward", 1, event_tracer=EventTracerConfig(debug_outputs="stats"))
+    method.execute(list(cnn["x"]))
+    tmp = cnn["tmp"]
+    etdp, debug = os.path.join(tmp, "stats.etdp"), os.path.join(tmp, "stats.debug")
+    method.write_etdump(etdp, debug)
+    insp = Inspector(etdump_path=etdp, debug_buffer_path=debug)
+    nodes = [e for e in insp.block("forward").events if e.is_delegated_op and e.debug_data]
+    assert len(nodes) >= 5
+    for e in nodes:
+        s = e.debug_data[-1]
+        assert tuple(s.shape) == (5,) and s.dtype == torch.float64
+        assert float(s[2]) <= float(s[4]) <= float(s[3])  # min <= mean <= max
+
+
+def test_numeric_gap_from_the_etrecord_file(mlp, cnn):
+    """An ETRecord read from its file carries the edge program (the delegated
+    one inlined), so numeric debugging needs nothing else; one read without
+    its programs asks for reference=."""
+    for case in (mlp, cnn):
+        insp = Inspector(etdump_path=case["etdp"], etrecord=case["etrecord"],
+                         debug_buffer_path=case["debug"])
+        rows = insp.calculate_numeric_gap(case["x"])
+        assert len(rows) >= 5 and all(r["rel_err"] < 1e-4 for r in rows), rows
+    bare = parse_etrecord(mlp["etrecord"], load_programs=False)
+    insp = Inspector(etdump_path=mlp["etdp"], etrecord=bare, debug_buffer_path=mlp["debug"])
     with pytest.raises(ValueError, match="reference="):
         insp.calculate_numeric_gap(mlp["x"])
 
@@ -336,7 +455,7 @@ def test_ember_inspect_writes_table_and_plots(cnn, mlp, tmp_path, capsys):
     assert main(["--etdump", cnn["etdp"], "--etrecord", cnn["etrecord"], "--plots", str(out),
                  "--csv", str(csv)]) == 0
     text = capsys.readouterr().out
-    assert "Conv2d (convolution)" in text and "slowest" in text and "aot_models.py:" in text
+    assert "Conv2d (convolution+batch_norm+relu)" in text and "slowest" in text and "aot_models.py:" in text
     for name in ("op_times.png", "timeline.png", "memory_plan.png"):
         data = (out / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000

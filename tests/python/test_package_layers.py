@@ -36,7 +36,11 @@ STAGES: List[List[str]] = [
      "ember.backends.xnnpack.quantizer", "ember.backends.xnnpack.quantizer.config",
      "ember.backends.xnnpack.quantizer.annotators",
      "ember.backends.xnnpack.quantizer.xnnpack_quantizer",
-     "ember.backends.transforms", "ember.backends.transforms.duplicate_dynamic_quant_chain"],
+     "ember.backends.transforms", "ember.backends.transforms.duplicate_dynamic_quant_chain",
+     "ember.backends.vulkan", "ember.backends.vulkan.schema", "ember.backends.vulkan.ops",
+     "ember.backends.vulkan.kv_cache", "ember.backends.vulkan.builder",
+     "ember.backends.vulkan.partitioner", "ember.backends.vulkan.preprocess",
+     "ember.backends.vulkan.quantize"],
     # emit: to_executorch's passes, memory planning, the emitter
     ["ember.config", "ember.memory_planning", "ember.passes.write_back",
      "ember.passes.spec_prop", "ember.passes.constant_folding", "ember.passes.views",
@@ -46,6 +50,7 @@ STAGES: List[List[str]] = [
     # program: the entry points and the managers users hold, tools built on them
     ["ember.program", "ember", "ember.devtools", "ember.devtools.backend_debug",
      "ember.devtools.etdump", "ember.devtools.etdump_reader", "ember.devtools.etrecord",
+     "ember.devtools.etrecord_program",
      "ember.devtools.inspector", "ember.devtools.numeric", "ember.devtools.plots",
      "ember.devtools.cli", "ember.devtools.bundled_program", "ember.devtools.bundled_program.config",
      "ember.devtools.bundled_program.core", "ember.devtools.bundled_program.serialize",

@@ -8,7 +8,8 @@
 Tolerances: fp32 rtol 1e-5, atol 1e-6 for every case (all cases, including the
 convolutions, RNNs and attention, meet them); integer and bool outputs are exact.
 A case that fails in libember because a kernel is missing or wrong is a strict xfail
-on its "ember" variant only, with the kernel named in the reason.
+on its "ember" variant only, with the kernel named in the reason; likewise a case
+the reference runtime cannot load (it lacks a kernel) on its "reference" variant.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from torch.utils import _pytree as pytree
 
 from aot_models import (
     CNN,
+    CNN3d,
     MLP,
     AttentionBlock,
     Branchy,
@@ -33,6 +35,7 @@ from aot_models import (
     EncoderDecoder,
     IntBoolOps,
     ListOut,
+    Residual3d,
     SplitOut,
     Stateful,
     TupleOut,
@@ -319,8 +322,28 @@ def _conv_transpose() -> Case:
     return _single(m, (torch.randn(1, 4, 5, 5),), [(torch.randn(1, 4, 5, 5),)])
 
 
+def _cnn3d() -> Case:
+    m = CNN3d().eval()
+    return _single(m, (torch.randn(2, 3, 5, 12, 12),), [(torch.randn(2, 3, 5, 12, 12),)])
+
+
+def _residual3d() -> Case:
+    m = Residual3d().eval()
+    return _single(m, (torch.randn(2, 3, 8, 16, 16),), [(torch.randn(2, 3, 8, 16, 16),)])
+
+
 def _ember_xfail(reason: str) -> Dict[str, str]:
     return {"ember": reason}
+
+
+def _reference_xfail(reason: str) -> Dict[str, str]:
+    return {"reference": reason}
+
+
+# The reference runtime (ExecuTorch 1.5.1's kernel library) refuses to load
+# the 3-d models: it registers no 3-d pooling kernels.
+_NO_REFERENCE_POOL3D = _reference_xfail(
+    "the reference runtime has no aten::max_pool3d_with_indices.out / aten::avg_pool3d.out")
 
 
 CASES: Dict[str, Tuple[Callable[[], Case], Dict[str, str]]] = {
@@ -346,6 +369,8 @@ CASES: Dict[str, Tuple[Callable[[], Case], Dict[str, str]]] = {
     "interpolate_nearest": (_nearest, {}),
     "interpolate_bilinear": (_bilinear, {}),
     "conv_transpose2d": (_conv_transpose, {}),
+    "cnn3d": (_cnn3d, _NO_REFERENCE_POOL3D),
+    "residual3d_2plus1d": (_residual3d, _NO_REFERENCE_POOL3D),
 }
 
 RUNTIMES = ("ember", "reference")
@@ -356,9 +381,11 @@ def _params():
         for rt in RUNTIMES:
             marks = []
             if rt in xfails:
-                # the export-time kernel check rejects the program, naming the kernel
-                marks.append(pytest.mark.xfail(strict=True, raises=ExportError,
-                                               reason=xfails[rt]))
+                # ember: the export-time kernel check rejects the program, naming the
+                # kernel; reference: its runtime refuses to load the program
+                marks.append(pytest.mark.xfail(
+                    strict=True, raises=ExportError if rt == "ember" else RuntimeError,
+                    reason=xfails[rt]))
             yield pytest.param(name, rt, id=f"{name}-{rt}", marks=marks)
 
 

@@ -9,17 +9,14 @@ The file is ExecuTorch's ETRecord zip layout:
 - `instruction_id_to_num_outs_map`: JSON, method -> instruction id -> outputs;
 - `ember_debug_info_example_inputs`: JSON, ember's own: every node's
   operator, source stack trace, module hierarchy and backend, and each
-  method's memory plan.
+  method's memory plan;
+- `edge_dialect_exported_program/<method>` and its `_state_dict`,
+  `_constants` and `_example_inputs`: the edge program as ExecuTorch's
+  ETRecord stores it (etrecord_program.py: torch.export's serialization at
+  ExecuTorch's schema version, delegates inlined), so ExecuTorch's
+  parse_etrecord and Inspector read ember's file whole.
 
-ExecuTorch's `parse_etrecord` reads ember's file: it takes the maps, and
-passes over ember's own entry, whose name ends like a side file of a program.
-ember writes no `edge_dialect_exported_program` entries: ExecuTorch reads
-those in its own serialization of edge programs (an older copy of
-torch.export's schema, with edge-dialect operator names), which ember does not
-produce. So ExecuTorch's Inspector, which needs that program, does not accept
-ember's ETRecord; ember's Inspector reads ember's and ExecuTorch's. The edge
-program stays on the in-memory ETRecord that generate_etrecord returns, for
-numeric debugging in the same process.
+ember's parse_etrecord reads ember's files and ExecuTorch's.
 """
 
 from __future__ import annotations
@@ -29,7 +26,7 @@ import os
 import zipfile
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Dict, List, Optional, Union
+from typing import Any, BinaryIO, Dict, List, Optional, Tuple, Union
 
 import torch
 from torch.export import ExportedProgram
@@ -39,6 +36,8 @@ from ..backend.lowered import LoweredBackendModule
 from ..errors import source_location, stack_frames
 from ..memory_planning import tensor_lifetimes
 from ..passes.debug_handles import handle_nodes
+from .etrecord_program import (ProgramNotWritable, deserialize_edge_program,
+                               serialize_edge_program)
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -227,13 +226,20 @@ def _node_to_json(n: NodeInfo) -> Dict[str, Any]:
 def _write(rec: ETRecord, path: Union[PathLike, BinaryIO]) -> None:
     if isinstance(path, (str, os.PathLike)):
         path = os.fspath(path)
+    programs: Dict[str, Tuple[bytes, bytes, bytes, bytes]] = {}
+    notes = list(rec.notes)
+    for method, ep in sorted((rec.edge_dialect_program or {}).items()):
+        try:
+            programs[method] = serialize_edge_program(ep)
+        except ProgramNotWritable as e:
+            notes.append(f"edge program of {method!r} not written: {e}")
     info: Dict[str, Any] = {
         "version": EMBER_INFO_VERSION,
         "nodes": {m: {str(h): _node_to_json(n) for h, n in d.items()}
                   for m, d in rec.nodes.items()},
         "memory_plan": {m: [[t.name, t.mem_id, t.offset, t.nbytes, t.first, t.last] for t in p]
                         for m, p in rec.memory_plan.items()},
-        "notes": list(rec.notes),
+        "notes": notes,
     }
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
         z.writestr(IDENTIFIER, "")
@@ -245,6 +251,11 @@ def _write(rec: ETRecord, path: Union[PathLike, BinaryIO]) -> None:
             {m: {str(i): v for i, v in d.items()}
              for m, d in rec.instruction_id_to_num_outs_map.items()}))
         z.writestr(EMBER_INFO, json.dumps(info))
+        for method in sorted(programs):
+            base = f"{EDGE_PREFIX}/{method}"
+            for suffix, data in zip(("", "_state_dict", "_constants", "_example_inputs"),
+                                    programs[method]):
+                z.writestr(base + suffix, data)
 
 
 def _json_entry(z: zipfile.ZipFile, name: str, path: str) -> Any:
@@ -316,11 +327,9 @@ def parse_etrecord(etrecord: Union[PathLike, BinaryIO], load_programs: bool = Tr
             for base in programs:
                 method = base[len(EDGE_PREFIX) + 1:]
                 try:
-                    from torch._export.serde.serialize import SerializedArtifact, deserialize
-                    art = SerializedArtifact(z.read(base), z.read(base + "_state_dict"),
-                                             z.read(base + "_constants"),
-                                             z.read(base + "_example_inputs"))
-                    ep = deserialize(art)
+                    ep = deserialize_edge_program(z.read(base), z.read(base + "_state_dict"),
+                                                  z.read(base + "_constants"),
+                                                  z.read(base + "_example_inputs"))
                 except KeyError as e:
                     raise ETRecordError(f"{name}: program {base!r} lacks a side entry ({e})") \
                         from None

@@ -141,9 +141,16 @@ def _short_op(op: str) -> str:
     s = op.replace("::", ".")
     parts = s.split(".")
     if len(parts) >= 3:
-        return parts[-2]
-    return parts[-1] if len(parts) == 2 and parts[0] in ("aten", "quantized_decomposed",
-                                                         "ember", "llama") else s
+        name = parts[-2]
+    else:
+        name = parts[-1] if len(parts) == 2 and parts[0] in ("aten", "quantized_decomposed",
+                                                             "ember", "llama") else s
+    return _SHORTER.get(name, name)
+
+
+# operators whose schema names read badly in a table
+_SHORTER = {"_native_batch_norm_legit_no_training": "batch_norm",
+            "_native_batch_norm_legit": "batch_norm"}
 
 
 def _read(path: Optional[PathLike], what: str) -> Optional[bytes]:
@@ -209,14 +216,12 @@ class Inspector:
         if not self.etrecord:
             return [debug_id]
         handles = set(self._instr_handles(instr))
-        # ember's backends report the node's own debug handle
-        if debug_id in handles or (not handles and self._node(debug_id)):
-            return [debug_id]
         for d in self.etrecord.delegate_map.get(self.method, {}).values():
             m = d.get("delegate_map", {})
             hs = m.get(str(debug_id))
             if hs is not None and (not handles or set(hs) & handles):
                 return [int(x) for x in hs]
+        # no map entry: ember's backends report the node's own debug handle
         return [debug_id]
 
     def _describe(self, raw: str, instr: int, did: int) -> Tuple[str, List[int], bool,
@@ -260,7 +265,7 @@ class Inspector:
             for run in runs:
                 t0 = min((p.start_time for p in run.profile_events), default=0)
                 seen: Dict[Tuple, int] = {}
-                by_instr: Dict[Tuple[int, int], Event] = {}
+                by_instr: Dict[Tuple[int, int, int], List[Event]] = {}
                 for p in run.profile_events:
                     base = (p.name, p.chain_index, p.instruction_id, p.delegate_debug_id_int)
                     k = base + (seen.get(base, 0),)
@@ -279,19 +284,23 @@ class Inspector:
                     ev.start_ns.append(p.start_time - t0)
                     ev.end_ns.append(p.end_time - t0)
                     if p.instruction_id >= 0:
-                        by_instr[(p.chain_index, p.instruction_id,
-                                  max(-1, p.delegate_debug_id_int))] = ev
+                        by_instr.setdefault((p.chain_index, p.instruction_id,
+                                             max(-1, p.delegate_debug_id_int)), []).append(ev)
                 out = []
+                taken: Dict[Tuple[int, int, int], int] = {}
                 for d in run.debug_events:
                     val = self._load(d.value)
                     if d.output:
                         out.append(val)
                         continue
-                    # a delegate's own debug event goes to the node it names
-                    ev = by_instr.get((d.chain_index, d.instruction_id,
-                                       max(-1, d.delegate_debug_id_int)))
-                    if ev is not None:
-                        ev.debug_data.append(val)
+                    # a delegate's own debug event goes to the node it names;
+                    # nodes sharing a handle take their outputs in run order
+                    key = (d.chain_index, d.instruction_id, max(-1, d.delegate_debug_id_int))
+                    evs = by_instr.get(key, [])
+                    if evs:
+                        k = taken.get(key, 0)
+                        taken[key] = k + 1
+                        evs[min(k, len(evs) - 1)].debug_data.append(val)
             # execution order: a delegate call starts before the nodes it runs
             ordered = sorted((events[k] for k in order),
                              key=lambda e: (e.start_ns[0] if e.start_ns else 0,
@@ -408,8 +417,9 @@ class Inspector:
         inputs: the inputs the traced execute was given.
         reference: the edge program (ExportedProgram or EdgeProgramManager) to
             run eagerly; default: the one in the ETRecord.
-        Returns one row per instruction with a recorded tensor output, in
-        execution order: instruction, operator, handle, source, the distance
+        Returns one row per instruction (and per node inside a delegate that
+        reports its outputs) with a recorded tensor output, in the order the
+        outputs were made: instruction, operator, handle, source, the distance
         ("MSE", "L1" or "MAX_ABS") and the relative error.
         """
         from .numeric import eager_intermediates, gap
@@ -425,25 +435,31 @@ class Inspector:
             ep = ep.exported_program(self.method)
         eager = eager_intermediates(ep, inputs)
         rows = []
-        for e in self.block(block).events:
+        # in the order the outputs were made: a delegate call's after its nodes'
+        events = sorted(self.block(block).events,
+                        key=lambda e: e.end_ns[run] if e.end_ns else 0)
+        for e in events:
             if e.instruction_id < 0 or not e.debug_data:
                 continue
             got = e.debug_data[run]
             if not isinstance(got, torch.Tensor):
                 continue
             # the instruction's output is its last node's: the latest handle
-            # whose eager value has the recorded shape
-            want, handle = None, None
+            # whose eager value has the recorded shape, in one of the layouts
+            # a delegate may keep it in
+            best, handle = None, None
             for h in sorted(e.debug_handles, reverse=True):
                 for v in _tensors(eager.get(h)):
-                    if tuple(v.shape) == tuple(got.shape):
-                        want, handle = v, h
-                        break
-                if want is not None:
+                    for w in _layouts(v):
+                        if tuple(w.shape) == tuple(got.shape):
+                            d, rel = gap(got, w, distance)
+                            if best is None or rel < best[1]:
+                                best, handle = (d, rel), h
+                if best is not None:
                     break
-            if want is None:
+            if best is None:
                 continue
-            d, rel = gap(got, want, distance)
+            d, rel = best
             n = self._node(handle)
             rows.append({"instruction_id": e.instruction_id, "event_name": e.name,
                          "debug_handle": handle, "backend": e.delegate_backend_name or "",
@@ -457,6 +473,18 @@ class Inspector:
         exceeds rtol: where a numeric problem starts, not where it ends up."""
         rows = self.calculate_numeric_gap(inputs, reference, **kw)
         return [r for r in rows if r["rel_err"] > rtol][:k]
+
+
+def _layouts(v: torch.Tensor) -> List[torch.Tensor]:
+    """v as PyTorch orders it, and as a channels-last delegate stores it:
+    [N, C, H, W] as [N, H, W, C]; [N, C, L] as [N, L, 1, C] (a 1-d convolution
+    run as a 2-d one). A delegate's trace records its own buffers as they are."""
+    out = [v]
+    if v.dim() == 4:
+        out.append(v.permute(0, 2, 3, 1))
+    elif v.dim() == 3:
+        out.append(v.permute(0, 2, 1).unsqueeze(2))
+    return out
 
 
 def _tensors(v: Any) -> List[torch.Tensor]:

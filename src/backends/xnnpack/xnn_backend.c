@@ -39,14 +39,14 @@ static ember_status xnn_init(const ember_backend_init_ctx *ctx, const void *payl
     xnn_graph *g = ember_alloc(ctx->allocator, sizeof *g, _Alignof(xnn_graph));
     if (g == NULL) return ember_backend_fail(EMBER_ERR_OUT_OF_MEMORY, "xnnpack: no memory");
     xnn_const_source *sources;
-    TRY_RET(xnn_read(ctx, payload, payload_size, g, &sources));
+    EMBER_TRY(xnn_read(ctx, payload, payload_size, g, &sources));
     g->threadpool = ctx->threadpool;
-    TRY_RET(xnn_infer_shapes(g, false));
-    TRY_RET(xnn_pack(g, ctx, sources));
+    EMBER_TRY(xnn_infer_shapes(g, false));
+    EMBER_TRY(xnn_pack(g, ctx, sources));
     for (uint32_t ni = 0; ni < g->num_nodes; ni++)
         if (!xnn_node_scratch(g, ni, &g->nodes[ni].scratch_bytes))
             return xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM, "scratch size overflows");
-    TRY_RET(xnn_plan(g, ctx->allocator));
+    EMBER_TRY(xnn_plan(g, ctx->allocator));
     *handle = g;
     return EMBER_OK;
 }
@@ -75,27 +75,61 @@ static ember_status external_tensor(const xnn_graph *g, uint32_t vi, ember_value
     return EMBER_OK;
 }
 
+#if EMBER_EVENT_TRACER
+/* Hands a node's outputs to the event tracer, as the node left them: in the
+ * delegate's layout (NHWC for convolutions) and dtype (int8 for static
+ * quantized values). Dynamically quantized activations are left out: their
+ * bytes are meaningless without the per-row parameters kept beside them. */
+static void log_node_outputs(const xnn_graph *g, uint32_t ni) {
+    const xnn_node *n = &g->nodes[ni];
+    for (uint32_t k = 0; k < n->nout; k++) {
+        const xnn_value *v = &g->values[n->out[k]];
+        int dtype = ember_dtype_of(v->dtype);
+        if (dtype < 0 || v->dtype == XNN_DT_QDINT8 || v->data == NULL) continue;
+        int32_t sizes[XNN_MAX_DIMS];
+        int64_t strides[XNN_MAX_DIMS];
+        uint8_t order[XNN_MAX_DIMS];
+        size_t numel;
+        size_t esize = ember_dtype_size(dtype);
+        if (!xnn_numel(v->shape, v->rank, &numel) || numel > SIZE_MAX / esize) continue;
+        int64_t stride = 1;
+        for (uint32_t d = v->rank; d-- > 0;) {
+            sizes[d] = (int32_t)v->shape[d];
+            strides[d] = stride;
+            order[d] = (uint8_t)d;
+            stride *= (int64_t)v->shape[d];
+        }
+        ember_tensor t = {.data = v->data, .sizes = sizes, .bounds = sizes, .dim_order = order,
+                          .strides = strides, .numel = (int64_t)numel,
+                          .nbytes = numel * esize, .dim = v->rank,
+                          .dtype = (uint8_t)dtype};
+        t.capacity = t.nbytes;
+        ember_backend_log_output(xnn_node_name(n->type), (int64_t)n->debug_handle, NULL, &t);
+    }
+}
+#endif
+
 static ember_status xnn_execute(void *handle, ember_value **args, size_t nargs) {
     xnn_graph *g = handle;
 #if EMBER_EVENT_TRACER
-    bool tracing = ember_backend_tracing();
+    bool timing = ember_backend_tracing(), outputs = ember_backend_tracing_outputs();
 #endif
     /* inputs: their shapes, in the tensor's physical (dim) order */
     for (uint32_t k = 0; k < g->num_inputs; k++) {
         xnn_value *v = &g->values[g->inputs[k]];
         ember_tensor *t;
-        TRY_RET(external_tensor(g, g->inputs[k], args, nargs, &t));
+        EMBER_TRY(external_tensor(g, g->inputs[k], args, nargs, &t));
         /* the tensor's rank is the value's now (a 0-dim tensor is serialized as [1]) */
         v->rank = (uint8_t)t->dim;
         for (uint32_t d = 0; d < v->rank; d++) v->shape[d] = (size_t)t->sizes[t->dim_order[d]];
         v->data = t->data;
     }
-    TRY_RET(xnn_infer_shapes(g, true));
+    EMBER_TRY(xnn_infer_shapes(g, true));
     for (uint32_t k = 0; k < g->num_outputs; k++) {
         xnn_value *v = &g->values[g->outputs[k]];
         ember_tensor *t;
         int64_t sizes[XNN_MAX_DIMS];
-        TRY_RET(external_tensor(g, g->outputs[k], args, nargs, &t));
+        EMBER_TRY(external_tensor(g, g->outputs[k], args, nargs, &t));
         size_t numel;
         xnn_numel(v->shape, v->rank, &numel);
         if (t->dim == 0 && numel == 1) { /* a 0-dim output, serialized as [1] */
@@ -118,17 +152,19 @@ static ember_status xnn_execute(void *handle, ember_value **args, size_t nargs) 
             return xnn_node_fail(g, ni, EMBER_ERR_SHAPE_MISMATCH,
                                  "needs more scratch than was planned for it");
 #if EMBER_EVENT_TRACER
-        if (tracing) {
+        if (timing || outputs) {
             /* one event per node, named by the node's debug handle */
-            uint64_t start = ember_ticks_ns();
-            TRY_RET(xnn_run_node(g, ni));
-            ember_backend_log_event(xnn_node_name(g->nodes[ni].type),
-                                    (int64_t)g->nodes[ni].debug_handle, NULL, start,
-                                    ember_ticks_ns(), NULL, 0);
+            uint64_t start = timing ? ember_ticks_ns() : 0;
+            EMBER_TRY(xnn_run_node(g, ni));
+            if (timing)
+                ember_backend_log_event(xnn_node_name(g->nodes[ni].type),
+                                        (int64_t)g->nodes[ni].debug_handle, NULL, start,
+                                        ember_ticks_ns(), NULL, 0);
+            if (outputs) log_node_outputs(g, ni);
             continue;
         }
 #endif
-        TRY_RET(xnn_run_node(g, ni));
+        EMBER_TRY(xnn_run_node(g, ni));
     }
     /* int32 results for int64 outputs widen in place, from the end */
     for (uint32_t k = 0; k < g->num_outputs; k++) {

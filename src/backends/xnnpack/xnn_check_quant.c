@@ -176,7 +176,7 @@ static ember_status check_fc_qd8(xnn_graph *g, uint32_t ni) {
         FAIL("quantized filter must be [output channels, input channels], quantized along dim 0");
     if (n->flags & XNN_FLAG_TRANSPOSE_WEIGHTS)
         REFUSE("transposed quantized filters are not supported");
-    TRY_RET(check_f32_bias(g, ni));
+    EMBER_TRY(check_f32_bias(g, ni));
     if (!is_plain_fp32(y))
         FAIL("output is %s; a quantized product makes float32", xnn_dtype_name(y->dtype));
     return EMBER_OK;
@@ -196,8 +196,8 @@ static ember_status check_conv_qd8(xnn_graph *g, uint32_t ni) {
         REFUSE("quantized convolution in %u groups (this backend runs 1 group; depthwise "
                "convolutions are their own node)",
                n->p.conv.groups);
-    TRY_RET(check_filter(g, ni, 0, false));
-    TRY_RET(check_f32_bias(g, ni));
+    EMBER_TRY(check_filter(g, ni, 0, false));
+    EMBER_TRY(check_f32_bias(g, ni));
     if (!is_plain_fp32(y))
         FAIL("output is %s; a dynamically quantized convolution makes float32",
              xnn_dtype_name(y->dtype));
@@ -209,10 +209,10 @@ static ember_status check_product_qs8(xnn_graph *g, uint32_t ni) {
     const xnn_node *n = &g->nodes[ni];
     const bool depthwise = n->type == XNN_NODE_DepthwiseConv2d;
     const int channel_dim = depthwise ? 3 : 0;
-    TRY_RET(check_act(g, ni, n->in[0], "input"));
-    TRY_RET(check_filter(g, ni, channel_dim, true));
-    TRY_RET(check_qs8_bias(g, ni));
-    TRY_RET(check_act(g, ni, n->out[0], "output"));
+    EMBER_TRY(check_act(g, ni, n->in[0], "input"));
+    EMBER_TRY(check_filter(g, ni, channel_dim, true));
+    EMBER_TRY(check_qs8_bias(g, ni));
+    EMBER_TRY(check_act(g, ni, n->out[0], "output"));
     if (n->type == XNN_NODE_FullyConnected) {
         if (in(g, n, 1)->rank != 2) FAIL("quantized filter must be 2-d");
         if (n->flags & XNN_FLAG_TRANSPOSE_WEIGHTS)
@@ -232,7 +232,7 @@ static ember_status check_all_qs8(xnn_graph *g, uint32_t ni, bool same) {
     const xnn_value *y = out(g, n, 0);
     for (uint32_t k = 0; k < n->nin; k++) {
         if (n->in[k] == XNN_INVALID_ID) continue;
-        TRY_RET(check_act(g, ni, n->in[k], "input"));
+        EMBER_TRY(check_act(g, ni, n->in[k], "input"));
         const xnn_value *x = in(g, n, (int)k);
         if (same && is_qs8(y) && (x->scale != y->scale || x->zero_point != y->zero_point))
             REFUSE("input %u (value %u) is quantized with scale %g, zero point %d and the "

@@ -209,12 +209,6 @@ typedef struct xnn_const_source {
     size_t needed;   /* bytes the value's shape needs */
 } xnn_const_source;
 
-#define TRY_RET(expr)                                                                             \
-    do {                                                                                          \
-        ember_status st_ = (expr);                                                                \
-        if (st_ != EMBER_OK) return st_;                                                          \
-    } while (0)
-
 /* Names for messages. */
 const char *xnn_node_name(uint8_t type);
 const char *xnn_dtype_name(uint8_t dtype);

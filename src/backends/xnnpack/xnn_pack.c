@@ -121,7 +121,7 @@ static ember_status value_scales(xnn_graph *g, const ember_backend_init_ctx *ctx
     const xnn_value *v = &g->values[vi];
     memset(sc, 0, sizeof *sc);
     if (v->quant != XNN_Q_PER_TENSOR)
-        TRY_RET(load_bytes(g, ctx, &sources[g->num_values + vi], vi, true, ni, sc));
+        EMBER_TRY(load_bytes(g, ctx, &sources[g->num_values + vi], vi, true, ni, sc));
     const size_t count = v->quant == XNN_Q_PER_TENSOR ? 1 : v->num_scales;
     if (out != NULL && count != 1 && count != n) {
         unload(sc);
@@ -151,7 +151,7 @@ static ember_status qs8_constants(xnn_graph *g, const ember_backend_init_ctx *ct
     const xnn_node *node = &g->nodes[ni];
     const xnn_value *x = &g->values[node->in[0]], *y = &g->values[node->out[0]];
     loaded sc;
-    TRY_RET(value_scales(g, ctx, sources, node->in[1], ni, n, &sc, mult));
+    EMBER_TRY(value_scales(g, ctx, sources, node->in[1], ni, n, &sc, mult));
     unload(&sc);
     memset(bias, 0, n * sizeof *bias);
     ember_status st = EMBER_OK;
@@ -161,9 +161,9 @@ static ember_status qs8_constants(xnn_graph *g, const ember_backend_init_ctx *ct
         loaded b;
         if (bscale == NULL)
             return xnn_node_fail(g, ni, EMBER_ERR_OUT_OF_MEMORY, "no memory for bias scales");
-        TRY_RET(value_scales(g, ctx, sources, bi, ni, n, &sc, bscale));
+        EMBER_TRY(value_scales(g, ctx, sources, bi, ni, n, &sc, bscale));
         unload(&sc);
-        TRY_RET(load(g, ctx, &sources[bi], bi, ni, &b));
+        EMBER_TRY(load(g, ctx, &sources[bi], bi, ni, &b));
         memcpy(bias, b.f, n * sizeof *bias);
         unload(&b);
         /* XNNPACK adds the bias to the int32 sums: it must be in their units */
@@ -204,7 +204,7 @@ static ember_status pack_dw_qs8(xnn_graph *g, const ember_backend_init_ctx *ctx,
     if (n->q.dw_w == NULL || n->q.dw_bias == NULL || n->q.dw_mult == NULL)
         return xnn_node_fail(g, ni, EMBER_ERR_OUT_OF_MEMORY, "no memory for the filter");
     loaded w;
-    TRY_RET(load(g, ctx, &sources[wi], wi, ni, &w));
+    EMBER_TRY(load(g, ctx, &sources[wi], wi, ni, &w));
     memcpy(n->q.dw_w, w.f, wbytes);
     unload(&w);
     /* the int32 sums: |bias| < 2^30 and taps x 255 x 128 < 2^30 cannot overflow */
@@ -212,7 +212,7 @@ static ember_status pack_dw_qs8(xnn_graph *g, const ember_backend_init_ctx *ctx,
     if (taps > 16384)
         return xnn_node_fail(g, ni, EMBER_ERR_NOT_SUPPORTED,
                              "depthwise filter of %zu taps (at most 16384)", taps);
-    TRY_RET(qs8_constants(g, ctx, sources, ni, c, n->q.dw_mult, n->q.dw_bias));
+    EMBER_TRY(qs8_constants(g, ctx, sources, ni, c, n->q.dw_mult, n->q.dw_bias));
     for (size_t i = 0; i < c; i++)
         if (n->q.dw_bias[i] < -(1 << 30) || n->q.dw_bias[i] > (1 << 30))
             return xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM,
@@ -348,7 +348,7 @@ static ember_status pack_node(xnn_graph *g, const ember_backend_init_ctx *ctx,
     if (n->packed == NULL)
         return xnn_node_fail(g, ni, EMBER_ERR_OUT_OF_MEMORY,
                              "cannot allocate %zu floats of packed weights", floats);
-    TRY_RET(load(g, ctx, &sources[n->in[1]], n->in[1], ni, &w));
+    EMBER_TRY(load(g, ctx, &sources[n->in[1]], n->in[1], ni, &w));
     bool bias_in_pack = n->type != XNN_NODE_ConvTranspose2d && n->type != XNN_NODE_BatchMatrixMultiply;
     if (bias_in_pack && n->in[2] != XNN_INVALID_ID) {
         if (!is_const(sources, n->in[2])) {
@@ -376,7 +376,7 @@ ember_status xnn_pack(xnn_graph *g, const ember_backend_init_ctx *ctx,
                       const xnn_const_source *sources) {
     g->isa = (int)eko_f32_gemm_config_active()->isa;
     g->qd8 = eko_qd8_gemm_config_active();
-    for (uint32_t ni = 0; ni < g->num_nodes; ni++) TRY_RET(pack_node(g, ctx, sources, ni));
+    for (uint32_t ni = 0; ni < g->num_nodes; ni++) EMBER_TRY(pack_node(g, ctx, sources, ni));
     /* copies of the constants some node reads as they are */
     for (uint32_t vi = 0; vi < g->num_values; vi++) {
         if (!sources[vi].present) continue;
@@ -388,7 +388,7 @@ ember_status xnn_pack(xnn_graph *g, const ember_backend_init_ctx *ctx,
         }
         if (reader == XNN_INVALID_ID) continue;
         loaded c;
-        TRY_RET(load(g, ctx, &sources[vi], vi, reader, &c));
+        EMBER_TRY(load(g, ctx, &sources[vi], vi, reader, &c));
         void *copy = ember_alloc(ctx->allocator, c.size, 64);
         if (copy == NULL) {
             unload(&c);

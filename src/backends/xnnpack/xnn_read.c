@@ -226,7 +226,7 @@ static ember_status scale_source(reader *rd, uint32_t vi, const fb_table *q, uns
     size_t width;
     if (idx != 0) {
         /* exporters store per-group scales as bfloat16, per-channel as float32 */
-        TRY_RET(constant_source(rd, vi, idx, src));
+        EMBER_TRY(constant_source(rd, vi, idx, src));
         v->scales_bf16 = group;
     } else if (has_f32 && f32.len > 0) {
         if (f32.len != n) return bad("value %u: %u scales, %u expected", vi, f32.len, n);
@@ -301,7 +301,7 @@ static ember_status read_quant(reader *rd, uint32_t vi, const fb_table *qtv, xnn
         const size_t channels = v->rank > 0 ? v->dims[v->channel_dim] : 1;
         if (channels > UINT32_MAX || (num_scales != 0 && num_scales != channels))
             return bad("value %u: %u scales for %zu channels", vi, num_scales, channels);
-        TRY_RET(scale_source(rd, vi, &q, 0, -1, 2, (uint32_t)channels, false));
+        EMBER_TRY(scale_source(rd, vi, &q, 0, -1, 2, (uint32_t)channels, false));
     }
     if (type == XNN_Q_PER_CHANNEL_GROUP) {
         /* a 2-d [channels, depth] weight, groups along the depth */
@@ -315,7 +315,7 @@ static ember_status read_quant(reader *rd, uint32_t vi, const fb_table *qtv, xnn
         if (ember_mul_overflow(v->dims[0], depth / gs, &groups) || groups > UINT32_MAX ||
             (num_scales != 0 && num_scales != groups))
             return bad("value %u: %u scales for %zu groups", vi, num_scales, groups);
-        TRY_RET(scale_source(rd, vi, &q, 0, 3, 4, (uint32_t)groups, true));
+        EMBER_TRY(scale_source(rd, vi, &q, 0, 3, 4, (uint32_t)groups, true));
     }
     v->quant = type;
     return EMBER_OK;
@@ -369,14 +369,14 @@ static ember_status read_value(reader *rd, uint32_t vi, const fb_table *xv) {
                        rd->g->num_externs);
         v->external_id = external_id;
     }
-    if (type == XVALUE_QUANTIZED) TRY_RET(read_quant(rd, vi, &qtv, v));
+    if (type == XVALUE_QUANTIZED) EMBER_TRY(read_quant(rd, vi, &qtv, v));
     size_t bytes; /* after the quantization: a qdint8 value's size depends on it */
     if (!xnn_value_bytes(v, v->dims, &bytes)) return bad("value %u: size overflows", vi);
     if (constant_idx != 0) {
         v->has_constant = true;
         if (flags != 0) return bad("value %u is both constant and external", vi);
         xnn_const_source *src = &rd->sources[vi];
-        TRY_RET(constant_source(rd, vi, constant_idx, src));
+        EMBER_TRY(constant_source(rd, vi, constant_idx, src));
         /* named data is sized when it is loaded; the rest is checked here */
         if (src->key == NULL && src->size < bytes)
             return bad("value %u: constant has %zu bytes, its shape needs %zu", vi, src->size, bytes);
@@ -607,16 +607,16 @@ static ember_status read_node(reader *rd, uint32_t ni, const fb_table *xn) {
     if (isnan(n->out_min) || isnan(n->out_max) || n->out_min > n->out_max)
         return bad("node %u (%s): output range [%g, %g] is empty", ni, xnn_node_name(type),
                    (double)n->out_min, (double)n->out_max);
-    TRY_RET(read_node_table(rd, ni, &t, n));
+    EMBER_TRY(read_node_table(rd, ni, &t, n));
     for (uint32_t i = 0; i < n->nin; i++) {
-        TRY_RET(map_id(rd, n->in[i], ni, &n->in[i]));
+        EMBER_TRY(map_id(rd, n->in[i], ni, &n->in[i]));
         /* only a bias may be absent */
         bool optional = (n->kind == XNN_K_FC || n->kind == XNN_K_CONV) && i == 2;
         if (n->in[i] == XNN_INVALID_ID && !optional)
             return bad("node %u (%s): input %u is missing", ni, xnn_node_name(n->type), i);
     }
     for (uint32_t i = 0; i < n->nout; i++) {
-        TRY_RET(map_id(rd, n->out[i], ni, &n->out[i]));
+        EMBER_TRY(map_id(rd, n->out[i], ni, &n->out[i]));
         if (n->out[i] == XNN_INVALID_ID) return bad("node %u has no output", ni);
     }
     return EMBER_OK;
@@ -700,7 +700,7 @@ ember_status xnn_read(const ember_backend_init_ctx *ctx, const uint8_t *payload,
     rd.payload_size = size;
     rd.g = g;
     if (payload == NULL) return bad("empty payload");
-    TRY_RET(read_header(&rd));
+    EMBER_TRY(read_header(&rd));
     const fb_reader *r = &rd.r;
     fb_table root;
     fb_vec xnodes, xvalues;
@@ -732,7 +732,7 @@ ember_status xnn_read(const ember_backend_init_ctx *ctx, const uint8_t *payload,
     for (uint32_t i = 0; i < g->num_values; i++) {
         fb_table xv;
         if (!fb_vec_table(r, &xvalues, i, &xv)) return bad("value %u is malformed", i);
-        TRY_RET(read_value(&rd, i, &xv));
+        EMBER_TRY(read_value(&rd, i, &xv));
         rd.id_sorted[i].id = g->values[i].id;
         rd.id_sorted[i].index = i;
     }
@@ -743,10 +743,10 @@ ember_status xnn_read(const ember_backend_init_ctx *ctx, const uint8_t *payload,
     for (uint32_t i = 0; i < g->num_nodes; i++) {
         fb_table xn;
         if (!fb_vec_table(r, &xnodes, i, &xn)) return bad("node %u is malformed", i);
-        TRY_RET(read_node(&rd, i, &xn));
+        EMBER_TRY(read_node(&rd, i, &xn));
     }
-    TRY_RET(check_dataflow(&rd));
-    TRY_RET(index_externals(&rd, a));
+    EMBER_TRY(check_dataflow(&rd));
+    EMBER_TRY(index_externals(&rd, a));
     *sources = rd.sources;
     return EMBER_OK;
 }

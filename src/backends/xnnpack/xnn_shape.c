@@ -335,8 +335,8 @@ static ember_status node_shape(xnn_graph *g, uint32_t ni) {
 ember_status xnn_infer_shapes(xnn_graph *g, bool check_capacity) {
     for (uint32_t ni = 0; ni < g->num_nodes; ni++) {
         const xnn_node *n = &g->nodes[ni];
-        if (!check_capacity) TRY_RET(check_types(g, ni));
-        TRY_RET(node_shape(g, ni));
+        if (!check_capacity) EMBER_TRY(check_types(g, ni));
+        EMBER_TRY(node_shape(g, ni));
         for (uint32_t k = 0; k < n->nout; k++) {
             const xnn_value *v = out(g, n, (int)k);
             size_t bytes;

@@ -1,57 +1,80 @@
 /*
  * conv_util.c — shared geometry and loops of the convolution kernels: float
  * convolutions as matrix products (ek_gemm over x or im2col tiles in
- * scratch), a direct loop for the rest, and the transposed loop.
+ * scratch), a direct loop for the rest, and the transposed loop. Every
+ * convolution runs as 3-d (1-d and 2-d with unit depth and height), so one
+ * set of loops serves all ranks.
  */
 #include "conv_util.h"
 
 #include <string.h>
 
+/*
+ * Input index of output index o through filter tap k along one spatial dim,
+ * or -1 when it falls outside [0, size). Plain: i = o * s - p + k * dl.
+ * Transposed (the scatter read backwards): o = i * s - p + k * dl, so i
+ * exists only where o + p - k * dl is a non-negative multiple of s.
+ */
+static inline int64_t conv_src(bool transposed, int64_t o, int64_t k, int64_t s, int64_t p,
+                               int64_t dl, int64_t size) {
+    int64_t i;
+    if (!transposed) {
+        i = o * s - p + k * dl;
+    } else {
+        const int64_t t = o + p - k * dl;
+        if (t < 0 || t % s != 0) return -1;
+        i = t / s;
+    }
+    return i >= 0 && i < size ? i : -1;
+}
+
+/*
+ * The plain loop, one output element at a time: transposed convolutions.
+ * For output (oz, oy, ox), every tap (kz, ky, kx) that lands on an input
+ * position (iz, iy, ix) adds that position over the group's input channels;
+ * the taps' index arithmetic (divisions, for the transposed direction) is
+ * done once per tap, not once per channel.
+ */
 #define DEF_CONV(SFX, T, CT, LOAD, STORE)                                                          \
     static void conv_##SFX(T *out, const T *x, const T *wt, const T *bias, const ek_conv_geom *g,  \
                            const ek_conv_strides *st) {                                            \
         const int64_t icg = g->cin / g->groups, ocg = g->cout / g->groups;                         \
         const int64_t *xs = st->x, *ws = st->w, *os = st->out;                                     \
+        const bool tr = g->transposed;                                                             \
         for (int64_t n = 0; n < g->n; n++) {                                                       \
             for (int64_t oc = 0; oc < g->cout; oc++) {                                             \
                 const int64_t grp = oc / ocg;                                                      \
-                T *op = out + n * os[0] + oc * os[1]; /* (OH, OW) */                               \
-                for (int64_t oy = 0; oy < g->oh; oy++) {                                           \
-                    for (int64_t ox = 0; ox < g->ow; ox++) {                                       \
-                        CT acc = bias != NULL ? LOAD(bias[oc]) : (CT)0;                            \
-                        for (int64_t ic = 0; ic < icg; ic++) {                                     \
-                            const int64_t c = grp * icg + ic;                                      \
-                            const T *xp = x + n * xs[0] + c * xs[1]; /* (H, W) */                  \
-                            /* (KH, KW) filter connecting input channel c and oc */                \
-                            const T *wp = g->transposed                                            \
-                                              ? wt + c * ws[0] + (oc - grp * ocg) * ws[1]          \
-                                              : wt + oc * ws[0] + ic * ws[1];                      \
-                            for (int64_t ky = 0; ky < g->kh; ky++) {                               \
-                                int64_t iy;                                                        \
-                                if (!g->transposed) {                                              \
-                                    iy = oy * g->sh - g->ph + ky * g->dh;                          \
-                                } else { /* oy = iy * sh - ph + ky * dh */                         \
-                                    int64_t t = oy + g->ph - ky * g->dh;                           \
-                                    if (t < 0 || t % g->sh != 0) continue;                         \
-                                    iy = t / g->sh;                                                \
-                                }                                                                  \
-                                if (iy < 0 || iy >= g->h) continue;                                \
-                                for (int64_t kx = 0; kx < g->kw; kx++) {                           \
-                                    int64_t ix;                                                    \
-                                    if (!g->transposed) {                                          \
-                                        ix = ox * g->sw - g->pw + kx * g->dw;                      \
-                                    } else {                                                       \
-                                        int64_t t = ox + g->pw - kx * g->dw;                       \
-                                        if (t < 0 || t % g->sw != 0) continue;                     \
-                                        ix = t / g->sw;                                            \
+                T *op = out + n * os[0] + oc * os[1];                  /* (OD, OH, OW) */          \
+                const T *xg = x + n * xs[0] + grp * icg * xs[1];       /* (icg, D, H, W) */        \
+                /* (icg, KD, KH, KW) filters connecting the group's input channels and oc */       \
+                const T *wg = tr ? wt + grp * icg * ws[0] + (oc - grp * ocg) * ws[1]               \
+                                 : wt + oc * ws[0];                                                \
+                const int64_t wcs = tr ? ws[0] : ws[1]; /* weight stride between them */           \
+                for (int64_t oz = 0; oz < g->od; oz++) {                                           \
+                    for (int64_t oy = 0; oy < g->oh; oy++) {                                       \
+                        for (int64_t ox = 0; ox < g->ow; ox++) {                                   \
+                            CT acc = bias != NULL ? LOAD(bias[oc]) : (CT)0;                        \
+                            for (int64_t kz = 0; kz < g->kd; kz++) {                               \
+                                const int64_t iz =                                                 \
+                                    conv_src(tr, oz, kz, g->sd, g->pd, g->dd, g->d);               \
+                                if (iz < 0) continue;                                              \
+                                for (int64_t ky = 0; ky < g->kh; ky++) {                           \
+                                    const int64_t iy =                                             \
+                                        conv_src(tr, oy, ky, g->sh, g->ph, g->dh, g->h);           \
+                                    if (iy < 0) continue;                                          \
+                                    for (int64_t kx = 0; kx < g->kw; kx++) {                       \
+                                        const int64_t ix =                                         \
+                                            conv_src(tr, ox, kx, g->sw, g->pw, g->dw, g->w);       \
+                                        if (ix < 0) continue;                                      \
+                                        const T *xp = xg + iz * xs[2] + iy * xs[3] + ix * xs[4];   \
+                                        const T *wp = wg + kz * ws[2] + ky * ws[3] + kx * ws[4];   \
+                                        for (int64_t ic = 0; ic < icg; ic++)                       \
+                                            acc += LOAD(xp[ic * xs[1]]) * LOAD(wp[ic * wcs]);      \
                                     }                                                              \
-                                    if (ix < 0 || ix >= g->w) continue;                            \
-                                    acc += LOAD(xp[iy * xs[2] + ix * xs[3]]) *                     \
-                                           LOAD(wp[ky * ws[2] + kx * ws[3]]);                      \
                                 }                                                                  \
                             }                                                                      \
+                            op[oz * os[2] + oy * os[3] + ox * os[4]] = STORE(acc);                 \
                         }                                                                          \
-                        op[oy * os[2] + ox * os[3]] = STORE(acc);                                  \
                     }                                                                              \
                 }                                                                                  \
             }                                                                                      \
@@ -81,11 +104,12 @@ CONV_FOR_EACH_INT(DEF_CONV)
 
 /*
  * The direct convolution with the output column innermost: for each output
- * row block, every filter tap (ic, ky, kx) adds w * x[iy][ox*sw - pw + kx*dw]
- * over the block's columns, a strided (for sw == 1 and a contiguous row,
- * unit-stride) loop the compiler vectorizes. Accumulates in the compute type.
- * Runs what conv_gemm below does not: integers, layouts other than the
- * default for weight or out, and float convolutions without scratch.
+ * row block, every filter tap (ic, kz, ky, kx) adds
+ * w * x[iz][iy][ox*sw - pw + kx*dw] over the block's columns, a strided (for
+ * sw == 1 and a contiguous row, unit-stride) loop the compiler vectorizes.
+ * Accumulates in the compute type. Runs what conv_gemm below does not:
+ * integers, layouts other than the default for weight or out, and float
+ * convolutions without scratch.
  */
 #define DEF_CONV_DIRECT(SFX, T, CT, LOAD, STORE)                                                   \
     static void conv_direct_##SFX(T *out, const T *x, const T *wt, const T *bias,                  \
@@ -96,43 +120,57 @@ CONV_FOR_EACH_INT(DEF_CONV)
         for (int64_t n = 0; n < g->n; n++) {                                                       \
             for (int64_t oc = 0; oc < g->cout; oc++) {                                             \
                 const int64_t grp = oc / ocg;                                                      \
-                T *op = out + n * os[0] + oc * os[1]; /* (OH, OW) */                               \
+                T *op = out + n * os[0] + oc * os[1]; /* (OD, OH, OW) */                           \
                 const CT b = bias != NULL ? LOAD(bias[oc]) : (CT)0;                                \
-                for (int64_t oy = 0; oy < g->oh; oy++) {                                           \
-                    for (int64_t ox0 = 0; ox0 < g->ow; ox0 += EK_CONV_COLS) {                      \
-                        const int64_t bn = g->ow - ox0 < EK_CONV_COLS ? g->ow - ox0 : EK_CONV_COLS; \
-                        for (int64_t j = 0; j < bn; j++) acc[j] = b;                               \
-                        for (int64_t ic = 0; ic < icg; ic++) {                                     \
-                            const int64_t c = grp * icg + ic;                                      \
-                            const T *xp = x + n * xs[0] + c * xs[1]; /* (H, W) */                  \
-                            const T *wp = wt + oc * ws[0] + ic * ws[1]; /* (KH, KW) */             \
-                            for (int64_t ky = 0; ky < g->kh; ky++) {                               \
-                                const int64_t iy = oy * g->sh - g->ph + ky * g->dh;                \
-                                if (iy < 0 || iy >= g->h) continue;                                \
-                                const T *xrow = xp + iy * xs[2];                                   \
-                                for (int64_t kx = 0; kx < g->kw; kx++) {                           \
-                                    const CT wv = LOAD(wp[ky * ws[2] + kx * ws[3]]);               \
-                                    /* columns j of the block with 0 <= ix < w, where              \
-                                     * ix = (ox0 + j) * sw - pw + kx * dw */                       \
-                                    const int64_t base = ox0 * g->sw - g->pw + kx * g->dw;         \
-                                    int64_t lo = base >= 0 ? 0 : (-base + g->sw - 1) / g->sw;      \
-                                    int64_t hi = base >= g->w ? 0 : (g->w - base + g->sw - 1) / g->sw; \
-                                    if (hi > bn) hi = bn;                                          \
-                                    if (lo >= hi) continue;                                        \
-                                    const int64_t step = g->sw * xs[3], cnt = hi - lo;             \
-                                    /* input of column lo: a pointer inside the row */             \
-                                    const T *xj = xrow + (base + lo * g->sw) * xs[3];              \
-                                    CT *aj = acc + lo;                                             \
-                                    if (step == 1) /* unit stride: vectorizes */                   \
-                                        for (int64_t j = 0; j < cnt; j++)                          \
-                                            aj[j] += wv * LOAD(xj[j]);                             \
-                                    else                                                           \
-                                        for (int64_t j = 0; j < cnt; j++)                          \
-                                            aj[j] += wv * LOAD(xj[j * step]);                      \
+                for (int64_t oz = 0; oz < g->od; oz++) {                                           \
+                    for (int64_t oy = 0; oy < g->oh; oy++) {                                       \
+                        T *orow = op + oz * os[2] + oy * os[3]; /* (OW) */                         \
+                        for (int64_t ox0 = 0; ox0 < g->ow; ox0 += EK_CONV_COLS) {                  \
+                            const int64_t bn =                                                     \
+                                g->ow - ox0 < EK_CONV_COLS ? g->ow - ox0 : EK_CONV_COLS;           \
+                            for (int64_t j = 0; j < bn; j++) acc[j] = b;                           \
+                            for (int64_t ic = 0; ic < icg; ic++) {                                 \
+                                const int64_t c = grp * icg + ic;                                  \
+                                const T *xp = x + n * xs[0] + c * xs[1]; /* (D, H, W) */           \
+                                const T *wp = wt + oc * ws[0] + ic * ws[1]; /* (KD, KH, KW) */     \
+                                for (int64_t kz = 0; kz < g->kd; kz++) {                           \
+                                    const int64_t iz = oz * g->sd - g->pd + kz * g->dd;            \
+                                    if (iz < 0 || iz >= g->d) continue;                            \
+                                    for (int64_t ky = 0; ky < g->kh; ky++) {                       \
+                                        const int64_t iy = oy * g->sh - g->ph + ky * g->dh;        \
+                                        if (iy < 0 || iy >= g->h) continue;                        \
+                                        const T *xrow = xp + iz * xs[2] + iy * xs[3]; /* (W) */    \
+                                        const T *wrow = wp + kz * ws[2] + ky * ws[3]; /* (KW) */   \
+                                        for (int64_t kx = 0; kx < g->kw; kx++) {                   \
+                                            const CT wv = LOAD(wrow[kx * ws[4]]);                  \
+                                            /* columns j of the block with 0 <= ix < w,            \
+                                             * where ix = (ox0 + j) * sw - pw + kx * dw */         \
+                                            const int64_t base =                                   \
+                                                ox0 * g->sw - g->pw + kx * g->dw;                  \
+                                            int64_t lo =                                           \
+                                                base >= 0 ? 0 : (-base + g->sw - 1) / g->sw;       \
+                                            int64_t hi = base >= g->w                              \
+                                                             ? 0                                   \
+                                                             : (g->w - base + g->sw - 1) / g->sw;  \
+                                            if (hi > bn) hi = bn;                                  \
+                                            if (lo >= hi) continue;                                \
+                                            const int64_t step = g->sw * xs[4], cnt = hi - lo;     \
+                                            /* input of column lo: inside the row */               \
+                                            const T *xj = xrow + (base + lo * g->sw) * xs[4];      \
+                                            CT *aj = acc + lo;                                     \
+                                            if (step == 1) /* unit stride: vectorizes */           \
+                                                for (int64_t j = 0; j < cnt; j++)                  \
+                                                    aj[j] += wv * LOAD(xj[j]);                     \
+                                            else                                                   \
+                                                for (int64_t j = 0; j < cnt; j++)                  \
+                                                    aj[j] += wv * LOAD(xj[j * step]);              \
+                                        }                                                          \
+                                    }                                                              \
                                 }                                                                  \
                             }                                                                      \
+                            for (int64_t j = 0; j < bn; j++)                                       \
+                                orow[(ox0 + j) * os[4]] = STORE(acc[j]);                           \
                         }                                                                          \
-                        for (int64_t j = 0; j < bn; j++) op[oy * os[2] + (ox0 + j) * os[3]] = STORE(acc[j]); \
                     }                                                                              \
                 }                                                                                  \
             }                                                                                      \
@@ -144,20 +182,21 @@ CONV_FOR_EACH_INT(DEF_CONV_DIRECT)
 
 /*
  * Float convolutions (not transposed) as matrix products, one per image n
- * and group: with K = C_in / groups * KH * KW,
+ * and group: with K = C_in / groups * KD * KH * KW and P = OD * OH * OW,
  *
- *   out[n, group] (C_out / groups, OH * OW) = w[group] (C_out / groups, K) @ col (K, OH * OW)
+ *   out[n, group] (C_out / groups, P) = w[group] (C_out / groups, K) @ col (K, P)
  *
- * where row (ic, ky, kx) of col holds x[n, c, oy * sh - ph + ky * dh,
- * ox * sw - pw + kx * dw] for output position (oy, ox), or 0 in the padding
- * (im2col). ek_gemm does the products in register tiles. A 1x1 convolution
- * with stride 1 and no padding over an input whose (H, W) planes are
- * contiguous needs no col: it is x[n] itself, (C_in, H * W). Otherwise col
- * is built in scratch for a tile of output positions at a time.
+ * where row (ic, kz, ky, kx) of col holds x[n, c, oz * sd - pd + kz * dd,
+ * oy * sh - ph + ky * dh, ox * sw - pw + kx * dw] for output position
+ * (oz, oy, ox), or 0 in the padding (im2col). ek_gemm does the products in
+ * register tiles. A 1x1(x1) convolution with stride 1 and no padding over an
+ * input whose (D, H, W) planes are contiguous needs no col: it is x[n]
+ * itself, (C_in, D * H * W). Otherwise col is built in scratch for a tile of
+ * output positions at a time.
  *
- * Needs the weight's (C_in / groups, KH, KW) rows and out's (OH, OW) planes
- * contiguous (the default dim order; not channels last) so that both are
- * plain row-major matrices; conv_gemm_fits says so.
+ * Needs the weight's (C_in / groups, KD, KH, KW) rows and out's (OD, OH, OW)
+ * planes contiguous (the default dim order; not channels last) so that both
+ * are plain row-major matrices; conv_gemm_fits says so.
  */
 
 /* Largest col tile, in bytes: it and a panel of the weight stay in L2. */
@@ -169,13 +208,15 @@ static bool conv_gemm_fits(int dtype, const ek_conv_geom *g, const ek_conv_strid
     const int64_t *ws = st->w, *os = st->out;
     const int64_t icg = g->cin / g->groups;
     if (g->transposed || !ek_is_float(dtype)) return false;
-    /* weight (oc, ic, ky, kx) at oc * ws[0] + (ic * KH + ky) * KW + kx */
-    if (g->kw != 1 && ws[3] != 1) return false;
-    if (g->kh != 1 && ws[2] != g->kw) return false;
-    if (icg != 1 && ws[1] != g->kh * g->kw) return false;
-    /* out (n, oc, oy, ox) at n * os[0] + oc * os[1] + oy * OW + ox */
-    if (g->ow != 1 && os[3] != 1) return false;
-    if (g->oh != 1 && os[2] != g->ow) return false;
+    /* weight (oc, ic, kz, ky, kx) at oc * ws[0] + ((ic * KD + kz) * KH + ky) * KW + kx */
+    if (g->kw != 1 && ws[4] != 1) return false;
+    if (g->kh != 1 && ws[3] != g->kw) return false;
+    if (g->kd != 1 && ws[2] != g->kh * g->kw) return false;
+    if (icg != 1 && ws[1] != g->kd * g->kh * g->kw) return false;
+    /* out (n, oc, oz, oy, ox) at n * os[0] + oc * os[1] + (oz * OH + oy) * OW + ox */
+    if (g->ow != 1 && os[4] != 1) return false;
+    if (g->oh != 1 && os[3] != g->ow) return false;
+    if (g->od != 1 && os[2] != g->oh * g->ow) return false;
     return true;
 }
 
@@ -207,37 +248,52 @@ static void col_copy(char *dst, const char *src, int64_t sstride, int64_t n, siz
 static void col_fill(char *col, const char *x, size_t es, const ek_conv_geom *g,
                      const int64_t *xs, int64_t n, int64_t grp, int64_t t0, int64_t tn) {
     const int64_t icg = g->cin / g->groups;
+    /* position t0 as (oz, oy, ox); each tap's fill advances from it run by run */
+    const int64_t ox0 = t0 % g->ow, oy0 = t0 / g->ow % g->oh, oz0 = t0 / g->ow / g->oh;
+    char *dst = col; /* row (ic, kz, ky, kx) of col: (tn) */
     for (int64_t ic = 0; ic < icg; ic++) {
-        const char *xp = x + (n * xs[0] + (grp * icg + ic) * xs[1]) * (int64_t)es; /* (H, W) */
-        for (int64_t ky = 0; ky < g->kh; ky++) {
-            for (int64_t kx = 0; kx < g->kw; kx++) {
-                char *dst = col + ((ic * g->kh + ky) * g->kw + kx) * tn * (int64_t)es; /* (tn) */
-                int64_t t = t0;
-                while (t < t0 + tn) {
-                    /* one output row's run of positions: (oy, ox .. ox + seg) */
-                    const int64_t oy = t / g->ow, ox = t % g->ow;
-                    const int64_t seg = g->ow - ox < t0 + tn - t ? g->ow - ox : t0 + tn - t;
-                    char *d = dst + (t - t0) * (int64_t)es;
-                    const int64_t iy = oy * g->sh - g->ph + ky * g->dh;
-                    if (iy < 0 || iy >= g->h) {
-                        memset(d, 0, (size_t)seg * es);
-                    } else {
-                        /* ix = (ox + j) * sw + base is inside [0, w) for j in [lo, hi) */
-                        const int64_t base = ox * g->sw - g->pw + kx * g->dw;
-                        int64_t lo = base >= 0 ? 0 : (-base + g->sw - 1) / g->sw;
-                        int64_t hi = base >= g->w ? 0 : (g->w - base + g->sw - 1) / g->sw;
-                        if (lo > seg) lo = seg;
-                        if (hi > seg) hi = seg;
-                        if (hi < lo) hi = lo;
-                        memset(d, 0, (size_t)lo * es);
-                        if (hi > lo) /* (the source is formed only when it is inside x) */
-                            col_copy(d + lo * (int64_t)es,
-                                     xp + (iy * xs[2] + (base + lo * g->sw) * xs[3]) * (int64_t)es,
-                                     g->sw * xs[3], hi - lo, es);
-                        memset(d + hi * (int64_t)es, 0, (size_t)(seg - hi) * es);
-                    }
-                    t += seg;
+        const char *xp = x + (n * xs[0] + (grp * icg + ic) * xs[1]) * (int64_t)es; /* (D, H, W) */
+        /* taps (kz, ky, kx) in row-major order, kx fastest */
+        for (int64_t kz = 0, ky = 0, kx = 0; kz < g->kd; dst += tn * (int64_t)es) {
+            int64_t ox = ox0, oy = oy0, oz = oz0;
+            int64_t t = t0;
+            while (t < t0 + tn) {
+                /* one output row's run of positions: (oz, oy, ox .. ox + seg) */
+                const int64_t seg = g->ow - ox < t0 + tn - t ? g->ow - ox : t0 + tn - t;
+                char *d = dst + (t - t0) * (int64_t)es;
+                const int64_t iz = oz * g->sd - g->pd + kz * g->dd;
+                const int64_t iy = oy * g->sh - g->ph + ky * g->dh;
+                if (iz < 0 || iz >= g->d || iy < 0 || iy >= g->h) {
+                    memset(d, 0, (size_t)seg * es);
+                } else {
+                    /* ix = (ox + j) * sw + base is inside [0, w) for j in [lo, hi);
+                     * divisions only for runs that cross an edge of the row */
+                    const int64_t base = ox * g->sw - g->pw + kx * g->dw;
+                    int64_t lo = base >= 0 ? 0 : (-base + g->sw - 1) / g->sw;
+                    int64_t hi = base + (seg - 1) * g->sw < g->w ? seg
+                                 : base >= g->w                  ? 0
+                                                                 : (g->w - base + g->sw - 1) / g->sw;
+                    if (lo > seg) lo = seg;
+                    if (hi > seg) hi = seg;
+                    if (hi < lo) hi = lo;
+                    memset(d, 0, (size_t)lo * es);
+                    if (hi > lo) /* (the source is formed only when it is inside x) */
+                        col_copy(d + lo * (int64_t)es,
+                                 xp + (iz * xs[2] + iy * xs[3] + (base + lo * g->sw) * xs[4]) *
+                                          (int64_t)es,
+                                 g->sw * xs[4], hi - lo, es);
+                    memset(d + hi * (int64_t)es, 0, (size_t)(seg - hi) * es);
                 }
+                t += seg;
+                ox += seg; /* a run ends at its row's end or at the tile's */
+                if (ox == g->ow) {
+                    ox = 0;
+                    if (++oy == g->oh) oy = 0, oz++;
+                }
+            }
+            if (++kx == g->kw) {
+                kx = 0;
+                if (++ky == g->kh) ky = 0, kz++;
             }
         }
     }
@@ -252,10 +308,12 @@ static bool conv_gemm(ember_kernel_ctx *ctx, int dtype, void *out, const void *x
     const int64_t *xs = st->x, *ws = st->w, *os = st->out;
     const size_t es = ember_dtype_size(dtype);
     const int64_t icg = g->cin / g->groups, ocg = g->cout / g->groups;
-    const int64_t K = icg * g->kh * g->kw, npos = g->oh * g->ow;
-    /* x[n] itself is col: 1x1, stride 1, no padding, contiguous (H, W) planes */
-    const bool direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 &&
-                        g->pw == 0 && (g->w == 1 || xs[3] == 1) && (g->h == 1 || xs[2] == g->w);
+    const int64_t K = icg * g->kd * g->kh * g->kw, npos = g->od * g->oh * g->ow;
+    /* x[n] itself is col: 1x1x1, stride 1, no padding, contiguous (D, H, W) planes */
+    const bool direct = g->kd == 1 && g->kh == 1 && g->kw == 1 && g->sd == 1 && g->sh == 1 &&
+                        g->sw == 1 && g->pd == 0 && g->ph == 0 && g->pw == 0 &&
+                        (g->w == 1 || xs[4] == 1) && (g->h == 1 || xs[3] == g->w) &&
+                        (g->d == 1 || xs[2] == g->h * g->w);
     char *col = NULL;
     int64_t tile = npos;
     if (!direct) {
@@ -315,12 +373,13 @@ static bool conv_gemm(ember_kernel_ctx *ctx, int dtype, void *out, const void *x
         }                                                                                          \
     } while (0)
 
-/* Row-major strides of a (d0, d1, d2, d3) tensor. */
-static void contiguous4(int64_t *st, int64_t d1, int64_t d2, int64_t d3) {
-    st[3] = 1;
-    st[2] = d3;
-    st[1] = d2 * d3;
-    st[0] = d1 * d2 * d3;
+/* Row-major strides of a (d0, d1, d2, d3, d4) tensor. */
+static void contiguous5(int64_t *st, int64_t d1, int64_t d2, int64_t d3, int64_t d4) {
+    st[4] = 1;
+    st[3] = d4;
+    st[2] = d3 * d4;
+    st[1] = d2 * d3 * d4;
+    st[0] = d1 * d2 * d3 * d4;
 }
 
 ember_status ek_conv_run_strided(ember_kernel_ctx *ctx, int dtype, void *out, const void *x,
@@ -336,21 +395,21 @@ ember_status ek_conv_run_strided(ember_kernel_ctx *ctx, int dtype, void *out, co
 ember_status ek_conv_run(ember_kernel_ctx *ctx, int dtype, void *out, const void *x,
                          const void *wt, const void *bias, const ek_conv_geom *g) {
     ek_conv_strides st;
-    contiguous4(st.x, g->cin, g->h, g->w);
-    contiguous4(st.out, g->cout, g->oh, g->ow);
+    contiguous5(st.x, g->cin, g->d, g->h, g->w);
+    contiguous5(st.out, g->cout, g->od, g->oh, g->ow);
     if (g->transposed)
-        contiguous4(st.w, g->cout / g->groups, g->kh, g->kw);
+        contiguous5(st.w, g->cout / g->groups, g->kd, g->kh, g->kw);
     else
-        contiguous4(st.w, g->cin / g->groups, g->kh, g->kw);
+        contiguous5(st.w, g->cin / g->groups, g->kd, g->kh, g->kw);
     return ek_conv_run_strided(ctx, dtype, out, x, wt, bias, g, &st);
 }
 
-void ek_conv_strides_of(const ek_conv_geom *g, const ember_tensor *t, int64_t st[4]) {
-    /* (N, C, [H,] W): a 1-d tensor's missing height has size 1, stride unused */
+void ek_conv_strides_of(const ek_conv_geom *g, const ember_tensor *t, int64_t st[5]) {
+    /* (N, C, [[D,] H,] W): the spatial dims t lacks have size 1, stride unused */
     st[0] = t->strides[0];
     st[1] = t->strides[1];
-    st[2] = g->nsp == 2 ? t->strides[2] : 0;
-    st[3] = t->strides[t->dim - 1];
+    st[2] = st[3] = 0;
+    for (size_t i = 0; i < g->nsp; i++) st[5 - g->nsp + i] = t->strides[2 + i];
 }
 
 /* Bounds parameters so that every index computation fits in int64. */
@@ -378,42 +437,43 @@ ember_status ek_conv_geom_init(ember_kernel_ctx *ctx, ek_conv_geom *g, const emb
                                const int64_t *l_pad, size_t n_pad, const int64_t *l_dil,
                                size_t n_dil, bool transposed, const int64_t *l_opad,
                                size_t n_opad, int64_t groups) {
-    if ((in->dim != 3 && in->dim != 4) || wt->dim != in->dim)
+    if (in->dim < 3 || in->dim > 5 || wt->dim != in->dim)
         return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED,
-                                 "convolution: only batched 1-d and 2-d inputs are supported "
+                                 "convolution: only batched 1-d, 2-d and 3-d inputs are supported "
                                  "(input rank %u, weight rank %u)",
                                  (unsigned)in->dim, (unsigned)wt->dim);
-    size_t nsp = in->dim - 2;
-    int64_t stride[2], pad[2], dil[2], opad[2] = {0, 0};
-    EK_TRY(spatial_param(ctx, l_stride, n_stride, nsp, 1, "stride", stride));
-    EK_TRY(spatial_param(ctx, l_pad, n_pad, nsp, 0, "padding", pad));
-    EK_TRY(spatial_param(ctx, l_dil, n_dil, nsp, 1, "dilation", dil));
-    if (transposed) EK_TRY(spatial_param(ctx, l_opad, n_opad, nsp, 0, "output_padding", opad));
+    const size_t nsp = in->dim - 2;
+    /* (D, H, W) parameters; the leading dims a lower rank lacks are trivial */
+    int64_t isz[3] = {1, 1, 1}, ksz[3] = {1, 1, 1}, stride[3] = {1, 1, 1}, pad[3] = {0, 0, 0};
+    int64_t dil[3] = {1, 1, 1}, opad[3] = {0, 0, 0}, osz[3];
+    const size_t first = 3 - nsp;
+    EK_TRY(spatial_param(ctx, l_stride, n_stride, nsp, 1, "stride", stride + first));
+    EK_TRY(spatial_param(ctx, l_pad, n_pad, nsp, 0, "padding", pad + first));
+    EK_TRY(spatial_param(ctx, l_dil, n_dil, nsp, 1, "dilation", dil + first));
+    if (transposed)
+        EK_TRY(spatial_param(ctx, l_opad, n_opad, nsp, 0, "output_padding", opad + first));
     if (groups < 1 || groups > CONV_PARAM_MAX)
         return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT,
                                  "convolution: groups %lld invalid", (long long)groups);
-
-    /* 1-d runs as 2-d with a height of 1 */
+    for (size_t i = 0; i < nsp; i++) {
+        isz[first + i] = in->sizes[2 + i];
+        ksz[first + i] = wt->sizes[2 + i];
+    }
     g->n = in->sizes[0];
     g->cin = in->sizes[1];
-    g->h = nsp == 2 ? in->sizes[2] : 1;
-    g->w = in->sizes[in->dim - 1];
-    g->kh = nsp == 2 ? wt->sizes[2] : 1;
-    g->kw = wt->sizes[wt->dim - 1];
-    g->sh = nsp == 2 ? stride[0] : 1;
-    g->sw = stride[nsp - 1];
-    g->ph = nsp == 2 ? pad[0] : 0;
-    g->pw = pad[nsp - 1];
-    g->dh = nsp == 2 ? dil[0] : 1;
-    g->dw = dil[nsp - 1];
     g->groups = groups;
     g->transposed = transposed;
-    int64_t oph = nsp == 2 ? opad[0] : 0, opw = opad[nsp - 1];
+    g->nsp = nsp;
 
     if (g->cin % groups != 0)
         return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
                                  "convolution: %lld input channels not divisible by %lld groups",
                                  (long long)g->cin, (long long)groups);
+    for (size_t i = 0; i < 3; i++)
+        if (ksz[i] < 1)
+            return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
+                                     "convolution: kernel size %lld in spatial dim %zu",
+                                     (long long)ksz[i], i - first);
     if (!transposed) {
         g->cout = wt->sizes[0];
         if (wt->sizes[1] * groups != g->cin || g->cout % groups != 0)
@@ -422,13 +482,16 @@ ember_status ek_conv_geom_init(ember_kernel_ctx *ctx, ek_conv_geom *g, const emb
                                      "channels in %lld groups",
                                      (int)wt->sizes[0], (int)wt->sizes[1], (long long)g->cin,
                                      (long long)groups);
-        int64_t eh = g->h + 2 * g->ph - g->dh * (g->kh - 1) - 1;
-        int64_t ew = g->w + 2 * g->pw - g->dw * (g->kw - 1) - 1;
-        if (g->kh < 1 || g->kw < 1 || eh < 0 || ew < 0)
-            return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
-                                     "convolution: kernel larger than padded input");
-        g->oh = eh / g->sh + 1;
-        g->ow = ew / g->sw + 1;
+        for (size_t i = 0; i < 3; i++) {
+            /* sizes < 2^31 and parameters <= 2^30: no term overflows int64 */
+            const int64_t e = isz[i] + 2 * pad[i] - dil[i] * (ksz[i] - 1) - 1;
+            if (e < 0)
+                return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
+                                         "convolution: kernel larger than padded input in "
+                                         "spatial dim %zu",
+                                         i - first);
+            osz[i] = e / stride[i] + 1;
+        }
     } else {
         if (wt->sizes[0] != g->cin)
             return ember_kernel_fail(
@@ -436,20 +499,25 @@ ember_status ek_conv_geom_init(ember_kernel_ctx *ctx, ek_conv_geom *g, const emb
                 "convolution: transposed weight has %d input channels, input %lld",
                 (int)wt->sizes[0], (long long)g->cin);
         g->cout = (int64_t)wt->sizes[1] * groups;
-        if ((oph >= g->sh && oph >= g->dh) || (opw >= g->sw && opw >= g->dw))
-            return ember_kernel_fail(
-                ctx, EMBER_ERR_INVALID_ARGUMENT,
-                "convolution: output_padding must be smaller than stride or dilation");
-        g->oh = (g->h - 1) * g->sh - 2 * g->ph + g->dh * (g->kh - 1) + oph + 1;
-        g->ow = (g->w - 1) * g->sw - 2 * g->pw + g->dw * (g->kw - 1) + opw + 1;
-        if (g->kh < 1 || g->kw < 1 || g->oh < 0 || g->ow < 0)
-            return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
-                                     "convolution: transposed output size is negative");
+        for (size_t i = 0; i < 3; i++) {
+            if (opad[i] >= stride[i] && opad[i] >= dil[i])
+                return ember_kernel_fail(
+                    ctx, EMBER_ERR_INVALID_ARGUMENT,
+                    "convolution: output_padding must be smaller than stride or dilation");
+            osz[i] = (isz[i] - 1) * stride[i] - 2 * pad[i] + dil[i] * (ksz[i] - 1) + opad[i] + 1;
+            if (osz[i] < 0)
+                return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
+                                         "convolution: transposed output size is negative");
+        }
     }
-    g->nsp = nsp;
+    g->d = isz[0], g->h = isz[1], g->w = isz[2];
+    g->kd = ksz[0], g->kh = ksz[1], g->kw = ksz[2];
+    g->od = osz[0], g->oh = osz[1], g->ow = osz[2];
+    g->sd = stride[0], g->sh = stride[1], g->sw = stride[2];
+    g->pd = pad[0], g->ph = pad[1], g->pw = pad[2];
+    g->dd = dil[0], g->dh = dil[1], g->dw = dil[2];
     g->out_shape[0] = g->n;
     g->out_shape[1] = g->cout;
-    g->out_shape[2] = nsp == 2 ? g->oh : g->ow;
-    g->out_shape[3] = g->ow;
+    for (size_t i = 0; i < nsp; i++) g->out_shape[2 + i] = osz[first + i];
     return EMBER_OK;
 }

@@ -11,22 +11,25 @@
 #include "kernel_util.h"
 
 /**
- * A batched 1-d or 2-d convolution; 1-d is 2-d with height 1.
+ * A batched 1-d, 2-d or 3-d convolution, all run as 3-d: a 2-d one has depth
+ * 1, a 1-d one depth and height 1 (kernel 1, stride 1, no padding there).
  *
- *   input  (N, C_in, H, W)
- *   weight (C_out, C_in / groups, KH, KW)        or, transposed,
- *          (C_in, C_out / groups, KH, KW)
- *   out    (N, C_out, OH, OW)
+ *   input  (N, C_in, D, H, W)
+ *   weight (C_out, C_in / groups, KD, KH, KW)        or, transposed,
+ *          (C_in, C_out / groups, KD, KH, KW)
+ *   out    (N, C_out, OD, OH, OW)
  */
 typedef struct ek_conv_geom {
-    int64_t n, cin, h, w; /* input */
-    int64_t cout, kh, kw; /* weight (out channels, kernel) */
-    int64_t oh, ow;       /* output */
-    int64_t sh, sw, ph, pw, dh, dw;
+    int64_t n, cin, d, h, w; /* input */
+    int64_t cout, kd, kh, kw; /* weight (out channels, kernel) */
+    int64_t od, oh, ow;       /* output */
+    int64_t sd, sh, sw;       /* stride */
+    int64_t pd, ph, pw;       /* padding */
+    int64_t dd, dh, dw;       /* dilation */
     int64_t groups;
     bool transposed;
-    size_t nsp;              /* spatial dims of the tensors: 1 or 2 */
-    int64_t out_shape[4];    /* (N, C_out, [OH,] OW) */
+    size_t nsp;              /* spatial dims of the tensors: 1, 2 or 3 */
+    int64_t out_shape[5];    /* (N, C_out, [[OD,] OH,] OW) */
 } ek_conv_geom;
 
 /**
@@ -52,9 +55,9 @@ ember_status ek_conv_geom_init(ember_kernel_ctx *ctx, ek_conv_geom *g, const emb
 ember_status ek_conv_run(ember_kernel_ctx *ctx, int dtype, void *out, const void *x,
                          const void *wt, const void *bias, const ek_conv_geom *g);
 
-/** Element strides of x, weight and out, each as (dim 0, dim 1, H, W). */
+/** Element strides of x, weight and out, each as (dim 0, dim 1, D, H, W). */
 typedef struct ek_conv_strides {
-    int64_t x[4], w[4], out[4];
+    int64_t x[5], w[5], out[5];
 } ek_conv_strides;
 
 /** ek_conv_run over tensors in any dim order (channels last, ...), given their strides. */
@@ -62,7 +65,10 @@ ember_status ek_conv_run_strided(ember_kernel_ctx *ctx, int dtype, void *out, co
                                  const void *wt, const void *bias, const ek_conv_geom *g,
                                  const ek_conv_strides *st);
 
-/** The (dim 0, dim 1, H, W) strides of t, an input, weight or out of geometry g. */
-void ek_conv_strides_of(const ek_conv_geom *g, const ember_tensor *t, int64_t st[4]);
+/**
+ * The (dim 0, dim 1, D, H, W) strides of t, an input, weight or out of
+ * geometry g; a spatial dim t lacks (size 1) gets stride 0.
+ */
+void ek_conv_strides_of(const ek_conv_geom *g, const ember_tensor *t, int64_t st[5]);
 
 #endif /* EMBER_KERNELS_PORTABLE_CONV_UTIL_H */

@@ -194,6 +194,9 @@ ember_status ek_norm_dim(ember_kernel_ctx *ctx, int64_t dim, size_t rank, size_t
 /** Writes "[2, 3, 4]" into buf (truncated to cap). Returns buf. */
 const char *ek_shape_str(char *buf, size_t cap, const int32_t *sizes, size_t dim);
 
+/** The same for int64 sizes. */
+const char *ek_shape_str64(char *buf, size_t cap, const int64_t *sizes, size_t dim);
+
 /**
  * Resizes out to sizes[0..dim) (ember_tensor_resize), failing with a message
  * naming both shapes; then checks that non-empty storage is bound.
@@ -300,6 +303,13 @@ static inline ek_ctype ek_ctype_float_of(int dtype) {
 #ifndef EK_CHUNK
 #define EK_CHUNK 64
 #endif
+
+/** One chunk buffer, big enough for EK_CHUNK values of any compute type. */
+typedef union ek_chunk {
+    float f[EK_CHUNK];
+    double d[EK_CHUNK];
+    int64_t i[EK_CHUNK];
+} ek_chunk;
 
 /**
  * One elementwise op, typed once per compute type: out[i] = f(in[0][i], ...)

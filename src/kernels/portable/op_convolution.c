@@ -3,17 +3,18 @@
  *     SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding,
  *     SymInt groups, *, Tensor(a!) out)
  *
- * 1-d and 2-d convolution, grouped, strided, padded and dilated, plus its
- * transpose. 1-d is run as 2-d with height 1. Float convolutions run as
- * matrix products (on x itself for 1x1, else on im2col tiles in scratch);
+ * 1-d, 2-d and 3-d convolution, grouped, strided, padded and dilated, plus
+ * its transpose. All ranks run as 3-d: 2-d with depth 1, 1-d with depth and
+ * height 1. Float convolutions run as matrix products (on x itself for 1x1,
+ * else on im2col tiles in scratch);
  * the rest, and any without scratch, in a direct loop. Tensors may be in any
  * dim order (channels last, ...): the loops walk their strides. Geometry
  * and loops live in conv_util.c (shared with convolution_backward).
  *
- *   input  (N, C_in, H, W)
- *   weight (C_out, C_in / groups, KH, KW)        or, transposed,
- *          (C_in, C_out / groups, KH, KW)
- *   out    (N, C_out, OH, OW)
+ *   input  (N, C_in, [[D,] H,] W)
+ *   weight (C_out, C_in / groups, [[KD,] KH,] KW)        or, transposed,
+ *          (C_in, C_out / groups, [[KD,] KH,] KW)
+ *   out    (N, C_out, [[OD,] OH,] OW)
  *
  * Float dtypes (accumulated in float or double) and integer dtypes (wrapping
  * 64-bit accumulation, as PyTorch's integer convolution).
@@ -66,10 +67,10 @@ ember_status ek_op_convolution_out(ember_kernel_ctx *ctx, ember_value **args, si
             ek_fill_bytes(out->data, out->numel, elem, ember_dtype_size(out->dtype));
             return EMBER_OK;
         }
-        /* bias (C_out) broadcast over (N, C_out, spatial...) via a (C_out, 1[, 1]) view */
-        int32_t bsz[3] = {(int32_t)g.cout, 1, 1};
-        int64_t bst[3] = {1, 0, 0};
-        uint8_t border[3] = {0, 1, 2};
+        /* bias (C_out) broadcast over (N, C_out, spatial...) via a (C_out, 1, ...) view */
+        int32_t bsz[4] = {(int32_t)g.cout, 1, 1, 1};
+        int64_t bst[4] = {1, 0, 0, 0};
+        uint8_t border[4] = {0, 1, 2, 3};
         ember_tensor bview = *bias;
         bview.dim = (uint32_t)in->dim - 1;
         bview.sizes = bsz;

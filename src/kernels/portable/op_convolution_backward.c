@@ -12,49 +12,59 @@
  *        and positions of grad_output times the input it multiplied;
  *   out2 grad_bias   (C_out):          grad_output summed per channel.
  * An output that output_mask leaves out is not touched (it may be None).
- * 1-d and 2-d, grouped, strided, padded, dilated, transposed; float dtypes,
+ * 1-d, 2-d and 3-d, grouped, strided, padded, dilated, transposed; float dtypes,
  * contiguous. Arguments: 11 inputs, 3 outs, TensorList (15).
  */
 #include "conv_util.h"
 #include "ops.h"
 
 /*
- * Weight gradient in one loop for both directions. The weight (W0, W1, KH, KW)
- * pairs a channel of A (W0, all of them) with a channel of B within W0's
- * group (W1), and A's position p meets B's position p * s - pad + k * d:
- *   plain:      A = grad_output (C_out, OH, OW), B = input (C_in, H, W);
- *   transposed: A = input (C_in, H, W), B = grad_output (C_out, OH, OW).
+ * Weight gradient in one loop for both directions. The weight (W0, W1, KD,
+ * KH, KW) pairs a channel of A (W0, all of them) with a channel of B within
+ * W0's group (W1), and A's position p meets B's position p * s - pad + k * d
+ * in each spatial dim:
+ *   plain:      A = grad_output (C_out, OD, OH, OW), B = input (C_in, D, H, W);
+ *   transposed: A = input (C_in, D, H, W), B = grad_output (C_out, OD, OH, OW).
  */
 typedef struct wgrad_geom {
-    int64_t n, ca, ah, aw, cb, bh, bw;
+    int64_t n, ca, ad, ah, aw, cb, bd, bh, bw;
 } wgrad_geom;
 
 #define DEF_CONV_WGRAD(SFX, T, CT, LOAD, STORE)                                                    \
     static void conv_wgrad_##SFX(T *gw, const T *a, const T *b, const wgrad_geom *w,               \
                                  const ek_conv_geom *g) {                                          \
         const int64_t cag = w->ca / g->groups, cbg = w->cb / g->groups;                            \
+        const int64_t asz = w->ad * w->ah * w->aw, bsz = w->bd * w->bh * w->bw;                    \
         for (int64_t w0 = 0; w0 < w->ca; w0++) {                                                   \
             const int64_t grp = w0 / cag;                                                          \
             for (int64_t w1 = 0; w1 < cbg; w1++) {                                                 \
                 const int64_t cb = grp * cbg + w1;                                                 \
-                T *gp = gw + (w0 * cbg + w1) * g->kh * g->kw; /* (KH, KW) */                       \
-                for (int64_t ky = 0; ky < g->kh; ky++) {                                           \
-                    for (int64_t kx = 0; kx < g->kw; kx++) {                                       \
-                        CT acc = 0;                                                                \
-                        for (int64_t n = 0; n < w->n; n++) {                                       \
-                            const T *ap = a + (n * w->ca + w0) * w->ah * w->aw; /* (AH, AW) */     \
-                            const T *bp = b + (n * w->cb + cb) * w->bh * w->bw; /* (BH, BW) */     \
-                            for (int64_t py = 0; py < w->ah; py++) {                               \
-                                int64_t qy = py * g->sh - g->ph + ky * g->dh;                      \
-                                if (qy < 0 || qy >= w->bh) continue;                               \
-                                for (int64_t px = 0; px < w->aw; px++) {                           \
-                                    int64_t qx = px * g->sw - g->pw + kx * g->dw;                  \
-                                    if (qx < 0 || qx >= w->bw) continue;                           \
-                                    acc += LOAD(ap[py * w->aw + px]) * LOAD(bp[qy * w->bw + qx]);  \
+                T *gp = gw + (w0 * cbg + w1) * g->kd * g->kh * g->kw; /* (KD, KH, KW) */           \
+                for (int64_t kz = 0; kz < g->kd; kz++) {                                           \
+                    for (int64_t ky = 0; ky < g->kh; ky++) {                                       \
+                        for (int64_t kx = 0; kx < g->kw; kx++) {                                   \
+                            CT acc = 0;                                                            \
+                            for (int64_t n = 0; n < w->n; n++) {                                   \
+                                const T *ap = a + (n * w->ca + w0) * asz; /* (AD, AH, AW) */       \
+                                const T *bp = b + (n * w->cb + cb) * bsz; /* (BD, BH, BW) */       \
+                                for (int64_t pz = 0; pz < w->ad; pz++) {                           \
+                                    int64_t qz = pz * g->sd - g->pd + kz * g->dd;                  \
+                                    if (qz < 0 || qz >= w->bd) continue;                           \
+                                    for (int64_t py = 0; py < w->ah; py++) {                       \
+                                        int64_t qy = py * g->sh - g->ph + ky * g->dh;              \
+                                        if (qy < 0 || qy >= w->bh) continue;                       \
+                                        const T *arow = ap + (pz * w->ah + py) * w->aw;            \
+                                        const T *brow = bp + (qz * w->bh + qy) * w->bw;            \
+                                        for (int64_t px = 0; px < w->aw; px++) {                   \
+                                            int64_t qx = px * g->sw - g->pw + kx * g->dw;          \
+                                            if (qx < 0 || qx >= w->bw) continue;                   \
+                                            acc += LOAD(arow[px]) * LOAD(brow[qx]);                \
+                                        }                                                          \
+                                    }                                                              \
                                 }                                                                  \
                             }                                                                      \
+                            gp[(kz * g->kh + ky) * g->kw + kx] = STORE(acc);                       \
                         }                                                                          \
-                        gp[ky * g->kw + kx] = STORE(acc);                                          \
                     }                                                                              \
                 }                                                                                  \
             }                                                                                      \
@@ -69,7 +79,7 @@ EK_FOR_EACH_FLOAT(DEF_CONV_WGRAD)
         for (int64_t ch = 0; ch < c; ch++) {                                                       \
             CT acc = 0;                                                                            \
             for (int64_t i = 0; i < n; i++) {                                                      \
-                const T *gp = gout + (i * c + ch) * hw; /* (OH * OW) */                            \
+                const T *gp = gout + (i * c + ch) * hw; /* (OD * OH * OW) */                       \
                 for (int64_t k = 0; k < hw; k++) acc += LOAD(gp[k]);                               \
             }                                                                                      \
             gb[ch] = STORE(acc);                                                                   \
@@ -127,7 +137,7 @@ ember_status ek_op_convolution_backward_out(ember_kernel_ctx *ctx, ember_value *
     for (size_t d = 0; same && d < in->dim; d++) same = gout->sizes[d] == g.out_shape[d];
     if (!same) {
         char got[96], want[96];
-        int32_t w32[4];
+        int32_t w32[5];
         for (size_t d = 0; d < in->dim; d++) w32[d] = (int32_t)g.out_shape[d];
         return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
                                  "convolution_backward: grad_output has shape %s, the convolution "
@@ -170,16 +180,18 @@ ember_status ek_op_convolution_backward_out(ember_kernel_ctx *ctx, ember_value *
             if (outs[k] != NULL && outs[k]->numel > 0) fill_zero(outs[k]);
         if (outs[2] != NULL && outs[2]->numel > 0 && gout->numel > 0)
             EK_FLOAT_SWITCH(ctx, in->dtype, conv_bgrad, outs[2]->data, gout->data, g.n, g.cout,
-                            g.oh * g.ow);
+                            g.od * g.oh * g.ow);
         return EMBER_OK;
     }
     if (outs[0] != NULL) {
         /* the input gradient is the opposite-direction convolution of grad_output */
         ek_conv_geom gi = g;
         gi.cin = g.cout;
+        gi.d = g.od;
         gi.h = g.oh;
         gi.w = g.ow;
         gi.cout = g.cin;
+        gi.od = g.d;
         gi.oh = g.h;
         gi.ow = g.w;
         gi.transposed = !g.transposed;
@@ -190,16 +202,16 @@ ember_status ek_op_convolution_backward_out(ember_kernel_ctx *ctx, ember_value *
         const void *a, *b;
         w.n = g.n;
         if (!g.transposed) {
-            w.ca = g.cout, w.ah = g.oh, w.aw = g.ow, a = gout->data;
-            w.cb = g.cin, w.bh = g.h, w.bw = g.w, b = in->data;
+            w.ca = g.cout, w.ad = g.od, w.ah = g.oh, w.aw = g.ow, a = gout->data;
+            w.cb = g.cin, w.bd = g.d, w.bh = g.h, w.bw = g.w, b = in->data;
         } else {
-            w.ca = g.cin, w.ah = g.h, w.aw = g.w, a = in->data;
-            w.cb = g.cout, w.bh = g.oh, w.bw = g.ow, b = gout->data;
+            w.ca = g.cin, w.ad = g.d, w.ah = g.h, w.aw = g.w, a = in->data;
+            w.cb = g.cout, w.bd = g.od, w.bh = g.oh, w.bw = g.ow, b = gout->data;
         }
         EK_FLOAT_SWITCH(ctx, in->dtype, conv_wgrad, outs[1]->data, a, b, &w, &g);
     }
     if (outs[2] != NULL)
         EK_FLOAT_SWITCH(ctx, in->dtype, conv_bgrad, outs[2]->data, gout->data, g.n, g.cout,
-                        g.oh * g.ow);
+                        g.od * g.oh * g.ow);
     return EMBER_OK;
 }

@@ -12,7 +12,7 @@
  * when it is None / 0 and P or R exceeds 25; otherwise it sums differences.
  * Float dtypes, any strides.
  */
-#include <tgmath.h> /* sqrt, pow, fabs in the compute type */
+#include "real_math.h" /* ek_sqrt, ek_pow, ek_fabs in the compute type (float or double) */
 
 #include "kernel_util.h"
 #include "ops.h"
@@ -24,23 +24,23 @@
         if (p == 0) {                                                                              \
             for (int64_t k = 0; k < m; k++) acc += LOAD(a[k * sa]) - LOAD(b[k * sb]) != 0;         \
         } else if (p == 1) {                                                                       \
-            for (int64_t k = 0; k < m; k++) acc += fabs(LOAD(a[k * sa]) - LOAD(b[k * sb]));        \
+            for (int64_t k = 0; k < m; k++) acc += ek_fabs(LOAD(a[k * sa]) - LOAD(b[k * sb]));     \
         } else if (p == 2) {                                                                       \
             for (int64_t k = 0; k < m; k++) {                                                      \
                 CT d = LOAD(a[k * sa]) - LOAD(b[k * sb]);                                          \
                 acc += d * d;                                                                      \
             }                                                                                      \
-            acc = sqrt(acc);                                                                       \
+            acc = ek_sqrt(acc);                                                                    \
         } else if (isinf(p)) {                                                                     \
             for (int64_t k = 0; k < m; k++) {                                                      \
-                CT d = fabs(LOAD(a[k * sa]) - LOAD(b[k * sb]));                                    \
+                CT d = ek_fabs(LOAD(a[k * sa]) - LOAD(b[k * sb]));                                 \
                 if (d > acc || d != d) acc = d;                                                    \
                 if (acc != acc) break; /* NaN stays */                                             \
             }                                                                                      \
         } else {                                                                                   \
             for (int64_t k = 0; k < m; k++)                                                        \
-                acc += pow(fabs(LOAD(a[k * sa]) - LOAD(b[k * sb])), (CT)p);                        \
-            acc = pow(acc, (CT)(1.0 / p));                                                         \
+                acc += ek_pow(ek_fabs(LOAD(a[k * sa]) - LOAD(b[k * sb])), (CT)p);                  \
+            acc = ek_pow(acc, (CT)(1.0 / p));                                                      \
         }                                                                                          \
         return acc;                                                                                \
     }                                                                                              \
@@ -54,7 +54,7 @@
             dot += (CT)-2 * x * y;                                                                 \
         }                                                                                          \
         CT r = dot + na + nb;                                                                      \
-        return r > 0 ? sqrt(r) : r != r ? r : (CT)0;                                               \
+        return r > 0 ? ek_sqrt(r) : r != r ? r : (CT)0;                                            \
     }                                                                                              \
     static void cdist_##SFX(T *y, const int64_t *ys, const T *x1, const int64_t *s1, const T *x2,  \
                             const int64_t *s2, int64_t np, int64_t nr, int64_t m, double p,        \

@@ -6,7 +6,7 @@
  * (x - max - log(sum)). Float dtypes, contiguous; out has self's dtype.
  */
 #include <string.h>
-#include <tgmath.h> /* exp, log in the compute type (float or double) */
+#include "real_math.h" /* ek_exp, ek_log in the compute type (float or double) */
 
 #include "kernel_util.h"
 #include "ops.h"
@@ -131,7 +131,7 @@ static inline double sm_exp_f64(double x) { return exp(x); }
             }                                                                                      \
             for (int j = 0; j < SM_LANES; j++) sum += lane[j];                                     \
             if (log_out) {                                                                         \
-                const CT lse = log(sum);                                                           \
+                const CT lse = ek_log(sum);                                                        \
                 for (int64_t i = 0; i < len; i++) yr[i] = STORE(LOAD(xr[i]) - max - lse);          \
             } else if (keep) {                                                                     \
                 const CT inv = 1 / sum;                                                            \
@@ -192,7 +192,7 @@ EK_FOR_EACH_FLOAT(DEF_SOFTMAX_ROWS)
                             acc[j] += SM_EXP(CT, LOAD(xr[j]) - max[j]);                            \
                 }                                                                                  \
                 /* acc becomes log(sum) or 1 / sum */                                              \
-                for (int64_t j = 0; j < w; j++) acc[j] = log_out ? log(acc[j]) : 1 / acc[j];       \
+                for (int64_t j = 0; j < w; j++) acc[j] = log_out ? ek_log(acc[j]) : 1 / acc[j];    \
                 for (int64_t d = 0; d < len; d++) {                                                \
                     const T *xr = xs + d * inner + i0;                                             \
                     T *yr = ys + d * inner + i0;                                                   \

@@ -17,21 +17,11 @@
 #include <string.h>
 
 #include "check.h"
-#include "kernel_test.h"
+#define KC_SCRATCH_BYTES (1 << 10)
+#include "kernel_call.h"
 
 #define MAXN 720 /* elements of the largest shape, 2*3*4*5*6 */
 
-static uint8_t g_scratch[1 << 10];
-static ember_arena g_arena;
-static struct ember_kernel_ctx g_ctx;
-
-static ember_status call_(const char *key, ember_value **args, size_t n) {
-    ember_arena_reset(&g_arena);
-    return kt_call(&g_ctx, key, args, n);
-}
-#define CALL(key, ...)                                                                             \
-    call_((key), (ember_value *[]){__VA_ARGS__},                                                   \
-          sizeof((ember_value *[]){__VA_ARGS__}) / sizeof(ember_value *))
 
 static ember_value g_false = {.tag = EMBER_TAG_BOOL, .u.b = false};
 static ember_value g_none = {.tag = EMBER_TAG_NONE};
@@ -257,10 +247,7 @@ static void test_bad_dim_order_arguments(void) {
 }
 
 int main(void) {
-    ember_arena_init(&g_arena, g_scratch, sizeof g_scratch);
-    g_ctx.scratch = &g_arena;
-    g_ctx.op_name = "";
-    g_ctx.instruction = 0;
+    kc_init();
     test_clone_every_pair();
     test_to_copy_converts();
     test_empty_every_order();

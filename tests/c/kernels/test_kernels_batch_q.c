@@ -15,77 +15,11 @@
 #include "check.h"
 #include "core/internal.h"
 #include "ember/kernel.h"
-#include "kernel_test.h"
+#include "kernel_call.h"
 
 /* ------------------------------------------------------------------------ */
-/* Fixtures (as in test_kernels.c)                                           */
+/* Fixtures (kernel_call.h, and these)                                       */
 /* ------------------------------------------------------------------------ */
-
-#define MAXD EMBER_MAX_DIM
-
-/* x over data (capacity bytes); sizes start at the bounds. dynamic: an
- * output a kernel resizes; order NULL: contiguous. */
-static ember_tensor *tt_make(tt *x, int dtype, const int32_t *sizes, size_t dim, void *data,
-                             size_t capacity, bool dynamic, const uint8_t *order) {
-    return tt_init(x, dtype, sizes, dim, data, capacity, dynamic, order)->u.t;
-}
-
-/* An input tensor over a data array (its size is its capacity). */
-#define IN(x, dtype, data, ...)                                                                    \
-    tt_make(&(x), (dtype), (const int32_t[]){__VA_ARGS__},                                         \
-            sizeof((const int32_t[]){__VA_ARGS__}) / sizeof(int32_t), (data), sizeof(data), false, \
-            NULL)
-/* A 0-dim input. */
-#define IN0(x, dtype, data) tt_make(&(x), (dtype), NULL, 0, &(data), sizeof(data), false, NULL)
-/* An output with bounds ... over a buffer (resized by the kernel). */
-#define OUT(x, dtype, buf, ...)                                                                    \
-    tt_make(&(x), (dtype), (const int32_t[]){__VA_ARGS__},                                         \
-            sizeof((const int32_t[]){__VA_ARGS__}) / sizeof(int32_t), (buf), sizeof(buf), true,    \
-            NULL)
-
-/* Scalar and list values. */
-#define IL(l, ...)                                                                                 \
-    il_init(&(l), (const int64_t[]){__VA_ARGS__},                                                  \
-            sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
-#define IL0(l) il_init(&(l), NULL, 0)
-
-/* The kernel context: a scratch arena, as a method would hand it. */
-static uint8_t g_scratch[1 << 16];
-static ember_arena g_arena;
-static struct ember_kernel_ctx g_ctx;
-
-/* Calls kernel name with the given argument values. */
-static ember_status call_(const char *name, ember_value **args, size_t n) {
-    ember_arena_reset(&g_arena);
-    return kt_call(&g_ctx, name, args, n);
-}
-#define CALL(name, ...)                                                                            \
-    call_((name), (ember_value *[]){__VA_ARGS__},                                                  \
-          sizeof((ember_value *[]){__VA_ARGS__}) / sizeof(ember_value *))
-
-#define VP(expr) (&(ember_value[]){expr}[0]) /* a pointer to a temporary value */
-
-static bool close_f(const float *a, const float *b, size_t n, float tol) {
-    for (size_t i = 0; i < n; i++) {
-        if ((isnan(a[i]) && isnan(b[i])) || a[i] == b[i]) continue;
-        if (!(fabsf(a[i] - b[i]) <= tol * (1.0f + fabsf(b[i])))) {
-            printf("  element %zu: %.9g vs %.9g\n", i, (double)a[i], (double)b[i]);
-            return false;
-        }
-    }
-    return true;
-}
-
-static bool same_shape(const ember_tensor *t, const int32_t *want, size_t dim) {
-    if (t->dim != dim) return false;
-    for (size_t i = 0; i < dim; i++)
-        if (t->sizes[i] != want[i]) return false;
-    return true;
-}
-#define SHAPE_IS(t, ...)                                                                           \
-    same_shape((t), (const int32_t[]){__VA_ARGS__},                                                \
-               sizeof((const int32_t[]){__VA_ARGS__}) / sizeof(int32_t))
-
 
 /* A bool list value over literal items. */
 static ember_value bl_make(const bool *items, size_t n) {
@@ -584,10 +518,7 @@ static void test_choose_qparams(void) {
 }
 
 int main(void) {
-    ember_arena_init(&g_arena, g_scratch, sizeof g_scratch);
-    g_ctx.scratch = &g_arena;
-    g_ctx.op_name = "";
-    g_ctx.instruction = 0;
+    kc_init();
 
     test_pool_backward();
     test_conv_backward();

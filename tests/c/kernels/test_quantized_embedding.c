@@ -13,20 +13,9 @@
 #include "check.h"
 #include "core/internal.h"
 #include "ember/kernel.h"
-#include "kernel_test.h"
+#define KC_SCRATCH_BYTES (1 << 12)
+#include "kernel_call.h"
 
-static uint8_t g_scratch[1 << 12];
-static ember_arena g_arena;
-static struct ember_kernel_ctx g_ctx;
-
-static ember_status call_(const char *name, ember_value **args, size_t n) {
-    ember_arena_reset(&g_arena);
-    return kt_call(&g_ctx, name, args, n);
-}
-#define CALL(name, ...)                                                                            \
-    call_((name), (ember_value *[]){__VA_ARGS__},                                                  \
-          sizeof((ember_value *[]){__VA_ARGS__}) / sizeof(ember_value *))
-#define VP(expr) (&(ember_value[]){expr}[0])
 
 #define V 5  /* rows of the table */
 #define D 16 /* values per row */
@@ -338,10 +327,7 @@ static void test_bad_inputs(void) {
 }
 
 int main(void) {
-    ember_arena_init(&g_arena, g_scratch, sizeof g_scratch);
-    g_ctx.scratch = &g_arena;
-    g_ctx.op_name = "";
-    g_ctx.instruction = 0;
+    kc_init();
 
     test_byte();
     test_4bit();

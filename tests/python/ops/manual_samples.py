@@ -178,9 +178,29 @@ def _convolution_backward(dt: torch.dtype) -> List[Call]:
     x1, w1 = _t((1, 3, 9), dt), _t((3, 2, 4), dt)
     # transposed 1-d, stride 2, padding 1, output_padding 1: (9-1)*2 - 2 + 4 + 1 = 19
     g1 = _t((1, 2, 19), dt)
-    return [((g, x, w, [6], [1, 1], [1, 1], [1, 1], False, [0, 0], 2, [True, True, True]), {}),
-            ((g1, x1, w1, [2], [2], [1], [1], True, [1], 1, [True, True, True]), {}),
-            ((g, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 2, [True, False, False]), {})]
+    calls = [((g, x, w, [6], [1, 1], [1, 1], [1, 1], False, [0, 0], 2, [True, True, True]), {}),
+             ((g1, x1, w1, [2], [2], [1], [1], True, [1], 1, [True, True, True]), {}),
+             ((g, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 2, [True, False, False]),
+              {})]
+    if dt.is_floating_point:  # eager's 3-d backward also takes int64; the kernel is float only
+        x3, w3 = _t((2, 2, 4, 5, 3), dt), _t((4, 1, 2, 3, 2), dt)
+        # 3-d, groups 2, stride (2, 1, 1), padding (1, 1, 0), dilation (1, 1, 2): (2, 4, 3, 5, 1)
+        g3 = _t((2, 4, 3, 5, 1), dt)
+        calls.append(((g3, x3, w3, [4], [2, 1, 1], [1, 1, 0], [1, 1, 2], False, [0, 0, 0], 2,
+                       [True, True, True]), {}))
+    return calls
+
+
+def _convolution_3d(dt: torch.dtype) -> List[Call]:
+    """3-d convolutions, which the capped OpInfo samples (1-d and 2-d first) miss."""
+    x, w, b = _t((2, 4, 3, 5, 6), dt, -3, 3), _t((6, 2, 2, 3, 3), dt, -3, 3), _t((6,), dt, -3, 3)
+    xt, wt = _t((1, 3, 2, 3, 4), dt, -3, 3), _t((3, 2, 3, 2, 3), dt, -3, 3)
+    return [
+        # groups 2, stride (1, 2, 1), padding (1, 2, 1) (over half the kernel), dilation (2, 1, 1)
+        ((x, w, b, [1, 2, 1], [1, 2, 1], [2, 1, 1], False, [0, 0, 0], 2), {}),
+        # depthwise-like transposed: groups 3, stride 2, output_padding (1, 0, 1)
+        ((xt, wt, None, [2, 2, 2], [1, 0, 1], [1, 1, 1], True, [1, 0, 1], 3), {}),
+    ]
 
 
 def _embedding_dense_backward(dt: torch.dtype) -> List[Call]:
@@ -236,6 +256,12 @@ SAMPLES: Dict[str, Callable[[torch.dtype], List[Call]]] = {
 }
 
 
+# Samples added to an op's OpInfo samples, for cases the capped OpInfo samples
+# miss: name -> (function of the dtype, what they add).
+EXTRA: Dict[str, Tuple[Callable[[torch.dtype], List[Call]], str]] = {
+    "aten.convolution.default": (_convolution_3d, "3-d"),
+}
+
 # Ops whose samples call a function around the overload instead of the overload.
 CALLERS: Dict[str, Callable[..., Any]] = {
     "aten.atan2.out": _atan2_into_new,
@@ -251,7 +277,8 @@ CHECKED_OUTPUTS: Dict[str, int] = {
 }
 
 
-def samples(name: str, dtype: torch.dtype) -> List[Call]:
-    """The hand-written calls of op `name` in `dtype` (seeded: the same every run)."""
+def samples(name: str, dtype: torch.dtype, extra: bool = False) -> List[Call]:
+    """The hand-written calls of op `name` in `dtype` (seeded: the same every run);
+    extra: those of EXTRA, added to its OpInfo samples."""
     torch.manual_seed(0)
-    return SAMPLES[name](dtype)
+    return EXTRA[name][0](dtype) if extra else SAMPLES[name](dtype)

@@ -25,7 +25,9 @@ For a core op X:
    the float32 samples with their tensors converted (`synthesize`); eager
    runs them or refuses the dtype, which then counts as unsupported.
    Ops that no OpInfo reaches take hand-written samples (manual_samples.py)
-   in every dtype eager accepts.
+   in every dtype eager accepts; a few ops get hand-written samples besides
+   their OpInfo ones, for cases the capped set misses (manual_samples.EXTRA:
+   3-d convolution).
 4. Every output is compared with eager PyTorch at the dtype's tolerance;
    NaN positions must match. Outputs of random or uninitialized ops are
    checked for dtype and shape only.
@@ -568,16 +570,17 @@ def synthesize(pools: Dict[torch.dtype, List[Sample]], wanted: Sequence[torch.dt
     return refused
 
 
-def collect_manual(op: OpOverload, name: str, key: str
+def collect_manual(op: OpOverload, name: str, key: str, extra: bool = False
                    ) -> Tuple[Dict[torch.dtype, List[Sample]], List[torch.dtype]]:
     """The hand-written samples of an op no OpInfo reaches (manual_samples.py),
-    and the dtypes eager accepts for it."""
+    and the dtypes eager accepts for it; extra: the samples manual_samples.EXTRA
+    adds to an op's OpInfo samples."""
     pools: Dict[torch.dtype, List[Sample]] = {dt: [] for dt in DTYPES}
     supported: List[torch.dtype] = []
     with _quiet():
         for dt in DTYPES:
             try:
-                calls = manual_samples.samples(name, dt)
+                calls = manual_samples.samples(name, dt, extra)
             except Exception as e:  # noqa: BLE001 - making the inputs needs a refused op
                 if refuses_dtype(str(e)):
                     continue
@@ -1061,6 +1064,13 @@ def run_all(entries: Sequence[ops_coverage.OpEntry], cfg: Config) -> Dict[str, O
         if refused:
             note = ("eager refuses " + ", ".join(DTYPE_NAMES[dt] for dt in refused)
                     + " although an OpInfo lists it")
+        if entry.name in manual_samples.EXTRA:
+            extra, _ = collect_manual(op, entry.name, key, extra=True)
+            for dt, made in extra.items():
+                if made and (pools.get(dt) or dt in supported):
+                    pools.setdefault(dt, []).extend(made)
+            what = manual_samples.EXTRA[entry.name][1]
+            note = "; ".join(n for n in (note, f"with hand-written {what} samples") if n)
         outcome = OpOutcome(entry, "tested", infos, supported, pools, note=note, refused=refused)
         outcomes[entry.name] = outcome
         runner.add(outcome.samples)

@@ -117,6 +117,8 @@ class XNode:
     kind: str                  # a NODE_TAGS key
     fields: Dict[str, object]
     debug_handle: int = 0
+    # handles of the other nodes this one computes (a folded batch norm or clamp)
+    covers: List[int] = field(default_factory=list)
     output_min: Optional[float] = None
     output_max: Optional[float] = None
 

@@ -383,7 +383,7 @@ def _conv_lower(b: Any, node: Node) -> None:
     bid = b.constant_tensor(bias) if bias is not None else 0xFFFFFFFF
     kind = "ConvTranspose2d" if transposed else ("DepthwiseConv2d" if depthwise else "Conv2d")
     out = b.output(target, "nhwc", as_4d=one_d)
-    b.node(kind, node, padding_top=padding[0], padding_right=padding[1],
+    xn = b.node(kind, node, padding_top=padding[0], padding_right=padding[1],
            padding_bottom=padding[0], padding_left=padding[1], kernel_height=kh, kernel_width=kw,
            subsampling_height=stride[0], subsampling_width=stride[1],
            dilation_height=dilation[0], dilation_width=dilation[1],
@@ -392,6 +392,10 @@ def _conv_lower(b: Any, node: Node) -> None:
            groups=cin if depthwise else groups, adjustment_height=out_pad[0] if transposed else 0,
            adjustment_width=out_pad[1] if transposed else 0, input1_id=xin, filter_id=wid,
            bias_id=bid, output_id=out)
+    if target is not node:  # the batch norm's handle (its getitem has none)
+        handle = bn.meta.get("debug_handle")
+        if isinstance(handle, int):
+            xn.covers.append(handle)
 
 
 def conv_batch_norm(node: Node) -> Optional[Node]:

@@ -290,6 +290,7 @@ def _fold_clamps(g: XGraph) -> None:
                 lo = n.output_min if p.output_min is None else max(p.output_min, n.output_min)
                 hi = n.output_max if p.output_max is None else min(p.output_max, n.output_max)
                 p.output_min, p.output_max = lo, hi
+                p.covers += ([n.debug_handle] if n.debug_handle else []) + n.covers
                 if g.values[n.output_id].flags:
                     p.fields["output_id"] = n.output_id
                     producer[n.output_id] = p
@@ -327,6 +328,16 @@ class XnnpackBackend(BackendDetails):
     def preprocess(edge_program: ExportedProgram,
                    compile_specs: List[CompileSpec]) -> PreprocessResult:
         g = Builder(edge_program).build()
-        handles = {i: [n.debug_handle] for i, n in enumerate(g.nodes) if n.debug_handle}
-        return PreprocessResult(serialize(g), debug_handle_map=handles, named_data=g.named_data,
-                                external_tags=g.external_tags)
+        return PreprocessResult(serialize(g), debug_handle_map=_handle_map(g),
+                                named_data=g.named_data, external_tags=g.external_tags)
+
+
+def _handle_map(g: XGraph) -> Dict[int, List[int]]:
+    """The delegate map: for each debug handle the runtime reports (a node's
+    own), the handles of every edge node computed under it, folded ones
+    included. ExecuTorch's Inspector looks delegate events up by that id."""
+    out: Dict[int, set] = {}
+    for n in g.nodes:
+        if n.debug_handle:
+            out.setdefault(n.debug_handle, set()).update([n.debug_handle] + n.covers)
+    return {h: sorted(hs) for h, hs in out.items()}

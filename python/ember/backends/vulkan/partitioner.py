@@ -1,0 +1,239 @@
+"""VulkanPartitioner: the subgraphs the Vulkan payload can run.
+
+Each call_function node is checked against ops.py (its operator, the dtypes
+of its tensors, their rank, the op's own argument checks, and whether every
+non-constant tensor fits a texture or buffer under the device limits the
+compile options give); torch's capability-based partitioner groups the nodes
+that pass into connected, acyclic subgraphs, one VulkanBackend delegate
+each, and the weights only a delegate reads move into it. A transposed
+weight that feeds a matrix product goes with it (the payload reads it as a
+linear's weight). `reasons` tells, after partition(), why each node left
+outside stayed there.
+
+Compile options (all optional):
+    texture_limits          (x, y, z) largest 3-d texture extents, default (16384, 16384, 2048)
+    small_texture_limits    True: (2048, 2048, 2048), what the Vulkan spec guarantees
+    buffer_limit            most elements of a buffer-backed tensor, default 128 Mi
+    force_fp16              store float32 tensors as float16 on the GPU (constants converted)
+    require_dynamic_shapes  only ops that can resize at run time
+    skip_bool_tensors       leave ops with bool tensors on the portable path
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import torch
+from torch.export import ExportedProgram
+from torch.fx import Node
+
+from ...backend.backend_details import CompileSpec
+from ...backend.partitioner import (TAG, DelegationSpec, Partitioner, PartitionResult,
+                                    tag_constant_data)
+from ...errors import ExportError
+from ...tensor_spec import upper_bound
+from .kv_cache import own_kv_caches
+from .ops import (DEFAULT_BUFFER_LIMIT, DEFAULT_TEXTURE_LIMITS, KEEP_WHOLE, SMALL_TEXTURE_LIMITS,
+                  fit_pairs, out_tensors, pairs_of, spec_of, val)
+
+aten = torch.ops.aten
+
+OPTIONS = ("texture_limits", "small_texture_limits", "buffer_limit", "force_fp16",
+           "require_dynamic_shapes", "skip_bool_tensors")
+_SUPPORTED_DTYPES = {torch.float32, torch.float16, torch.int32, torch.int64, torch.bool,
+                     torch.int8, torch.uint8}
+
+
+def check_options(options: Dict[str, Any]) -> Dict[str, Any]:
+    """The compile options, validated; raises ExportError naming a bad one."""
+    for k, v in options.items():
+        if k not in OPTIONS:
+            raise ExportError(f"VulkanPartitioner: unknown compile option {k!r}; "
+                              f"the options are {', '.join(OPTIONS)}")
+        if k == "texture_limits":
+            if not (isinstance(v, (tuple, list)) and len(v) == 3 and
+                    all(isinstance(x, int) and not isinstance(x, bool) and 0 < x < 2 ** 31
+                        for x in v)):
+                raise ExportError(f"VulkanPartitioner: texture_limits must be 3 positive ints "
+                                  f"(x, y, z), got {v!r}")
+        elif k == "buffer_limit":
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise ExportError(f"VulkanPartitioner: buffer_limit must be a positive int, "
+                                  f"got {v!r}")
+        elif not isinstance(v, bool):
+            raise ExportError(f"VulkanPartitioner: {k} must be True or False, got {v!r}")
+    return dict(options)
+
+
+def compile_specs(options: Dict[str, Any]) -> List[CompileSpec]:
+    """The options the backend reads, encoded as ExecuTorch's VulkanPartitioner does."""
+    specs = []
+    for k, v in options.items():
+        if isinstance(v, bool):
+            specs.append(CompileSpec(k, v.to_bytes(1, "little")))
+        elif k == "texture_limits":
+            for axis, x in zip("xyz", v):
+                specs.append(CompileSpec(f"texture_limits_{axis}", int(x).to_bytes(4, "little")))
+    return specs
+
+
+def texture_limits_of(options: Dict[str, Any]) -> Tuple[int, int, int]:
+    if "texture_limits" in options:
+        return tuple(options["texture_limits"])  # type: ignore[return-value]
+    return SMALL_TEXTURE_LIMITS if options.get("small_texture_limits") else DEFAULT_TEXTURE_LIMITS
+
+
+def _shape(t: torch.Tensor) -> List[int]:
+    return [upper_bound(s) for s in t.shape]
+
+
+class VulkanSupport:
+    """Per-node decision: None if the node can run in the Vulkan payload, else why not."""
+
+    def __init__(self, ep: ExportedProgram, options: Dict[str, Any],
+                 blocklist: Optional[set] = None, allowlist: Optional[set] = None) -> None:
+        self.ep = ep
+        self.blocklist = blocklist or set()
+        self.allowlist = allowlist
+        self.limits = texture_limits_of(options)
+        self.buffer_limit = options.get("buffer_limit", DEFAULT_BUFFER_LIMIT)
+        self.dynamic = bool(options.get("require_dynamic_shapes", False))
+        self.skip_bool = bool(options.get("skip_bool_tensors", False))
+        sig = ep.graph_signature
+        self.constants = (set(sig.inputs_to_parameters) | set(sig.inputs_to_buffers)
+                          | set(sig.inputs_to_lifted_tensor_constants))
+
+    def is_const(self, a: Any) -> bool:
+        return isinstance(a, Node) and a.op == "placeholder" and a.name in self.constants
+
+    def reason(self, node: Node) -> Optional[str]:
+        if node.op != "call_function":
+            return "not an operator call"
+        t = node.target
+        if t in (aten.permute_copy.default, aten.t_copy.default) and len(node.users) == 1:
+            user = next(iter(node.users))
+            if user.target in (aten.mm.default, aten.addmm.default) and user.args[-1] is node:
+                why = self.reason(user)
+                return None if why is None else f"the matrix product it feeds stays out ({why})"
+        if t in self.blocklist:
+            return "op is in the operator blocklist"
+        if self.allowlist is not None and t not in self.allowlist and \
+                isinstance(t, torch._ops.OpOverload) and t is not aten.sym_size.int:
+            return "op is not in the operator allowlist"
+        spec = spec_of(t)
+        if spec is None:
+            return "no Vulkan implementation"
+        ins = [a for a in node.all_input_nodes if isinstance(val(a), torch.Tensor)]
+        outs = out_tensors(node)
+        every = [val(a) for a in ins] + outs
+        for v in every:
+            if v.dtype not in _SUPPORTED_DTYPES:
+                return f"dtype {v.dtype} is not supported"
+        if self.skip_bool and any(v.dtype == torch.bool for v in every):
+            return "bool tensors are skipped (skip_bool_tensors)"
+        if t is not aten.sym_size.int and t.__class__.__name__ != "builtin_function_or_method":
+            for v in [val(a) for a in ins]:
+                if v.dtype not in spec.dtypes:
+                    return f"input dtype {v.dtype} is not supported by this op"
+            out_ok = spec.out_dtypes or spec.dtypes
+            for v in outs:
+                if v.dtype not in out_ok:
+                    return f"output dtype {v.dtype} is not supported by this op"
+        if not spec.highdim and any(v.dim() > 4 for v in every):
+            return "tensors of more than 4 dims are not supported by this op"
+        if self.dynamic and not spec.resize:
+            return "the op cannot resize (require_dynamic_shapes)"
+        if spec.check is not None:
+            why = spec.check(node)
+            if why is not None:
+                return why
+        # one representation for all the op's tensors (a convolution's weights
+        # excepted), as the payload's layout tagging chooses it
+        conv = t is aten.convolution.default
+        shapes = [_shape(val(a)) for a in ins if not (conv and self.is_const(a))]
+        shapes += [_shape(v) for v in outs]
+        if not fit_pairs(pairs_of(spec, node), shapes, self.limits, self.buffer_limit):
+            return (f"its tensors {shapes} fit no texture {self.limits} or buffer the op "
+                    "takes")
+        return None
+
+
+class VulkanPartitioner(Partitioner):
+    """Delegates every subgraph VulkanBackend can run (see the module docstring)."""
+
+    def __init__(self, compile_options: Optional[Dict[str, Any]] = None,
+                 operator_blocklist: Optional[List[Any]] = None,
+                 operator_allowlist: Optional[List[Any]] = None) -> None:
+        """compile_options: see the module docstring. operator_blocklist: ops
+        (OpOverloads) never delegated; operator_allowlist: if given, the only
+        ops delegated (as ExecuTorch's VulkanPartitioner takes them)."""
+        self.options = check_options(dict(compile_options or {}))
+        self.spec = DelegationSpec("VulkanBackend", compile_specs(self.options))
+        self.reasons: Dict[str, str] = {}
+        self.blocklist = set(operator_blocklist or [])
+        self.allowlist = None if operator_allowlist is None else set(operator_allowlist)
+
+    def _support(self, ep: ExportedProgram) -> "VulkanSupport":
+        return VulkanSupport(ep, self.options, self.blocklist, self.allowlist)
+
+    def ops_to_not_decompose(
+        self, ep: ExportedProgram
+    ) -> Tuple[List[torch._ops.OpOverload], Optional[Callable[[Node], bool]]]:
+        support = self._support(ep)
+
+        def keep(node: Node) -> bool:
+            return support.reason(node) is None
+
+        return list(KEEP_WHOLE), keep
+
+    def decisions(self, ep: ExportedProgram) -> Dict[str, Optional[str]]:
+        """node name -> None (delegated) or why not, for every call_function node."""
+        support = self._support(ep)
+        return {n.name: support.reason(n) for n in ep.graph.nodes if n.op == "call_function"}
+
+    def partition(self, exported_program: ExportedProgram) -> PartitionResult:
+        from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+        from torch.fx.passes.operator_support import OperatorSupportBase
+
+        # attention with a KV cache keeps its caches on the GPU (kv_cache.py)
+        ep = own_kv_caches(exported_program, keep=lambda n: val(n.kwargs["q"]).dtype in
+                           (torch.float32, torch.float16))
+        support = self._support(ep)
+        reasons = self.reasons
+        reasons.clear()
+        from .kv_cache import sdpa_with_kv_cache
+
+        for n in ep.graph.nodes:
+            if n.op == "call_function" and n.target is sdpa_with_kv_cache:
+                why = support.reason(n)
+                if why is not None:
+                    raise ExportError(f"VulkanPartitioner: attention with a KV cache ({n.name}) "
+                                      f"cannot run in the Vulkan delegate: {why}; export it "
+                                      "for the portable or xnnpack backend instead")
+
+        class _Support(OperatorSupportBase):
+            def is_node_supported(self, submodules, node: Node) -> bool:  # noqa: ARG002
+                if node.op != "call_function":
+                    return False
+                why = support.reason(node)
+                if why is not None:
+                    reasons[node.name] = why
+                return why is None
+
+        parts = CapabilityBasedPartitioner(ep.graph_module, _Support(),
+                                           allows_single_node_partition=True).propose_partitions()
+        tags: Dict[str, DelegationSpec] = {}
+        for p in parts:
+            # nothing but getitems and symbolic sizes computes nothing on the GPU
+            if all(n.target.__class__.__name__ == "builtin_function_or_method" or
+                   n.target is aten.sym_size.int for n in p.nodes):
+                continue
+            tag = f"vulkan_{p.id}"
+            for n in p.nodes:
+                n.meta[TAG] = tag
+            tags[tag] = self.spec
+        tag_constant_data(ep)
+        return PartitionResult(ep, tags)
+
+
+__all__ = ["VulkanPartitioner", "VulkanSupport", "check_options", "compile_specs", "OPTIONS"]
