@@ -356,6 +356,34 @@ def test_nanogpt_greedy_tokens_match_portable(tmp_path) -> None:
     assert [int(t) for t in out.stdout.split()] == ids_p[3:]
 
 
+@pytest.mark.parametrize("backend", ["vulkan", "vulkan-fp16"])
+def test_nanogpt_lowered_by_ember_matches_portable(backend: str) -> None:
+    """The same model through ember's own partitioner (one payload for the
+    whole seq export; vulkan-fp16: force_fp16): the same greedy tokens as the
+    portable program (float16: the logits within float16 tolerance)."""
+    sys.path.insert(0, os.path.join(ROOT, "examples", "nanogpt"))
+    from export import export_seq
+    from model import GPT
+
+    model = GPT.from_checkpoint(os.path.join(ROOT, "examples", "nanogpt", "ckpt.pt")).eval()
+    model.crop_block_size(32)
+    block = model.config.block_size
+    program = ember_runtime.Runtime.get().load_program(export_seq(model, backend=backend).buffer)
+    assert program.metadata("forward").num_delegates >= 1
+    vulkan = program.load_method("forward")
+    portable = ember_runtime.Runtime.get().load_program(export_seq(model).buffer).load_method("forward")
+    idx = torch.randint(0, model.config.vocab_size, (1, 19))
+    tol = 1e-2 if backend == "vulkan-fp16" else ATOL
+    torch.testing.assert_close(vulkan.execute([idx])[0], portable.execute([idx])[0], rtol=tol,
+                               atol=max(tol, 1e-4))
+    if backend == "vulkan":
+        ids_v = ids_p = [1, 2, 3]
+        for _ in range(40):
+            ids_v = ids_v + [int(vulkan.execute([torch.tensor([ids_v[-block:]])])[0][0, -1].argmax())]
+            ids_p = ids_p + [int(portable.execute([torch.tensor([ids_p[-block:]])])[0][0, -1].argmax())]
+        assert ids_v == ids_p
+
+
 # ---------------------------------------------------------------------------
 # float16
 # ---------------------------------------------------------------------------

@@ -360,12 +360,14 @@ static ember_status op_where(vk_graph *g, vk_node *n, vk_dispatch *d) {
 
 /* full(sizes, value, ...) and full_like(x, value, ...): output last. */
 static ember_status op_full(vk_graph *g, vk_node *n, vk_dispatch *dp) {
-    TRY_RET(want_args(g, n, 3, 9));
+    TRY_RET(want_args(g, n, n->op->code == 2 ? 2 : 3, 9));
     vk_value *out;
     TRY_RET(tensor_arg(g, n, n->nargs - 1, &out));
     size_t dims[VK_MAX_DIMS];
     uint32_t rank = 0;
-    if (n->op->code == 1) { /* like */
+    if (n->op->code == 2) { /* scalar_tensor(value, ...): a 0-dim tensor */
+        rank = 0;
+    } else if (n->op->code == 1) { /* like */
         vk_value *x;
         TRY_RET(tensor_arg(g, n, 0, &x));
         rank = x->rank;
@@ -379,7 +381,7 @@ static ember_status op_full(vk_graph *g, vk_node *n, vk_dispatch *dp) {
         }
     }
     double value;
-    TRY_RET(num_arg(g, n, 1, 0, &value));
+    TRY_RET(num_arg(g, n, n->op->code == 2 ? 0 : 1, 0, &value));
     TRY_RET(set_out(g, n, out, dims, rank));
     view w;
     broadcast_view(out, NULL, 0, &w);
@@ -986,7 +988,8 @@ static ember_status op_layer_norm(vk_graph *g, vk_node *n, vk_dispatch *dp) {
     return EMBER_OK;
 }
 
-/* mean.dim / sum.dim_IntList (in, dims?, keepdim, dtype, out), amax / amin (in, dims, keepdim, out) */
+/* mean.dim / sum.dim_IntList (in, dims?, keepdim, dtype, out), amax / amin (in, dims, keepdim,
+ * out), any.dim (in, dim, keepdim, out) */
 static ember_status op_reduce(vk_graph *g, vk_node *n, vk_dispatch *dp) {
     TRY_RET(want_args(g, n, 4, 5));
     vk_value *in, *out;
@@ -994,7 +997,12 @@ static ember_status op_reduce(vk_graph *g, vk_node *n, vk_dispatch *dp) {
     TRY_RET(tensor_arg(g, n, n->nargs - 1, &out));
     int64_t list[VK_MAX_DIMS], keep;
     uint32_t nd = 0;
-    if (arg(g, n, 1)->kind != VK_V_NULL) TRY_RET(list_arg(g, n, 1, list, &nd, VK_MAX_DIMS));
+    if (arg(g, n, 1)->kind == VK_V_INT) { /* any.dim(in, dim, keepdim, out) */
+        list[0] = arg(g, n, 1)->i;
+        nd = 1;
+    } else if (arg(g, n, 1)->kind != VK_V_NULL) {
+        TRY_RET(list_arg(g, n, 1, list, &nd, VK_MAX_DIMS));
+    }
     TRY_RET(int_arg(g, n, 2, &keep));
     bool red[VK_MAX_DIMS] = {false};
     uint32_t nred = 0;
@@ -1282,6 +1290,7 @@ static const vk_op g_ops[] = {
     {"aten.where.self", op_where, 0},
     {"aten.full.default", op_full, 0},
     {"aten.full_like.default", op_full, 1},
+    {"aten.scalar_tensor.default", op_full, 2},
     {"aten.arange.start_step", op_arange, 0},
     /* data movement */
     {"aten.view_copy.default", op_view, 0},
@@ -1315,6 +1324,8 @@ static const vk_op g_ops[] = {
     {"aten.mean.dim", op_reduce, 1},
     {"aten.amax.default", op_reduce, 2},
     {"aten.amin.default", op_reduce, 3},
+    {"aten.any.dim", op_reduce, 4},
+    {"aten.any.dims", op_reduce, 4},
     {"aten.embedding.default", op_embedding, 0},
     /* convolution and pooling */
     {"aten.convolution.default", op_conv, 0},

@@ -1,8 +1,9 @@
 #version 450
-// Sum, mean, max or min over up to four dims; one invocation per output
+// Sum, mean, max, min or any over up to four dims; one invocation per output
 // element. The output (contiguous) has the input's rank with reduced dims 1.
 //   u[0] n out, u[1] rank, u[2..7] out sizes, u[8..13] in strides of those dims,
-//   u[14] reduced dims, u[15..18] their sizes, u[19..22] their strides, u[23] op
+//   u[14] reduced dims, u[15..18] their sizes, u[19..22] their strides,
+//   u[23] op (0 sum, 1 mean, 2 max, 3 min, 4 any)
 #include "common.glsl"
 
 void main() {
@@ -23,7 +24,8 @@ void main() {
             for (uint c = 0u; c < s2; c++)
                 for (uint e = 0u; e < s3; e++) {
                     float x = t1[base + a * u[19] + b * u[20] + c * u[21] + e * u[22]];
-                    if (op == 2u) acc = max(acc, x);
+                    if (op == 4u) acc = max(acc, x != 0.0 ? 1.0 : 0.0);
+                    else if (op == 2u) acc = max(acc, x);
                     else if (op == 3u) acc = min(acc, x);
                     else acc += x;
                 }
