@@ -26,7 +26,7 @@ if(NOT EMBER_VULKAN STREQUAL "OFF")
 endif()
 
 # The shaders, in the order of the VK_SH_* enum (vk_graph.h).
-set(EMBER_VULKAN_SHADERS elementwise matmul softmax layer_norm embedding reduce conv2d pool2d)
+set(EMBER_VULKAN_SHADERS elementwise matmul softmax layer_norm embedding reduce conv2d pool2d sdpa)
 
 # Filters the backend sources for this configuration; with Vulkan, adds the
 # generated shader file. Sets ${var} in the caller.

@@ -1197,6 +1197,69 @@ static ember_status op_pool(vk_graph *g, vk_node *n, vk_dispatch *dp) {
 }
 
 /* ---------------------------------------------------------------------- */
+/* Attention with a KV cache                                              */
+/* ---------------------------------------------------------------------- */
+
+/* sdpa_with_kv_cache(q, k, v, k_cache, v_cache, start_pos, seq_len, mask,
+ * dropout, is_causal, scale, out), q/k/v [B, S, H, D], caches [B, L, H, D]:
+ * k and v are written into the caches at [start_pos, start_pos + S) (two
+ * copies), then each query at absolute position start_pos + s attends to
+ * cache positions [0, start_pos + s]. The caches are the payload's
+ * constants (zeros at load), updated in place, so they live as long as the
+ * method. */
+static ember_status op_sdpa_kv(vk_graph *g, vk_node *n, vk_dispatch *dp) {
+    TRY_RET(want_args(g, n, 12, 12));
+    vk_value *q, *k, *v, *kc, *vc, *out;
+    TRY_RET(tensor_arg(g, n, 0, &q));
+    TRY_RET(tensor_arg(g, n, 1, &k));
+    TRY_RET(tensor_arg(g, n, 2, &v));
+    TRY_RET(tensor_arg(g, n, 3, &kc));
+    TRY_RET(tensor_arg(g, n, 4, &vc));
+    TRY_RET(tensor_arg(g, n, 11, &out));
+    if (arg(g, n, 7)->kind != VK_V_NULL) return vk_node_fail(g, n, EMBER_ERR_NOT_SUPPORTED, "an attention mask");
+    if (q->rank != 4 || k->rank != 4 || v->rank != 4 || kc->rank != 4 || vc->rank != 4)
+        FAIL("q, k, v and the caches must have rank 4");
+    size_t B = q->dims[0], S = q->dims[1], H = q->dims[2], D = q->dims[3], L = kc->dims[1];
+    for (uint32_t d = 0; d < 4; d++)
+        if (k->dims[d] != q->dims[d] || v->dims[d] != q->dims[d] ||
+            vc->dims[d] != kc->dims[d] || (d != 1 && kc->dims[d] != q->dims[d]))
+            return vk_node_fail(g, n, EMBER_ERR_SHAPE_MISMATCH, "q, k, v and caches disagree");
+    if (D > 128) return vk_node_fail(g, n, EMBER_ERR_NOT_SUPPORTED, "head dim %zu (at most 128)", D);
+    int64_t start;
+    TRY_RET(int_arg(g, n, 5, &start));
+    if (start < 0 || (uint64_t)start + S > L)
+        return vk_node_fail(g, n, EMBER_ERR_INDEX_OUT_OF_RANGE,
+                            "start position %lld + %zu tokens exceeds the cache (%zu)",
+                            (long long)start, S, L);
+    double scale;
+    TRY_RET(num_arg(g, n, 10, 1.0 / sqrt((double)(D ? D : 1)), &scale));
+    size_t dims[4] = {B, S, H, D};
+    TRY_RET(set_out(g, n, out, dims, 4));
+    /* the cache updates: [B, S, H, D] into [B, L, H, D] at row start */
+    for (int c = 0; c < 2; c++) {
+        view w;
+        memset(&w, 0, sizeof w);
+        w.rank = 4;
+        for (uint32_t d = 0; d < 4; d++) w.sizes[d] = dims[d];
+        contiguous_strides(q->dims, 4, w.in_strides[0]);
+        contiguous_strides(kc->dims, 4, w.out_strides);
+        w.out_offset = (size_t)start * H * D;
+        TRY_RET(copy_view(g, n, &dp[c], arg_id(g, n, 3 + c), arg_id(g, n, 1 + c), &w));
+    }
+    bind(&dp[2], VK_SH_SDPA, arg_id(g, n, 11), arg_id(g, n, 0), arg_id(g, n, 3), arg_id(g, n, 4));
+    uint32_t *p = params(g, &dp[2]);
+    p[0] = (uint32_t)B;
+    p[1] = (uint32_t)S;
+    p[2] = (uint32_t)H;
+    p[3] = (uint32_t)D;
+    p[4] = (uint32_t)L;
+    p[5] = (uint32_t)start;
+    p[6] = fbits(scale);
+    dp[2].groups = groups_for(B * S * H);
+    return EMBER_OK;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Host-side symbolic ints                                                */
 /* ---------------------------------------------------------------------- */
 
@@ -1212,6 +1275,33 @@ static ember_status op_sym_size(vk_graph *g, vk_node *n, vk_dispatch *dp) {
     TRY_RET(norm_dim(g, n, dim, t->rank, &at));
     if (out->kind != VK_V_SYMINT) FAIL("output is not a symint");
     out->i = t->rank ? t->dims[at] : 1;
+    return EMBER_OK;
+}
+
+/* et_vk.select_as_symint(t, dim, index, out): an element of a delegate
+ * input (e.g. the start position), read on the host after staging. */
+static ember_status op_select_as_symint(vk_graph *g, vk_node *n, vk_dispatch *dp) {
+    (void)dp;
+    TRY_RET(want_args(g, n, 4, 4));
+    vk_value *t, *out = arg(g, n, 3);
+    TRY_RET(tensor_arg(g, n, 0, &t));
+    if (out->kind != VK_V_SYMINT) FAIL("output is not a symint");
+    bool is_input = false;
+    for (uint32_t k = 0; k < g->num_inputs; k++) is_input |= g->inputs[k] == arg_id(g, n, 0);
+    if (!is_input) return vk_node_fail(g, n, EMBER_ERR_NOT_SUPPORTED, "reads a value the delegate computes");
+    int64_t dim, index;
+    uint32_t at;
+    TRY_RET(int_arg(g, n, 1, &dim));
+    TRY_RET(int_arg(g, n, 2, &index));
+    TRY_RET(norm_dim(g, n, dim, t->rank, &at));
+    size_t st[VK_MAX_DIMS] = {0};
+    contiguous_strides(t->dims, t->rank, st);
+    size_t size = t->rank ? t->dims[at] : 1;
+    if (index < 0) index += (int64_t)size;
+    if (index < 0 || (size_t)index >= size)
+        return vk_node_fail(g, n, EMBER_ERR_INDEX_OUT_OF_RANGE, "index %lld of %zu", (long long)index, size);
+    /* before the arena exists (the first pass at init) the value reads as 0 */
+    out->i = g->arena ? (int64_t)g->arena[t->offset / 4 + (size_t)index * (t->rank ? st[at] : 1)] : 0;
     return EMBER_OK;
 }
 
@@ -1340,6 +1430,10 @@ static const vk_op g_ops[] = {
     {"sub", op_sym_arith, 1},
     {"mul", op_sym_arith, 2},
     {"floordiv", op_sym_arith, 3},
+    {"et_vk.select_as_symint.default", op_select_as_symint, 0},
+    /* attention with a KV cache */
+    {"sdpa_with_kv_cache.default", op_sdpa_kv, 0},
+    {"llama.sdpa_with_kv_cache.default", op_sdpa_kv, 0},
 };
 
 const vk_op *vk_op_find(const char *name, size_t len) {
@@ -1350,8 +1444,11 @@ const vk_op *vk_op_find(const char *name, size_t len) {
 }
 
 ember_status vk_op_count(vk_graph *g, vk_node *n, uint32_t *count) {
-    if (n->op->run == op_sym_size || n->op->run == op_sym_arith) {
+    if (n->op->run == op_sym_size || n->op->run == op_sym_arith ||
+        n->op->run == op_select_as_symint) {
         *count = 0;
+    } else if (n->op->run == op_sdpa_kv) {
+        *count = 3;
     } else if (n->op->run == op_cat || n->op->run == op_split) {
         const int64_t *ids;
         uint32_t len;
