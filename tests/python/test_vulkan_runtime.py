@@ -462,3 +462,24 @@ def test_int8_weight_only_linear() -> None:
     quantize_(model, Int8WeightOnlyConfig())
     check(model, (r(3, 64),), portable_ops=("aten::permute_copy", "dim_order_ops::_to_dim_order_copy",
                                             "aten::_to_copy"))
+
+
+def test_int8_weight_only_lowered_by_ember() -> None:
+    """ember's int8 weight-only linear (aten._weight_int8pack_mm in the
+    payload): int8 weights widened at load, per-channel scales applied after
+    the product."""
+    from ember import to_edge_transform_and_lower
+    from ember.backends.vulkan import VulkanPartitioner
+    from ember.backends.vulkan.quantize import int8_weight_only
+
+    torch.manual_seed(5)
+    model = int8_weight_only(MLP().eval())
+    x = r(3, 16)
+    with torch.no_grad():
+        expected = model(x)
+    ep = torch.export.export(model, (x,))
+    buffer = to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner({})]).to_executorch().buffer
+    program = ember_runtime.Runtime.get().load_program(buffer)
+    assert program.metadata("forward").num_delegates >= 1
+    torch.testing.assert_close(program.load_method("forward").execute([x])[0], expected,
+                               rtol=RTOL, atol=ATOL)

@@ -298,7 +298,7 @@ ember_status vk_device_upload_weight(vk_graph *g, uint32_t vi, const void *bytes
     float *dst = (float *)((uint8_t *)g->dev->map[BUF_WEIGHTS] + v->offset);
     size_t n = v->bound_numel, want;
     size_t elem = v->dtype == VK_DT_INT64 ? 8 : v->dtype == VK_DT_FLOAT16 ? 2
-                  : v->dtype == VK_DT_BOOL ? 1 : 4;
+                  : v->dtype == VK_DT_BOOL || v->dtype == VK_DT_INT8 ? 1 : 4;
     if (ember_mul_overflow(n, elem, &want) || size < want)
         return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM,
                                   "vulkan payload: constant of value %u has %zu bytes, its %zu "
@@ -326,6 +326,7 @@ ember_status vk_device_upload_weight(vk_graph *g, uint32_t vi, const void *bytes
             dst[i] = (float)x;
             break;
         }
+        case VK_DT_INT8: dst[i] = (float)(int8_t)src[i]; break;
         default: dst[i] = src[i] != 0; break;
         }
     }

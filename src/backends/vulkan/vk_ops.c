@@ -852,6 +852,40 @@ static ember_status op_linear(vk_graph *g, vk_node *n, vk_dispatch *dp) {
                     bias_id);
 }
 
+/* _weight_int8pack_mm(x [M, K], weight int8 [N, K], scales [N], out [M, N]):
+ * the product with the weight (widened at upload), then the per-channel
+ * scales applied in place. */
+static ember_status op_int8pack_mm(vk_graph *g, vk_node *n, vk_dispatch *dp) {
+    TRY_RET(want_args(g, n, 4, 4));
+    vk_value *x, *w, *sc, *out;
+    TRY_RET(tensor_arg(g, n, 0, &x));
+    TRY_RET(tensor_arg(g, n, 1, &w));
+    TRY_RET(tensor_arg(g, n, 2, &sc));
+    TRY_RET(tensor_arg(g, n, 3, &out));
+    if (x->rank != 2 || w->rank != 2 || numel(sc) != w->dims[0] || w->dims[1] != x->dims[1])
+        return vk_node_fail(g, n, EMBER_ERR_SHAPE_MISMATCH, "input [%u, %u], weight [%u, %u], "
+                            "%zu scales", x->dims[0], x->dims[1], w->dims[0], w->dims[1], numel(sc));
+    mm_desc m;
+    memset(&m, 0, sizeof m);
+    m.batch = 1;
+    m.M = x->dims[0];
+    m.K = x->dims[1];
+    m.N = w->dims[0];
+    m.sa[1] = m.K;
+    m.sa[2] = 1;
+    m.sb[1] = 1;
+    m.sb[2] = m.K;
+    m.alpha = m.beta = 1.0;
+    size_t dims[2] = {m.M, m.N};
+    TRY_RET(set_out(g, n, out, dims, 2));
+    TRY_RET(mm_write(g, n, &dp[0], &m, arg_id(g, n, 3), arg_id(g, n, 0), arg_id(g, n, 1), VK_NONE));
+    vk_value *in[2] = {out, sc};
+    view v;
+    broadcast_view(out, in, 2, &v);
+    bind(&dp[1], VK_SH_ELEMENTWISE, arg_id(g, n, 3), arg_id(g, n, 3), arg_id(g, n, 2), VK_NONE);
+    return ew_write(g, n, &dp[1], &v, EW_MUL, 2, 0, 1.0);
+}
+
 /* mm(a, b, out), bmm(a, b, out), addmm(bias, a, b, beta, alpha, out) */
 static ember_status op_mm(vk_graph *g, vk_node *n, vk_dispatch *dp) {
     bool addmm = n->op->code == 2, bmm = n->op->code == 1;
@@ -1406,6 +1440,7 @@ static const vk_op g_ops[] = {
     {"aten.mm.default", op_mm, 0},
     {"aten.bmm.default", op_mm, 1},
     {"aten.addmm.default", op_mm, 2},
+    {"aten._weight_int8pack_mm.default", op_int8pack_mm, 0},
     /* reductions and normalizations */
     {"aten._softmax.default", op_softmax, 0},
     {"aten._log_softmax.default", op_softmax, 1},
@@ -1449,6 +1484,8 @@ ember_status vk_op_count(vk_graph *g, vk_node *n, uint32_t *count) {
         *count = 0;
     } else if (n->op->run == op_sdpa_kv) {
         *count = 3;
+    } else if (n->op->run == op_int8pack_mm) {
+        *count = 2;
     } else if (n->op->run == op_cat || n->op->run == op_split) {
         const int64_t *ids;
         uint32_t len;
