@@ -136,6 +136,12 @@ if ((SYSTEM_ONLY == 0)); then
   have emcc || missing+=(emscripten)
   have node || missing+=(nodejs)
   have chromium || missing+=(chromium)
+  # VulkanBackend: the headers and loader, the GLSL compiler, and Mesa's CPU
+  # driver (lavapipe) that its tests run on where there is no GPU
+  [[ -f /usr/include/vulkan/vulkan.h ]] || missing+=(libvulkan-dev)
+  have glslc || missing+=(glslc)
+  have vulkaninfo || missing+=(vulkan-tools)
+  compgen -G "/usr/share/vulkan/icd.d/lvp_icd*.json" >/dev/null || missing+=(mesa-vulkan-drivers)
 fi
 # De-duplicate.
 if ((${#missing[@]} > 0)); then

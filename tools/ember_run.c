@@ -998,7 +998,9 @@ int main(int argc, char **argv) {
     if ((st = ember_portable_kernels_register()) != EMBER_OK ||
         (st = ember_optimized_kernels_register()) != EMBER_OK)
         die_status(st, "registering kernels");
-    if ((st = ember_xnnpack_backend_register()) != EMBER_OK) die_status(st, "registering backends");
+    if ((st = ember_xnnpack_backend_register()) != EMBER_OK ||
+        (st = ember_vulkan_backend_register()) != EMBER_OK)
+        die_status(st, "registering backends");
 
     /* A bundled program (identifier BP08) runs the program it carries. */
     uint64_t whole = 0;

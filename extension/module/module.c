@@ -40,6 +40,7 @@ static ember_status register_portable_once(void) {
     ember_status st = ember_portable_kernels_register();
     if (st == EMBER_OK) st = ember_optimized_kernels_register();
     if (st == EMBER_OK) st = ember_xnnpack_backend_register();
+    if (st == EMBER_OK) st = ember_vulkan_backend_register();
     if (st == EMBER_OK) g_portable_registered = true;
     return st;
 }

@@ -167,6 +167,23 @@ ember_status ember_backend_register(const ember_backend *backend);
  */
 ember_status ember_xnnpack_backend_register(void);
 
+/**
+ * Registers ember's GPU backend under the id "VulkanBackend": it runs the
+ * payloads of ExecuTorch's Vulkan delegate (VK00 graphs) with its own
+ * compute shaders on the first Vulkan device with a compute queue
+ * (discrete GPU, then integrated, virtual, CPU). In builds without Vulkan
+ * it registers a backend whose is_available() is false.
+ * @return as ember_backend_register().
+ */
+ember_status ember_vulkan_backend_register(void);
+
+/**
+ * The name of the Vulkan device VulkanBackend runs on (e.g. "llvmpipe
+ * (LLVM 15.0.7, 256 bits)"), or NULL where there is none or the build has
+ * no Vulkan. The first call opens the device to find out. Thread-safe.
+ */
+const char *ember_vulkan_device_name(void);
+
 /** Removes every registered backend. */
 void ember_backends_clear(void);
 

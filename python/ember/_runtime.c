@@ -1424,6 +1424,23 @@ static PyObject *rt_has_backend(PyObject *mod, PyObject *arg) {
     return PyBool_FromLong(ember_backend_find(id, (size_t)len) != NULL);
 }
 
+static PyObject *rt_backend_available(PyObject *mod, PyObject *arg) {
+    (void)mod;
+    Py_ssize_t len;
+    const char *id = PyUnicode_AsUTF8AndSize(arg, &len);
+    if (id == NULL) return NULL;
+    const ember_backend *b = ember_backend_find(id, (size_t)len);
+    return PyBool_FromLong(b != NULL && b->is_available != NULL && b->is_available());
+}
+
+static PyObject *rt_vulkan_device_name(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    const char *name = ember_vulkan_device_name();
+    if (name == NULL) Py_RETURN_NONE;
+    return PyUnicode_FromString(name);
+}
+
 static PyObject *rt_status_codes(PyObject *mod, PyObject *unused) {
     (void)mod;
     (void)unused;
@@ -1522,6 +1539,10 @@ static PyMethodDef rt_functions[] = {
      "manual_seed(n): seed the portable kernels' random generator (rand, randn, dropout)."},
     {"has_backend", rt_has_backend, METH_O,
      "has_backend(id) -> bool: a backend is registered under this id."},
+    {"backend_available", rt_backend_available, METH_O,
+     "backend_available(id) -> bool: a backend is registered under this id and can run here."},
+    {"vulkan_device_name", rt_vulkan_device_name, METH_NOARGS,
+     "vulkan_device_name() -> str or None: the device VulkanBackend runs on."},
     {"status_codes", rt_status_codes, METH_NOARGS,
      "status_codes() -> dict: symbolic name (\"NOT_FOUND\") -> ember_status code."},
     {"status_str", rt_status_str, METH_O, "status_str(code) -> str: libember's short text."},
@@ -1546,6 +1567,7 @@ PyMODINIT_FUNC PyInit__runtime(void) {
         ember_status st = ember_portable_kernels_register();
         if (st == EMBER_OK) st = ember_optimized_kernels_register();
         if (st == EMBER_OK) st = ember_xnnpack_backend_register();
+        if (st == EMBER_OK) st = ember_vulkan_backend_register();
         if (st != EMBER_OK) {
             PyErr_Format(PyExc_ImportError, "ember: cannot register the portable kernels: %s: %s",
                          ember_status_str(st), ember_last_error());

@@ -58,6 +58,8 @@ __all__ = [
     "kernel_names",
     "has_kernel",
     "has_backend",
+    "backend_available",
+    "vulkan_device_name",
     "load_library",
     "manual_seed",
     "dtype_to_ember",
@@ -155,6 +157,18 @@ def manual_seed(seed: int) -> None:
 def has_backend(backend_id: str) -> bool:
     """True if a backend is registered under this id (the id a program names)."""
     return bool(_runtime.has_backend(str(backend_id)))
+
+
+def backend_available(backend_id: str) -> bool:
+    """True if a backend is registered under this id and can run here (e.g.
+    VulkanBackend where a Vulkan device with a compute queue exists)."""
+    return bool(_runtime.backend_available(str(backend_id)))
+
+
+def vulkan_device_name() -> Optional[str]:
+    """The name of the Vulkan device VulkanBackend runs on, or None where there
+    is none (or ember was built without Vulkan)."""
+    return _runtime.vulkan_device_name()
 
 
 def load_library(path: Union[str, "os.PathLike[str]"]) -> None:

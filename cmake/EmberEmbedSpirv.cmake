@@ -1,0 +1,27 @@
+# cmake -DOUT=vk_shaders.c -DDIR=<spv dir> -DNAMES=a;b;c -P EmberEmbedSpirv.cmake
+# Writes the SPIR-V modules DIR/<name>.spv as uint32_t arrays, with the
+# tables vk_shader_code[] and vk_shader_size[] in NAMES order.
+set(body "/* Generated from src/backends/vulkan/shaders by glslc; do not edit. */\n")
+string(APPEND body "#include <stddef.h>\n#include <stdint.h>\n\n")
+set(code_table "")
+set(size_table "")
+foreach(name ${NAMES})
+  file(READ "${DIR}/${name}.spv" hex HEX)
+  string(LENGTH "${hex}" len)
+  math(EXPR rem "${len} % 8")
+  if(NOT rem EQUAL 0)
+    message(FATAL_ERROR "${name}.spv is not a whole number of 32-bit words")
+  endif()
+  # little-endian bytes to words
+  string(REGEX REPLACE "(..)(..)(..)(..)" "0x\\4\\3\\2\\1u," words "${hex}")
+  string(REGEX REPLACE "((0x[0-9a-f]+u,){8})" "\\1\n    " words "${words}")
+  string(APPEND body "static const uint32_t spv_${name}[] = {\n    ${words}\n};\n")
+  string(APPEND code_table "    spv_${name},\n")
+  string(APPEND size_table "    sizeof spv_${name},\n")
+endforeach()
+list(LENGTH NAMES count)
+string(APPEND body "\nextern const uint32_t *const vk_shader_code[${count}];\n")
+string(APPEND body "extern const size_t vk_shader_size[${count}];\n")
+string(APPEND body "const uint32_t *const vk_shader_code[${count}] = {\n${code_table}};\n")
+string(APPEND body "const size_t vk_shader_size[${count}] = {\n${size_table}};\n")
+file(WRITE "${OUT}" "${body}")

@@ -1,0 +1,32 @@
+#version 450
+// Layer norm over the last `cols` elements of each row; one invocation a row.
+//   u[0] rows, u[1] cols, u[2] eps, u[3] has weight, u[4] has bias,
+//   u[5] writes mean and rstd
+// bindings: 0 out, 1 in, 2 weight, 3 bias, 4 mean, 5 rstd
+#include "common.glsl"
+
+void main() {
+    uint row = invocation();
+    uint cols = u[1];
+    if (row >= u[0]) return;
+    uint base = row * cols;
+    float mean = 0.0;
+    for (uint k = 0u; k < cols; k++) mean += t1[base + k];
+    mean /= float(cols);
+    float var = 0.0;
+    for (uint k = 0u; k < cols; k++) {
+        float d = t1[base + k] - mean;
+        var += d * d;
+    }
+    float rstd = inversesqrt(var / float(cols) + pf(2u));
+    for (uint k = 0u; k < cols; k++) {
+        float r = (t1[base + k] - mean) * rstd;
+        if (u[3] != 0u) r *= t2[k];
+        if (u[4] != 0u) r += t3[k];
+        t0[base + k] = r;
+    }
+    if (u[5] != 0u) {
+        t4[row] = mean;
+        t5[row] = rstd;
+    }
+}

@@ -1,0 +1,491 @@
+/*
+ * VulkanBackend's device side, on the Vulkan C API.
+ *
+ * One context per process, shared by every delegate and reference-counted:
+ * the instance, the chosen physical device (discrete GPU first, then
+ * integrated, virtual, CPU), a logical device with one compute queue, the
+ * shader modules (SPIR-V compiled from shaders/ at build time and embedded),
+ * one descriptor-set layout and the compute pipelines, all created when the
+ * first delegate opens it, destroyed when the last one goes. The queue is
+ * shared, so submissions take a lock.
+ *
+ * Per delegate: the weights, arena and control buffers (host-visible and
+ * coherent, device-local too where the device offers it), one descriptor
+ * set per dispatch written at init, and one command buffer recorded at init
+ * and replayed by every execute: its dispatches are indirect, reading the
+ * workgroup counts that vk_ops.c writes for the actual shapes.
+ */
+#include <pthread.h>
+#include <string.h>
+#include <vulkan/vulkan.h>
+
+#include "vk_graph.h"
+
+typedef struct vk_context {
+    int refs;
+    VkInstance instance;
+    VkPhysicalDevice phys;
+    VkDevice device;
+    VkQueue queue;
+    uint32_t family;
+    VkPhysicalDeviceProperties props;
+    VkPhysicalDeviceMemoryProperties mem;
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout layout;
+    VkShaderModule modules[VK_SH_COUNT];
+    VkPipeline pipelines[VK_SH_COUNT];
+    VkPipeline ew_pipelines[VK_EW_VARIANTS]; /* made when a delegate first needs one */
+} vk_context;
+
+enum { BUF_ARENA = 0, BUF_WEIGHTS = 1, BUF_CONTROL = 2, BUF_COUNT = 3 };
+
+struct vk_device {
+    VkBuffer buf[BUF_COUNT];
+    VkDeviceMemory mem[BUF_COUNT];
+    void *map[BUF_COUNT];
+    VkDescriptorPool pool;
+    VkCommandPool cmd_pool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+};
+
+static vk_context g_ctx;
+static pthread_mutex_t g_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t g_queue_lock = PTHREAD_MUTEX_INITIALIZER;
+static char g_device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+static int g_available = -1; /* unknown */
+
+#define BINDINGS (VK_MAX_BINDINGS + 2)
+
+static ember_status vk_fail(VkResult r, const char *what) {
+    ember_status st = r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY
+                          ? EMBER_ERR_OUT_OF_MEMORY
+                          : EMBER_ERR_DELEGATE_FAILED;
+    return ember_backend_fail(st, "vulkan: %s failed (VkResult %d)", what, (int)r);
+}
+
+static void context_destroy(vk_context *c) {
+    if (c->device) {
+        vkDeviceWaitIdle(c->device);
+        for (int k = 0; k < VK_EW_VARIANTS; k++)
+            if (c->ew_pipelines[k]) vkDestroyPipeline(c->device, c->ew_pipelines[k], NULL);
+        for (int k = 0; k < VK_SH_COUNT; k++) {
+            if (c->pipelines[k]) vkDestroyPipeline(c->device, c->pipelines[k], NULL);
+            if (c->modules[k]) vkDestroyShaderModule(c->device, c->modules[k], NULL);
+        }
+        if (c->layout) vkDestroyPipelineLayout(c->device, c->layout, NULL);
+        if (c->set_layout) vkDestroyDescriptorSetLayout(c->device, c->set_layout, NULL);
+        vkDestroyDevice(c->device, NULL);
+    }
+    if (c->instance) vkDestroyInstance(c->instance, NULL);
+    memset(c, 0, sizeof *c);
+}
+
+/* Device preference: discrete, integrated, virtual, CPU, other. */
+static int device_rank(VkPhysicalDeviceType t) {
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 3;
+    default: return 4;
+    }
+}
+
+static ember_status pick_device(vk_context *c) {
+    VkPhysicalDevice devs[16];
+    uint32_t n = 16;
+    VkResult r = vkEnumeratePhysicalDevices(c->instance, &n, devs);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) return vk_fail(r, "vkEnumeratePhysicalDevices");
+    int best = 99;
+    for (uint32_t k = 0; k < n; k++) {
+        VkPhysicalDeviceProperties p;
+        vkGetPhysicalDeviceProperties(devs[k], &p);
+        VkQueueFamilyProperties fam[16];
+        uint32_t nf = 16;
+        vkGetPhysicalDeviceQueueFamilyProperties(devs[k], &nf, fam);
+        for (uint32_t f = 0; f < nf; f++) {
+            if (!(fam[f].queueFlags & VK_QUEUE_COMPUTE_BIT) || fam[f].queueCount == 0) continue;
+            int rank = device_rank(p.deviceType);
+            if (rank < best) {
+                best = rank;
+                c->phys = devs[k];
+                c->family = f;
+                c->props = p;
+            }
+            break;
+        }
+    }
+    if (best == 99)
+        return ember_backend_fail(EMBER_ERR_BACKEND_MISSING,
+                                  "vulkan: no device with a compute queue (%u devices)", n);
+    vkGetPhysicalDeviceMemoryProperties(c->phys, &c->mem);
+    return EMBER_OK;
+}
+
+/* A compute pipeline of shader module k; spec: the value of specialization
+ * constant 0, or NULL. */
+static VkResult make_pipeline(vk_context *c, int k, const uint32_t *spec, VkPipeline *out) {
+    VkSpecializationMapEntry entry = {0, 0, sizeof(uint32_t)};
+    VkSpecializationInfo si = {1, &entry, sizeof(uint32_t), spec};
+    VkComputePipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+    ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    ci.stage.module = c->modules[k];
+    ci.stage.pName = "main";
+    ci.stage.pSpecializationInfo = spec ? &si : NULL;
+    ci.layout = c->layout;
+    return vkCreateComputePipelines(c->device, VK_NULL_HANDLE, 1, &ci, NULL, out);
+}
+
+static ember_status create_pipelines(vk_context *c) {
+    VkDescriptorSetLayoutBinding b[BINDINGS];
+    for (uint32_t k = 0; k < BINDINGS; k++) {
+        memset(&b[k], 0, sizeof b[k]);
+        b[k].binding = k;
+        b[k].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        b[k].descriptorCount = 1;
+        b[k].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+    }
+    VkDescriptorSetLayoutCreateInfo li = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    li.bindingCount = BINDINGS;
+    li.pBindings = b;
+    VkResult r = vkCreateDescriptorSetLayout(c->device, &li, NULL, &c->set_layout);
+    if (r != VK_SUCCESS) return vk_fail(r, "vkCreateDescriptorSetLayout");
+    VkPipelineLayoutCreateInfo pl = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    pl.setLayoutCount = 1;
+    pl.pSetLayouts = &c->set_layout;
+    r = vkCreatePipelineLayout(c->device, &pl, NULL, &c->layout);
+    if (r != VK_SUCCESS) return vk_fail(r, "vkCreatePipelineLayout");
+    for (int k = 0; k < VK_SH_COUNT; k++) {
+        VkShaderModuleCreateInfo si = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+        si.codeSize = vk_shader_size[k];
+        si.pCode = vk_shader_code[k];
+        r = vkCreateShaderModule(c->device, &si, NULL, &c->modules[k]);
+        if (r != VK_SUCCESS) return vk_fail(r, "vkCreateShaderModule");
+        if (k == VK_SH_ELEMENTWISE) continue; /* one pipeline per operator, made on demand */
+        r = make_pipeline(c, k, NULL, &c->pipelines[k]);
+        if (r != VK_SUCCESS) return vk_fail(r, "vkCreateComputePipelines");
+    }
+    return EMBER_OK;
+}
+
+static ember_status context_create(vk_context *c) {
+    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO};
+    app.pApplicationName = "ember";
+    app.pEngineName = "ember";
+    app.apiVersion = VK_API_VERSION_1_0;
+    VkInstanceCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    ii.pApplicationInfo = &app;
+    VkResult r = vkCreateInstance(&ii, NULL, &c->instance);
+    if (r != VK_SUCCESS) {
+        c->instance = VK_NULL_HANDLE;
+        return ember_backend_fail(EMBER_ERR_BACKEND_MISSING,
+                                  "vulkan: no Vulkan driver (vkCreateInstance: VkResult %d)", (int)r);
+    }
+    TRY_RET(pick_device(c));
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    qi.queueFamilyIndex = c->family;
+    qi.queueCount = 1;
+    qi.pQueuePriorities = &prio;
+    VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    di.queueCreateInfoCount = 1;
+    di.pQueueCreateInfos = &qi;
+    r = vkCreateDevice(c->phys, &di, NULL, &c->device);
+    if (r != VK_SUCCESS) {
+        c->device = VK_NULL_HANDLE;
+        return vk_fail(r, "vkCreateDevice");
+    }
+    vkGetDeviceQueue(c->device, c->family, 0, &c->queue);
+    TRY_RET(create_pipelines(c));
+    memcpy(g_device_name, c->props.deviceName, sizeof g_device_name);
+    g_device_name[sizeof g_device_name - 1] = '\0';
+    return EMBER_OK;
+}
+
+static ember_status context_acquire(void) {
+    pthread_mutex_lock(&g_ctx_lock);
+    ember_status st = EMBER_OK;
+    if (g_ctx.refs == 0) {
+        st = context_create(&g_ctx);
+        if (st != EMBER_OK) context_destroy(&g_ctx);
+    }
+    if (st == EMBER_OK) g_ctx.refs++;
+    pthread_mutex_unlock(&g_ctx_lock);
+    return st;
+}
+
+/* The context goes with its last delegate: lavapipe, for one, frees some of
+ * a delegate's objects only when their device is destroyed. */
+static void context_release(void) {
+    pthread_mutex_lock(&g_ctx_lock);
+    if (g_ctx.refs > 0 && --g_ctx.refs == 0) context_destroy(&g_ctx);
+    pthread_mutex_unlock(&g_ctx_lock);
+}
+
+bool vk_device_available(void) {
+    pthread_mutex_lock(&g_ctx_lock);
+    int known = g_available;
+    pthread_mutex_unlock(&g_ctx_lock);
+    if (known < 0) {
+        ember_status st = context_acquire();
+        if (st == EMBER_OK) context_release();
+        pthread_mutex_lock(&g_ctx_lock);
+        g_available = known = st == EMBER_OK;
+        pthread_mutex_unlock(&g_ctx_lock);
+    }
+    return known == 1;
+}
+
+const char *vk_device_name(void) {
+    return vk_device_available() ? g_device_name : NULL;
+}
+
+static ember_status make_buffer(struct vk_device *d, int which, size_t size, VkBufferUsageFlags use) {
+    const vk_context *c = &g_ctx;
+    if (size == 0) size = 16;
+    VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    bi.size = size;
+    bi.usage = use;
+    bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    VkResult r = vkCreateBuffer(c->device, &bi, NULL, &d->buf[which]);
+    if (r != VK_SUCCESS) return vk_fail(r, "vkCreateBuffer");
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(c->device, d->buf[which], &req);
+    const VkMemoryPropertyFlags need =
+        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    uint32_t type = UINT32_MAX;
+    for (int pass = 0; pass < 2 && type == UINT32_MAX; pass++)
+        for (uint32_t k = 0; k < c->mem.memoryTypeCount; k++) {
+            VkMemoryPropertyFlags f = c->mem.memoryTypes[k].propertyFlags;
+            if (!(req.memoryTypeBits & (1u << k)) || (f & need) != need) continue;
+            if (pass == 0 && !(f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) continue;
+            type = k;
+            break;
+        }
+    if (type == UINT32_MAX)
+        return ember_backend_fail(EMBER_ERR_NOT_SUPPORTED,
+                                  "vulkan: the device has no host-visible coherent memory");
+    VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    ai.allocationSize = req.size;
+    ai.memoryTypeIndex = type;
+    r = vkAllocateMemory(c->device, &ai, NULL, &d->mem[which]);
+    if (r != VK_SUCCESS) return vk_fail(r, "vkAllocateMemory");
+    r = vkBindBufferMemory(c->device, d->buf[which], d->mem[which], 0);
+    if (r != VK_SUCCESS) return vk_fail(r, "vkBindBufferMemory");
+    r = vkMapMemory(c->device, d->mem[which], 0, VK_WHOLE_SIZE, 0, &d->map[which]);
+    if (r != VK_SUCCESS) return vk_fail(r, "vkMapMemory");
+    return EMBER_OK;
+}
+
+ember_status vk_device_open(vk_graph *g) {
+    TRY_RET(context_acquire());
+    g->dev = ember_platform_alloc(sizeof(struct vk_device), _Alignof(struct vk_device));
+    if (g->dev == NULL) {
+        context_release();
+        return ember_backend_fail(EMBER_ERR_OUT_OF_MEMORY, "vulkan: no memory");
+    }
+    memset(g->dev, 0, sizeof *g->dev);
+    size_t align = (size_t)g_ctx.props.limits.minStorageBufferOffsetAlignment;
+    g->align = align < 16 ? 16 : align;
+    g->max_range = (size_t)g_ctx.props.limits.maxStorageBufferRange;
+    return EMBER_OK;
+}
+
+ember_status vk_device_upload_weight(vk_graph *g, uint32_t vi, const void *bytes, size_t size) {
+    const vk_value *v = &g->values[vi];
+    float *dst = (float *)((uint8_t *)g->dev->map[BUF_WEIGHTS] + v->offset);
+    size_t n = v->bound_numel, want;
+    size_t elem = v->dtype == VK_DT_INT64 ? 8 : v->dtype == VK_DT_FLOAT16 ? 2
+                  : v->dtype == VK_DT_BOOL || v->dtype == VK_DT_INT8 ? 1 : 4;
+    if (ember_mul_overflow(n, elem, &want) || size < want)
+        return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM,
+                                  "vulkan payload: constant of value %u has %zu bytes, its %zu "
+                                  "%s elements need %zu",
+                                  vi, size, n, vk_dtype_name(v->dtype), want);
+    const uint8_t *src = bytes;
+    for (size_t i = 0; i < n; i++) {
+        switch (v->dtype) {
+        case VK_DT_FLOAT32: memcpy(&dst[i], src + 4 * i, 4); break;
+        case VK_DT_FLOAT16: {
+            uint16_t h;
+            memcpy(&h, src + 2 * i, 2);
+            dst[i] = ember_half_to_float(h);
+            break;
+        }
+        case VK_DT_INT32: {
+            int32_t x;
+            memcpy(&x, src + 4 * i, 4);
+            dst[i] = (float)x;
+            break;
+        }
+        case VK_DT_INT64: {
+            int64_t x;
+            memcpy(&x, src + 8 * i, 8);
+            dst[i] = (float)x;
+            break;
+        }
+        case VK_DT_INT8: dst[i] = (float)(int8_t)src[i]; break;
+        default: dst[i] = src[i] != 0; break;
+        }
+    }
+    return EMBER_OK;
+}
+
+ember_status vk_device_build(vk_graph *g) {
+    const vk_context *c = &g_ctx;
+    struct vk_device *d = g->dev;
+    const VkBufferUsageFlags storage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+    TRY_RET(make_buffer(d, BUF_ARENA, g->arena_bytes, storage));
+    TRY_RET(make_buffer(d, BUF_WEIGHTS, g->weights_bytes, storage));
+    TRY_RET(make_buffer(d, BUF_CONTROL, g->control_bytes,
+                        storage | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT));
+    memset(d->map[BUF_CONTROL], 0, g->control_bytes);
+    memset(d->map[BUF_ARENA], 0, g->arena_bytes);
+    g->control = d->map[BUF_CONTROL];
+    g->arena = d->map[BUF_ARENA];
+
+    VkResult r;
+    uint32_t sets = g->num_dispatches ? g->num_dispatches : 1;
+    VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, sets * BINDINGS};
+    VkDescriptorPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+    pi.maxSets = sets;
+    pi.poolSizeCount = 1;
+    pi.pPoolSizes = &ps;
+    if ((r = vkCreateDescriptorPool(c->device, &pi, NULL, &d->pool)) != VK_SUCCESS)
+        return vk_fail(r, "vkCreateDescriptorPool");
+    const VkDeviceSize max_range = c->props.limits.maxStorageBufferRange;
+    for (uint32_t k = 0; k < g->num_dispatches; k++) {
+        vk_dispatch *dp = &g->dispatches[k];
+        VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+        VkDescriptorSet set;
+        ai.descriptorPool = d->pool;
+        ai.descriptorSetCount = 1;
+        ai.pSetLayouts = &c->set_layout;
+        if ((r = vkAllocateDescriptorSets(c->device, &ai, &set)) != VK_SUCCESS)
+            return vk_fail(r, "vkAllocateDescriptorSets");
+        dp->set = (void *)set;
+        VkDescriptorBufferInfo info[BINDINGS];
+        VkWriteDescriptorSet w[BINDINGS];
+        for (uint32_t b = 0; b < BINDINGS; b++) {
+            if (b < VK_MAX_BINDINGS && dp->bind[b] != VK_NONE) {
+                const vk_value *v = &g->values[dp->bind[b]];
+                info[b].buffer = d->buf[v->is_const ? BUF_WEIGHTS : BUF_ARENA];
+                info[b].offset = v->offset;
+                info[b].range = (v->bound_numel ? v->bound_numel : 1) * 4;
+                if (info[b].range > max_range)
+                    return ember_backend_fail(EMBER_ERR_NOT_SUPPORTED,
+                                              "vulkan: value %u needs %llu bytes, the device binds "
+                                              "at most %llu",
+                                              dp->bind[b], (unsigned long long)info[b].range,
+                                              (unsigned long long)max_range);
+            } else if (b < VK_MAX_BINDINGS) { /* unused: the arena's dummy bytes */
+                info[b].buffer = d->buf[BUF_ARENA];
+                info[b].offset = 0;
+                info[b].range = 16;
+            } else {
+                info[b].buffer = d->buf[BUF_CONTROL];
+                info[b].offset = b == VK_MAX_BINDINGS ? dp->params_at : 0;
+                info[b].range = b == VK_MAX_BINDINGS ? VK_PARAM_WORDS * 4 : 16;
+            }
+            memset(&w[b], 0, sizeof w[b]);
+            w[b].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+            w[b].dstSet = set;
+            w[b].dstBinding = b;
+            w[b].descriptorCount = 1;
+            w[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+            w[b].pBufferInfo = &info[b];
+        }
+        vkUpdateDescriptorSets(c->device, BINDINGS, w, 0, NULL);
+    }
+
+    VkCommandPoolCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    ci.queueFamilyIndex = c->family;
+    if ((r = vkCreateCommandPool(c->device, &ci, NULL, &d->cmd_pool)) != VK_SUCCESS)
+        return vk_fail(r, "vkCreateCommandPool");
+    VkCommandBufferAllocateInfo ca = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ca.commandPool = d->cmd_pool;
+    ca.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ca.commandBufferCount = 1;
+    if ((r = vkAllocateCommandBuffers(c->device, &ca, &d->cmd)) != VK_SUCCESS)
+        return vk_fail(r, "vkAllocateCommandBuffers");
+    VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    if ((r = vkCreateFence(c->device, &fi, NULL, &d->fence)) != VK_SUCCESS)
+        return vk_fail(r, "vkCreateFence");
+
+    /* the elementwise operators' pipelines this graph needs */
+    pthread_mutex_lock(&g_ctx_lock);
+    for (uint32_t k = 0; k < g->num_dispatches && r == VK_SUCCESS; k++) {
+        const vk_dispatch *dp = &g->dispatches[k];
+        uint32_t op = dp->variant;
+        if (dp->shader == VK_SH_ELEMENTWISE && op < VK_EW_VARIANTS && !g_ctx.ew_pipelines[op])
+            r = make_pipeline(&g_ctx, VK_SH_ELEMENTWISE, &op, &g_ctx.ew_pipelines[op]);
+    }
+    pthread_mutex_unlock(&g_ctx_lock);
+    if (r != VK_SUCCESS) return vk_fail(r, "vkCreateComputePipelines");
+
+    /* record once: every dispatch, each followed by a barrier */
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    if ((r = vkBeginCommandBuffer(d->cmd, &bi)) != VK_SUCCESS)
+        return vk_fail(r, "vkBeginCommandBuffer");
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    for (uint32_t k = 0; k < g->num_dispatches; k++) {
+        const vk_dispatch *dp = &g->dispatches[k];
+        VkDescriptorSet set = (VkDescriptorSet)dp->set;
+        VkPipeline pipe = dp->shader == VK_SH_ELEMENTWISE ? c->ew_pipelines[dp->variant % VK_EW_VARIANTS]
+                                                          : c->pipelines[dp->shader];
+        vkCmdBindPipeline(d->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+        vkCmdBindDescriptorSets(d->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->layout, 0, 1, &set, 0,
+                                NULL);
+        vkCmdDispatchIndirect(d->cmd, d->buf[BUF_CONTROL], dp->indirect_at);
+        vkCmdPipelineBarrier(d->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+    }
+    VkMemoryBarrier hb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    hb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    hb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(d->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                         0, 1, &hb, 0, NULL, 0, NULL);
+    if ((r = vkEndCommandBuffer(d->cmd)) != VK_SUCCESS) return vk_fail(r, "vkEndCommandBuffer");
+    return EMBER_OK;
+}
+
+ember_status vk_device_run(vk_graph *g) {
+    const vk_context *c = &g_ctx;
+    struct vk_device *d = g->dev;
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &d->cmd;
+    pthread_mutex_lock(&g_queue_lock);
+    VkResult r = vkQueueSubmit(c->queue, 1, &si, d->fence);
+    pthread_mutex_unlock(&g_queue_lock);
+    if (r != VK_SUCCESS) return vk_fail(r, "vkQueueSubmit");
+    /* a minute is far beyond any dispatch list; a lost device reports here */
+    r = vkWaitForFences(c->device, 1, &d->fence, VK_TRUE, UINT64_C(60000000000));
+    VkResult rr = vkResetFences(c->device, 1, &d->fence);
+    if (r != VK_SUCCESS) return vk_fail(r, "vkWaitForFences");
+    if (rr != VK_SUCCESS) return vk_fail(rr, "vkResetFences");
+    return EMBER_OK;
+}
+
+void vk_device_close(vk_graph *g) {
+    struct vk_device *d = g->dev;
+    if (d == NULL) return;
+    VkDevice dev = g_ctx.device;
+    if (dev) {
+        if (d->fence) vkDestroyFence(dev, d->fence, NULL);
+        if (d->cmd_pool) vkDestroyCommandPool(dev, d->cmd_pool, NULL);
+        if (d->pool) vkDestroyDescriptorPool(dev, d->pool, NULL);
+        for (int k = 0; k < BUF_COUNT; k++) {
+            if (d->map[k]) vkUnmapMemory(dev, d->mem[k]);
+            if (d->buf[k]) vkDestroyBuffer(dev, d->buf[k], NULL);
+            if (d->mem[k]) vkFreeMemory(dev, d->mem[k], NULL);
+        }
+    }
+    ember_platform_free(d);
+    g->dev = NULL;
+    context_release();
+}

@@ -1,0 +1,161 @@
+/*
+ * VulkanBackend's memory plan, made once at init.
+ *
+ * Three GPU buffers per delegate:
+ *   weights  every constant tensor, one after another;
+ *   arena    the delegate's inputs, outputs and intermediates, sized for
+ *            their upper-bound shapes; tensors whose lifetimes (first to
+ *            last operator that names them) do not overlap share bytes;
+ *            placed largest first at the lowest offset that fits;
+ *   control  the status word, then one parameter block and one indirect
+ *            dispatch record per dispatch (rewritten before each execute).
+ * Offsets are multiples of the device's storage-buffer offset alignment.
+ */
+#include <string.h>
+
+#include "vk_graph.h"
+
+static bool align_up(size_t x, size_t a, size_t *out) {
+    size_t r;
+    if (ember_add_overflow(x, a - 1, &r)) return false;
+    *out = r / a * a;
+    return true;
+}
+
+static void touch(vk_graph *g, uint32_t vi, uint32_t at) {
+    vk_value *v = &g->values[vi];
+    if (v->kind == VK_V_VALUELIST) {
+        for (uint32_t k = 0; k < v->list_len; k++) touch(g, (uint32_t)g->ints[v->list_at + k], at);
+        return;
+    }
+    if (v->kind != VK_V_TENSOR) return;
+    if (at < v->first_use) v->first_use = at;
+    if (at > v->last_use) v->last_use = at;
+}
+
+static ember_status plan_dispatches(vk_graph *g, ember_allocator *a) {
+    size_t total = 0;
+    for (uint32_t ni = 0; ni < g->num_nodes; ni++) {
+        vk_node *n = &g->nodes[ni];
+        TRY_RET(vk_op_count(g, n, &n->num_dispatch));
+        n->first_dispatch = (uint32_t)total;
+        total += n->num_dispatch;
+        if (total > (1u << 20)) return vk_node_fail(g, n, EMBER_ERR_INVALID_PROGRAM, "too many dispatches");
+    }
+    g->num_dispatches = (uint32_t)total;
+    g->dispatches = ember_alloc(a, sizeof(vk_dispatch) * (total + 1), _Alignof(vk_dispatch));
+    if (g->dispatches == NULL)
+        return ember_backend_fail(EMBER_ERR_OUT_OF_MEMORY, "vulkan: no memory for dispatches");
+    memset(g->dispatches, 0, sizeof(vk_dispatch) * total);
+    for (size_t k = 0; k < total; k++)
+        for (int b = 0; b < VK_MAX_BINDINGS; b++) g->dispatches[k].bind[b] = VK_NONE;
+    return EMBER_OK;
+}
+
+ember_status vk_plan(vk_graph *g, ember_allocator *a) {
+    const size_t align = g->align;
+    TRY_RET(plan_dispatches(g, a));
+
+    /* lifetimes */
+    for (uint32_t vi = 0; vi < g->num_values; vi++) {
+        g->values[vi].first_use = UINT32_MAX;
+        g->values[vi].last_use = 0;
+    }
+    for (uint32_t k = 0; k < g->num_inputs; k++) touch(g, g->inputs[k], 0);
+    for (uint32_t ni = 0; ni < g->num_nodes; ni++)
+        for (uint32_t k = 0; k < g->nodes[ni].nargs; k++)
+            touch(g, g->args[g->nodes[ni].args_at + k], ni);
+    for (uint32_t k = 0; k < g->num_outputs; k++) touch(g, g->outputs[k], g->num_nodes);
+
+    /* every tensor must fit one binding: checked before anything is allocated */
+    for (uint32_t vi = 0; vi < g->num_values; vi++) {
+        const vk_value *v = &g->values[vi];
+        size_t bytes;
+        if (v->kind != VK_V_TENSOR) continue;
+        if (ember_mul_overflow(v->bound_numel, 4, &bytes) || bytes > g->max_range)
+            return ember_backend_fail(EMBER_ERR_NOT_SUPPORTED,
+                                      "vulkan: value %u holds %zu elements, more than one binding of "
+                                      "this device spans (%zu bytes)",
+                                      vi, v->bound_numel, g->max_range);
+    }
+
+    /* weights, in order */
+    size_t w = 0;
+    for (uint32_t vi = 0; vi < g->num_values; vi++) {
+        vk_value *v = &g->values[vi];
+        if (v->kind != VK_V_TENSOR || !v->is_const) continue;
+        size_t bytes;
+        v->offset = w;
+        if (ember_mul_overflow(v->bound_numel ? v->bound_numel : 1, 4, &bytes) ||
+            !align_up(bytes, align, &bytes) || ember_add_overflow(w, bytes, &w))
+            return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "vulkan: weights overflow");
+    }
+    g->weights_bytes = w;
+
+    /* intermediates: largest first, lowest offset clear of every placed
+     * tensor alive at the same time; the first `align` bytes stay a dummy
+     * binding for unused slots */
+    uint32_t count = 0;
+    for (uint32_t vi = 0; vi < g->num_values; vi++) {
+        const vk_value *v = &g->values[vi];
+        if (v->kind == VK_V_TENSOR && !v->is_const && v->first_use != UINT32_MAX) count++;
+    }
+    uint32_t *order = ember_alloc(a, sizeof(uint32_t) * (count + 1u), _Alignof(uint32_t));
+    size_t *sizes = ember_alloc(a, sizeof(size_t) * (g->num_values + 1u), _Alignof(size_t));
+    if (order == NULL || sizes == NULL)
+        return ember_backend_fail(EMBER_ERR_OUT_OF_MEMORY, "vulkan: no memory for the plan");
+    uint32_t m = 0;
+    for (uint32_t vi = 0; vi < g->num_values; vi++) {
+        const vk_value *v = &g->values[vi];
+        if (!(v->kind == VK_V_TENSOR && !v->is_const && v->first_use != UINT32_MAX)) continue;
+        size_t bytes;
+        if (ember_mul_overflow(v->bound_numel ? v->bound_numel : 1, 4, &bytes) ||
+            !align_up(bytes, align, &sizes[vi]))
+            return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "vulkan: value %u overflows", vi);
+        /* insertion by size, descending */
+        uint32_t j = m++;
+        while (j > 0 && sizes[order[j - 1]] < sizes[vi]) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = vi;
+    }
+    size_t arena = align;
+    for (uint32_t i = 0; i < m; i++) {
+        vk_value *v = &g->values[order[i]];
+        size_t off = align, size = sizes[order[i]];
+        bool moved = true;
+        while (moved) {
+            moved = false;
+            for (uint32_t j = 0; j < i; j++) {
+                const vk_value *p = &g->values[order[j]];
+                if (p->last_use < v->first_use || v->last_use < p->first_use) continue;
+                size_t pend = p->offset + sizes[order[j]];
+                if (off < pend && p->offset < off + size) {
+                    off = pend;
+                    moved = true;
+                }
+            }
+        }
+        v->offset = off;
+        size_t end;
+        if (ember_add_overflow(off, size, &end))
+            return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "vulkan: arena overflows");
+        if (end > arena) arena = end;
+    }
+    g->arena_bytes = arena;
+
+    /* control: status word, parameter blocks, indirect records */
+    size_t block, at, ind;
+    if (!align_up(VK_PARAM_WORDS * 4, align, &block) || !align_up(16, align, &at))
+        return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "vulkan: alignment overflows");
+    for (uint32_t k = 0; k < g->num_dispatches; k++) {
+        g->dispatches[k].params_at = at;
+        if (ember_add_overflow(at, block, &at))
+            return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "vulkan: control overflows");
+    }
+    ind = at;
+    for (uint32_t k = 0; k < g->num_dispatches; k++) g->dispatches[k].indirect_at = ind + 16u * k;
+    g->control_bytes = ind + 16u * (size_t)g->num_dispatches + 16u;
+    return EMBER_OK;
+}

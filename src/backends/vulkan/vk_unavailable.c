@@ -1,0 +1,32 @@
+/*
+ * VulkanBackend, compiled out (EMBER_VULKAN=OFF, or no Vulkan headers,
+ * loader or glslc at build time): the backend is registered so that a
+ * program naming it fails to load with a clean error instead of an unknown
+ * backend id.
+ */
+#include <stddef.h>
+
+#include "ember/backend.h"
+
+static bool vk_available(void) { return false; }
+
+static ember_status vk_init(const ember_backend_init_ctx *ctx, const void *payload,
+                            size_t payload_size, const ember_compile_spec *specs, size_t num_specs,
+                            void **handle) {
+    (void)ctx, (void)payload, (void)payload_size, (void)specs, (void)num_specs, (void)handle;
+    return ember_backend_fail(EMBER_ERR_BACKEND_MISSING,
+                              "vulkan: this build of ember has no Vulkan support");
+}
+
+static ember_status vk_execute(void *handle, ember_value **args, size_t nargs) {
+    (void)handle, (void)args, (void)nargs;
+    return EMBER_ERR_BACKEND_MISSING;
+}
+
+static const ember_backend g_vulkan = {
+    sizeof(ember_backend), "VulkanBackend", vk_available, vk_init, vk_execute, NULL,
+};
+
+ember_status ember_vulkan_backend_register(void) { return ember_backend_register(&g_vulkan); }
+
+const char *ember_vulkan_device_name(void) { return NULL; }

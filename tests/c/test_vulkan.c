@@ -1,0 +1,192 @@
+/*
+ * VulkanBackend: tests/fixtures/vulkan/attention.pte (lowered by the reference
+ * exporter's VulkanPartitioner, dynamic sequence 1..8) runs and matches
+ * eager PyTorch at several lengths; a length above the bound fails cleanly;
+ * corrupted payloads (header fields, flipped bytes, truncations) fail with a
+ * message or run, never crash (this test runs under ASan + UBSan too).
+ * Where no Vulkan device exists, loading the program must fail cleanly.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "ember/backend.h"
+#include "ember/ember.h"
+#include "ember/kernel.h"
+#include "npy.h"
+
+#define DIR "tests/fixtures/vulkan/"
+
+static uint8_t *read_file(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = n > 0 ? malloc((size_t)n) : NULL;
+    if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *size = (size_t)n;
+    return buf;
+}
+
+/* Loads a program from bytes and its forward method. */
+static ember_status load(const uint8_t *bytes, size_t size, ember_buffer_loader *bl,
+                         ember_program **p, ember_method **m) {
+    *p = NULL;
+    *m = NULL;
+    ember_buffer_loader_init(bl, bytes, size);
+    ember_status st = ember_program_load(&bl->base, NULL, p);
+    if (st == EMBER_OK) st = ember_method_load(*p, "forward", NULL, m);
+    return st;
+}
+
+static void unload(ember_program *p, ember_method *m) {
+    ember_method_destroy(m);
+    ember_program_destroy(p);
+}
+
+static void run_lengths(const uint8_t *pte, size_t size) {
+    ember_buffer_loader bl;
+    ember_program *p;
+    ember_method *m;
+    if (!CHECK_OK(load(pte, size, &bl, &p, &m))) {
+        unload(p, m);
+        return;
+    }
+    static const int lengths[] = {3, 8, 1, 8, 3};
+    for (size_t k = 0; k < sizeof lengths / sizeof lengths[0]; k++) {
+        char path[128], err[256];
+        npy_array x, y;
+        snprintf(path, sizeof path, DIR "x_%d.npy", lengths[k]);
+        if (!CHECK_MSG(npy_load(path, &x, err, sizeof err) == 0, "%s: %s", path, err)) continue;
+        snprintf(path, sizeof path, DIR "y_%d.npy", lengths[k]);
+        if (!CHECK_MSG(npy_load(path, &y, err, sizeof err) == 0, "%s: %s", path, err)) {
+            npy_free(&x);
+            continue;
+        }
+        const ember_value *out;
+        if (CHECK_OK(ember_method_set_input_tensor(m, 0, EMBER_FLOAT32, x.shape, x.dim, x.data,
+                                                   x.nbytes)) &&
+            CHECK_OK(ember_method_execute(m)) && CHECK_OK(ember_method_output(m, 0, &out)) &&
+            CHECK(out->tag == EMBER_TAG_TENSOR) && CHECK_EQ_INT(out->u.t->numel, (int64_t)y.numel)) {
+            double worst = 0;
+            for (size_t i = 0; i < y.numel; i++) {
+                double g = ((const float *)out->u.t->data)[i], w = ((const float *)y.data)[i];
+                double e = fabs(g - w) / (1e-5 + 1e-4 * fabs(w));
+                if (!(e <= worst)) worst = e;
+            }
+            CHECK_MSG(worst <= 1.0, "T=%d: error %.3g tolerances", lengths[k], worst);
+        }
+        npy_free(&x);
+        npy_free(&y);
+    }
+    /* above the bound: a clean error, then the method still runs */
+    float big[9 * 32] = {0};
+    int64_t shape[3] = {1, 9, 32};
+    ember_status st = ember_method_set_input_tensor(m, 0, EMBER_FLOAT32, shape, 3, big, sizeof big);
+    if (st == EMBER_OK) st = ember_method_execute(m);
+    CHECK(st != EMBER_OK && ember_last_error()[0] != '\0');
+    shape[1] = 2;
+    CHECK_OK(ember_method_set_input_tensor(m, 0, EMBER_FLOAT32, shape, 3, big, 2 * 32 * 4));
+    CHECK_OK(ember_method_execute(m));
+    unload(p, m);
+}
+
+/* Loads and runs a corrupted program: any status is fine, but a failure must
+ * come with a message. */
+static int run_corrupt(const uint8_t *bytes, size_t size) {
+    ember_buffer_loader bl;
+    ember_program *p;
+    ember_method *m;
+    ember_status st = load(bytes, size, &bl, &p, &m);
+    if (st == EMBER_OK) {
+        float x[3 * 32];
+        for (size_t i = 0; i < 3 * 32; i++) x[i] = (float)i * 0.01f;
+        int64_t shape[3] = {1, 3, 32};
+        st = ember_method_set_input_tensor(m, 0, EMBER_FLOAT32, shape, 3, x, sizeof x);
+        if (st == EMBER_OK) st = ember_method_execute(m);
+    }
+    if (st != EMBER_OK) CHECK_MSG(ember_last_error()[0] != '\0', "status %s without a message",
+                                  ember_status_str(st));
+    unload(p, m);
+    return st == EMBER_OK;
+}
+
+static void corrupt(const uint8_t *pte, size_t size) {
+    /* the payload: "VH00" at +4 of its header */
+    size_t at = 0;
+    for (size_t i = 4; i + 4 <= size; i++)
+        if (memcmp(pte + i, "VH00", 4) == 0) {
+            at = i - 4;
+            break;
+        }
+    if (!CHECK_MSG(at > 0, "no Vulkan payload in the fixture")) return;
+    uint32_t fb_at, fb_size;
+    memcpy(&fb_at, pte + at + 10, 4);
+    memcpy(&fb_size, pte + at + 14, 4);
+    size_t end = at + fb_at + fb_size;
+    if (!CHECK(end <= size)) return;
+    uint8_t *copy = malloc(size);
+    if (!CHECK(copy != NULL)) return;
+    /* header fields: offsets and sizes out of range */
+    static const struct { size_t field; uint32_t value; } bad[] = {
+        {8, 31}, {10, 0xFFFFFF00u}, {14, 0xFFFFFF00u}, {14, 4}, {18, 0xFFFFFFF0u}, {22, 0xFFFFFFFFu},
+        {26, 0xFFFFFFFFu},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        memcpy(copy, pte, size);
+        memcpy(copy + at + bad[k].field, &bad[k].value, bad[k].field == 8 ? 2 : 4);
+        CHECK_MSG(run_corrupt(copy, size) == 0, "header field %zu = %u was accepted",
+                  bad[k].field, bad[k].value);
+    }
+    /* flipped bytes all over the flatbuffer */
+    uint32_t seed = 12345;
+    int ran = 0;
+    for (int k = 0; k < 400; k++) {
+        memcpy(copy, pte, size);
+        for (int j = 0; j < 1 + k % 3; j++) {
+            seed = seed * 1664525u + 1013904223u;
+            size_t pos = at + 30 + (seed >> 8) % (end - at - 30);
+            copy[pos] ^= (uint8_t)(1u + (seed >> 3) % 255u);
+        }
+        ran += run_corrupt(copy, size);
+    }
+    printf("  400 corrupted payloads: %d ran, %d failed cleanly\n", ran, 400 - ran);
+    free(copy);
+}
+
+int main(void) {
+    if (!CHECK_OK(ember_portable_kernels_register()) ||
+        !CHECK_OK(ember_vulkan_backend_register()))
+        return check_finish();
+    size_t size = 0;
+    uint8_t *pte = read_file(DIR "attention.pte", &size);
+    if (!CHECK_MSG(pte != NULL, "cannot read " DIR "attention.pte")) return check_finish();
+    const ember_backend *b = ember_backend_find("VulkanBackend", strlen("VulkanBackend"));
+    if (!CHECK(b != NULL)) return check_finish();
+    if (!b->is_available()) {
+        check_section("no Vulkan device: a clean error");
+        ember_buffer_loader bl;
+        ember_program *p;
+        ember_method *m;
+        CHECK(load(pte, size, &bl, &p, &m) != EMBER_OK && ember_last_error()[0] != '\0');
+        unload(p, m);
+        CHECK(ember_vulkan_device_name() == NULL);
+        free(pte);
+        return check_finish();
+    }
+    printf("device: %s\n", ember_vulkan_device_name());
+    check_section("attention block at several lengths");
+    run_lengths(pte, size);
+    check_section("corrupted payloads");
+    corrupt(pte, size);
+    free(pte);
+    return check_finish();
+}

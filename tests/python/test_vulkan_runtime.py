@@ -1,0 +1,485 @@
+"""VulkanBackend: programs lowered by the reference exporter's VulkanPartitioner
+run in libember on a Vulkan device (Mesa's lavapipe on the CPU in CI) and
+match eager PyTorch.
+
+- Every operator the backend implements, one small model each, with
+  broadcasting and several parameter settings; each program is checked to
+  really delegate the op (a test must not pass on the portable kernels).
+- Whole models (MLP, CNN, attention block) and dynamic shapes across their
+  range (the command buffer is recorded once, at the upper bound).
+- Corrupted payloads (flipped bytes, bad header sizes) fail with a clean
+  error, never a crash.
+- nanoGPT, delegated to VulkanBackend, gives the same greedy tokens as the
+  portable kernels.
+
+Tolerance: float32 rtol 1e-4, atol 1e-5 (the shaders sum in their own order
+and use the device's exp/tanh).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import subprocess
+import sys
+import warnings
+from typing import Any, Callable, List, Sequence
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.export import Dim
+from torch.utils import _pytree as pytree
+
+from conftest import ROOT
+
+ember_runtime = pytest.importorskip("ember.runtime")
+pytest.importorskip("executorch.backends.vulkan.partitioner.vulkan_partitioner")
+
+pytestmark = pytest.mark.skipif(not ember_runtime.backend_available("VulkanBackend"),
+                                reason="no Vulkan device (or ember built without Vulkan)")
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def lower(model: nn.Module, args: tuple, dynamic_shapes: Any = None) -> bytes:
+    """The program, lowered by the reference exporter's VulkanPartitioner."""
+    from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
+    logging.disable(logging.INFO)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ep = torch.export.export(model, args, dynamic_shapes=dynamic_shapes)
+            edge = to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner({})])
+            return edge.to_executorch().buffer
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def check(model: nn.Module, example: tuple, runs: Sequence[tuple] = (), dynamic_shapes: Any = None,
+          portable_ops: Sequence[str] = ()) -> bytes:
+    """Lowers model, runs every input tuple in ember, compares with eager.
+    portable_ops: operators allowed outside the delegate."""
+    model = model.eval()
+    runs = list(runs) or [example]
+    buffer = lower(copy.deepcopy(model), example, dynamic_shapes)
+    program = ember_runtime.Runtime.get().load_program(buffer)
+    meta = program.metadata("forward")
+    assert meta.num_delegates >= 1, "nothing was delegated"
+    outside = [op for op in meta.operators if not op.startswith(tuple(portable_ops))]
+    assert not outside, f"left outside the delegate: {outside}"
+    method = program.load_method("forward")
+    for args in runs:
+        with torch.no_grad():
+            expected = pytree.tree_leaves(model(*[a.clone() for a in args]))
+        got = method.execute([a.clone() for a in args])
+        assert len(got) == len(expected)
+        for i, (g, e) in enumerate(zip(got, expected)):
+            where = f"output {i} for inputs {[tuple(a.shape) for a in args]}"
+            assert g.shape == e.shape, f"{where}: {tuple(g.shape)} != {tuple(e.shape)}"
+            if e.dtype.is_floating_point:
+                torch.testing.assert_close(g, e, rtol=RTOL, atol=ATOL, msg=where)
+            else:
+                assert torch.equal(g, e), where
+    return buffer
+
+
+class Fn(nn.Module):
+    """A module around a function (tensors passed in become parameters)."""
+
+    def __init__(self, fn: Callable[..., Any], **params: Any) -> None:
+        super().__init__()
+        self.fn = fn
+        for k, v in params.items():
+            if isinstance(v, nn.Module):
+                self.add_module(k, v)
+            else:
+                self.register_parameter(k, nn.Parameter(v, requires_grad=False))
+
+    def forward(self, *args: Any) -> Any:
+        return self.fn(self, *args)
+
+
+def setup_module() -> None:
+    torch.manual_seed(0)
+
+
+def r(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape)
+
+
+# ---------------------------------------------------------------------------
+# Operators
+# ---------------------------------------------------------------------------
+
+UNARY = {
+    "relu": F.relu, "sigmoid": torch.sigmoid, "tanh": torch.tanh, "exp": torch.exp,
+    "neg": torch.neg, "abs": torch.abs, "hardswish": F.hardswish, "gelu": F.gelu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "hardtanh": F.hardtanh,
+    "relu6": F.relu6, "clamp": lambda x: torch.clamp(x, -0.3, 0.7), "sin": torch.sin,
+    "cos": torch.cos, "sqrt": lambda x: torch.sqrt(x.abs() + 0.1),
+    "rsqrt": lambda x: torch.rsqrt(x.abs() + 0.1),
+}
+
+BINARY = {
+    "add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y,
+    "div": lambda x, y: x / (y.abs() + 0.5), "add_alpha": lambda x, y: torch.add(x, y, alpha=2.5),
+    "scalar": lambda x, y: (x * 0.5 + 2.0) * y - 1.0, "minimum": torch.minimum,
+    "pow": lambda x, y: torch.pow(x.abs() + 0.5, y),
+}
+
+# Each test lowers one model that applies many operators (lowering is the
+# slow part), returning every result.
+
+
+def test_unary() -> None:
+    check(Fn(lambda s, x: tuple(f(x) for f in UNARY.values())), (r(3, 37),))
+
+
+def test_binary_with_broadcasting() -> None:
+    shapes = [((4, 5), (4, 5)), ((2, 3, 5), (5,)), ((3, 1), (1, 6))]
+    check(Fn(lambda s, *xs: tuple(f(xs[2 * k], xs[2 * k + 1]) for k in range(3)
+                                  for f in BINARY.values())),
+          tuple(r(*sh) for pair in shapes for sh in pair))
+
+
+def test_where_comparisons_and_products() -> None:
+    check(Fn(lambda s, x, y, a, b, c, d, bias: (
+        torch.where(x > y, x, y * 2), torch.where(x <= 0.1, x, y + 1),
+        s.lin(a), s.lin_nobias(a[0]), a @ b, torch.bmm(c, d),
+        torch.addmm(bias, a[0], b, beta=0.5, alpha=2.0)),
+        lin=nn.Linear(7, 9), lin_nobias=nn.Linear(7, 5, bias=False)),
+        (r(4, 6), r(4, 6), r(3, 5, 7), r(7, 6), r(3, 4, 5), r(3, 5, 6), r(6)))
+
+
+def test_softmax_layer_norm_embedding() -> None:
+    emb = nn.Embedding(50, 12)
+    args = (r(3, 5, 17), r(3, 4, 6), torch.randint(0, 50, (2, 7)))
+    buffer = check(Fn(lambda s, x, y, i: tuple(F.softmax(x, d) for d in (-1, 0, 1))
+                      + tuple(F.log_softmax(x, d) for d in (-1, 1))
+                      + (s.ln(x), s.ln2(y), s.emb(i)),
+                      ln=nn.LayerNorm(17), ln2=nn.LayerNorm([4, 6], elementwise_affine=False),
+                      emb=emb), args)
+    # an index outside the table: a clean error naming the operator, and the
+    # method still runs afterwards
+    method = ember_runtime.Runtime.get().load_program(buffer).load_method("forward")
+    bad = args[2].clone()
+    bad[1, 3] = 50
+    with pytest.raises(ember_runtime.EmberError, match="embedding"):
+        method.execute([args[0], args[1], bad])
+    torch.testing.assert_close(method.execute(list(args))[-1], emb.weight.detach()[args[2]])
+
+
+def test_data_movement() -> None:
+    check(Fn(lambda s, x: (
+        (x * 2).view(6, 10) + 1, (x * 2).permute(2, 0, 1) + 1,
+        torch.cat([x * 2, x + 1, x], dim=1), (x * 2)[:, 1:4, ::2] + 1,
+        (x * 2)[1] + 1, (x * 2)[:, 2] + 1, (x * 2).unsqueeze(1) + 1,
+        *[t * 3 for t in torch.split(x * 2, [1, 4], dim=2)], (x[0] * 2).t() + 1,
+        (x[:, :1, :] * 2).expand(3, 4, 5) + 1)), (r(3, 4, 5),))
+
+
+def test_conv_pool_batch_norm() -> None:
+    convs = nn.ModuleList([nn.Conv2d(6, 12, 3, stride=s_, padding=p, dilation=d, groups=g)
+                           for g, s_, p, d in [(1, 1, 1, 1), (3, 2, 0, 1), (1, 2, 2, 1),
+                                               (6, 1, 1, 1)]])
+    seq = nn.Sequential(nn.Conv2d(6, 8, 3), nn.BatchNorm2d(8), nn.ReLU(), nn.Conv2d(8, 8, 1),
+                        nn.Hardtanh(0, 6), nn.Hardswish()).eval()
+    with torch.no_grad():
+        seq[1].running_mean.uniform_(-0.5, 0.5)
+        seq[1].running_var.uniform_(0.5, 1.5)
+    check(Fn(lambda s, x: tuple(c(x) for c in s.convs) + (
+        s.seq(x), F.max_pool2d(x, 2), F.max_pool2d(x, 3, 2, 1), F.avg_pool2d(x, 2),
+        F.avg_pool2d(x, 3, 2, 1), F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+        x.mean(dim=[2, 3], keepdim=True) + x.mean(dim=-1, keepdim=True)),
+        convs=convs, seq=seq), (r(1, 6, 11, 9),))
+
+
+# ---------------------------------------------------------------------------
+# Models and dynamic shapes
+# ---------------------------------------------------------------------------
+
+
+class MLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.GELU(),
+                                 nn.Linear(32, 8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.softmax(self.net(x), dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, dim: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = F.softmax(q @ k.transpose(-2, -1) * (1.0 / (c // self.heads) ** 0.5), dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, t, c)
+        return x + self.proj(y)
+
+
+def test_mlp_dynamic_batch() -> None:
+    buffer = check(MLP(), (r(4, 16),), [(r(b, 16),) for b in (1, 7, 16, 3, 16)],
+                   dynamic_shapes=({0: Dim("B", min=1, max=16)},))
+    # above the bound: a clean error, and the method still runs afterwards
+    method = ember_runtime.Runtime.get().load_program(buffer).load_method("forward")
+    with pytest.raises(ember_runtime.EmberError):
+        method.execute([r(17, 16)])
+    assert method.execute([r(3, 16)])[0].shape == (3, 8)
+
+
+def test_attention_dynamic_sequence() -> None:
+    check(Attention(), (r(1, 8, 32),), [(r(1, t, 32),) for t in (1, 5, 8, 2)],
+          dynamic_shapes=({1: Dim("T", min=1, max=8)},))
+
+
+# ---------------------------------------------------------------------------
+# Corrupted payloads
+# ---------------------------------------------------------------------------
+
+
+def _payload_span(buffer: bytes) -> tuple:
+    """(start, end) of the first Vulkan payload: its header's magic is VH00 at +4."""
+    at = buffer.find(b"VH00")
+    assert at >= 4, "no Vulkan payload in the program"
+    start = at - 4
+    fb_at = int.from_bytes(buffer[start + 10:start + 14], "little")
+    fb_size = int.from_bytes(buffer[start + 14:start + 18], "little")
+    return start, start + fb_at + fb_size
+
+
+def _try_run(buffer: bytes, x: torch.Tensor) -> None:
+    try:
+        method = ember_runtime.Runtime.get().load_program(bytes(buffer)).load_method("forward")
+        method.execute([x])
+    except ember_runtime.EmberError as e:
+        assert e.message, "an error without a message"
+
+
+def test_corrupted_payloads_fail_cleanly() -> None:
+    torch.manual_seed(1)
+    buffer = lower(Attention().eval(), (r(1, 4, 32),))
+    start, end = _payload_span(buffer)
+    x = r(1, 4, 32)
+    # header fields: flatbuffer offset and size, constant offset and size
+    for field, value in [(10, 0xFFFFFF00), (14, 0xFFFFFF00), (14, 4), (18, 0xFFFFFFF0),
+                         (22, 0xFFFFFFFF)]:
+        bad = bytearray(buffer)
+        bad[start + field:start + field + 4] = value.to_bytes(4, "little")
+        with pytest.raises(ember_runtime.EmberError):
+            ember_runtime.Runtime.get().load_program(bytes(bad)).load_method("forward")
+    # flipped bytes all over the flatbuffer: a clean error or a run, never a crash
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(300):
+        bad = bytearray(buffer)
+        for _ in range(int(torch.randint(1, 4, (1,), generator=gen))):
+            at = int(torch.randint(start + 30, end, (1,), generator=gen))
+            bad[at] ^= int(torch.randint(1, 256, (1,), generator=gen))
+        _try_run(bad, x)
+
+
+def test_device_name() -> None:
+    name = ember_runtime.vulkan_device_name()
+    assert isinstance(name, str) and name
+
+
+# ---------------------------------------------------------------------------
+# nanoGPT
+# ---------------------------------------------------------------------------
+
+
+def _ember_llm() -> str:
+    env = os.environ.get("EMBER_LLM")
+    if env:
+        return env if os.path.isabs(env) else os.path.join(ROOT, env)
+    for exe in (os.path.join(ROOT, "build", "ember-llm"),
+                os.path.join(os.path.dirname(sys.executable), "ember-llm")):
+        if os.access(exe, os.X_OK):
+            return exe
+    pytest.skip("no ember-llm binary")
+
+
+def test_nanogpt_greedy_tokens_match_portable(tmp_path) -> None:
+    """The committed checkpoint, exported as "seq" (dynamic token dim) and
+    lowered by the reference VulkanPartitioner: the ops it leaves outside run
+    on the portable kernels, the rest in VulkanBackend; the greedy
+    continuation equals the one of the portable-only program."""
+    sys.path.insert(0, os.path.join(ROOT, "examples", "nanogpt"))
+    from export import export_seq
+    from model import GPT
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    model = GPT.from_checkpoint(os.path.join(ROOT, "examples", "nanogpt", "ckpt.pt")).eval()
+    model.crop_block_size(32)
+    block = model.config.block_size
+    with sdpa_kernel([SDPBackend.MATH]), torch.no_grad():
+        buffer = lower(model, (torch.randint(0, 100, (1, block)),),
+                       ({1: Dim("token_dim", max=block)},))
+    program = ember_runtime.Runtime.get().load_program(buffer)
+    meta = program.metadata("forward")
+    assert meta.num_delegates >= 1
+    # what the partitioner leaves outside: scalars and the mask's any()
+    assert set(meta.operators) <= {"aten::scalar_tensor.out", "aten::mul.Scalar_out",
+                                   "aten::any.out"}, meta.operators
+    vulkan = program.load_method("forward")
+    portable = ember_runtime.Runtime.get().load_program(export_seq(model).buffer).load_method("forward")
+    for t in (1, 13, block):
+        idx = torch.randint(0, model.config.vocab_size, (1, t))
+        with torch.no_grad():
+            expected = model(idx)[0]
+        torch.testing.assert_close(vulkan.execute([idx])[0], expected, rtol=RTOL, atol=ATOL)
+    ids_v = ids_p = [1, 2, 3]
+    for _ in range(40):  # past the window: it slides
+        ids_v = ids_v + [int(vulkan.execute([torch.tensor([ids_v[-block:]])])[0][0, -1].argmax())]
+        ids_p = ids_p + [int(portable.execute([torch.tensor([ids_p[-block:]])])[0][0, -1].argmax())]
+    assert ids_v == ids_p
+    # and ember-llm generates the same continuation from the Vulkan program
+    path = tmp_path / "nanogpt_vulkan.pte"
+    path.write_bytes(buffer)
+    out = subprocess.run([_ember_llm(), "--model", str(path), "--prompt-ids", "1 2 3",
+                          "--max-new-tokens", "40", "--temperature", "0"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert [int(t) for t in out.stdout.split()] == ids_p[3:]
+
+
+@pytest.mark.parametrize("backend", ["vulkan", "vulkan-fp16"])
+def test_nanogpt_lowered_by_ember_matches_portable(backend: str) -> None:
+    """The same model through ember's own partitioner (one payload for the
+    whole seq export; vulkan-fp16: force_fp16): the same greedy tokens as the
+    portable program (float16: the logits within float16 tolerance)."""
+    sys.path.insert(0, os.path.join(ROOT, "examples", "nanogpt"))
+    from export import export_seq
+    from model import GPT
+
+    model = GPT.from_checkpoint(os.path.join(ROOT, "examples", "nanogpt", "ckpt.pt")).eval()
+    model.crop_block_size(32)
+    block = model.config.block_size
+    program = ember_runtime.Runtime.get().load_program(export_seq(model, backend=backend).buffer)
+    assert program.metadata("forward").num_delegates >= 1
+    vulkan = program.load_method("forward")
+    portable = ember_runtime.Runtime.get().load_program(export_seq(model).buffer).load_method("forward")
+    idx = torch.randint(0, model.config.vocab_size, (1, 19))
+    tol = 1e-2 if backend == "vulkan-fp16" else ATOL
+    torch.testing.assert_close(vulkan.execute([idx])[0], portable.execute([idx])[0], rtol=tol,
+                               atol=max(tol, 1e-4))
+    if backend == "vulkan":
+        ids_v = ids_p = [1, 2, 3]
+        for _ in range(40):
+            ids_v = ids_v + [int(vulkan.execute([torch.tensor([ids_v[-block:]])])[0][0, -1].argmax())]
+            ids_p = ids_p + [int(portable.execute([torch.tensor([ids_p[-block:]])])[0][0, -1].argmax())]
+        assert ids_v == ids_p
+
+
+def test_nanogpt_kv_cache_lowered_by_ember_in_ember_llm(tmp_path) -> None:
+    """The KV-cache export through ember's partitioner: the caches live in the
+    delegate (sdpa_with_kv_cache updates them in place, the start position
+    comes in through select_as_symint); ember-llm's greedy tokens, prompt
+    then one token at a time, equal the portable program's."""
+    sys.path.insert(0, os.path.join(ROOT, "examples", "nanogpt"))
+    from export import export_kv
+    from model import GPT
+
+    model = GPT.from_checkpoint(os.path.join(ROOT, "examples", "nanogpt", "ckpt.pt")).eval()
+    model.crop_block_size(48)
+    runs = []
+    for backend in ("vulkan", "portable"):
+        path = tmp_path / f"kv_{backend}.pte"
+        path.write_bytes(export_kv(model, backend=backend).buffer)
+        out = subprocess.run([_ember_llm(), "--model", str(path), "--prompt-ids", "5 6 7 8 9",
+                              "--max-new-tokens", "40", "--temperature", "0"],
+                             capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr
+        runs.append([int(t) for t in out.stdout.split()])
+    assert len(runs[0]) == 40 and runs[0] == runs[1]
+
+
+# ---------------------------------------------------------------------------
+# float16
+# ---------------------------------------------------------------------------
+
+
+def test_float16_model_and_force_fp16() -> None:
+    """A float16 model (float16 inputs, weights, outputs), and a float32 model
+    lowered with force_fp16 (the graph's tensors float16, staged as float32):
+    the delegate computes in float32; held to float16 tolerances."""
+    from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
+    torch.manual_seed(3)
+    mlp = MLP().eval()
+    x = r(5, 16)
+    with torch.no_grad():
+        expected = mlp(x)
+    cases = [(copy.deepcopy(mlp).half(), x.half(), {}), (mlp, x, {"force_fp16": True})]
+    for model, inp, options in cases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ep = torch.export.export(model, (inp,))
+            buffer = to_edge_transform_and_lower(
+                ep, partitioner=[VulkanPartitioner(options)]).to_executorch().buffer
+        program = ember_runtime.Runtime.get().load_program(buffer)
+        assert program.metadata("forward").num_delegates >= 1
+        got = program.load_method("forward").execute([inp])[0]
+        assert got.dtype == inp.dtype
+        torch.testing.assert_close(got.float(), expected, rtol=1e-2, atol=1e-2,
+                                   msg=f"options {options}, input {inp.dtype}")
+
+
+def test_no_vulkan_driver_is_a_clean_error() -> None:
+    """With no Vulkan driver (the loader pointed at none), ember-run reports
+    that the program needs an unavailable backend: an error, not a crash."""
+    exe = os.path.join(os.path.dirname(_ember_llm()), "ember-run")
+    if not os.access(exe, os.X_OK):
+        pytest.skip("no ember-run binary")
+    env = dict(os.environ, VK_ICD_FILENAMES="/nonexistent.json", VK_DRIVER_FILES="/nonexistent.json")
+    out = subprocess.run([exe, os.path.join(ROOT, "tests", "fixtures", "vulkan", "attention.pte")],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode > 0, (out.returncode, out.stderr)
+    assert "VulkanBackend" in out.stderr, out.stderr
+
+
+def test_int8_weight_only_linear() -> None:
+    """torchao's int8 weight-only linear: the partitioner leaves the int8
+    weight's conversion to the portable kernels and delegates the product and
+    the per-channel scales."""
+    from torchao.quantization import Int8WeightOnlyConfig, quantize_
+
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 8)).eval()
+    quantize_(model, Int8WeightOnlyConfig())
+    check(model, (r(3, 64),), portable_ops=("aten::permute_copy", "dim_order_ops::_to_dim_order_copy",
+                                            "aten::_to_copy"))
+
+
+def test_int8_weight_only_lowered_by_ember() -> None:
+    """ember's int8 weight-only linear (aten._weight_int8pack_mm in the
+    payload): int8 weights widened at load, per-channel scales applied after
+    the product."""
+    from ember import to_edge_transform_and_lower
+    from ember.backends.vulkan import VulkanPartitioner
+    from ember.backends.vulkan.quantize import int8_weight_only
+
+    torch.manual_seed(5)
+    model = int8_weight_only(MLP().eval())
+    x = r(3, 16)
+    with torch.no_grad():
+        expected = model(x)
+    ep = torch.export.export(model, (x,))
+    buffer = to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner({})]).to_executorch().buffer
+    program = ember_runtime.Runtime.get().load_program(buffer)
+    assert program.metadata("forward").num_delegates >= 1
+    torch.testing.assert_close(program.load_method("forward").execute([x])[0], expected,
+                               rtol=RTOL, atol=ATOL)
