@@ -162,11 +162,18 @@ def resync_signature(gm: GraphModule, sig: ExportGraphSignature,
     after the nodes the output now returns.
     """
     old = {getattr(spec.arg, "name", None): spec for spec in sig.input_specs}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    # A graph copy renames a placeholder whose name shadows a Python builtin
+    # ("input" -> "input_1"): its spec is the one under the name without the
+    # numeric suffix, if no placeholder still has that name.
+    names = {n.name for n in placeholders}
     inputs: List[InputSpec] = []
-    for n in gm.graph.nodes:
-        if n.op != "placeholder":
-            continue
+    for n in placeholders:
         spec = new_inputs.get(n.name) or old.get(n.name)
+        base, _, suffix = n.name.rpartition("_")
+        if spec is None and suffix.isdigit() and base not in names and \
+                isinstance(getattr(old.get(base), "arg", None), TensorArgument):
+            spec = dataclasses.replace(old[base], arg=TensorArgument(name=n.name))
         if spec is None:
             raise RuntimeError(f"placeholder {n.name} has no input spec")
         inputs.append(spec)

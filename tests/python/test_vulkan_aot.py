@@ -538,6 +538,22 @@ def test_mixed_program_runs_with_vulkan() -> None:
         assert torch.allclose(g.double(), w.double(), rtol=1e-4, atol=1e-4)
 
 
+def test_sequential_model() -> None:
+    """nn.Sequential names its input "input", which a graph copy renames
+    ("input_1"); lowering keeps the input's spec and the program runs."""
+    torch.manual_seed(0)
+    model, x = nn.Sequential(nn.Linear(8, 4), nn.ReLU()).eval(), torch.randn(2, 8)
+    edge, _, mods = lower_ember(model, (x,))
+    assert len(mods) == 1
+    (spec,) = edge.exported_program().graph_signature.input_specs
+    assert spec.kind.name == "USER_INPUT"
+    if ember_runtime.has_backend("VulkanBackend"):
+        method = ember_runtime.Runtime.get().load_program(edge.to_executorch().buffer) \
+            .load_method("forward")
+        with torch.no_grad():
+            assert torch.allclose(method.execute([x])[0], model(x), atol=1e-5)
+
+
 def test_reference_runtime_has_no_vulkan_backend() -> None:
     """Documents why the e2e checks run in ember's runtime only."""
     from executorch.runtime import Runtime
