@@ -103,14 +103,26 @@ def _outputs(stdout: str) -> torch.Tensor:
     return torch.tensor([float(v) for v in m.group(2).split()]).reshape(shape)
 
 
+def _static_libs() -> list:
+    """What linking libember.a statically also needs (ember.pc's Libs.private:
+    libm, pthreads, and libvulkan in a build with the Vulkan backend)."""
+    pc = BUILD / "ember.pc"
+    if pc.exists():
+        for line in pc.read_text().splitlines():
+            if line.startswith("Libs.private:"):
+                return line.split(":", 1)[1].split()
+    return ["-lm", "-lpthread"]
+
+
 @pytest.mark.skipif(not (BUILD / "libember.a").exists(), reason=f"{BUILD}/libember.a is not built")
 def test_c_program_runs_the_custom_op(pte: Path, tmp_path: Path) -> None:
     exe = tmp_path / "custom_op"
-    subprocess.run(
+    res = subprocess.run(
         [CC, "-std=c11", "-O2", "-Wall", "-Wextra", "-Wpedantic", "-Werror",
          f"-I{ROOT}/include", str(EXAMPLE / "main.c"), str(EXAMPLE / "my_ops.c"),
-         str(BUILD / "libember.a"), "-lm", "-lpthread", "-o", str(exe)],
-        check=True, capture_output=True, text=True)
+         str(BUILD / "libember.a"), *_static_libs(), "-o", str(exe)],
+        capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
     res = subprocess.run([str(exe), str(pte)], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     torch.testing.assert_close(_outputs(res.stdout), _eager(), rtol=1e-5, atol=1e-6)
