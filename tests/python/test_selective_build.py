@@ -13,6 +13,7 @@ measures) agree.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import subprocess
@@ -50,11 +51,17 @@ def selected(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run([sys.executable, "-W", "ignore", str(NANOGPT / "export.py"), "--kind", "kv",
                     "--backend", "portable", "--out", str(tmp)],
                    check=True, capture_output=True, text=True, timeout=600)
-    # Replaced only when it changed, so the generated table rebuilds only then.
-    if not pte.exists() or pte.read_bytes() != tmp.read_bytes():
-        os.replace(tmp, pte)
-    res = subprocess.run(["cmake", "--build", str(BUILD), "--target", "ember-run-select-nanogpt"],
-                         capture_output=True, text=True, timeout=600)
+    # One build at a time: with pytest-xdist, each worker that runs a test of
+    # this module sets the fixture up, and two ninjas in one build directory
+    # would write the same archive at once.
+    with open(pte.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        # Replaced only when it changed, so the generated table rebuilds only then.
+        if not pte.exists() or pte.read_bytes() != tmp.read_bytes():
+            os.replace(tmp, pte)
+        res = subprocess.run(["cmake", "--build", str(BUILD), "--target",
+                              "ember-run-select-nanogpt"],
+                             capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr
     return pte
 
