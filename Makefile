@@ -59,7 +59,7 @@ test-c: build ## Run the C tests (ctest in build/)
 
 test-python: ## Run the Python tests (pytest tests/python)
 	@scripts/bootstrap.sh >/dev/null
-	.venv/bin/python -m pytest tests/python -q -n $(JOBS) --dist loadgroup
+	.venv/bin/python -m pytest tests/python -q -n $(JOBS) --dist loadfile
 
 test-asan: ## Build with ASan+UBSan in build-asan/ and run the C tests there
 	@scripts/bootstrap.sh --system-only >/dev/null

@@ -42,9 +42,11 @@ if ((${#pyfiles[@]} == 0)); then
 else
   log=$(mktemp)
   # one pytest worker per core (pytest-xdist): the tests are single-threaded
-  # Python (tracing, exporting) far more than they are kernels
+  # Python (tracing, exporting) far more than they are kernels. --dist
+  # loadfile keeps a module's tests on one worker, so a module fixture (the
+  # op-samples run, a selective build) is set up once.
   workers=()
-  if ((JOBS > 1)); then workers=(-n "$JOBS" --dist loadgroup); fi
+  if ((JOBS > 1)); then workers=(-n "$JOBS" --dist loadfile); fi
   EMBER_BUILD_DIR="$PWD/build" "$VENV/bin/python" -m pytest tests/python -q --durations=15 "${workers[@]}" 2>&1 | tee "$log"
   n=$(grep -Eo '[0-9]+ passed' "$log" | tail -n1 | grep -Eo '[0-9]+' || echo 0)
   rm -f "$log"

@@ -37,7 +37,9 @@ ENTRIES = ops_coverage.core_ops()
 
 # Every test of this module reads one shared run (the module fixture below),
 # which writes EMBER_OP_SAMPLES: under pytest-xdist they all go to one worker
-# (`--dist loadgroup`), so that the run happens once and one process writes.
+# (`make test` runs `--dist loadfile`: a module's tests stay on one worker;
+# the group below says the same to `--dist loadgroup`), so that the run
+# happens once and one process writes.
 pytestmark = pytest.mark.xdist_group("op_samples")
 
 # Known gaps: (op, dtype) pairs the runtime refuses on purpose, with why. A
