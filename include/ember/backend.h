@@ -48,6 +48,8 @@ typedef struct ember_backend_init_ctx {
      * ember_backend_get_data() searches after the program's named data. */
     const ember_data_map *const *data_maps;
     size_t num_data_maps;
+    /** Private: the method being loaded (for ember_backend_request_workspace). */
+    struct ember_method *method_;
 } ember_backend_init_ctx;
 
 /** Named data lent to a backend during init. Fields after size are private. */
@@ -132,6 +134,22 @@ bool ember_backend_tracing_outputs(void);
  */
 ember_status ember_backend_log_output(const char *name, int64_t debug_handle,
                                       const char *debug_id, const ember_tensor *tensor);
+
+/**
+ * Asks for `bytes` of workspace shared by all the method's delegates: memory
+ * a delegate may use as it likes during its execute(), whose contents do not
+ * survive to the next delegate call (intermediate values, per-node scratch).
+ * Delegates run one after the other, so the method allocates one region, as
+ * large as the largest request and aligned to the strictest, once every
+ * delegate is initialized; a model cut into many delegates then pays for
+ * one delegate's intermediates, not for all of them. Call it from init().
+ * *base receives the address of the method's pointer to that region: it is
+ * NULL during init and set before the first execute(), so read it in
+ * execute(). align must be a power of two.
+ * @return EMBER_OK, EMBER_ERR_INVALID_ARGUMENT.
+ */
+ember_status ember_backend_request_workspace(const ember_backend_init_ctx *ctx, size_t bytes,
+                                             size_t align, void *const **base);
 
 /** A backend. Fill in struct_size = sizeof(ember_backend). */
 typedef struct ember_backend {

@@ -51,6 +51,8 @@ struct ember_method {
     ember_kernel_fn *op_fns;     /* per operator */
     delegate *delegates;
     uint32_t num_delegates;      /* initialized so far */
+    void *workspace;             /* shared by the delegates (ember_backend_request_workspace) */
+    size_t workspace_bytes, workspace_align; /* the largest request, the strictest alignment */
     void **planned;              /* buffer for memory id k at [k - 1] */
     size_t num_planned;
     ember_arena scratch;
@@ -527,7 +529,7 @@ static ember_status init_delegate(ember_method *m, ember_allocator *a, uint32_t 
     } else {
         EMBER_TRY(pte_load_segment(p, d.index, EMBER_SEGMENT_BACKEND, &payload));
     }
-    ember_backend_init_ctx ctx = {a, i, p, m->threadpool, m->data_maps, m->num_data_maps};
+    ember_backend_init_ctx ctx = {a, i, p, m->threadpool, m->data_maps, m->num_data_maps, m};
     ember_clear_error();
     void *handle = NULL;
     ember_status st = b->init(&ctx, payload.data, payload.size, specs, d.specs.len, &handle);
@@ -541,6 +543,31 @@ static ember_status init_delegate(ember_method *m, ember_allocator *a, uint32_t 
     m->delegates[i].handle = handle;
     m->delegates[i].id = d.id.data;
     m->num_delegates = i + 1;
+    return EMBER_OK;
+}
+
+ember_status ember_backend_request_workspace(const ember_backend_init_ctx *ctx, size_t bytes,
+                                             size_t align, void *const **base) {
+    if (ctx == NULL || ctx->method_ == NULL || base == NULL)
+        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT, "workspace: NULL argument");
+    if (align == 0 || (align & (align - 1)) != 0)
+        return ember_set_error(EMBER_ERR_INVALID_ARGUMENT,
+                               "workspace: alignment %zu is not a power of two", align);
+    ember_method *m = ctx->method_;
+    if (bytes > m->workspace_bytes) m->workspace_bytes = bytes;
+    if (align > m->workspace_align) m->workspace_align = align;
+    *base = &m->workspace;
+    return EMBER_OK;
+}
+
+/* The delegates' shared workspace, once all of them have asked for theirs. */
+static ember_status alloc_workspace(ember_method *m, ember_allocator *a) {
+    if (m->workspace_bytes == 0) return EMBER_OK;
+    m->workspace = ember_alloc(a, m->workspace_bytes, m->workspace_align);
+    if (m->workspace == NULL)
+        return ember_set_error(EMBER_ERR_OUT_OF_MEMORY,
+                               "cannot allocate %zu bytes of delegate workspace",
+                               m->workspace_bytes);
     return EMBER_OK;
 }
 
@@ -686,6 +713,7 @@ ember_status ember_method_load_with(const ember_program *program, const char *na
         init_token = ember_trace_start(m->tracer, "Method::init", -1, -1);
 #endif
     for (uint32_t i = 0; st == EMBER_OK && i < plan->delegates.len; i++) st = init_delegate(m, a, i);
+    if (st == EMBER_OK) st = alloc_workspace(m, a);
 #if EMBER_EVENT_TRACER
     if (m->tracer != NULL) {
         ember_trace_end(m->tracer, init_token);

@@ -169,6 +169,51 @@ static void test_end_to_end(void) {
     }
 }
 
+/* The delegates share one workspace, as large as the largest request. */
+static void test_shared_workspace(void) {
+    check_section("delegates share one workspace");
+    ember_mmap_loader ml;
+    ember_program *prog = NULL;
+    ember_method *m = NULL;
+    if (!CHECK_OK(ember_mmap_loader_open(&ml, FIX "delegated.pte"))) return;
+    if (CHECK_OK(ember_program_load(&ml.base, NULL, &prog))) {
+        for (int big = 0; big < 2; big++) {
+            size_t used[2];
+            for (int strict = 0; strict < 2; strict++) {
+                static _Alignas(4096) uint8_t arena_mem[1 << 20], planned_mem[4096];
+                void *planned[1] = {planned_mem};
+                ember_arena arena;
+                be_reset();
+                g_be.workspace_extra = big ? 100000 : 0;
+                g_be.workspace_align = strict ? 4096 : 0;
+                ember_arena_init(&arena, arena_mem, sizeof arena_mem);
+                ember_memory mem = {sizeof(ember_memory), &arena.base, planned, 1, NULL, 0};
+                if (!CHECK_OK(ember_method_load(prog, "forward", &mem, &m))) continue;
+                used[strict] = arena.used;
+                CHECK(run_delegated(m, "delegated", 0));
+                CHECK(run_delegated(m, "delegated", 1));
+                CHECK(g_be.workspace_seen[0] != NULL);
+                CHECK(g_be.workspace_seen[0] == g_be.workspace_seen[1]);
+                CHECK((uintptr_t)g_be.workspace_seen[0] % (strict ? 4096 : 64) == 0);
+                ember_method_destroy(m);
+            }
+            /* one region of the largest request (2 x 100000), not the sum (300000) */
+            if (big) CHECK_MSG(used[0] > 200000 && used[0] < 250000, "%zu", used[0]);
+            CHECK(used[1] >= used[0]);
+        }
+        be_reset();
+        g_be.workspace_align = 48; /* not a power of two */
+        CHECK_ERR(ember_method_load(prog, "forward", NULL, &m), EMBER_ERR_INVALID_ARGUMENT,
+                  "power of two");
+        CHECK(m == NULL);
+        be_reset();
+        ember_program_destroy(prog);
+    }
+    ember_mmap_loader_close(&ml);
+    check_balanced("shared workspace");
+    CHECK_STATUS(ember_backend_request_workspace(NULL, 16, 16, NULL), EMBER_ERR_INVALID_ARGUMENT);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Payload lifetime                                                       */
 /* ---------------------------------------------------------------------- */
@@ -570,6 +615,7 @@ int main(void) {
     CHECK(ember_backend_find("EmberTestBackend", 16) == &g_embt);
     test_manifest_flags();
     test_end_to_end();
+    test_shared_workspace();
     test_payload_released();
     test_backend_missing();
     test_init_failures();

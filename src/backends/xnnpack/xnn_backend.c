@@ -5,7 +5,8 @@
  * init: decode and verify the payload (xnn_read.c), infer shapes from the
  * serialized dims and check every node's operands (xnn_shape.c), load the
  * constants and pack weights once (xnn_pack.c), size each node's scratch and
- * plan one arena for intermediates and scratch (xnn_plan.c).
+ * plan one arena for intermediates and scratch (xnn_plan.c), which lives in
+ * the workspace the method's delegates share.
  * execute: bind the delegate's argument tensors (inputs, then outputs,
  * indexed by external id), infer shapes again for the actual input sizes
  * (never re-packing), resize the outputs, run the nodes in file order.
@@ -46,7 +47,7 @@ static ember_status xnn_init(const ember_backend_init_ctx *ctx, const void *payl
     for (uint32_t ni = 0; ni < g->num_nodes; ni++)
         if (!xnn_node_scratch(g, ni, &g->nodes[ni].scratch_bytes))
             return xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM, "scratch size overflows");
-    EMBER_TRY(xnn_plan(g, ctx->allocator));
+    EMBER_TRY(xnn_plan(g, ctx));
     *handle = g;
     return EMBER_OK;
 }
@@ -111,6 +112,7 @@ static void log_node_outputs(const xnn_graph *g, uint32_t ni) {
 
 static ember_status xnn_execute(void *handle, ember_value **args, size_t nargs) {
     xnn_graph *g = handle;
+    xnn_bind_arena(g);
 #if EMBER_EVENT_TRACER
     bool timing = ember_backend_tracing(), outputs = ember_backend_tracing_outputs();
 #endif

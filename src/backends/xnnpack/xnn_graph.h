@@ -191,8 +191,9 @@ typedef struct xnn_graph {
     uint32_t num_externs;
     uint32_t *inputs, *outputs;  /* value indices of the externals, by external id */
     uint32_t num_inputs, num_outputs;
-    uint8_t *arena;              /* intermediates and node scratch */
+    uint8_t *arena;              /* intermediates and node scratch (bound in execute) */
     size_t arena_bytes;
+    void *const *workspace;      /* the method's shared workspace, which holds the arena */
     ember_threadpool *threadpool;
     int isa;                     /* eko_isa the weights were packed for */
     const eko_qd8_gemm_config *qd8;  /* the quantized kernels in use */
@@ -237,8 +238,13 @@ ember_status xnn_check_quantized(xnn_graph *g, uint32_t ni);
  * check_capacity: fail if a planned value would outgrow its bytes. */
 ember_status xnn_infer_shapes(xnn_graph *g, bool check_capacity);
 
-/* Lifetimes, scratch needs and arena offsets (xnn_plan.c). */
-ember_status xnn_plan(xnn_graph *g, ember_allocator *a);
+/* Lifetimes, scratch needs and arena offsets, and the arena asked of the
+ * method's shared workspace (xnn_plan.c). */
+ember_status xnn_plan(xnn_graph *g, const ember_backend_init_ctx *ctx);
+
+/* Points the arena and the planned values into the method's workspace, which
+ * the method allocates after every delegate's init (xnn_plan.c). */
+void xnn_bind_arena(xnn_graph *g);
 
 /* Loads every constant (named data through ctx), packs the weights of the
  * nodes that multiply by them and keeps a copy of the others (xnn_pack.c). */

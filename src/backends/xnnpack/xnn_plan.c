@@ -1,7 +1,10 @@
 /*
- * Memory plan of an XNNPACK subgraph (xnn_graph.h): one arena, from the
- * method allocator at init, holds every intermediate value and the scratch
- * each node needs while it runs. Values whose lifetimes (from the node that
+ * Memory plan of an XNNPACK subgraph (xnn_graph.h): one arena holds every
+ * intermediate value and the scratch each node needs while it runs. Nothing
+ * in it outlives an execute, so the arena is the method's workspace that
+ * all its delegates share (ember_backend_request_workspace): a model cut
+ * into one delegate per layer keeps one layer's intermediates in memory,
+ * and a short prompt touches the pages of one arena, not of every layer's. Values whose lifetimes (from the node that
  * makes them to the last node that reads them) overlap get disjoint bytes;
  * the rest share. Placement is greedy, largest first, at the lowest offset
  * that fits (best enough for the chains of a neural network). Externals live
@@ -38,7 +41,8 @@ static int by_offset(const void *a, const void *b) {
 
 static size_t round_up(size_t n) { return (n + PLAN_ALIGN - 1) & ~(size_t)(PLAN_ALIGN - 1); }
 
-ember_status xnn_plan(xnn_graph *g, ember_allocator *a) {
+ember_status xnn_plan(xnn_graph *g, const ember_backend_init_ctx *ctx) {
+    ember_allocator *a = ctx->allocator;
     /* lifetimes: made by value.first (xnn_read), last read by */
     for (uint32_t ni = 0; ni < g->num_nodes; ni++) {
         const xnn_node *n = &g->nodes[ni];
@@ -104,18 +108,25 @@ ember_status xnn_plan(xnn_graph *g, ember_allocator *a) {
         if (end > total) total = end;
     }
     g->arena_bytes = total;
-    g->arena = total > 0 ? ember_alloc(a, total, PLAN_ALIGN) : NULL;
-    if (total > 0 && g->arena == NULL)
-        return ember_backend_fail(EMBER_ERR_OUT_OF_MEMORY,
-                                  "xnnpack: cannot allocate %zu bytes for intermediates", total);
+    g->arena = NULL;
+    g->workspace = NULL;
+    if (total > 0) {
+        ember_status st = ember_backend_request_workspace(ctx, total, PLAN_ALIGN, &g->workspace);
+        if (st != EMBER_OK) return ember_backend_fail(st, "xnnpack: %s", ember_last_error());
+    }
     for (size_t i = 0; i < count; i++) {
-        if (items[i].value != XNN_INVALID_ID) {
-            xnn_value *v = &g->values[items[i].value];
-            v->offset = items[i].offset;
-            v->data = g->arena + v->offset;
-        } else {
+        if (items[i].value != XNN_INVALID_ID)
+            g->values[items[i].value].offset = items[i].offset;
+        else
             g->nodes[items[i].node].scratch_offset = items[i].offset;
-        }
     }
     return EMBER_OK;
+}
+
+void xnn_bind_arena(xnn_graph *g) {
+    uint8_t *arena = g->workspace != NULL ? *g->workspace : NULL;
+    if (arena == g->arena) return;
+    g->arena = arena;
+    for (uint32_t i = 0; i < g->num_values; i++)
+        if (g->values[i].planned) g->values[i].data = arena + g->values[i].offset;
 }

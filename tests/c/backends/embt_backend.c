@@ -24,6 +24,8 @@
  *   20 u16 out_reg[num_outputs], zero padding to a multiple of 4
  *   then num_instrs x 12 bytes: u8 op, u8 dst, u8 a, u8 b, f32 imm, i32 debug_handle
  * Registers 0..num_inputs-1 hold the inputs. Ops: 1 CONST, 2 ADD, 3 SUB, 4 MUL, 5 RELU.
+ * The registers live in the method's shared delegate workspace
+ * (ember_backend_request_workspace), one float per register.
  * Compile specs: "ember.dtype" = "float32" (required), "ember.max_regs" = u32,
  * "ember.check_finite" = u8 (1: execute fails at the first instruction that
  * produces a NaN or infinity, naming that node's debug handle).
@@ -47,6 +49,7 @@ typedef struct embt {
     size_t delegate_index;
     bool check_finite;
     int destroyed;
+    void *const *workspace; /* the registers, in the method's shared workspace */
 } embt;
 
 /* What the tests observe and inject. */
@@ -58,6 +61,9 @@ static struct {
     int fail_execute_at;     /* 1-based execute call that fails; 0: none */
     size_t last_payload_size;
     size_t specs_seen;
+    size_t workspace_align;      /* asked for (0: 64) */
+    size_t workspace_extra;      /* bytes asked for beyond the registers, times delegate index + 1 */
+    void *workspace_seen[4];     /* the workspace each delegate found in execute */
 } g_be;
 
 static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
@@ -170,6 +176,10 @@ static ember_status embt_init(const ember_backend_init_ctx *ctx, const void *pay
     e->delegate_index = d;
     e->check_finite = check_finite;
     e->destroyed = 0;
+    size_t ws_bytes = (size_t)nr * sizeof(float) + g_be.workspace_extra * (d + 1);
+    ember_status st = ember_backend_request_workspace(
+        ctx, ws_bytes, g_be.workspace_align ? g_be.workspace_align : 64, &e->workspace);
+    if (st != EMBER_OK) return st;
     *handle = e;
     g_be.init_ok++;
     return EMBER_OK;
@@ -179,8 +189,10 @@ static ember_status embt_execute(void *handle, ember_value **args, size_t nargs)
     embt *e = handle;
     const float *in[MAX_REGS];
     float *out[MAX_REGS];
-    float regs[MAX_REGS];
+    float *regs = *e->workspace;
     g_be.executes++;
+    if (e->delegate_index < 4) g_be.workspace_seen[e->delegate_index] = regs;
+    if (regs == NULL) return ember_backend_fail(EMBER_ERR_DELEGATE_FAILED, "no workspace");
     if (g_be.fail_execute_at == g_be.executes)
         return ember_backend_fail(EMBER_ERR_DELEGATE_FAILED, "node with debug handle %d failed (injected)",
                                   e->num_instrs > 0 ? (int)e->instrs[0].debug_handle : -1);
