@@ -19,12 +19,22 @@
 # ember_add_selected_kernels(<target> [EXCLUDE_FROM_ALL] SELECT <selection...>)
 #   A static library: the generated table plus every kernel object, for
 #   linking beside ember_core in place of ember_kernels_portable.
+#
+# EMBER_KERNEL_TABLES, the ops.def files a table draws from, defaults to the
+# portable and optimized ones; a build of the portable kernels alone (the
+# bare-metal example) sets it to the portable one before including this file.
 
 find_package(Python3 COMPONENTS Interpreter)
 
-set(EMBER_KERNEL_TABLES
-    "${PROJECT_SOURCE_DIR}/src/kernels/portable/ops.def"
-    "${PROJECT_SOURCE_DIR}/src/kernels/optimized/ops.def")
+# The source tree this file belongs to (a project that includes it from
+# elsewhere, such as examples/baremetal, has another PROJECT_SOURCE_DIR).
+get_filename_component(EMBER_SELECT_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+
+if(NOT DEFINED EMBER_KERNEL_TABLES)
+  set(EMBER_KERNEL_TABLES
+      "${EMBER_SELECT_ROOT}/src/kernels/portable/ops.def"
+      "${EMBER_SELECT_ROOT}/src/kernels/optimized/ops.def")
+endif()
 
 function(ember_select_kernels_source out_var name)
   if(NOT Python3_Interpreter_FOUND)
@@ -32,7 +42,7 @@ function(ember_select_kernels_source out_var name)
   endif()
   set(out "${PROJECT_BINARY_DIR}/${name}.c")
   set(args)
-  set(deps "${PROJECT_SOURCE_DIR}/tools/ember_select_kernels.py" ${EMBER_KERNEL_TABLES})
+  set(deps "${EMBER_SELECT_ROOT}/tools/ember_select_kernels.py" ${EMBER_KERNEL_TABLES})
   foreach(t IN LISTS EMBER_KERNEL_TABLES)
     list(APPEND args --table "${t}")
   endforeach()
@@ -47,7 +57,7 @@ function(ember_select_kernels_source out_var name)
   endforeach()
   add_custom_command(
     OUTPUT "${out}"
-    COMMAND "${Python3_EXECUTABLE}" "${PROJECT_SOURCE_DIR}/tools/ember_select_kernels.py"
+    COMMAND "${Python3_EXECUTABLE}" "${EMBER_SELECT_ROOT}/tools/ember_select_kernels.py"
             --out "${out}" ${args}
     DEPENDS ${deps}
     COMMENT "Generating the selected kernel table ${name}.c"

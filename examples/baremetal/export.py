@@ -11,7 +11,7 @@ Writes into --out-dir:
                   and the sizes of the planned buffers
   model_data.h    declarations for main.c
   expected.txt    eager PyTorch's outputs, one float per line
-  operators.txt   the kernel keys the program uses (what kernels.def must hold)
+  operators.txt   the kernel keys the program uses (the ones the build selects)
 
 usage: export.py --out-dir build-baremetal/model
 """

@@ -17,8 +17,8 @@
 #include "board.h"
 #include "ember/ember.h"
 #include "ember/platform.h"
+#include "ember/kernel.h"
 #include "model_data.h"
-#include "model_kernels.h"
 
 #ifndef ARENA_BYTES
 #define ARENA_BYTES (8u * 1024u)
@@ -92,7 +92,8 @@ int main(void) {
     board_put_uint((uint32_t)model_pte_size);
     board_puts(" bytes of .pte in flash\n");
 
-    st = model_kernels_register();
+    /* the kernel table of a selective build: the kernels model.pte calls */
+    st = ember_portable_kernels_register();
     if (st != EMBER_OK) return fail("kernels", st);
 
     static_arena arena = {{NULL, static_arena_alloc}, 0};

@@ -24,7 +24,7 @@ def component(origin: str, section: str) -> str:
     if "libember_core.a" in origin:
         return "ember core runtime"
     if "libember_kernels_portable.a" in origin:
-        return "ember kernels (kernels.def)"
+        return "ember kernels (selected from model.pte)"
     if "model_data.c" in origin:
         return "model (.pte) and input" if section.startswith(".rodata") else "model data"
     if re.search(r"lib(c_nano|c|m|gcc|nosys)\.a", origin):

@@ -219,6 +219,18 @@ ember_status ember_backend_fail(ember_status status, const char *fmt, ...)
     ;
 
 /**
+ * Records that a delegate's payload is malformed and returns
+ * EMBER_ERR_INVALID_PROGRAM: the message is "<backend> payload: <detail>",
+ * the detail printf-style. The payload readers report every defect they
+ * find this way, so a bad file always fails cleanly with its backend named.
+ */
+ember_status ember_backend_bad_payload(const char *backend, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/**
  * Like ember_backend_fail, and also records the debug handle of the node
  * that failed (the handle the compiler gave the node; backends receive it in
  * their payload), readable with ember_last_error_debug_handle() after the

@@ -122,6 +122,15 @@ ember_status ember_backend_fail(ember_status status, const char *fmt, ...) {
     return status;
 }
 
+ember_status ember_backend_bad_payload(const char *backend, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    ember_set_error_v(EMBER_ERR_INVALID_PROGRAM, fmt, ap);
+    va_end(ap);
+    ember_error_prefix("%s payload", backend);
+    return EMBER_ERR_INVALID_PROGRAM;
+}
+
 ember_status ember_backend_fail_at(ember_status status, int64_t debug_handle, const char *fmt,
                                    ...) {
     va_list ap;

@@ -146,6 +146,17 @@ static void corrupt(const uint8_t *pte, size_t size) {
         CHECK_MSG(run_corrupt(copy, size) == 0, "header field %zu = %u was accepted",
                   bad[k].field, bad[k].value);
     }
+    /* the reader names the backend: a flatbuffer cut short is a bad payload */
+    {
+        memcpy(copy, pte, size);
+        const uint32_t short_fb = 4;
+        memcpy(copy + at + 14, &short_fb, 4);
+        ember_buffer_loader bl;
+        ember_program *p;
+        ember_method *m;
+        CHECK_ERR(load(copy, size, &bl, &p, &m), EMBER_ERR_INVALID_PROGRAM, "vulkan payload: ");
+        unload(p, m);
+    }
     /* flipped bytes all over the flatbuffer */
     uint32_t seed = 12345;
     int ran = 0;

@@ -178,7 +178,7 @@ static void test_qd8(void) {
     /* PerTokenDynamicQuant.num_nonbatch_dims (field 0) */
     const size_t nnb = quant_field(&f, DT_QDINT8, 0, 0, false);
     expect_field(&f, nnb, 4, 3, EMBER_ERR_INVALID_PROGRAM, "3 non-batch dims of a rank-2 value",
-               "non-batch dims for rank 2", NULL);
+                 "xnnpack payload: value", "non-batch dims for rank 2");
     expect_field(&f, nnb, 4, 2, EMBER_ERR_NOT_SUPPORTED, "rows over 2 dims",
                "FullyConnected, debug handle", "trailing dims");
     /* PerChannelQuant.num_scales (field 3), scale_buffer_idx (field 2) */
@@ -186,8 +186,8 @@ static void test_qd8(void) {
     expect_field(&f, ns, 4, 47, EMBER_ERR_INVALID_PROGRAM, "47 scales for 48 channels",
                  "47 scales for 48 channels", NULL);
     const size_t sb = quant_field(&f, DT_QCINT8, 0, 2, false);
-    expect_field(&f, sb, 4, 0, EMBER_ERR_INVALID_PROGRAM, "no scale buffer", "without scales",
-                 NULL);
+    expect_field(&f, sb, 4, 0, EMBER_ERR_INVALID_PROGRAM, "no scale buffer",
+                 "xnnpack payload: value", "without scales");
     expect_field(&f, sb, 4, 999, EMBER_ERR_INVALID_PROGRAM, "scale buffer out of range",
                  "out of range", NULL);
     /* the first filter's scales pointed at the second's: 40 bytes for 48 */

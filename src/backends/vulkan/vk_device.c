@@ -300,10 +300,10 @@ ember_status vk_device_upload_weight(vk_graph *g, uint32_t vi, const void *bytes
     size_t elem = v->dtype == VK_DT_INT64 ? 8 : v->dtype == VK_DT_FLOAT16 ? 2
                   : v->dtype == VK_DT_BOOL || v->dtype == VK_DT_INT8 ? 1 : 4;
     if (ember_mul_overflow(n, elem, &want) || size < want)
-        return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM,
-                                  "vulkan payload: constant of value %u has %zu bytes, its %zu "
-                                  "%s elements need %zu",
-                                  vi, size, n, vk_dtype_name(v->dtype), want);
+        return ember_backend_bad_payload("vulkan",
+                                         "constant of value %u has %zu bytes, its %zu %s "
+                                         "elements need %zu",
+                                         vi, size, n, vk_dtype_name(v->dtype), want);
     const uint8_t *src = bytes;
     for (size_t i = 0; i < n; i++) {
         switch (v->dtype) {

@@ -7,8 +7,6 @@
  * overflow-safe arithmetic before anything else reads them. Absent scalar
  * fields read as the schema's defaults.
  */
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "format/flatbuffer.h"
@@ -27,20 +25,8 @@ enum {
 /* Most values, operators or list items a payload may declare. */
 #define VK_MAX_COUNT (1u << 24)
 
-static ember_status bad(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-
-static ember_status bad(const char *fmt, ...) {
-    char msg[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "vulkan payload: %s", msg);
-}
+/* A defect of the payload: "vulkan payload: <detail>", EMBER_ERR_INVALID_PROGRAM. */
+#define bad(...) ember_backend_bad_payload("vulkan", __VA_ARGS__)
 
 const char *vk_dtype_name(uint8_t dtype) {
     switch (dtype) {

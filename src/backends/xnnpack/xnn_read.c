@@ -14,8 +14,6 @@
  * XH00 header, from the deprecated buffers inside the flatbuffer.
  */
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,20 +56,8 @@ typedef struct id_index {
     uint32_t id, index;
 } id_index;
 
-static ember_status bad(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-
-static ember_status bad(const char *fmt, ...) {
-    char msg[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "xnnpack payload: %s", msg);
-}
+/* A defect of the payload: "xnnpack payload: <detail>", EMBER_ERR_INVALID_PROGRAM. */
+#define bad(...) ember_backend_bad_payload("xnnpack", __VA_ARGS__)
 
 size_t xnn_dtype_size(uint8_t dtype) {
     switch (dtype) {

@@ -10,22 +10,34 @@
  *     il_init(&l, vals, n)         -> &l.v
  *     tl l;                        a boxed (optional) tensor list of up to 8
  *     tl_init(&l, xs, n, optional) -> &l.v (NULL entries: None, if optional)
+ *     tt_new(&x, dtype, sizes, dim, order, dynamic)
+ *                                  -> &x.v over fresh zeroed heap storage
+ *     tt_free(&x)                  frees it
+ *     tt_4d(&x, dtype, a, b, c, d, data, dynamic)
+ *                                  -> &x.v, a contiguous (a, b, c, d) over data
+ *     kt_get(dtype, data, off), kt_put(dtype, data, off, v)
+ *                                  element off of a buffer as a double
+ *     tt_at(t, i), tt_set(t, i, v) logical (row-major) element i of a tensor,
+ *                                  through its strides (tt_offset(t, i))
+ *     kt_is_int(dtype)             whether dtype is an integer type
  *     kt_kernel(key)               the portable kernel "aten::add.out", or NULL
  *     kt_call(ctx, key, args, n)   calls it with ctx (op_name set, last error
  *                                  cleared); EMBER_ERR_OPERATOR_MISSING if absent
  *
  * Sizes start at their bounds; `dynamic` makes the tensor DYNAMIC_BOUND (an
  * output a kernel resizes), else it is STATIC; `order` NULL is the contiguous
- * dim order. Strides come from the dim order, as at method load. Each test
- * file wraps these in the short macros it likes (IN, OUT, IL, ...).
+ * dim order. Strides come from the dim order, as at method load. The call
+ * harness and short macros (IN, OUT, IL, CALL, ...) are in kernel_call.h.
  */
 #ifndef EMBER_TESTS_KERNEL_TEST_H
 #define EMBER_TESTS_KERNEL_TEST_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
@@ -72,6 +84,82 @@ static inline ember_value *tt_init(tt *x, int dtype, const int32_t *sizes, size_
     x->v.tag = EMBER_TAG_TENSOR;
     x->v.u.t = &x->t;
     return &x->v;
+}
+
+/* x over fresh zeroed heap storage of its size (free it with tt_free). */
+static inline ember_value *tt_new(tt *x, int dtype, const int32_t *sizes, size_t dim,
+                                  const uint8_t *order, bool dynamic) {
+    size_t bytes = ember_dtype_size(dtype);
+    for (size_t i = 0; i < dim; i++) bytes *= (size_t)sizes[i];
+    return tt_init(x, dtype, sizes, dim, calloc(bytes > 0 ? bytes : 1, 1), bytes, dynamic, order);
+}
+
+static inline void tt_free(tt *x) {
+    free(x->t.data);
+    x->t.data = NULL;
+}
+
+/* A contiguous (a, b, c, d) tensor over data of exactly its size. */
+static inline ember_value *tt_4d(tt *x, int dtype, int32_t a, int32_t b, int32_t c, int32_t d,
+                                 void *data, bool dynamic) {
+    const int32_t s[4] = {a, b, c, d};
+    size_t bytes = (size_t)a * (size_t)b * (size_t)c * (size_t)d * ember_dtype_size(dtype);
+    return tt_init(x, dtype, s, 4, data, bytes, dynamic, NULL);
+}
+
+static inline bool kt_is_int(int dtype) {
+    return dtype == EMBER_UINT8 || dtype == EMBER_INT8 || dtype == EMBER_INT16 ||
+           dtype == EMBER_INT32 || dtype == EMBER_INT64;
+}
+
+/* Element off (in elements) of data as a double; NaN for a dtype it does not read. */
+static inline double kt_get(int dtype, const void *data, int64_t off) {
+    switch (dtype) {
+    case EMBER_FLOAT32: return ((const float *)data)[off];
+    case EMBER_FLOAT64: return ((const double *)data)[off];
+    case EMBER_FLOAT16: return ember_half_to_float(((const uint16_t *)data)[off]);
+    case EMBER_BFLOAT16: return ember_bf16_to_float(((const uint16_t *)data)[off]);
+    case EMBER_UINT8: return ((const uint8_t *)data)[off];
+    case EMBER_INT8: return ((const int8_t *)data)[off];
+    case EMBER_INT16: return ((const int16_t *)data)[off];
+    case EMBER_INT32: return ((const int32_t *)data)[off];
+    case EMBER_INT64: return (double)((const int64_t *)data)[off];
+    default: return NAN;
+    }
+}
+
+/* Stores v at element off; integers wrap to the dtype's width as kernel sums do. */
+static inline void kt_put(int dtype, void *data, int64_t off, double v) {
+    switch (dtype) {
+    case EMBER_FLOAT32: ((float *)data)[off] = (float)v; break;
+    case EMBER_FLOAT64: ((double *)data)[off] = v; break;
+    case EMBER_FLOAT16: ((uint16_t *)data)[off] = ember_float_to_half((float)v); break;
+    case EMBER_BFLOAT16: ((uint16_t *)data)[off] = ember_float_to_bf16((float)v); break;
+    case EMBER_UINT8: ((uint8_t *)data)[off] = (uint8_t)(int64_t)v; break;
+    case EMBER_INT8: ((int8_t *)data)[off] = (int8_t)(uint8_t)(int64_t)v; break;
+    case EMBER_INT16: ((int16_t *)data)[off] = (int16_t)(uint16_t)(int64_t)v; break;
+    case EMBER_INT32: ((int32_t *)data)[off] = (int32_t)(uint32_t)(int64_t)v; break;
+    case EMBER_INT64: ((int64_t *)data)[off] = (int64_t)v; break;
+    default: break;
+    }
+}
+
+/* Element offset of the logical row-major index i of t (through its strides). */
+static inline int64_t tt_offset(const ember_tensor *t, int64_t i) {
+    int64_t off = 0;
+    for (size_t d = t->dim; d-- > 0;) {
+        off += (i % t->sizes[d]) * t->strides[d];
+        i /= t->sizes[d];
+    }
+    return off;
+}
+
+static inline double tt_at(const ember_tensor *t, int64_t i) {
+    return kt_get(t->dtype, t->data, tt_offset(t, i));
+}
+
+static inline void tt_set(ember_tensor *t, int64_t i, double v) {
+    kt_put(t->dtype, t->data, tt_offset(t, i), v);
 }
 
 /* A boxed int list: items point at Int values, as in a loaded method. */

@@ -18,114 +18,12 @@
 #include "check.h"
 #include "core/internal.h"
 #include "ember/kernel.h"
-#include "kernel_test.h"
+#define KC_SCRATCH_BYTES (1 << 18)
+#include "kernel_call.h"
 
 /* ------------------------------------------------------------------------ */
 /* Fixtures                                                                  */
 /* ------------------------------------------------------------------------ */
-
-/* x of the given sizes and dim order (NULL: contiguous) over fresh zeroed storage. */
-static void tt_new(tt *x, int dtype, const int32_t *sizes, size_t dim, const uint8_t *order,
-                   bool dynamic) {
-    size_t bytes = ember_dtype_size(dtype);
-    for (size_t i = 0; i < dim; i++) bytes *= (size_t)sizes[i];
-    tt_init(x, dtype, sizes, dim, calloc(bytes > 0 ? bytes : 1, 1), bytes, dynamic, order);
-}
-
-static void tt_free(tt *x) {
-    free(x->t.data);
-    x->t.data = NULL;
-}
-
-static bool is_int(int dtype) {
-    return dtype == EMBER_UINT8 || dtype == EMBER_INT8 || dtype == EMBER_INT16 ||
-           dtype == EMBER_INT32 || dtype == EMBER_INT64;
-}
-
-static double get(int dtype, const void *data, int64_t off) {
-    switch (dtype) {
-    case EMBER_FLOAT32: return ((const float *)data)[off];
-    case EMBER_FLOAT64: return ((const double *)data)[off];
-    case EMBER_FLOAT16: return ember_half_to_float(((const uint16_t *)data)[off]);
-    case EMBER_BFLOAT16: return ember_bf16_to_float(((const uint16_t *)data)[off]);
-    case EMBER_UINT8: return ((const uint8_t *)data)[off];
-    case EMBER_INT8: return ((const int8_t *)data)[off];
-    case EMBER_INT16: return ((const int16_t *)data)[off];
-    case EMBER_INT32: return ((const int32_t *)data)[off];
-    case EMBER_INT64: return (double)((const int64_t *)data)[off];
-    default: return NAN;
-    }
-}
-
-/* Stores v; integers wrap to the dtype's width as the kernel's sums do. */
-static void put(int dtype, void *data, int64_t off, double v) {
-    switch (dtype) {
-    case EMBER_FLOAT32: ((float *)data)[off] = (float)v; break;
-    case EMBER_FLOAT64: ((double *)data)[off] = v; break;
-    case EMBER_FLOAT16: ((uint16_t *)data)[off] = ember_float_to_half((float)v); break;
-    case EMBER_BFLOAT16: ((uint16_t *)data)[off] = ember_float_to_bf16((float)v); break;
-    case EMBER_UINT8: ((uint8_t *)data)[off] = (uint8_t)(int64_t)v; break;
-    case EMBER_INT8: ((int8_t *)data)[off] = (int8_t)(uint8_t)(int64_t)v; break;
-    case EMBER_INT16: ((int16_t *)data)[off] = (int16_t)(uint16_t)(int64_t)v; break;
-    case EMBER_INT32: ((int32_t *)data)[off] = (int32_t)(uint32_t)(int64_t)v; break;
-    case EMBER_INT64: ((int64_t *)data)[off] = (int64_t)v; break;
-    default: break;
-    }
-}
-
-/* Element offset of the logical row-major index i of t. */
-static int64_t offset_of(const ember_tensor *t, int64_t i) {
-    int64_t off = 0;
-    for (size_t d = t->dim; d-- > 0;) {
-        off += (i % t->sizes[d]) * t->strides[d];
-        i /= t->sizes[d];
-    }
-    return off;
-}
-
-static double at(const ember_tensor *t, int64_t i) {
-    return get(t->dtype, t->data, offset_of(t, i));
-}
-
-/* Deterministic values in [-1, 1) (integers: -4 .. 4). */
-static uint32_t g_rng = 4242u;
-static double rnd(void) {
-    g_rng = g_rng * 1664525u + 1013904223u;
-    return (double)(g_rng >> 8) / (double)(1u << 23) - 1.0;
-}
-
-static void fill(ember_tensor *t) {
-    for (int64_t i = 0; i < t->numel; i++)
-        put(t->dtype, t->data, offset_of(t, i), is_int(t->dtype) ? floor(rnd() * 4.5) : rnd());
-}
-
-/* Boxed scalars and int lists from rings (each call uses far fewer). */
-static ember_value g_vals[16];
-static size_t g_nvals;
-static ember_value *boxed(ember_value v) {
-    ember_value *p = &g_vals[g_nvals++ % 16];
-    *p = v;
-    return p;
-}
-static il g_lists[16];
-static size_t g_nlists;
-static ember_value *int_list(const int64_t *vals, size_t n) {
-    return il_init(&g_lists[g_nlists++ % 16], vals, n);
-}
-
-/* The kernel context: a scratch arena of g_scratch_size bytes (0: none). */
-static uint8_t g_scratch[1 << 18];
-static size_t g_scratch_size = sizeof g_scratch;
-static ember_arena g_arena;
-static struct ember_kernel_ctx g_ctx;
-
-static ember_status call_(const char *name, ember_value **args, size_t n) {
-    ember_arena_init(&g_arena, g_scratch_size > 0 ? g_scratch : NULL, g_scratch_size);
-    return kt_call(&g_ctx, name, args, n);
-}
-#define CALL(name, ...)                                                                            \
-    call_((name), (ember_value *[]){__VA_ARGS__},                                                  \
-          sizeof((ember_value *[]){__VA_ARGS__}) / sizeof(ember_value *))
 
 static double tol_of(int dtype) {
     switch (dtype) {
@@ -179,7 +77,7 @@ static void reference(const conv_case *cc, const ember_tensor *x, const ember_te
     const int64_t total = (int64_t)cc->n * cc->oc * o3[0] * o3[1] * o3[2];
     for (int64_t i = 0; i < total; i++) {
         int64_t oc = i / (o3[0] * o3[1] * o3[2]) % cc->oc;
-        want[i] = cc->bias ? at(b, oc) : 0;
+        want[i] = cc->bias ? tt_at(b, oc) : 0;
     }
     for (int64_t n = 0; n < cc->n; n++)
         for (int64_t c = 0; c < cc->c; c++)
@@ -213,13 +111,14 @@ static void reference(const conv_case *cc, const ember_tensor *x, const ember_te
                                             ox < 0 || ox >= o3[2])
                                             continue;
                                         want[lin(n, oc, oz, oy, ox, cc->oc, o3)] +=
-                                            at(x, lin(n, c, iz, iy, ix, cc->c, in3)) * at(w, wi);
+                                            tt_at(x, lin(n, c, iz, iy, ix, cc->c, in3)) *
+                                            tt_at(w, wi);
                                     }
-    if (is_int(cc->dtype)) /* wrap as the out dtype does */
+    if (kt_is_int(cc->dtype)) /* wrap as the out dtype does */
         for (int64_t i = 0; i < total; i++) {
             uint64_t cell = 0;
-            put(cc->dtype, &cell, 0, want[i]);
-            want[i] = get(cc->dtype, &cell, 0);
+            kt_put(cc->dtype, &cell, 0, want[i]);
+            want[i] = kt_get(cc->dtype, &cell, 0);
         }
 }
 
@@ -248,24 +147,24 @@ static void check_case(const conv_case *cc, const char *what) {
     tt_new(&w, cc->dtype, ws, dim, NULL, false);
     tt_new(&o, cc->dtype, os, dim, cc->out_last ? last : NULL, true);
     tt_new(&b, cc->dtype, (const int32_t[]){cc->oc}, 1, NULL, false);
-    fill(&x.t);
-    fill(&w.t);
-    fill(&b.t);
+    kc_fill(&x.t);
+    kc_fill(&w.t);
+    kc_fill(&b.t);
 
     int64_t sl[3], pl[3], dl[3], opl[3];
     for (int i = 0; i < nsp; i++) sl[i] = cc->s[i], pl[i] = cc->p[i], dl[i] = cc->d[i];
     for (int i = 0; i < nsp; i++) opl[i] = cc->transposed ? cc->op[i] : 0;
     ember_value none = kt_none();
     switch (cc->scratch) {
-    case SCRATCH_NONE: g_scratch_size = 0; break;
-    case SCRATCH_SMALL: g_scratch_size = 4096; break; /* a few short col tiles */
-    default: g_scratch_size = sizeof g_scratch; break;
+    case SCRATCH_NONE: kc_set_scratch(0); break;
+    case SCRATCH_SMALL: kc_set_scratch(4096); break; /* a few short col tiles */
+    default: kc_set_scratch(KC_SCRATCH_BYTES); break;
     }
-    ember_status st = CALL("aten::convolution.out", &x.v, &w.v, cc->bias ? &b.v : &none,
-                           int_list(sl, (size_t)nsp), int_list(pl, (size_t)nsp),
-                           int_list(dl, (size_t)nsp), boxed(kt_bool(cc->transposed)),
-                           int_list(opl, (size_t)nsp), boxed(kt_int(cc->groups)), &o.v, &o.v);
-    g_scratch_size = sizeof g_scratch;
+    ember_status st =
+        CALL("aten::convolution.out", &x.v, &w.v, cc->bias ? &b.v : &none, kc_ints(sl, (size_t)nsp),
+             kc_ints(pl, (size_t)nsp), kc_ints(dl, (size_t)nsp), v_bool(cc->transposed),
+             kc_ints(opl, (size_t)nsp), v_int(cc->groups), &o.v, &o.v);
+    kc_set_scratch(KC_SCRATCH_BYTES);
 
     const int64_t total = (int64_t)cc->n * cc->oc * o3[0] * o3[1] * o3[2];
     double *want = calloc((size_t)total + 1, sizeof(double));
@@ -273,17 +172,8 @@ static void check_case(const conv_case *cc, const char *what) {
     if (CHECK_MSG(st == EMBER_OK, "%s: %s", what, ember_last_error())) {
         bool shape_ok = o.t.dim == dim;
         for (size_t i = 0; shape_ok && i < dim; i++) shape_ok = o.t.sizes[i] == os[i];
-        CHECK_MSG(shape_ok, "%s: out shape", what);
-        const double tol = tol_of(cc->dtype);
-        bool ok = true;
-        for (int64_t i = 0; ok && i < total; i++) {
-            const double g = at(&o.t, i), wv = want[i];
-            /* half types: the sum's rounding grows with the number of terms */
-            if (fabs(g - wv) <= tol * (1.0 + fabs(wv))) continue;
-            printf("  %s: element %lld: got %.9g, want %.9g\n", what, (long long)i, g, wv);
-            ok = false;
-        }
-        CHECK_MSG(ok, "%s", what);
+        if (CHECK_MSG(shape_ok, "%s: out shape", what))
+            CHECK_MSG(tt_close(&o.t, want, total, tol_of(cc->dtype), what), "%s", what);
     }
     free(want);
     tt_free(&x);
@@ -417,9 +307,9 @@ static ember_status call_bad(const int32_t *xsz, size_t xdim, const int32_t *wsz
     o.t.capacity = sizeof ob;
     ember_value none = kt_none();
     if (bsz != NULL) tt_init(&b, F32, bsz, 1, bb, sizeof bb, false, NULL);
-    return CALL("aten::convolution.out", &x.v, &w.v, bsz != NULL ? &b.v : &none,
-                int_list(s, ns), int_list(p, np), int_list(d, nd), boxed(kt_bool(transposed)),
-                int_list(op, nop), boxed(kt_int(groups)), &o.v, &o.v);
+    return CALL("aten::convolution.out", &x.v, &w.v, bsz != NULL ? &b.v : &none, kc_ints(s, ns),
+                kc_ints(p, np), kc_ints(d, nd), v_bool(transposed), kc_ints(op, nop), v_int(groups),
+                &o.v, &o.v);
 }
 
 static void test_conv_bad_input(void) {
@@ -479,9 +369,8 @@ static void test_conv_bad_input(void) {
 }
 
 int main(void) {
-    g_ctx.scratch = &g_arena;
-    g_ctx.op_name = "";
-    g_ctx.instruction = 0;
+    kc_init();
+    rng_seed(4242);
 
     test_conv3d();
     test_conv_low_rank();

@@ -49,39 +49,17 @@ static void identity(uint8_t *p, size_t n) {
     for (size_t i = 0; i < n; i++) p[i] = (uint8_t)i;
 }
 
-/* Element offset of row-major index i in t (through its strides). */
-static int64_t offset_of(const ember_tensor *t, int64_t i) {
-    int64_t off = 0;
-    for (size_t d = t->dim; d-- > 0;) {
-        off += (i % t->sizes[d]) * t->strides[d];
-        i /= t->sizes[d];
-    }
-    return off;
-}
-
-/* Logical element i of t as a double (float32, float64, int32, float16). */
-static double element(const ember_tensor *t, int64_t i) {
-    int64_t off = offset_of(t, i);
-    switch (t->dtype) {
-    case EMBER_FLOAT32: return ((const float *)t->data)[off];
-    case EMBER_FLOAT64: return ((const double *)t->data)[off];
-    case EMBER_INT32: return ((const int32_t *)t->data)[off];
-    case EMBER_FLOAT16: return ember_half_to_float(((const uint16_t *)t->data)[off]);
-    default: return -1;
-    }
-}
-
 /* x over data, laid out in order, each element holding its row-major index. */
 static void fill_indices(tt *x, float *data, const int32_t *sizes, size_t dim,
                          const uint8_t *order) {
     tt_init(x, EMBER_FLOAT32, sizes, dim, data, MAXN * sizeof(float), false, order);
-    for (int64_t i = 0; i < x->t.numel; i++) data[offset_of(&x->t, i)] = (float)i;
+    for (int64_t i = 0; i < x->t.numel; i++) data[tt_offset(&x->t, i)] = (float)i;
 }
 
 /* Whether out holds every index of an n-element copy (element k == k). */
 static bool holds_indices(const ember_tensor *out, int64_t n) {
     for (int64_t i = 0; i < n; i++)
-        if (element(out, i) != (double)i) return false;
+        if (tt_at(out, i) != (double)i) return false;
     return true;
 }
 

@@ -20,14 +20,8 @@
 /* Fixtures: tensors, values, kernel calls (kernel_call.h)                   */
 /* ------------------------------------------------------------------------ */
 
-/* Deterministic pseudo-random floats in [-1, 1). */
-static uint32_t g_seed = 12345;
-static float frand(void) {
-    g_seed = g_seed * 1664525u + 1013904223u;
-    return (float)((g_seed >> 8) & 0xffffff) / 8388608.0f - 1.0f;
-}
 static void fill_rand(float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] = frand();
+    for (size_t i = 0; i < n; i++) x[i] = rng_float();
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1746,15 +1740,10 @@ typedef struct junk {
     ember_value *args[16];
 } junk;
 
-static uint32_t jrand(void) {
-    g_seed = g_seed * 1664525u + 1013904223u;
-    return g_seed >> 8;
-}
-
 static int64_t junk_int(void) {
     static const int64_t special[] = {0,         1,         -1,      2,          3,  -2,
                                       INT64_MAX, INT64_MIN, 1 << 30, -(1 << 30), 64, 5};
-    return jrand() % 3 == 0 ? special[jrand() % 12] : (int64_t)(jrand() % 7) - 2;
+    return rng_bits() % 3 == 0 ? special[rng_bits() % 12] : (int64_t)(rng_bits() % 7) - 2;
 }
 
 /* A tensor that keeps the runtime's invariants (sizes within bounds and
@@ -1765,35 +1754,36 @@ static void junk_tensor(tt *x, uint8_t *mem, size_t memsize, bool coherent) {
                                  EMBER_FLOAT64, EMBER_UINT8,   EMBER_INT8,    EMBER_QINT8};
     /* coherent rounds: float32 and sizes of 1 or 2, so that the shapes of
      * several tensors often fit together and kernels run to the end */
-    uint32_t pick = jrand() % 8;
-    int dt = !coherent   ? dtypes[jrand() % 12]
+    uint32_t pick = rng_bits() % 8;
+    int dt = !coherent   ? dtypes[rng_bits() % 12]
              : pick < 6  ? EMBER_FLOAT32
              : pick == 6 ? EMBER_INT64
-                         : dtypes[jrand() % 12];
-    size_t dim = coherent ? 1 + jrand() % 4 : jrand() % 5;
+                         : dtypes[rng_bits() % 12];
+    size_t dim = coherent ? 1 + rng_bits() % 4 : rng_bits() % 5;
     int32_t sizes[4];
     uint8_t order[4] = {0, 1, 2, 3};
-    for (size_t i = 0; i < dim; i++) sizes[i] = (int32_t)(coherent ? 1 + jrand() % 2 : jrand() % 5);
-    if (!coherent && jrand() % 4 == 0 && dim > 1) { /* a random dim order */
+    for (size_t i = 0; i < dim; i++)
+        sizes[i] = (int32_t)(coherent ? 1 + rng_bits() % 2 : rng_bits() % 5);
+    if (!coherent && rng_bits() % 4 == 0 && dim > 1) { /* a random dim order */
         for (size_t i = dim - 1; i > 0; i--) {
-            size_t j = jrand() % (i + 1);
+            size_t j = rng_bits() % (i + 1);
             uint8_t tmp = order[i];
             order[i] = order[j];
             order[j] = tmp;
         }
     }
-    bool dynamic = jrand() % 2 == 0;
+    bool dynamic = rng_bits() % 2 == 0;
     tt_make(x, dt, sizes, dim, mem, memsize, dynamic, order);
     if (dynamic) /* start below the bounds */
         for (size_t i = 0; i < dim; i++)
-            x->sizes[i] = (int32_t)(jrand() % (uint32_t)(x->bounds[i] + 1));
+            x->sizes[i] = (int32_t)(rng_bits() % (uint32_t)(x->bounds[i] + 1));
     int64_t n = 1;
     for (size_t i = 0; i < dim; i++) n *= x->sizes[i];
     x->t.numel = n;
     x->t.nbytes = (size_t)n * ember_dtype_size(dt);
     ember_tensor_compute_strides(&x->t);
-    x->t.storage = jrand() % 8 == 0 ? EMBER_STORAGE_CONSTANT : EMBER_STORAGE_PLANNED;
-    for (size_t i = 0; i < memsize; i++) mem[i] = (uint8_t)jrand();
+    x->t.storage = rng_bits() % 8 == 0 ? EMBER_STORAGE_CONSTANT : EMBER_STORAGE_PLANNED;
+    for (size_t i = 0; i < memsize; i++) mem[i] = (uint8_t)rng_bits();
 }
 
 /* Kinds of argument the random test can make; K_ANY picks one at random. */
@@ -1813,34 +1803,34 @@ enum {
 };
 
 static ember_value *junk_value(junk *j, int kind) {
-    if (kind == K_ANY) kind = 1 + (int)(jrand() % (K_COUNT - 1));
-    ember_value *v = &j->vals[jrand() % POOL_V];
+    if (kind == K_ANY) kind = 1 + (int)(rng_bits() % (K_COUNT - 1));
+    ember_value *v = &j->vals[rng_bits() % POOL_V];
     switch (kind) {
-    case K_TENSOR: return &j->t[jrand() % POOL_T].v;
+    case K_TENSOR: return &j->t[rng_bits() % POOL_T].v;
     case K_INT: *v = kt_int(junk_int()); return v;
-    case K_SMALL: *v = kt_int((int64_t)(jrand() % 4) - (jrand() % 8 == 0)); return v;
-    case K_BOOL: *v = kt_bool(jrand() % 2); return v;
-    case K_DOUBLE: *v = kt_double(jrand() % 7 == 0 ? NAN : (double)junk_int() * 0.5); return v;
+    case K_SMALL: *v = kt_int((int64_t)(rng_bits() % 4) - (rng_bits() % 8 == 0)); return v;
+    case K_BOOL: *v = kt_bool(rng_bits() % 2); return v;
+    case K_DOUBLE: *v = kt_double(rng_bits() % 7 == 0 ? NAN : (double)junk_int() * 0.5); return v;
     case K_NONE: *v = kt_none(); return v;
     case K_STR: {
         static const char *strs[] = {"none", "tanh", "floor", "trunc", "", "x"};
-        *v = kt_str(strs[jrand() % 6]);
+        *v = kt_str(strs[rng_bits() % 6]);
         return v;
     }
     case K_LIST: {
-        il *l = &j->lists[jrand() % 8];
+        il *l = &j->lists[rng_bits() % 8];
         int64_t items[5];
-        size_t n = jrand() % 6;
+        size_t n = rng_bits() % 6;
         for (size_t i = 0; i < n; i++)
-            items[i] = jrand() % 4 == 0 ? junk_int() : (int64_t)(jrand() % 4);
+            items[i] = rng_bits() % 4 == 0 ? junk_int() : (int64_t)(rng_bits() % 4);
         return il_init(l, items, n);
     }
     default: {
-        tl *l = &j->tlists[jrand() % 4];
+        tl *l = &j->tlists[rng_bits() % 4];
         tt *xs[4];
-        size_t n = jrand() % 4;
+        size_t n = rng_bits() % 4;
         for (size_t i = 0; i < n; i++)
-            xs[i] = jrand() % 6 == 0 && kind == K_OTLIST ? NULL : &j->t[jrand() % POOL_T];
+            xs[i] = rng_bits() % 6 == 0 && kind == K_OTLIST ? NULL : &j->t[rng_bits() % POOL_T];
         return tl_init(l, xs, n, kind == K_OTLIST);
     }
     }
@@ -1859,7 +1849,7 @@ static void learn(learned *l, const char *msg) {
     const char *p;
     if ((p = strstr(msg, "expected ")) != NULL &&
         sscanf(p, "expected %u or %u arguments", &a, &b) == 2 && a <= 16 && b <= 16) {
-        l->nargs = (jrand() % 2) ? a : b;
+        l->nargs = (rng_bits() % 2) ? a : b;
         return;
     }
     if (p != NULL && sscanf(p, "expected %u arguments", &a) == 1 && a <= 16) {
@@ -1905,10 +1895,10 @@ static void test_robustness(void) {
         for (size_t k = 0; k < nk; k++) {
             const ember_kernel *kern = ember_portable_kernel_at(k);
             learned *l = &layout[k];
-            size_t nargs = l->nargs != 0 ? l->nargs : 1 + jrand() % 12;
+            size_t nargs = l->nargs != 0 ? l->nargs : 1 + rng_bits() % 12;
             for (size_t a = 0; a < nargs; a++) {
                 /* mostly the learned kind; sometimes anything, to test the checks */
-                int kind = jrand() % 32 == 0 ? K_ANY : l->kind[a];
+                int kind = rng_bits() % 32 == 0 ? K_ANY : l->kind[a];
                 j.args[a] = junk_value(&j, kind);
             }
             ember_arena_reset(&g_arena);
@@ -1937,6 +1927,7 @@ static void test_robustness(void) {
 
 int main(void) {
     kc_init();
+    rng_seed(12345);
 
     test_registry();
     test_add();

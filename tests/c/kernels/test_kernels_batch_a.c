@@ -18,79 +18,17 @@
 #include "check.h"
 #include "core/internal.h"
 #include "ember/kernel.h"
-#include "kernel_test.h"
+#define KC_SCRATCH_BYTES (1 << 12)
+#include "kernel_call.h"
 
 /* ------------------------------------------------------------------------ */
 /* Fixtures                                                                  */
 /* ------------------------------------------------------------------------ */
 
-#define MAXD EMBER_MAX_DIM
-
-#define DIMS(...) (const int32_t[]){__VA_ARGS__}, sizeof((const int32_t[]){__VA_ARGS__}) / 4
-/* An input (static shape) and an output (bounds, resized by the kernel). */
-#define IN(x, dtype, data, ...)                                                                    \
-    tt_init(&(x), (dtype), DIMS(__VA_ARGS__), (data), sizeof(data), false, NULL)
-#define OUT(x, dtype, buf, ...)                                                                    \
-    tt_init(&(x), (dtype), DIMS(__VA_ARGS__), (buf), sizeof(buf), true, NULL)
-#define SCALAR(x, dtype, var) tt_init(&(x), (dtype), NULL, 0, &(var), sizeof(var), false, NULL)
-
-static ember_value g_vals[64];
-static size_t g_nvals;
-
-/* Boxed scalars, valid until the next test resets them. */
-static ember_value *v_int(int64_t i) {
-    ember_value *v = &g_vals[g_nvals++ % 64];
-    v->tag = EMBER_TAG_INT;
-    v->u.i = i;
-    return v;
-}
-static ember_value *v_dbl(double d) {
-    ember_value *v = &g_vals[g_nvals++ % 64];
-    v->tag = EMBER_TAG_DOUBLE;
-    v->u.d = d;
-    return v;
-}
-static ember_value *v_bool(bool b) {
-    ember_value *v = &g_vals[g_nvals++ % 64];
-    v->tag = EMBER_TAG_BOOL;
-    v->u.b = b;
-    return v;
-}
-static ember_value *v_none(void) {
-    ember_value *v = &g_vals[g_nvals++ % 64];
-    memset(v, 0, sizeof *v);
-    v->tag = EMBER_TAG_NONE;
-    return v;
-}
-
-#define IL(l, ...)                                                                                 \
-    il_init(&(l), (const int64_t[]){__VA_ARGS__},                                                  \
-            sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
-
 /* The TensorList a multi-output op gets last. */
 static ember_value *pair(tl *l, tt *a, tt *b) {
     return tl_init(l, (tt *[]){a, b}, 2, false);
 }
-
-static uint8_t g_scratch[1 << 12];
-static ember_arena g_arena;
-static struct ember_kernel_ctx g_ctx;
-
-static ember_status call_(const char *name, ember_value **args, size_t n) {
-    ember_arena_reset(&g_arena);
-    return kt_call(&g_ctx, name, args, n);
-}
-#define CALL(name, ...)                                                                            \
-    call_((name), (ember_value *[]){__VA_ARGS__},                                                  \
-          sizeof((ember_value *[]){__VA_ARGS__}) / sizeof(ember_value *))
-
-static bool shape_is(const ember_tensor *t, const int32_t *want, size_t dim) {
-    if (t->dim != dim) return false;
-    for (size_t i = 0; i < dim; i++)
-        if (t->sizes[i] != want[i]) return false;
-    return true;
-}
-#define SHAPE_IS(t, ...) shape_is((t), DIMS(__VA_ARGS__))
 
 /* |got - want| <= tol * (1 + |want|), NaN matching NaN, inf matching inf. */
 static bool near_rel(double got, double want, double tol) {
@@ -98,27 +36,6 @@ static bool near_rel(double got, double want, double tol) {
     if (isinf(want)) return got == want;
     return fabs(got - want) <= tol * (1.0 + fabs(want));
 }
-
-static bool all_near_f(const float *got, const double *want, size_t n, double tol) {
-    for (size_t i = 0; i < n; i++)
-        if (!near_rel(got[i], want[i], tol)) {
-            printf("  element %zu: %.9g vs %.9g\n", i, (double)got[i], want[i]);
-            return false;
-        }
-    return true;
-}
-
-static bool all_eq_i64(const int64_t *got, const int64_t *want, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (got[i] != want[i]) {
-            printf("  element %zu: %lld vs %lld\n", i, (long long)got[i], (long long)want[i]);
-            return false;
-        }
-    return true;
-}
-#define EQ_I64(got, ...)                                                                           \
-    all_eq_i64((got), (const int64_t[]){__VA_ARGS__},                                              \
-               sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
 
 /* ------------------------------------------------------------------------ */
 /* Unary float math                                                          */
@@ -152,7 +69,7 @@ static void test_unary(void) {
         OUT(o, EMBER_FLOAT32, od, 3, 3);
         CHECK_MSG(CALL(u->key, &x.v, &o.v, &o.v) == EMBER_OK, "%s: %s", u->key,
                   ember_last_error());
-        CHECK_MSG(all_near_f(od, want, 9, 1e-6), "%s float32", u->key);
+        CHECK_MSG(close_fd(od, want, 9, 1e-6), "%s float32", u->key);
         CHECK(SHAPE_IS(&o.t, 3, 3));
         /* float64 in, float64 out */
         IN(xd64, EMBER_FLOAT64, dd, 9);
@@ -231,7 +148,7 @@ static void test_atan2(void) {
     CHECK(SHAPE_IS(&o.t, 2, 3));
     double want[6];
     for (int i = 0; i < 6; i++) want[i] = atan2(ad[i], bd[i % 3]);
-    CHECK(all_near_f(od, want, 6, 1e-6));
+    CHECK(close_fd(od, want, 6, 1e-6));
     /* integers promote to float32; int64 with a 0-dim float64 gives float64 */
     tt ia, ib, fo, z, d;
     int64_t iad[2] = {1, -3}, ibd[2] = {-1, 4};
@@ -242,7 +159,7 @@ static void test_atan2(void) {
     OUT(fo, EMBER_FLOAT32, fod, 2);
     CHECK_OK(CALL("aten::atan2.out", &ia.v, &ib.v, &fo.v, &fo.v));
     CHECK(near_rel(fod[0], atan2(1, -1), 1e-6) && near_rel(fod[1], atan2(-3, 4), 1e-6));
-    SCALAR(z, EMBER_FLOAT64, zd);
+    IN0(z, EMBER_FLOAT64, zd);
     OUT(d, EMBER_FLOAT64, dd, 2);
     CHECK_OK(CALL("aten::atan2.out", &ia.v, &z.v, &d.v, &d.v));
     CHECK(dd[0] == atan2(1.0, 2.0) && dd[1] == atan2(-3.0, 2.0));
@@ -329,7 +246,7 @@ static void test_pow_scalar(void) {
     OUT(f, EMBER_FLOAT32, fd, 5);
     CHECK_OK(CALL("aten::pow.Scalar_out", v_dbl(2.5), &e.v, &f.v, &f.v));
     double want[5] = {1, 2.5, 15.625, 0.4, 0.16};
-    CHECK(all_near_f(fd, want, 5, 1e-6));
+    CHECK(close_fd(fd, want, 5, 1e-6));
     CHECK_ERR(CALL("aten::pow.Scalar_out", v_dbl(2.5), &e.v, &o.v, &o.v),
               EMBER_ERR_TYPE_MISMATCH, "can't be cast");
     /* float16 exponent keeps float16 */
@@ -389,7 +306,7 @@ static void test_clamp_tensor(void) {
     double fzd = 1.5;
     double fod[3];
     IN(ix, EMBER_INT32, ixd, 3);
-    SCALAR(fz, EMBER_FLOAT64, fzd);
+    IN0(fz, EMBER_FLOAT64, fzd);
     OUT(fo, EMBER_FLOAT64, fod, 3);
     CHECK_OK(CALL("aten::clamp.Tensor_out", &ix.v, &fz.v, v_none(), &fo.v, &fo.v));
     CHECK(fod[0] == 1.5 && fod[1] == 2 && fod[2] == 3);
@@ -485,11 +402,11 @@ static void test_fill(void) {
     /* Tensor value: 0-dim, any dtype; converted like the scalar */
     tt v, hv, ho;
     double vd = -3.75;
-    SCALAR(v, EMBER_FLOAT64, vd);
+    IN0(v, EMBER_FLOAT64, vd);
     CHECK_OK(CALL("aten::fill.Tensor_out", &s.v, &v.v, &o.v, &o.v));
     CHECK(od[0] == -3.75f && od[5] == -3.75f);
     uint16_t hvd = ember_float_to_half(1.5f), hod[3];
-    SCALAR(hv, EMBER_FLOAT16, hvd);
+    IN0(hv, EMBER_FLOAT16, hvd);
     int16_t dummy[3];
     tt i16s;
     IN(i16s, EMBER_INT16, dummy, 3);
@@ -541,7 +458,7 @@ static void test_prod(void) {
     tt x, o, od_;
     float xd[6] = {1, 2, 3, -4, 5, 0.5f}, o0 = 0, odd[3];
     IN(x, EMBER_FLOAT32, xd, 2, 3);
-    SCALAR(o, EMBER_FLOAT32, o0);
+    IN0(o, EMBER_FLOAT32, o0);
     CHECK_OK(CALL("aten::prod.out", &x.v, v_none(), &o.v, &o.v));
     CHECK(o0 == -60.0f);
     OUT(od_, EMBER_FLOAT32, odd, 3);
@@ -557,7 +474,7 @@ static void test_prod(void) {
     int8_t ixd[4] = {100, 100, 100, -3};
     int64_t lod = 0;
     IN(ix, EMBER_INT8, ixd, 4);
-    SCALAR(lo, EMBER_INT64, lod);
+    IN0(lo, EMBER_INT64, lod);
     CHECK_OK(CALL("aten::prod.out", &ix.v, v_int(EMBER_INT64), &lo.v, &lo.v));
     CHECK(lod == -3000000);
     tt big;
@@ -584,7 +501,7 @@ static void test_prod(void) {
                       ember_float_to_half(-0.5f)},
              hod = 0;
     IN(h, EMBER_FLOAT16, hd, 3);
-    SCALAR(ho, EMBER_FLOAT16, hod);
+    IN0(ho, EMBER_FLOAT16, hod);
     CHECK_OK(CALL("aten::prod.out", &h.v, v_none(), &ho.v, &ho.v));
     CHECK(ember_half_to_float(hod) == -1.5f);
     /* errors: float into int out, dtype argument against out, bad dim */
@@ -723,9 +640,9 @@ static void test_sort(void) {
     tt z, zv, zi;
     float zd = 4, zvd = 0;
     int64_t zid = 9;
-    SCALAR(z, EMBER_FLOAT32, zd);
-    SCALAR(zv, EMBER_FLOAT32, zvd);
-    SCALAR(zi, EMBER_INT64, zid);
+    IN0(z, EMBER_FLOAT32, zd);
+    IN0(zv, EMBER_FLOAT32, zvd);
+    IN0(zi, EMBER_INT64, zid);
     CHECK_OK(CALL("aten::sort.values", &z.v, v_int(-1), v_bool(false), &zv.v, &zi.v,
                   pair(&ret, &zv, &zi)));
     CHECK(zvd == 4 && zid == 0);
@@ -796,9 +713,9 @@ static void test_topk(void) {
     tt z, zv, zi;
     float zd = 4, zvd = 0;
     int64_t zid = 9;
-    SCALAR(z, EMBER_FLOAT32, zd);
-    SCALAR(zv, EMBER_FLOAT32, zvd);
-    SCALAR(zi, EMBER_INT64, zid);
+    IN0(z, EMBER_FLOAT32, zd);
+    IN0(zv, EMBER_FLOAT32, zvd);
+    IN0(zi, EMBER_INT64, zid);
     CHECK_OK(CALL("aten::topk.values", &z.v, v_int(0), v_int(-1), v_bool(true), v_bool(true),
                   &zv.v, &zi.v, pair(&ret, &zv, &zi)));
     CHECK(zvd == 4 && zid == 0);
@@ -898,7 +815,7 @@ static void test_nonzero(void) {
     CHECK(SHAPE_IS(&o.t, 0, 2));
     tt s;
     int64_t sd = 5;
-    SCALAR(s, EMBER_INT64, sd);
+    IN0(s, EMBER_INT64, sd);
     tt o0;
     OUT(o0, EMBER_INT64, od, 2, 0);
     CHECK_OK(CALL("aten::nonzero.out", &s.v, &o0.v, &o0.v));
@@ -1001,7 +918,7 @@ static void test_rand(void) {
     /* zero-size and 0-dim */
     tt z;
     float zd = -1;
-    SCALAR(z, EMBER_FLOAT32, zd);
+    IN0(z, EMBER_FLOAT32, zd);
     il none_list;
     CHECK_OK(CALL("aten::rand.out", il_init(&none_list, NULL, 0), &z.v, &z.v));
     CHECK(zd >= 0 && zd < 1);
@@ -1168,10 +1085,7 @@ static void test_dropout(void) {
 }
 
 int main(void) {
-    ember_arena_init(&g_arena, g_scratch, sizeof g_scratch);
-    g_ctx.scratch = &g_arena;
-    g_ctx.op_name = "";
-    g_ctx.instruction = 0;
+    kc_init();
 
     test_unary();
     test_atan2();

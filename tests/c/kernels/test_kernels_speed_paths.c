@@ -21,141 +21,12 @@
 #include "check.h"
 #include "core/internal.h"
 #include "ember/kernel.h"
-#include "kernel_test.h"
+#define KC_SCRATCH_BYTES (1 << 18)
+#include "kernel_call.h"
 
 /* ------------------------------------------------------------------------ */
 /* Fixtures                                                                  */
 /* ------------------------------------------------------------------------ */
-
-#define MAXD EMBER_MAX_DIM
-
-/* x of the given sizes and dim order (NULL: contiguous) over fresh zeroed
- * storage; free it with tt_free. dynamic: an output the kernel resizes. */
-static ember_value *tt_new(tt *x, int dtype, const int32_t *sizes, size_t dim, const uint8_t *order,
-                           bool dynamic) {
-    size_t bytes = ember_dtype_size(dtype);
-    for (size_t i = 0; i < dim; i++) bytes *= (size_t)sizes[i];
-    return tt_init(x, dtype, sizes, dim, calloc(bytes > 0 ? bytes : 1, 1), bytes, dynamic, order);
-}
-
-static void tt_free(tt *x) {
-    free(x->t.data);
-    x->t.data = NULL;
-}
-
-/* Element at offset off (elements) of data, as double. */
-static double get(int dtype, const void *data, int64_t off) {
-    switch (dtype) {
-    case EMBER_FLOAT32: return ((const float *)data)[off];
-    case EMBER_FLOAT64: return ((const double *)data)[off];
-    case EMBER_FLOAT16: return ember_half_to_float(((const uint16_t *)data)[off]);
-    case EMBER_BFLOAT16: return ember_bf16_to_float(((const uint16_t *)data)[off]);
-    case EMBER_INT32: return ((const int32_t *)data)[off];
-    case EMBER_INT64: return (double)((const int64_t *)data)[off];
-    default: return NAN;
-    }
-}
-
-static void put(int dtype, void *data, int64_t off, double v) {
-    switch (dtype) {
-    case EMBER_FLOAT32: ((float *)data)[off] = (float)v; break;
-    case EMBER_FLOAT64: ((double *)data)[off] = v; break;
-    case EMBER_FLOAT16: ((uint16_t *)data)[off] = ember_float_to_half((float)v); break;
-    case EMBER_BFLOAT16: ((uint16_t *)data)[off] = ember_float_to_bf16((float)v); break;
-    case EMBER_INT32: ((int32_t *)data)[off] = (int32_t)v; break;
-    case EMBER_INT64: ((int64_t *)data)[off] = (int64_t)v; break;
-    default: break;
-    }
-}
-
-/* Element offset of the logical row-major index i of t. */
-static int64_t offset_of(const ember_tensor *t, int64_t i) {
-    int64_t off = 0;
-    for (size_t d = t->dim; d-- > 0;) {
-        off += (i % t->sizes[d]) * t->strides[d];
-        i /= t->sizes[d];
-    }
-    return off;
-}
-
-/* Logical element i (row-major) of t. */
-static double at(const ember_tensor *t, int64_t i) {
-    return get(t->dtype, t->data, offset_of(t, i));
-}
-
-static void set_at(ember_tensor *t, int64_t i, double v) {
-    put(t->dtype, t->data, offset_of(t, i), v);
-}
-
-/* Deterministic values in [-1, 1) (integers: -4 .. 4). */
-static uint32_t g_rng = 12345u;
-static double rnd(void) {
-    g_rng = g_rng * 1664525u + 1013904223u;
-    return (double)(g_rng >> 8) / (double)(1u << 23) - 1.0;
-}
-
-static void fill(ember_tensor *t) {
-    bool is_int = t->dtype == EMBER_INT32 || t->dtype == EMBER_INT64;
-    for (int64_t i = 0; i < t->numel; i++) set_at(t, i, is_int ? floor(rnd() * 4.5) : rnd());
-}
-
-/* Boxed scalars and int lists from rings (each test uses far fewer). */
-static ember_value g_vals[64];
-static size_t g_nvals;
-
-static ember_value *boxed(void) {
-    ember_value *v = &g_vals[g_nvals++ % 64];
-    memset(v, 0, sizeof *v);
-    return v;
-}
-static ember_value *v_int(int64_t i) {
-    ember_value *v = boxed();
-    v->tag = EMBER_TAG_INT;
-    v->u.i = i;
-    return v;
-}
-static ember_value *v_dbl(double d) {
-    ember_value *v = boxed();
-    v->tag = EMBER_TAG_DOUBLE;
-    v->u.d = d;
-    return v;
-}
-static ember_value *v_bool(bool b) {
-    ember_value *v = boxed();
-    v->tag = EMBER_TAG_BOOL;
-    v->u.b = b;
-    return v;
-}
-static ember_value *v_none(void) {
-    ember_value *v = boxed();
-    v->tag = EMBER_TAG_NONE;
-    return v;
-}
-
-/* Int lists from a ring (each case uses far fewer than its size). */
-static il g_lists[16];
-static size_t g_nlists;
-
-static ember_value *int_list(const int64_t *vals, size_t n) {
-    return il_init(&g_lists[g_nlists++ % 16], vals, n);
-}
-#define IL(...) int_list((const int64_t[]){__VA_ARGS__}, sizeof((const int64_t[]){__VA_ARGS__}) / 8)
-
-#define DIMS(...) (const int32_t[]){__VA_ARGS__}, sizeof((const int32_t[]){__VA_ARGS__}) / 4
-
-/* The kernel context: a scratch arena of g_scratch_size bytes (0: none). */
-static uint8_t g_scratch[1 << 18];
-static size_t g_scratch_size = sizeof g_scratch;
-static ember_arena g_arena;
-static struct ember_kernel_ctx g_ctx;
-
-static ember_status call_(const char *name, ember_value **args, size_t n) {
-    ember_arena_init(&g_arena, g_scratch_size > 0 ? g_scratch : NULL, g_scratch_size);
-    return kt_call(&g_ctx, name, args, n);
-}
-#define CALL(name, ...)                                                                            \
-    call_((name), (ember_value *[]){__VA_ARGS__},                                                  \
-          sizeof((ember_value *[]){__VA_ARGS__}) / sizeof(ember_value *))
 
 /* Relative-and-absolute tolerance of a dtype for sums of ~1-sized terms. */
 static double tol_of(int dtype) {
@@ -166,27 +37,6 @@ static double tol_of(int dtype) {
     case EMBER_INT64: return 0;
     default: return 1e-2;
     }
-}
-
-/* got (logical order) against want[0..n): NaN matches NaN, infinities match exactly. */
-static bool close_to(const ember_tensor *got, const double *want, int64_t n, double tol,
-                     const char *what) {
-    if (got->numel != n) {
-        printf("  %s: %lld elements, want %lld\n", what, (long long)got->numel, (long long)n);
-        return false;
-    }
-    for (int64_t i = 0; i < n; i++) {
-        double g = at(got, i), w = want[i];
-        if (isnan(w) ? isnan(g) : (isinf(w) ? g == w : fabs(g - w) <= tol * (1.0 + fabs(w))))
-            continue;
-        printf("  %s: element %lld: got %.9g, want %.9g\n", what, (long long)i, g, w);
-        return false;
-    }
-    return true;
-}
-
-static const char *dt_name(int dtype) {
-    return ember_dtype_name(dtype);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -200,9 +50,9 @@ static void check_mm(int dtype, int32_t n, int32_t k, int32_t m, bool addmm) {
     tt_new(&b, dtype, DIMS(k, m), NULL, false);
     tt_new(&o, dtype, DIMS(n, m), NULL, true);
     tt_new(&c, dtype, DIMS(m), NULL, false);
-    fill(&a.t);
-    fill(&b.t);
-    fill(&c.t);
+    kc_fill(&a.t);
+    kc_fill(&b.t);
+    kc_fill(&c.t);
     bool is_int = dtype == EMBER_INT32 || dtype == EMBER_INT64;
     double alpha = addmm ? (is_int ? 3 : 0.5) : 1, beta = addmm ? (is_int ? -2 : 1.5) : 0;
     ember_status st;
@@ -215,14 +65,14 @@ static void check_mm(int dtype, int32_t n, int32_t k, int32_t m, bool addmm) {
     for (int32_t i = 0; i < n; i++)
         for (int32_t j = 0; j < m; j++) {
             double s = 0;
-            for (int32_t p = 0; p < k; p++) s += at(&a.t, i * k + p) * at(&b.t, p * m + j);
-            want[i * m + j] = alpha * s + beta * at(&c.t, j);
+            for (int32_t p = 0; p < k; p++) s += tt_at(&a.t, i * k + p) * tt_at(&b.t, p * m + j);
+            want[i * m + j] = alpha * s + beta * tt_at(&c.t, j);
         }
     char what[96];
-    snprintf(what, sizeof what, "%s %s (%d,%d)@(%d,%d)", addmm ? "addmm" : "mm", dt_name(dtype), n,
-             k, k, m);
+    snprintf(what, sizeof what, "%s %s (%d,%d)@(%d,%d)", addmm ? "addmm" : "mm",
+             ember_dtype_name(dtype), n, k, k, m);
     if (CHECK_OK(st))
-        CHECK_MSG(close_to(&o.t, want, (int64_t)n * m, tol_of(dtype), what), "%s", what);
+        CHECK_MSG(tt_close(&o.t, want, (int64_t)n * m, tol_of(dtype), what), "%s", what);
     free(want);
     tt_free(&a);
     tt_free(&b);
@@ -247,8 +97,8 @@ static void test_mm(void) {
     tt_new(&a, EMBER_FLOAT32, DIMS(3, 6, 10), NULL, false);
     tt_new(&b, EMBER_FLOAT32, DIMS(3, 10, 35), NULL, false);
     tt_new(&o, EMBER_FLOAT32, DIMS(3, 6, 35), NULL, true);
-    fill(&a.t);
-    fill(&b.t);
+    kc_fill(&a.t);
+    kc_fill(&b.t);
     if (CHECK_OK(CALL("aten::bmm.out", &a.v, &b.v, &o.v, &o.v))) {
         double want[3 * 6 * 35];
         for (int bt = 0; bt < 3; bt++)
@@ -256,10 +106,11 @@ static void test_mm(void) {
                 for (int j = 0; j < 35; j++) {
                     double s = 0;
                     for (int p = 0; p < 10; p++)
-                        s += at(&a.t, (bt * 6 + i) * 10 + p) * at(&b.t, (bt * 10 + p) * 35 + j);
+                        s += tt_at(&a.t, (bt * 6 + i) * 10 + p) *
+                             tt_at(&b.t, (bt * 10 + p) * 35 + j);
                     want[(bt * 6 + i) * 35 + j] = s;
                 }
-        CHECK(close_to(&o.t, want, 3 * 6 * 35, 1e-5, "bmm"));
+        CHECK(tt_close(&o.t, want, 3 * 6 * 35, 1e-5, "bmm"));
     }
     tt_free(&a);
     tt_free(&b);
@@ -299,18 +150,18 @@ static void check_conv(const conv_case *cc, const char *what) {
         tt_new(&o, cc->dtype, DIMS(cc->n, cc->oc, ow), NULL, true);
     }
     tt_new(&b, cc->dtype, DIMS(cc->oc), NULL, false);
-    fill(&x.t);
-    fill(&wt.t);
-    fill(&b.t);
+    kc_fill(&x.t);
+    kc_fill(&wt.t);
+    kc_fill(&b.t);
 
-    g_scratch_size = cc->scratch;
-    ember_status st =
-        two ? CALL("aten::convolution.out", &x.v, &wt.v, cc->bias ? &b.v : v_none(),
-                   IL(cc->sh, cc->sw), IL(cc->ph, cc->pw), IL(cc->dh, cc->dw), v_bool(false),
-                   IL(0, 0), v_int(cc->groups), &o.v, &o.v)
-            : CALL("aten::convolution.out", &x.v, &wt.v, cc->bias ? &b.v : v_none(), IL(cc->sw),
-                   IL(cc->pw), IL(cc->dw), v_bool(false), IL(0), v_int(cc->groups), &o.v, &o.v);
-    g_scratch_size = sizeof g_scratch;
+    kc_set_scratch(cc->scratch);
+    ember_status st = two ? CALL("aten::convolution.out", &x.v, &wt.v, cc->bias ? &b.v : v_none(),
+                                 INTS(cc->sh, cc->sw), INTS(cc->ph, cc->pw), INTS(cc->dh, cc->dw),
+                                 v_bool(false), INTS(0, 0), v_int(cc->groups), &o.v, &o.v)
+                          : CALL("aten::convolution.out", &x.v, &wt.v, cc->bias ? &b.v : v_none(),
+                                 INTS(cc->sw), INTS(cc->pw), INTS(cc->dw), v_bool(false), INTS(0),
+                                 v_int(cc->groups), &o.v, &o.v);
+    kc_set_scratch(KC_SCRATCH_BYTES);
 
     const int64_t total = (int64_t)cc->n * cc->oc * oh * ow;
     double *want = calloc((size_t)total + 1, sizeof(double));
@@ -318,7 +169,7 @@ static void check_conv(const conv_case *cc, const char *what) {
         for (int32_t oc = 0; oc < cc->oc; oc++)
             for (int32_t oy = 0; oy < oh; oy++)
                 for (int32_t ox = 0; ox < ow; ox++) {
-                    double s = cc->bias ? at(&b.t, oc) : 0;
+                    double s = cc->bias ? tt_at(&b.t, oc) : 0;
                     int32_t grp = oc / ocg;
                     for (int32_t ic = 0; ic < icg; ic++)
                         for (int32_t ky = 0; ky < kh; ky++)
@@ -329,12 +180,12 @@ static void check_conv(const conv_case *cc, const char *what) {
                                 int64_t c = grp * icg + ic;
                                 int64_t xi = ((n * (int64_t)cc->c + c) * h + iy) * cc->w + ix;
                                 int64_t wi = ((oc * (int64_t)icg + ic) * kh + ky) * cc->kw + kx;
-                                s += at(&x.t, xi) * at(&wt.t, wi);
+                                s += tt_at(&x.t, xi) * tt_at(&wt.t, wi);
                             }
                     want[((n * (int64_t)cc->oc + oc) * oh + oy) * ow + ox] = s;
                 }
     if (CHECK_MSG(st == EMBER_OK, "%s: %s", what, ember_last_error()))
-        CHECK_MSG(close_to(&o.t, want, total, tol_of(cc->dtype) * 4, what), "%s", what);
+        CHECK_MSG(tt_close(&o.t, want, total, tol_of(cc->dtype) * 4, what), "%s", what);
     free(want);
     tt_free(&x);
     tt_free(&wt);
@@ -344,7 +195,7 @@ static void check_conv(const conv_case *cc, const char *what) {
 
 static void test_conv(void) {
     check_section("convolution as a matrix product");
-    const size_t big = sizeof g_scratch;
+    const size_t big = KC_SCRATCH_BYTES;
     const conv_case cases[] = {
         /* 1x1, stride 1, no padding: x itself is the col matrix */
         {EMBER_FLOAT32, 2, 8, 6, 7, 12, 1, 1, 1, 1, 1, 0, 0, 1, 1, true, false, false, big},
@@ -387,7 +238,7 @@ static void test_conv(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char what[64];
-        snprintf(what, sizeof what, "conv case %zu (%s)", i, dt_name(cases[i].dtype));
+        snprintf(what, sizeof what, "conv case %zu (%s)", i, ember_dtype_name(cases[i].dtype));
         check_conv(&cases[i], what);
     }
 }
@@ -416,15 +267,15 @@ static void ref_softmax(const ember_tensor *in, size_t d, bool log_out, double *
             double m = -INFINITY;
             bool nan = false;
             for (int64_t k = 0; k < len; k++) {
-                double v = at(in, (o * len + k) * inner + i);
+                double v = tt_at(in, (o * len + k) * inner + i);
                 if (isnan(v)) nan = true;
                 if (v > m) m = v;
             }
             double s = 0;
             for (int64_t k = 0; k < len; k++)
-                s += exp(sm_arg(in, at(in, (o * len + k) * inner + i), m));
+                s += exp(sm_arg(in, tt_at(in, (o * len + k) * inner + i), m));
             for (int64_t k = 0; k < len; k++) {
-                double a = sm_arg(in, at(in, (o * len + k) * inner + i), m);
+                double a = sm_arg(in, tt_at(in, (o * len + k) * inner + i), m);
                 double r = log_out ? a - log(s) : exp(a) / s;
                 want[(o * len + k) * inner + i] = nan ? NAN : r;
             }
@@ -435,7 +286,7 @@ static void ref_softmax(const ember_tensor *in, size_t d, bool log_out, double *
 static bool close_rel(const ember_tensor *got, const double *want, int64_t n, double rel,
                       double abs, const char *what) {
     for (int64_t i = 0; i < n; i++) {
-        double g = at(got, i), w = want[i];
+        double g = tt_at(got, i), w = want[i];
         if (isnan(w) ? isnan(g) : (isinf(w) ? g == w : fabs(g - w) <= rel * fabs(w) + abs))
             continue;
         printf("  %s: element %lld: got %.9g, want %.9g\n", what, (long long)i, g, w);
@@ -475,14 +326,14 @@ static void test_softmax(void) {
             for (int lg = 0; lg < 2; lg++) {
                 tt x;
                 tt_new(&x, dtypes[d], DIMS(3, lens[l]), NULL, false);
-                for (int64_t i = 0; i < x.t.numel; i++) set_at(&x.t, i, 8 * rnd());
+                for (int64_t i = 0; i < x.t.numel; i++) tt_set(&x.t, i, 8 * rng_double());
                 char what[80];
                 snprintf(what, sizeof what, "%s %s rows of %d", lg ? "log_softmax" : "softmax",
-                         dt_name(dtypes[d]), lens[l]);
+                         ember_dtype_name(dtypes[d]), lens[l]);
                 check_softmax_of(&x, -1, lg, sm_rel(dtypes[d]), 1e-6, what);
                 /* and along dim 0: the column path */
                 snprintf(what, sizeof what, "%s %s columns of %d", lg ? "log_softmax" : "softmax",
-                         dt_name(dtypes[d]), lens[l]);
+                         ember_dtype_name(dtypes[d]), lens[l]);
                 check_softmax_of(&x, 0, lg, sm_rel(dtypes[d]), 1e-6, what);
                 tt_free(&x);
             }
@@ -496,24 +347,24 @@ static void test_softmax(void) {
             tt x;
             tt_new(&x, dtypes[d], DIMS(5, 40), NULL, false);
             for (int64_t i = 0; i < 40; i++) {
-                set_at(&x.t, i, i == 37 ? NAN : rnd());
-                set_at(&x.t, 40 + i, i % 3 == 0 ? ninf : rnd());
-                set_at(&x.t, 80 + i, ninf);
-                set_at(&x.t, 120 + i, i == 5 ? INFINITY : rnd());
+                tt_set(&x.t, i, i == 37 ? NAN : rng_double());
+                tt_set(&x.t, 40 + i, i % 3 == 0 ? ninf : rng_double());
+                tt_set(&x.t, 80 + i, ninf);
+                tt_set(&x.t, 120 + i, i == 5 ? INFINITY : rng_double());
             }
             const double deep[] = {0,    -1,   -20,  -80,  -87,    -87.5, -88,  -90,
                                    -95,  -100, -102, -103, -103.5, -104,  -105, -110,
                                    -120, -149, -150, -151, -200,   -1000, ninf};
             for (int64_t i = 0; i < 40; i++)
-                set_at(&x.t, 160 + i, deep[i % (int64_t)(sizeof deep / sizeof deep[0])]);
+                tt_set(&x.t, 160 + i, deep[i % (int64_t)(sizeof deep / sizeof deep[0])]);
             char what[80];
             snprintf(what, sizeof what, "%s %s special rows", lg ? "log_softmax" : "softmax",
-                     dt_name(dtypes[d]));
+                     ember_dtype_name(dtypes[d]));
             /* float32: relative 1e-6 and 3 denormal steps near 0 */
             check_softmax_of(&x, -1, lg, sm_rel(dtypes[d]),
                              dtypes[d] == EMBER_FLOAT32 ? 3 * 1.401298464324817e-45 : 1e-6, what);
             snprintf(what, sizeof what, "%s %s special columns", lg ? "log_softmax" : "softmax",
-                     dt_name(dtypes[d]));
+                     ember_dtype_name(dtypes[d]));
             check_softmax_of(&x, 0, lg, sm_rel(dtypes[d]),
                              dtypes[d] == EMBER_FLOAT32 ? 3 * 1.401298464324817e-45 : 1e-6, what);
             tt_free(&x);
@@ -529,8 +380,8 @@ static void test_softmax(void) {
         tt_new(&x, EMBER_FLOAT32, DIMS(rows, rowlen[r]), NULL, false);
         for (int32_t i = 0; i < rows; i++)
             for (int32_t j = 0; j < rowlen[r]; j++)
-                set_at(&x.t, (int64_t)i * rowlen[r] + j,
-                       j == 0 ? 0.0 : -17.5 - 86.4 * (0.5 + 0.5 * rnd()));
+                tt_set(&x.t, (int64_t)i * rowlen[r] + j,
+                       j == 0 ? 0.0 : -17.5 - 86.4 * (0.5 + 0.5 * rng_double()));
         check_softmax_of(&x, -1, false, 4 * 1.2e-7, 2 * 1.401298464324817e-45,
                          rowlen[r] == 32 ? "softmax exp accuracy (lanes)"
                                          : "softmax exp accuracy (tail)");
@@ -580,20 +431,20 @@ static void check_sum_of(tt *x, const int64_t *dims, size_t nd, bool mean, const
                 scale *= t->sizes[d];
             }
         }
-        double v = at(t, i);
+        double v = tt_at(t, i);
         want[oi] += v;
         mag[oi] += fabs(v);
         cnt[oi]++;
     }
     if (mean)
         for (int64_t i = 0; i < onum; i++) want[i] /= (double)cnt[i];
-    ember_value *dl = nd == 0 ? v_none() : int_list(dims, nd);
+    ember_value *dl = nd == 0 ? v_none() : kc_ints(dims, nd);
     ember_status st = CALL(mean ? "aten::mean.out" : "aten::sum.IntList_out", &x->v, dl,
                            v_bool(false), v_none(), &o.v, &o.v);
     if (CHECK_MSG(st == EMBER_OK, "%s: %s", what, ember_last_error())) {
         bool ok = o.t.numel == onum;
         for (int64_t i = 0; ok && i < onum; i++) {
-            double g = at(&o.t, i), w = want[i];
+            double g = tt_at(&o.t, i), w = want[i];
             double tol =
                 1e-6 * mag[i] / (mean && cnt[i] > 0 ? (double)cnt[i] : 1) + 2e-7 * fabs(w) + 1e-30;
             if (isnan(w) ? isnan(g) : (isinf(w) ? g == w : fabs(g - w) <= tol)) continue;
@@ -618,7 +469,7 @@ static void test_sum(void) {
         size_t scratch;
         bool last; /* channels-last (4-d): the reduced run is not contiguous */
     } sum_case;
-    const size_t big = sizeof g_scratch;
+    const size_t big = KC_SCRATCH_BYTES;
     const sum_case cases[] = {
         /* contiguous runs: short, one block, several blocks, lanes folded across runs */
         {{4, 37}, 2, {-1}, 1, big, false},
@@ -648,24 +499,24 @@ static void test_sum(void) {
             const sum_case *sc = &cases[c];
             tt x;
             tt_new(&x, EMBER_FLOAT32, sc->sizes, sc->dim, sc->last ? last : NULL, false);
-            fill(&x.t);
+            kc_fill(&x.t);
             char what[64];
             snprintf(what, sizeof what, "%s case %zu", mean ? "mean" : "sum", c);
-            g_scratch_size = sc->scratch;
+            kc_set_scratch(sc->scratch);
             check_sum_of(&x, sc->dims, sc->nd, mean, what);
-            g_scratch_size = sizeof g_scratch;
+            kc_set_scratch(KC_SCRATCH_BYTES);
             tt_free(&x);
         }
 
     /* NaN and infinities go through the float partial sums */
     tt x;
     tt_new(&x, EMBER_FLOAT32, DIMS(4, 600), NULL, false);
-    fill(&x.t);
-    set_at(&x.t, 0 * 600 + 450, NAN);
-    set_at(&x.t, 1 * 600 + 3, INFINITY);
-    set_at(&x.t, 2 * 600 + 10, INFINITY);
-    set_at(&x.t, 2 * 600 + 590, -INFINITY);
-    set_at(&x.t, 3 * 600 + 599, -INFINITY);
+    kc_fill(&x.t);
+    tt_set(&x.t, 0 * 600 + 450, NAN);
+    tt_set(&x.t, 1 * 600 + 3, INFINITY);
+    tt_set(&x.t, 2 * 600 + 10, INFINITY);
+    tt_set(&x.t, 2 * 600 + 590, -INFINITY);
+    tt_set(&x.t, 3 * 600 + 599, -INFINITY);
     check_sum_of(&x, (const int64_t[]){1}, 1, false, "sum with NaN and inf (rows)");
     check_sum_of(&x, (const int64_t[]){0}, 1, false, "sum with NaN and inf (columns)");
     tt_free(&x);
@@ -708,19 +559,19 @@ static void check_bin(bin_op op, tt *a, tt *b, tt *c, int odt, const int32_t *os
         st = CALL("aten::where.self_out", &c->v, &a->v, &b->v, &o.v, &o.v);
     double *want = calloc((size_t)o.t.numel + 1, sizeof(double));
     for (int64_t i = 0; i < o.t.numel; i++) {
-        double x = at(&a->t, bcast_index(&a->t, osz, od, i));
-        double y = at(&b->t, bcast_index(&b->t, osz, od, i));
+        double x = tt_at(&a->t, bcast_index(&a->t, osz, od, i));
+        double y = tt_at(&b->t, bcast_index(&b->t, osz, od, i));
         double w =
             op == BIN_ADD ? x + alpha * y
             : op == BIN_MUL
                 ? x * y
-                : (((const uint8_t *)c->t.data)[offset_of(&c->t, bcast_index(&c->t, osz, od, i))]
+                : (((const uint8_t *)c->t.data)[tt_offset(&c->t, bcast_index(&c->t, osz, od, i))]
                        ? x
                        : y);
         want[i] = w;
     }
     if (CHECK_MSG(st == EMBER_OK, "%s: %s", what, ember_last_error()))
-        CHECK_MSG(close_to(&o.t, want, o.t.numel, tol_of(odt), what), "%s", what);
+        CHECK_MSG(tt_close(&o.t, want, o.t.numel, tol_of(odt), what), "%s", what);
     free(want);
     tt_free(&o);
 }
@@ -730,15 +581,15 @@ static void test_broadcast(void) {
     /* (N, M) op (N, 1): the splat input, its run shorter and longer than a
      * chunk and than the scratch buffer; with and without scratch */
     const int32_t ms[] = {1, 5, 64, 65, 300, 2500};
-    const size_t scr[] = {sizeof g_scratch, 0};
+    const size_t scr[] = {KC_SCRATCH_BYTES, 0};
     for (size_t si = 0; si < 2; si++)
         for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
-            g_scratch_size = scr[si];
+            kc_set_scratch(scr[si]);
             tt a, b;
             tt_new(&a, EMBER_FLOAT32, DIMS(7, ms[mi]), NULL, false);
             tt_new(&b, EMBER_FLOAT32, DIMS(7, 1), NULL, false);
-            fill(&a.t);
-            fill(&b.t);
+            kc_fill(&a.t);
+            kc_fill(&b.t);
             char what[80];
             snprintf(what, sizeof what, "add (7,%d)+(7,1) scratch %zu", ms[mi], scr[si]);
             check_bin(BIN_ADD, &a, &b, NULL, EMBER_FLOAT32, DIMS(7, ms[mi]), 1, what);
@@ -748,7 +599,7 @@ static void test_broadcast(void) {
             check_bin(BIN_MUL, &a, &b, NULL, EMBER_FLOAT32, DIMS(7, ms[mi]), 1, what);
             tt_free(&a);
             tt_free(&b);
-            g_scratch_size = sizeof g_scratch;
+            kc_set_scratch(KC_SCRATCH_BYTES);
         }
 
     /* both inputs splat along the last dim of a 3-d broadcast, and a
@@ -757,19 +608,19 @@ static void test_broadcast(void) {
         tt a, b;
         tt_new(&a, EMBER_FLOAT32, DIMS(3, 4, 1), NULL, false);
         tt_new(&b, EMBER_INT32, DIMS(4, 1), NULL, false);
-        fill(&a.t);
-        fill(&b.t);
+        kc_fill(&a.t);
+        kc_fill(&b.t);
         tt x;
         tt_new(&x, EMBER_FLOAT32, DIMS(3, 4, 200), NULL, false);
-        fill(&x.t);
+        kc_fill(&x.t);
         check_bin(BIN_ADD, &a, &b, NULL, EMBER_FLOAT32, DIMS(3, 4, 1), 1, "add (3,4,1)+(4,1)");
         check_bin(BIN_ADD, &x, &b, NULL, EMBER_FLOAT32, DIMS(3, 4, 200), 1,
                   "add (3,4,200)+(4,1) int32 splat");
         tt h, hb;
         tt_new(&h, EMBER_FLOAT16, DIMS(3, 4, 200), NULL, false);
         tt_new(&hb, EMBER_FLOAT16, DIMS(3, 4, 1), NULL, false);
-        fill(&h.t);
-        fill(&hb.t);
+        kc_fill(&h.t);
+        kc_fill(&hb.t);
         check_bin(BIN_ADD, &h, &hb, NULL, EMBER_FLOAT16, DIMS(3, 4, 200), 1,
                   "add float16 (3,4,200)+(3,4,1)");
         tt_free(&a);
@@ -786,8 +637,8 @@ static void test_broadcast(void) {
         tt_new(&x, EMBER_FLOAT32, DIMS(5, 70), NULL, false);
         tt_new(&y, EMBER_FLOAT32, DIMS(70), NULL, false);
         for (int i = 0; i < 5; i++) ((uint8_t *)cnd.t.data)[i] = (uint8_t)(i % 2);
-        fill(&x.t);
-        fill(&y.t);
+        kc_fill(&x.t);
+        kc_fill(&y.t);
         check_bin(BIN_WHERE, &x, &y, &cnd, EMBER_FLOAT32, DIMS(5, 70), 1,
                   "where (5,1) (5,70) (70,)");
         tt_free(&cnd);
@@ -801,30 +652,30 @@ static void test_broadcast(void) {
         tt a, b;
         tt_new(&a, EMBER_FLOAT32, DIMS(6, 9, 33), NULL, false);
         tt_new(&b, EMBER_FLOAT32, DIMS(33), NULL, false);
-        fill(&a.t);
-        fill(&b.t);
+        kc_fill(&a.t);
+        kc_fill(&b.t);
         check_bin(BIN_ADD, &a, &b, NULL, EMBER_FLOAT32, DIMS(6, 9, 33), 1, "add (6,9,33)+(33,)");
         tt_free(&a);
         tt_free(&b);
         tt_new(&a, EMBER_FLOAT32, DIMS(5, 1, 40), NULL, false);
         tt_new(&b, EMBER_FLOAT32, DIMS(1, 7, 40), NULL, false);
-        fill(&a.t);
-        fill(&b.t);
+        kc_fill(&a.t);
+        kc_fill(&b.t);
         check_bin(BIN_MUL, &a, &b, NULL, EMBER_FLOAT32, DIMS(5, 7, 40), 1, "mul (5,1,40)*(1,7,40)");
         tt_free(&a);
         tt_free(&b);
         tt_new(&a, EMBER_FLOAT64, DIMS(100), NULL, false);
         tt_new(&b, EMBER_FLOAT64, DIMS(100), NULL, false);
-        fill(&a.t);
-        fill(&b.t);
+        kc_fill(&a.t);
+        kc_fill(&b.t);
         check_bin(BIN_ADD, &a, &b, NULL, EMBER_FLOAT64, DIMS(100), 0.5, "add (100,)+(100,)");
         tt_free(&a);
         tt_free(&b);
         static const uint8_t tr[2] = {1, 0};
         tt_new(&a, EMBER_FLOAT32, DIMS(12, 30), tr, false);
         tt_new(&b, EMBER_FLOAT32, DIMS(12, 30), NULL, false);
-        fill(&a.t);
-        fill(&b.t);
+        kc_fill(&a.t);
+        kc_fill(&b.t);
         check_bin(BIN_ADD, &a, &b, NULL, EMBER_FLOAT32, DIMS(12, 30), 1,
                   "add transposed + (12,30)");
         tt_free(&a);
@@ -833,9 +684,8 @@ static void test_broadcast(void) {
 }
 
 int main(void) {
-    g_ctx.scratch = &g_arena;
-    g_ctx.op_name = "";
-    g_ctx.instruction = 0;
+    kc_init();
+    rng_seed(12345);
 
     test_mm();
     test_conv();

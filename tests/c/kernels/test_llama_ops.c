@@ -24,30 +24,8 @@
 #include "check.h"
 #include "core/internal.h"
 #include "ember/kernel.h"
-#include "kernel_test.h"
-
-static uint8_t g_scratch[1 << 18];
-static ember_arena g_arena;
-static struct ember_kernel_ctx g_ctx;
-
-static uint32_t g_seed = 99;
-static float frand(void) {
-    g_seed = g_seed * 1664525u + 1013904223u;
-    return (float)((g_seed >> 8) & 0xffffff) / (float)0x800000 - 1.0f;
-}
-
-static ember_status call(const char *key, ember_value **args, size_t n) {
-    ember_arena_reset(&g_arena);
-    return kt_call(&g_ctx, key, args, n);
-}
-
-
-static ember_value *t4(tt *x, int dtype, int32_t a, int32_t b, int32_t c, int32_t d, void *data,
-                       bool dynamic) {
-    const int32_t s[4] = {a, b, c, d};
-    return tt_init(x, dtype, s, 4, data, (size_t)a * b * c * d * ember_dtype_size(dtype), dynamic,
-                   NULL);
-}
+#define KC_SCRATCH_BYTES (1 << 18)
+#include "kernel_call.h"
 
 /* ------------------------------------------------------------------------ */
 /* Reference (double)                                                        */
@@ -107,7 +85,7 @@ static void bufs_make(bufs *x, const problem *p) {
     for (size_t i = 0; i < 7; i++) {
         *fs[i] = calloc(ns[i] + 1, sizeof(float));
         *ds[i] = calloc(ns[i] + 1, sizeof(double));
-        for (size_t j = 0; j < ns[i]; j++) (*ds[i])[j] = (*fs[i])[j] = frand();
+        for (size_t j = 0; j < ns[i]; j++) (*ds[i])[j] = (*fs[i])[j] = rng_float();
     }
     for (size_t j = 0; j < nm; j += 3) x->dmask[j] = x->mask[j] = -INFINITY;
     for (int t = 0; t < p->nq; t++) x->dmask[(size_t)t * p->len] = x->mask[(size_t)t * p->len] = 0;
@@ -120,15 +98,6 @@ static void bufs_free(bufs *x) {
         free(fs[i]);
         free(ds[i]);
     }
-}
-
-static bool close_to(const float *a, const double *b, size_t n, double tol) {
-    for (size_t i = 0; i < n; i++)
-        if (!(fabs((double)a[i] - b[i]) <= tol * (1.0 + fabs(b[i])))) {
-            printf("  element %zu: %.9g vs %.9g\n", i, (double)a[i], b[i]);
-            return false;
-        }
-    return true;
 }
 
 /* k, v (B, S, Hkv, D) into caches (B, L, Hkv, D) at pos, in double. */
@@ -154,21 +123,20 @@ static void run_custom_sdpa(const problem *p) {
     const int32_t ms[2] = {p->nq, p->len};
     ember_value sp = kt_int(p->mask ? 0 : p->pos), dp = kt_double(0.0), ca = kt_bool(p->causal),
                 sc = p->scale ? kt_double(0.3) : kt_none(), none = kt_none();
-    ember_value *args[10] = {
-        t4(&q, EMBER_FLOAT32, p->nb, p->nq, p->nh, p->d, x.q, false),
-        t4(&kc, EMBER_FLOAT32, p->nb, p->len, p->nkvh, p->d, x.kc, false),
-        t4(&vc, EMBER_FLOAT32, p->nb, p->len, p->nkvh, p->d, x.vc, false),
-        &sp,
-        p->mask ? tt_init(&m, EMBER_FLOAT32, ms, 2, x.mask, sizeof(float) * (size_t)ms[0] * ms[1],
-                          false, NULL)
-                : &none,
-        &dp,
-        &ca,
-        &sc,
-        t4(&out, EMBER_FLOAT32, p->nb, p->nq, p->nh, p->d, x.out, true),
-        &out.v};
-    if (CHECK_OK(call("llama::custom_sdpa.out", args, 10)))
-        CHECK(close_to(x.out, x.dout, x.nqe, 1e-5));
+    ember_value *args[10] = {tt_4d(&q, EMBER_FLOAT32, p->nb, p->nq, p->nh, p->d, x.q, false),
+                             tt_4d(&kc, EMBER_FLOAT32, p->nb, p->len, p->nkvh, p->d, x.kc, false),
+                             tt_4d(&vc, EMBER_FLOAT32, p->nb, p->len, p->nkvh, p->d, x.vc, false),
+                             &sp,
+                             p->mask ? tt_init(&m, EMBER_FLOAT32, ms, 2, x.mask,
+                                               sizeof(float) * (size_t)ms[0] * ms[1], false, NULL)
+                                     : &none,
+                             &dp,
+                             &ca,
+                             &sc,
+                             tt_4d(&out, EMBER_FLOAT32, p->nb, p->nq, p->nh, p->d, x.out, true),
+                             &out.v};
+    if (CHECK_OK(kc_call("llama::custom_sdpa.out", args, 10)))
+        CHECK(close_fd(x.out, x.dout, x.nqe, 1e-5));
     bufs_free(&x);
 }
 
@@ -184,26 +152,25 @@ static void run_sdpa_with_kv_cache(const problem *p) {
     const int32_t ms[2] = {p->nq, p->len};
     ember_value sp = kt_int(p->pos), sl = kt_int(p->nq), dp = kt_double(0.0), ca = kt_bool(p->causal),
                 sc = p->scale ? kt_double(0.3) : kt_none(), none = kt_none();
-    ember_value *args[13] = {
-        t4(&q, EMBER_FLOAT32, p->nb, p->nq, p->nh, p->d, x.q, false),
-        t4(&k, EMBER_FLOAT32, p->nb, p->nq, p->nkvh, p->d, x.k, false),
-        t4(&v, EMBER_FLOAT32, p->nb, p->nq, p->nkvh, p->d, x.v, false),
-        t4(&kc, EMBER_FLOAT32, p->nb, p->len, p->nkvh, p->d, x.kc, false),
-        t4(&vc, EMBER_FLOAT32, p->nb, p->len, p->nkvh, p->d, x.vc, false),
-        &sp,
-        &sl,
-        p->mask ? tt_init(&m, EMBER_FLOAT32, ms, 2, x.mask, sizeof(float) * (size_t)ms[0] * ms[1],
-                          false, NULL)
-                : &none,
-        &dp,
-        &ca,
-        &sc,
-        t4(&out, EMBER_FLOAT32, p->nb, p->nq, p->nh, p->d, x.out, true),
-        &out.v};
-    if (CHECK_OK(call("llama::sdpa_with_kv_cache.out", args, 13))) {
-        CHECK(close_to(x.out, x.dout, x.nqe, 1e-5));
-        CHECK(close_to(x.kc, x.dkc, x.nce, 0.0));
-        CHECK(close_to(x.vc, x.dvc, x.nce, 0.0));
+    ember_value *args[13] = {tt_4d(&q, EMBER_FLOAT32, p->nb, p->nq, p->nh, p->d, x.q, false),
+                             tt_4d(&k, EMBER_FLOAT32, p->nb, p->nq, p->nkvh, p->d, x.k, false),
+                             tt_4d(&v, EMBER_FLOAT32, p->nb, p->nq, p->nkvh, p->d, x.v, false),
+                             tt_4d(&kc, EMBER_FLOAT32, p->nb, p->len, p->nkvh, p->d, x.kc, false),
+                             tt_4d(&vc, EMBER_FLOAT32, p->nb, p->len, p->nkvh, p->d, x.vc, false),
+                             &sp,
+                             &sl,
+                             p->mask ? tt_init(&m, EMBER_FLOAT32, ms, 2, x.mask,
+                                               sizeof(float) * (size_t)ms[0] * ms[1], false, NULL)
+                                     : &none,
+                             &dp,
+                             &ca,
+                             &sc,
+                             tt_4d(&out, EMBER_FLOAT32, p->nb, p->nq, p->nh, p->d, x.out, true),
+                             &out.v};
+    if (CHECK_OK(kc_call("llama::sdpa_with_kv_cache.out", args, 13))) {
+        CHECK(close_fd(x.out, x.dout, x.nqe, 1e-5));
+        CHECK(close_fd(x.kc, x.dkc, x.nce, 0.0));
+        CHECK(close_fd(x.vc, x.dvc, x.nce, 0.0));
     }
     bufs_free(&x);
 }
@@ -242,43 +209,54 @@ static void test_decode_matches_prefill(void) {
     static float q[N * NH * D], k[N * NKV * D], v[N * NKV * D];
     static float kc1[LEN * NKV * D], vc1[LEN * NKV * D], kc2[LEN * NKV * D], vc2[LEN * NKV * D];
     static float full[N * NH * D], steps[N * NH * D], dummy[1];
-    for (size_t i = 0; i < sizeof q / sizeof *q; i++) q[i] = frand();
+    for (size_t i = 0; i < sizeof q / sizeof *q; i++) q[i] = rng_float();
     for (size_t i = 0; i < sizeof k / sizeof *k; i++) {
-        k[i] = frand();
-        v[i] = frand();
+        k[i] = rng_float();
+        v[i] = rng_float();
     }
     ember_value dp = kt_double(0.0), ca = kt_bool(true), none = kt_none();
     {
         tt tq, tk, tv, tkc, tvc, to;
         ember_value sp = kt_int(0), sl = kt_int(N);
-        ember_value *args[13] = {t4(&tq, EMBER_FLOAT32, 1, N, NH, D, q, false),
-                                 t4(&tk, EMBER_FLOAT32, 1, N, NKV, D, k, false),
-                                 t4(&tv, EMBER_FLOAT32, 1, N, NKV, D, v, false),
-                                 t4(&tkc, EMBER_FLOAT32, 1, LEN, NKV, D, kc1, false),
-                                 t4(&tvc, EMBER_FLOAT32, 1, LEN, NKV, D, vc1, false),
-                                 &sp, &sl, &none, &dp, &ca, &none,
-                                 t4(&to, EMBER_FLOAT32, 1, N, NH, D, full, true), &to.v};
-        CHECK_OK(call("llama::sdpa_with_kv_cache.out", args, 13));
+        ember_value *args[13] = {tt_4d(&tq, EMBER_FLOAT32, 1, N, NH, D, q, false),
+                                 tt_4d(&tk, EMBER_FLOAT32, 1, N, NKV, D, k, false),
+                                 tt_4d(&tv, EMBER_FLOAT32, 1, N, NKV, D, v, false),
+                                 tt_4d(&tkc, EMBER_FLOAT32, 1, LEN, NKV, D, kc1, false),
+                                 tt_4d(&tvc, EMBER_FLOAT32, 1, LEN, NKV, D, vc1, false),
+                                 &sp,
+                                 &sl,
+                                 &none,
+                                 &dp,
+                                 &ca,
+                                 &none,
+                                 tt_4d(&to, EMBER_FLOAT32, 1, N, NH, D, full, true),
+                                 &to.v};
+        CHECK_OK(kc_call("llama::sdpa_with_kv_cache.out", args, 13));
     }
     for (int start = 0; start < N;) {
         int nt = start == 0 ? P : 1;
         tt tk, tv, tkc, tvc, tq, to, td;
         ember_value sp = kt_int(start);
         const int32_t one = 1;
-        ember_value *ua[5] = {t4(&tk, EMBER_FLOAT32, 1, nt, NKV, D, k + start * NKV * D, false),
-                              t4(&tkc, EMBER_FLOAT32, 1, LEN, NKV, D, kc2, false), &sp,
-                              tt_init(&td, EMBER_FLOAT32, &one, 1, dummy, sizeof dummy, false,
-                                      NULL),
-                              &td.v};
-        CHECK_OK(call("llama::update_cache.out", ua, 5));
-        ua[0] = t4(&tv, EMBER_FLOAT32, 1, nt, NKV, D, v + start * NKV * D, false);
-        ua[1] = t4(&tvc, EMBER_FLOAT32, 1, LEN, NKV, D, vc2, false);
-        CHECK_OK(call("llama::update_cache.out", ua, 5));
-        ember_value *sa[10] = {t4(&tq, EMBER_FLOAT32, 1, nt, NH, D, q + start * NH * D, false),
-                               &tkc.v, &tvc.v, &sp, &none, &dp, &ca, &none,
-                               t4(&to, EMBER_FLOAT32, 1, P, NH, D, steps + start * NH * D, true),
+        ember_value *ua[5] = {
+            tt_4d(&tk, EMBER_FLOAT32, 1, nt, NKV, D, k + start * NKV * D, false),
+            tt_4d(&tkc, EMBER_FLOAT32, 1, LEN, NKV, D, kc2, false), &sp,
+            tt_init(&td, EMBER_FLOAT32, &one, 1, dummy, sizeof dummy, false, NULL), &td.v};
+        CHECK_OK(kc_call("llama::update_cache.out", ua, 5));
+        ua[0] = tt_4d(&tv, EMBER_FLOAT32, 1, nt, NKV, D, v + start * NKV * D, false);
+        ua[1] = tt_4d(&tvc, EMBER_FLOAT32, 1, LEN, NKV, D, vc2, false);
+        CHECK_OK(kc_call("llama::update_cache.out", ua, 5));
+        ember_value *sa[10] = {tt_4d(&tq, EMBER_FLOAT32, 1, nt, NH, D, q + start * NH * D, false),
+                               &tkc.v,
+                               &tvc.v,
+                               &sp,
+                               &none,
+                               &dp,
+                               &ca,
+                               &none,
+                               tt_4d(&to, EMBER_FLOAT32, 1, P, NH, D, steps + start * NH * D, true),
                                &to.v};
-        if (!CHECK_OK(call("llama::custom_sdpa.out", sa, 10))) return;
+        if (!CHECK_OK(kc_call("llama::custom_sdpa.out", sa, 10))) return;
         CHECK(to.t.sizes[1] == nt);
         start += nt;
     }
@@ -295,8 +273,8 @@ static void test_update_cache_with_indices(void) {
     enum { NB = 2, NT = 3, NH = 2, D = 5, LEN = 7 };
     static float val[NB * NT * NH * D], cache[NB * LEN * NH * D], want[NB * LEN * NH * D],
         dummy[1];
-    for (size_t i = 0; i < sizeof val / sizeof *val; i++) val[i] = frand();
-    for (size_t i = 0; i < sizeof cache / sizeof *cache; i++) want[i] = cache[i] = frand();
+    for (size_t i = 0; i < sizeof val / sizeof *val; i++) val[i] = rng_float();
+    for (size_t i = 0; i < sizeof cache / sizeof *cache; i++) want[i] = cache[i] = rng_float();
     int64_t idx[NB * NT] = {6, 0, 3, 2, 2, 5}; /* a repeated index: the later row wins */
     for (int b = 0; b < NB; b++)
         for (int t = 0; t < NT; t++)
@@ -305,25 +283,25 @@ static void test_update_cache_with_indices(void) {
     tt tv, tc, ti, td;
     const int32_t is[2] = {NB, NT}, one = 1;
     ember_value sp = kt_int(12345); /* unused with indices */
-    ember_value *args[6] = {t4(&tv, EMBER_FLOAT32, NB, NT, NH, D, val, false),
-                            t4(&tc, EMBER_FLOAT32, NB, LEN, NH, D, cache, false),
+    ember_value *args[6] = {tt_4d(&tv, EMBER_FLOAT32, NB, NT, NH, D, val, false),
+                            tt_4d(&tc, EMBER_FLOAT32, NB, LEN, NH, D, cache, false),
                             &sp,
                             tt_init(&ti, EMBER_INT64, is, 2, idx, sizeof idx, false, NULL),
                             tt_init(&td, EMBER_FLOAT32, &one, 1, dummy, sizeof dummy, false, NULL),
                             &td.v};
-    CHECK_OK(call("llama::update_cache_with_indices.out", args, 6));
+    CHECK_OK(kc_call("llama::update_cache_with_indices.out", args, 6));
     CHECK(memcmp(cache, want, sizeof cache) == 0);
     idx[4] = LEN;
-    CHECK_ERR(call("llama::update_cache_with_indices.out", args, 6), EMBER_ERR_DATA_OUT_OF_BOUNDS,
-              "index 7 (entry 4)");
+    CHECK_ERR(kc_call("llama::update_cache_with_indices.out", args, 6),
+              EMBER_ERR_DATA_OUT_OF_BOUNDS, "index 7 (entry 4)");
     idx[4] = -1;
-    CHECK_ERR(call("llama::update_cache_with_indices.out", args, 6), EMBER_ERR_DATA_OUT_OF_BOUNDS,
-              "index -1");
+    CHECK_ERR(kc_call("llama::update_cache_with_indices.out", args, 6),
+              EMBER_ERR_DATA_OUT_OF_BOUNDS, "index -1");
     CHECK(memcmp(cache, want, sizeof cache) == 0); /* nothing written on error */
     tt ti32;
     int32_t idx32[NB * NT] = {0};
     args[3] = tt_init(&ti32, EMBER_INT32, is, 2, idx32, sizeof idx32, false, NULL);
-    CHECK_ERR(call("llama::update_cache_with_indices.out", args, 6), EMBER_ERR_TYPE_MISMATCH,
+    CHECK_ERR(kc_call("llama::update_cache_with_indices.out", args, 6), EMBER_ERR_TYPE_MISMATCH,
               "int64");
 }
 
@@ -335,10 +313,10 @@ static void test_dtypes(void) {
     enum { NQ = 3, NH = 4, NKV = 2, D = 9, LEN = 8, POS = 4 };
     enum { NQE = NQ * NH * D, NCE = LEN * NKV * D };
     static double dq[NQE], dkc[NCE], dvc[NCE], dout[NQE];
-    for (size_t i = 0; i < NQE; i++) dq[i] = frand();
+    for (size_t i = 0; i < NQE; i++) dq[i] = rng_float();
     for (size_t i = 0; i < NCE; i++) {
-        dkc[i] = frand();
-        dvc[i] = frand();
+        dkc[i] = rng_float();
+        dvc[i] = rng_float();
     }
     reference(dout, dq, dkc, dvc, 1, NQ, NH, NKV, D, LEN, POS, true, NULL, 1.0 / 3.0);
     const int dts[] = {EMBER_FLOAT64, EMBER_FLOAT16, EMBER_BFLOAT16};
@@ -374,12 +352,17 @@ static void test_dtypes(void) {
         tt tq, tkc, tvc, to;
         ember_value sp = kt_int(POS), dp = kt_double(0.0), ca = kt_bool(true), sc = kt_double(1.0 / 3.0),
                     none = kt_none();
-        ember_value *args[10] = {t4(&tq, dts[i], 1, NQ, NH, D, q, false),
-                                 t4(&tkc, dts[i], 1, LEN, NKV, D, kc, false),
-                                 t4(&tvc, dts[i], 1, LEN, NKV, D, vc, false),
-                                 &sp, &none, &dp, &ca, &sc,
-                                 t4(&to, dts[i], 1, NQ, NH, D, out, true), &to.v};
-        if (!CHECK_OK(call("llama::custom_sdpa.out", args, 10))) continue;
+        ember_value *args[10] = {tt_4d(&tq, dts[i], 1, NQ, NH, D, q, false),
+                                 tt_4d(&tkc, dts[i], 1, LEN, NKV, D, kc, false),
+                                 tt_4d(&tvc, dts[i], 1, LEN, NKV, D, vc, false),
+                                 &sp,
+                                 &none,
+                                 &dp,
+                                 &ca,
+                                 &sc,
+                                 tt_4d(&to, dts[i], 1, NQ, NH, D, out, true),
+                                 &to.v};
+        if (!CHECK_OK(kc_call("llama::custom_sdpa.out", args, 10))) continue;
         bool ok = true;
         for (size_t j = 0; j < NQE; j++) {
             double got;
@@ -423,24 +406,30 @@ static void kv_call_init(kv_call *c) {
     c->dp = kt_double(0.0);
     c->ca = kt_bool(true);
     c->sc = kt_none();
-    ember_value *a[13] = {t4(&c->q, EMBER_FLOAT32, EB, EQ, EH, ED, e_q, false),
-                          t4(&c->k, EMBER_FLOAT32, EB, EQ, EKV, ED, e_k, false),
-                          t4(&c->v, EMBER_FLOAT32, EB, EQ, EKV, ED, e_v, false),
-                          t4(&c->kc, EMBER_FLOAT32, EB, EL, EKV, ED, e_kc, false),
-                          t4(&c->vc, EMBER_FLOAT32, EB, EL, EKV, ED, e_vc, false),
-                          &c->sp, &c->sl, &c->mask, &c->dp, &c->ca, &c->sc,
-                          t4(&c->out, EMBER_FLOAT32, EB, EQ, EH, ED, e_out, true), &c->out.v};
+    ember_value *a[13] = {tt_4d(&c->q, EMBER_FLOAT32, EB, EQ, EH, ED, e_q, false),
+                          tt_4d(&c->k, EMBER_FLOAT32, EB, EQ, EKV, ED, e_k, false),
+                          tt_4d(&c->v, EMBER_FLOAT32, EB, EQ, EKV, ED, e_v, false),
+                          tt_4d(&c->kc, EMBER_FLOAT32, EB, EL, EKV, ED, e_kc, false),
+                          tt_4d(&c->vc, EMBER_FLOAT32, EB, EL, EKV, ED, e_vc, false),
+                          &c->sp,
+                          &c->sl,
+                          &c->mask,
+                          &c->dp,
+                          &c->ca,
+                          &c->sc,
+                          tt_4d(&c->out, EMBER_FLOAT32, EB, EQ, EH, ED, e_out, true),
+                          &c->out.v};
     memcpy(c->args, a, sizeof a);
 }
 
 static void test_errors(void) {
     check_section("errors");
     static float kc0[sizeof e_kc / sizeof *e_kc];
-    for (size_t i = 0; i < sizeof e_kc / sizeof *e_kc; i++) kc0[i] = e_kc[i] = frand();
+    for (size_t i = 0; i < sizeof e_kc / sizeof *e_kc; i++) kc0[i] = e_kc[i] = rng_float();
     const char *K = "llama::sdpa_with_kv_cache.out";
     kv_call c;
     kv_call_init(&c);
-    CHECK_OK(call(K, c.args, 13));
+    CHECK_OK(kc_call(K, c.args, 13));
     memcpy(kc0, e_kc, sizeof kc0);
 
     /* start_pos out of range: negative, at the end, rows past the end */
@@ -448,58 +437,58 @@ static void test_errors(void) {
     for (size_t i = 0; i < 4; i++) {
         kv_call_init(&c);
         c.sp = kt_int(bad_pos[i]);
-        CHECK_ERR(call(K, c.args, 13), EMBER_ERR_DATA_OUT_OF_BOUNDS, "start_pos");
+        CHECK_ERR(kc_call(K, c.args, 13), EMBER_ERR_DATA_OUT_OF_BOUNDS, "start_pos");
     }
     kv_call_init(&c);
     c.sl = kt_int(EL);
-    CHECK_ERR(call(K, c.args, 13), EMBER_ERR_DATA_OUT_OF_BOUNDS, "seq_len 6");
+    CHECK_ERR(kc_call(K, c.args, 13), EMBER_ERR_DATA_OUT_OF_BOUNDS, "seq_len 6");
     kv_call_init(&c);
     tt m;
     const int32_t ms[2] = {EQ, EL};
     c.args[7] = tt_init(&m, EMBER_FLOAT32, ms, 2, e_mask, sizeof e_mask, false, NULL);
-    CHECK_ERR(call(K, c.args, 13), EMBER_ERR_INVALID_ARGUMENT, "attn_mask and is_causal");
+    CHECK_ERR(kc_call(K, c.args, 13), EMBER_ERR_INVALID_ARGUMENT, "attn_mask and is_causal");
     c.ca = kt_bool(false);
-    CHECK_OK(call(K, c.args, 13));
+    CHECK_OK(kc_call(K, c.args, 13));
     memcpy(kc0, e_kc, sizeof kc0);
     const int32_t ms_bad[2] = {EQ, EL - 1};
     c.args[7] = tt_init(&m, EMBER_FLOAT32, ms_bad, 2, e_mask, sizeof e_mask, false, NULL);
-    CHECK_ERR(call(K, c.args, 13), EMBER_ERR_SHAPE_MISMATCH, "attn_mask must be (2, 6)");
+    CHECK_ERR(kc_call(K, c.args, 13), EMBER_ERR_SHAPE_MISMATCH, "attn_mask must be (2, 6)");
     c.args[7] = tt_init(&m, EMBER_INT64, ms, 2, e_mask, sizeof e_mask, false, NULL);
-    CHECK_ERR(call(K, c.args, 13), EMBER_ERR_TYPE_MISMATCH, "float tensor");
+    CHECK_ERR(kc_call(K, c.args, 13), EMBER_ERR_TYPE_MISMATCH, "float tensor");
     kv_call_init(&c);
     c.dp = kt_double(0.5);
-    CHECK_ERR(call(K, c.args, 13), EMBER_ERR_NOT_SUPPORTED, "drpout_p");
+    CHECK_ERR(kc_call(K, c.args, 13), EMBER_ERR_NOT_SUPPORTED, "drpout_p");
     kv_call_init(&c);
-    t4(&c.q, EMBER_FLOAT32, EB, EQ, 3, ED, e_q, false); /* 3 heads, 2 kv heads */
-    t4(&c.out, EMBER_FLOAT32, EB, EQ, 3, ED, e_out, true);
-    CHECK_ERR(call(K, c.args, 13), EMBER_ERR_SHAPE_MISMATCH, "not a multiple");
+    tt_4d(&c.q, EMBER_FLOAT32, EB, EQ, 3, ED, e_q, false); /* 3 heads, 2 kv heads */
+    tt_4d(&c.out, EMBER_FLOAT32, EB, EQ, 3, ED, e_out, true);
+    CHECK_ERR(kc_call(K, c.args, 13), EMBER_ERR_SHAPE_MISMATCH, "not a multiple");
     kv_call_init(&c);
-    t4(&c.k, EMBER_FLOAT32, EB, EQ, EKV, ED - 1, e_k, false);
-    CHECK_ERR(call(K, c.args, 13), EMBER_ERR_SHAPE_MISMATCH, "key must be (1, 2, 2, 8)");
+    tt_4d(&c.k, EMBER_FLOAT32, EB, EQ, EKV, ED - 1, e_k, false);
+    CHECK_ERR(kc_call(K, c.args, 13), EMBER_ERR_SHAPE_MISMATCH, "key must be (1, 2, 2, 8)");
     kv_call_init(&c);
-    t4(&c.vc, EMBER_FLOAT32, EB, EL - 1, EKV, ED, e_vc, false);
-    CHECK_ERR(call(K, c.args, 13), EMBER_ERR_SHAPE_MISMATCH, "value_cache");
+    tt_4d(&c.vc, EMBER_FLOAT32, EB, EL - 1, EKV, ED, e_vc, false);
+    CHECK_ERR(kc_call(K, c.args, 13), EMBER_ERR_SHAPE_MISMATCH, "value_cache");
     kv_call_init(&c);
-    t4(&c.kc, EMBER_FLOAT16, EB, EL, EKV, ED, e_kc, false);
-    CHECK_ERR(call(K, c.args, 13), EMBER_ERR_TYPE_MISMATCH, "key_cache is float16");
+    tt_4d(&c.kc, EMBER_FLOAT16, EB, EL, EKV, ED, e_kc, false);
+    CHECK_ERR(kc_call(K, c.args, 13), EMBER_ERR_TYPE_MISMATCH, "key_cache is float16");
     kv_call_init(&c);
     const int32_t s3[3] = {EQ, EH, ED};
     tt_init(&c.q, EMBER_FLOAT32, s3, 3, e_q, sizeof e_q, false, NULL);
-    CHECK_ERR(call(K, c.args, 13), EMBER_ERR_SHAPE_MISMATCH, "query must be 4-d");
+    CHECK_ERR(kc_call(K, c.args, 13), EMBER_ERR_SHAPE_MISMATCH, "query must be 4-d");
     kv_call_init(&c);
-    t4(&c.q, EMBER_INT32, EB, EQ, EH, ED, e_q, false);
-    CHECK_ERR(call(K, c.args, 13), EMBER_ERR_NOT_SUPPORTED, "float types only");
+    tt_4d(&c.q, EMBER_INT32, EB, EQ, EH, ED, e_q, false);
+    CHECK_ERR(kc_call(K, c.args, 13), EMBER_ERR_NOT_SUPPORTED, "float types only");
     kv_call_init(&c);
     c.args[4] = &c.kc.v;
-    CHECK_ERR(call(K, c.args, 13), EMBER_ERR_INVALID_PROGRAM, "same tensor");
+    CHECK_ERR(kc_call(K, c.args, 13), EMBER_ERR_INVALID_PROGRAM, "same tensor");
     kv_call_init(&c);
     c.args[11] = c.args[12] = &c.kc.v;
-    CHECK_ERR(call(K, c.args, 13), EMBER_ERR_INVALID_PROGRAM, "cache is also argument");
+    CHECK_ERR(kc_call(K, c.args, 13), EMBER_ERR_INVALID_PROGRAM, "cache is also argument");
     kv_call_init(&c);
-    CHECK_ERR(call(K, c.args, 12), EMBER_ERR_INVALID_PROGRAM, "");
+    CHECK_ERR(kc_call(K, c.args, 12), EMBER_ERR_INVALID_PROGRAM, "");
     kv_call_init(&c);
     c.sp = kt_double(1.0);
-    CHECK_ERR(call(K, c.args, 13), EMBER_ERR_INVALID_PROGRAM, "Int");
+    CHECK_ERR(kc_call(K, c.args, 13), EMBER_ERR_INVALID_PROGRAM, "Int");
     CHECK(memcmp(kc0, e_kc, sizeof kc0) == 0); /* no failed call wrote the cache */
 
     /* custom_sdpa: start_pos + rows past the cache, a negative one */
@@ -508,13 +497,13 @@ static void test_errors(void) {
     ember_value *ca[10] = {&c.q.v, &c.kc.v, &c.vc.v, &c.sp, &c.mask, &c.dp, &c.ca, &c.sc,
                            &c.out.v, &c.out.v};
     c.sp = kt_int(EL - 1);
-    CHECK_ERR(call(C, ca, 10), EMBER_ERR_DATA_OUT_OF_BOUNDS, "start_pos 5 with 2 query rows");
+    CHECK_ERR(kc_call(C, ca, 10), EMBER_ERR_DATA_OUT_OF_BOUNDS, "start_pos 5 with 2 query rows");
     c.sp = kt_int(-3);
-    CHECK_ERR(call(C, ca, 10), EMBER_ERR_DATA_OUT_OF_BOUNDS, "start_pos -3");
+    CHECK_ERR(kc_call(C, ca, 10), EMBER_ERR_DATA_OUT_OF_BOUNDS, "start_pos -3");
     c.sp = kt_int(EL - EQ);
-    CHECK_OK(call(C, ca, 10));
+    CHECK_OK(kc_call(C, ca, 10));
     ca[8] = ca[9] = &c.kc.v;
-    CHECK_ERR(call(C, ca, 10), EMBER_ERR_INVALID_PROGRAM, "out is also one of the inputs");
+    CHECK_ERR(kc_call(C, ca, 10), EMBER_ERR_INVALID_PROGRAM, "out is also one of the inputs");
 
     /* update_cache */
     const char *U = "llama::update_cache.out";
@@ -526,57 +515,54 @@ static void test_errors(void) {
                           tt_init(&td, EMBER_FLOAT32, &one, 1, dummy, sizeof dummy, false, NULL),
                           &td.v};
     memcpy(kc0, e_kc, sizeof kc0);
-    CHECK_ERR(call(U, ua, 5), EMBER_ERR_DATA_OUT_OF_BOUNDS, "start_pos 5 with 2 new rows");
+    CHECK_ERR(kc_call(U, ua, 5), EMBER_ERR_DATA_OUT_OF_BOUNDS, "start_pos 5 with 2 new rows");
     sp = kt_int(-1);
-    CHECK_ERR(call(U, ua, 5), EMBER_ERR_DATA_OUT_OF_BOUNDS, "start_pos -1");
+    CHECK_ERR(kc_call(U, ua, 5), EMBER_ERR_DATA_OUT_OF_BOUNDS, "start_pos -1");
     sp = kt_int(0);
     ua[0] = &c.q.v; /* 4 heads into a cache of 2 */
-    CHECK_ERR(call(U, ua, 5), EMBER_ERR_SHAPE_MISMATCH, "differ outside dim 1");
+    CHECK_ERR(kc_call(U, ua, 5), EMBER_ERR_SHAPE_MISMATCH, "differ outside dim 1");
     ua[0] = &c.kc.v;
-    CHECK_ERR(call(U, ua, 5), EMBER_ERR_INVALID_PROGRAM, "same tensor");
+    CHECK_ERR(kc_call(U, ua, 5), EMBER_ERR_INVALID_PROGRAM, "same tensor");
     tt kh;
-    ua[0] = t4(&kh, EMBER_FLOAT16, EB, EQ, EKV, ED, e_k, false);
-    CHECK_ERR(call(U, ua, 5), EMBER_ERR_TYPE_MISMATCH, "value is float16");
+    ua[0] = tt_4d(&kh, EMBER_FLOAT16, EB, EQ, EKV, ED, e_k, false);
+    CHECK_ERR(kc_call(U, ua, 5), EMBER_ERR_TYPE_MISMATCH, "value is float16");
     CHECK(memcmp(kc0, e_kc, sizeof kc0) == 0);
     ua[0] = &c.k.v;
-    CHECK_OK(call(U, ua, 5));
+    CHECK_OK(kc_call(U, ua, 5));
     CHECK(memcmp(e_kc, e_k, sizeof e_k) == 0); /* rows 0, 1 of batch 0 */
 
     /* empty tensors: nothing to copy, nothing to compute */
     check_section("empty");
     tt e0, e1, e2, e3;
     ember_value sp0 = kt_int(0);
-    ember_value *ea[5] = {t4(&e0, EMBER_FLOAT32, 0, EQ, EKV, ED, e_k, false),
-                          t4(&e1, EMBER_FLOAT32, 0, EL, EKV, ED, e_kc, false), &sp0, &td.v,
+    ember_value *ea[5] = {tt_4d(&e0, EMBER_FLOAT32, 0, EQ, EKV, ED, e_k, false),
+                          tt_4d(&e1, EMBER_FLOAT32, 0, EL, EKV, ED, e_kc, false), &sp0, &td.v,
                           &td.v};
-    CHECK_OK(call(U, ea, 5));
-    ea[0] = t4(&e2, EMBER_FLOAT32, EB, EQ, EKV, 0, e_k, false);
-    ea[1] = t4(&e3, EMBER_FLOAT32, EB, EL, EKV, 0, e_kc, false);
-    CHECK_OK(call(U, ea, 5));
+    CHECK_OK(kc_call(U, ea, 5));
+    ea[0] = tt_4d(&e2, EMBER_FLOAT32, EB, EQ, EKV, 0, e_k, false);
+    ea[1] = tt_4d(&e3, EMBER_FLOAT32, EB, EL, EKV, 0, e_kc, false);
+    CHECK_OK(kc_call(U, ea, 5));
     kv_call_init(&c);
-    t4(&c.q, EMBER_FLOAT32, 0, EQ, EH, ED, e_q, false);
-    t4(&c.k, EMBER_FLOAT32, 0, EQ, EKV, ED, e_k, false);
-    t4(&c.v, EMBER_FLOAT32, 0, EQ, EKV, ED, e_v, false);
-    t4(&c.kc, EMBER_FLOAT32, 0, EL, EKV, ED, e_kc, false);
-    t4(&c.vc, EMBER_FLOAT32, 0, EL, EKV, ED, e_vc, false);
-    t4(&c.out, EMBER_FLOAT32, 0, EQ, EH, ED, e_out, true);
-    CHECK_OK(call(K, c.args, 13));
+    tt_4d(&c.q, EMBER_FLOAT32, 0, EQ, EH, ED, e_q, false);
+    tt_4d(&c.k, EMBER_FLOAT32, 0, EQ, EKV, ED, e_k, false);
+    tt_4d(&c.v, EMBER_FLOAT32, 0, EQ, EKV, ED, e_v, false);
+    tt_4d(&c.kc, EMBER_FLOAT32, 0, EL, EKV, ED, e_kc, false);
+    tt_4d(&c.vc, EMBER_FLOAT32, 0, EL, EKV, ED, e_vc, false);
+    tt_4d(&c.out, EMBER_FLOAT32, 0, EQ, EH, ED, e_out, true);
+    CHECK_OK(kc_call(K, c.args, 13));
     CHECK(c.out.t.sizes[0] == 0);
 
     /* scratch too small for a row of scores */
     check_section("scratch exhausted");
-    static uint8_t tiny[16];
-    ember_arena small;
-    ember_arena_init(&small, tiny, sizeof tiny);
-    struct ember_kernel_ctx ctx = {&small, K, 0, NULL};
+    kc_set_scratch(16);
     kv_call_init(&c);
-    ember_clear_error();
-    CHECK_ERR(kt_kernel(K)(&ctx, c.args, 13), EMBER_ERR_OUT_OF_MEMORY, "scratch");
+    CHECK_ERR(kc_call(K, c.args, 13), EMBER_ERR_OUT_OF_MEMORY, "scratch");
+    kc_set_scratch(KC_SCRATCH_BYTES);
 }
 
 int main(void) {
-    ember_arena_init(&g_arena, g_scratch, sizeof g_scratch);
-    g_ctx.scratch = &g_arena;
+    kc_init();
+    rng_seed(99);
     test_f32();
     test_decode_matches_prefill();
     test_update_cache_with_indices();

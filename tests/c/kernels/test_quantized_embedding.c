@@ -21,14 +21,8 @@
 #define D 16 /* values per row */
 #define MAXG 4
 
-/* A small deterministic generator (the same values on every platform). */
-static uint32_t g_seed = 12345u;
-static uint32_t next_u32(void) {
-    g_seed = g_seed * 1664525u + 1013904223u;
-    return g_seed >> 8;
-}
 static float next_float(float lo, float hi) {
-    return lo + (hi - lo) * (float)(next_u32() % 10000u) / 10000.0f;
+    return lo + (hi - lo) * (float)(rng_bits() % 10000u) / 10000.0f;
 }
 
 /* One table: values q (V, D) in [qmin, qmax], scales / zero points (V, G). */
@@ -43,11 +37,11 @@ static void table_fill(table *t, int32_t qmin, int32_t qmax, int groups, bool wi
     t->groups = groups;
     for (int r = 0; r < V; r++)
         for (int j = 0; j < D; j++)
-            t->q[r][j] = qmin + (int32_t)(next_u32() % (uint32_t)(qmax - qmin + 1));
+            t->q[r][j] = qmin + (int32_t)(rng_bits() % (uint32_t)(qmax - qmin + 1));
     for (int r = 0; r < V; r++)
         for (int g = 0; g < groups; g++) {
             t->scales[r][g] = next_float(0.01f, 0.5f);
-            t->zps[r][g] = with_zp ? (float)((int32_t)(next_u32() % 5u) - 2) : 0.0f;
+            t->zps[r][g] = with_zp ? (float)((int32_t)(rng_bits() % 5u) - 2) : 0.0f;
         }
 }
 
@@ -328,6 +322,7 @@ static void test_bad_inputs(void) {
 
 int main(void) {
     kc_init();
+    rng_seed(12345);
 
     test_byte();
     test_4bit();

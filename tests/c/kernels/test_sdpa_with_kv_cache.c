@@ -19,51 +19,9 @@
 #include "check.h"
 #include "core/internal.h"
 #include "ember/kernel.h"
-#include "kernel_test.h"
+#include "kernel_call.h"
 
 #define KEY "ember::sdpa_with_kv_cache.out"
-
-static ember_value *tt_make(tt *x, int dtype, const int32_t *sizes, size_t dim, void *data,
-                            size_t capacity, bool dynamic) {
-    return tt_init(x, dtype, sizes, dim, data, capacity, dynamic, NULL);
-}
-
-static ember_value *t4(tt *x, int dtype, int32_t a, int32_t b, int32_t c, int32_t d, void *data,
-                       bool dynamic) {
-    const int32_t s[4] = {a, b, c, d};
-    size_t bytes = (size_t)a * (size_t)b * (size_t)c * (size_t)d * ember_dtype_size(dtype);
-    return tt_make(x, dtype, s, 4, data, bytes, dynamic);
-}
-
-static ember_value v_none(void) {
-    ember_value v;
-    memset(&v, 0, sizeof v);
-    v.tag = EMBER_TAG_NONE;
-    return v;
-}
-
-static ember_value v_dbl(double d) {
-    ember_value v;
-    v.tag = EMBER_TAG_DOUBLE;
-    v.u.d = d;
-    return v;
-}
-
-/* Kernel context with a scratch arena (its size set per test). */
-static uint8_t g_scratch[1 << 16];
-static ember_arena g_arena;
-static struct ember_kernel_ctx g_ctx;
-
-static ember_status call(ember_value **args, size_t n) {
-    ember_arena_reset(&g_arena);
-    return kt_call(&g_ctx, KEY, args, n);
-}
-
-static uint32_t g_seed = 2024;
-static float frand(void) {
-    g_seed = g_seed * 1664525u + 1013904223u;
-    return (float)((g_seed >> 8) & 0xffffff) / (float)0x800000 - 1.0f;
-}
 
 /* ------------------------------------------------------------------------ */
 /* Reference                                                                 */
@@ -118,15 +76,6 @@ static void reference(double *out, const double *q, const double *k, const doubl
 static float fq[MAXN], fk[MAXN], fv[MAXN], fkc[MAXN], fvc[MAXN], fout[MAXN];
 static double dq[MAXN], dk[MAXN], dv[MAXN], dkc[MAXN], dvc[MAXN], dout[MAXN];
 
-static bool close_to(const float *a, const double *b, size_t n, double tol) {
-    for (size_t i = 0; i < n; i++)
-        if (!(fabs((double)a[i] - b[i]) <= tol * (1.0 + fabs(b[i])))) {
-            printf("  element %zu: %.9g vs %.9g\n", i, (double)a[i], b[i]);
-            return false;
-        }
-    return true;
-}
-
 /*
  * One call with random q/k/v and caches already holding random rows; checks
  * out and both caches against the reference. A sentinel marks cache rows the
@@ -137,38 +86,38 @@ static void run_f32(const char *name, int nb, int nt, int nh, int d, int len, in
     check_section(name);
     size_t nq = (size_t)nb * nt * nh * d, nc = (size_t)nb * nh * len * d;
     for (size_t i = 0; i < nq; i++) {
-        dq[i] = fq[i] = frand();
-        dk[i] = fk[i] = frand();
-        dv[i] = fv[i] = frand();
+        dq[i] = fq[i] = rng_float();
+        dk[i] = fk[i] = rng_float();
+        dv[i] = fv[i] = rng_float();
     }
     for (size_t i = 0; i < nc; i++) {
         size_t row = (i / (size_t)d) % (size_t)len;
         bool filled = row < (size_t)pos;
-        dkc[i] = fkc[i] = filled ? frand() : 7.0f;
-        dvc[i] = fvc[i] = filled ? frand() : -7.0f;
+        dkc[i] = fkc[i] = filled ? rng_float() : 7.0f;
+        dvc[i] = fvc[i] = filled ? rng_float() : -7.0f;
     }
     double s = scale != NULL ? *scale : 1.0 / sqrt((double)d);
     reference(dout, dq, dk, dv, dkc, dvc, nb, nt, nh, d, len, pos, s);
 
     int64_t sp = pos;
     tt q, k, v, kc, vc, spt, out;
-    ember_value sc = scale != NULL ? v_dbl(*scale) : v_none();
+    ember_value sc = scale != NULL ? kt_double(*scale) : kt_none();
     const int32_t one = 1;
     ember_value *args[9] = {
-        t4(&q, EMBER_FLOAT32, nb, nt, nh, d, fq, false),
-        t4(&k, EMBER_FLOAT32, nb, nt, nh, d, fk, false),
-        t4(&v, EMBER_FLOAT32, nb, nt, nh, d, fv, false),
-        t4(&kc, EMBER_FLOAT32, nb, nh, len, d, fkc, false),
-        t4(&vc, EMBER_FLOAT32, nb, nh, len, d, fvc, false),
-        tt_make(&spt, EMBER_INT64, &one, 1, &sp, sizeof sp, false),
+        tt_4d(&q, EMBER_FLOAT32, nb, nt, nh, d, fq, false),
+        tt_4d(&k, EMBER_FLOAT32, nb, nt, nh, d, fk, false),
+        tt_4d(&v, EMBER_FLOAT32, nb, nt, nh, d, fv, false),
+        tt_4d(&kc, EMBER_FLOAT32, nb, nh, len, d, fkc, false),
+        tt_4d(&vc, EMBER_FLOAT32, nb, nh, len, d, fvc, false),
+        tt_init(&spt, EMBER_INT64, &one, 1, &sp, sizeof sp, false, NULL),
         &sc,
-        t4(&out, EMBER_FLOAT32, nb, nt, nh, d, fout, true),
+        tt_4d(&out, EMBER_FLOAT32, nb, nt, nh, d, fout, true),
         &out.v,
     };
-    if (!CHECK_OK(call(args, 9))) return;
-    CHECK(close_to(fout, dout, nq, 1e-5));
-    CHECK(close_to(fkc, dkc, nc, 0.0));
-    CHECK(close_to(fvc, dvc, nc, 0.0));
+    if (!CHECK_OK(kc_call(KEY, args, 9))) return;
+    CHECK(close_fd(fout, dout, nq, 1e-5));
+    CHECK(close_fd(fkc, dkc, nc, 0.0));
+    CHECK(close_fd(fvc, dvc, nc, 0.0));
 }
 
 /*
@@ -182,29 +131,29 @@ static void test_decode_matches_prefill(void) {
     static float kc1[NH * LEN * D], vc1[NH * LEN * D], kc2[NH * LEN * D], vc2[NH * LEN * D];
     static float full[N * NH * D], steps[N * NH * D];
     for (size_t i = 0; i < (size_t)N * NH * D; i++) {
-        q[i] = frand();
-        k[i] = frand();
-        v[i] = frand();
+        q[i] = rng_float();
+        k[i] = rng_float();
+        v[i] = rng_float();
     }
     memset(kc1, 0, sizeof kc1);
     memset(vc1, 0, sizeof vc1);
     memset(kc2, 0, sizeof kc2);
     memset(vc2, 0, sizeof vc2);
     const int32_t one = 1;
-    ember_value none = v_none();
+    ember_value none = kt_none();
     {
         int64_t sp = 0;
         tt tq, tk, tv, tkc, tvc, tsp, to;
-        ember_value *args[9] = {t4(&tq, EMBER_FLOAT32, 1, N, NH, D, q, false),
-                                t4(&tk, EMBER_FLOAT32, 1, N, NH, D, k, false),
-                                t4(&tv, EMBER_FLOAT32, 1, N, NH, D, v, false),
-                                t4(&tkc, EMBER_FLOAT32, 1, NH, LEN, D, kc1, false),
-                                t4(&tvc, EMBER_FLOAT32, 1, NH, LEN, D, vc1, false),
-                                tt_make(&tsp, EMBER_INT64, &one, 1, &sp, sizeof sp, false),
+        ember_value *args[9] = {tt_4d(&tq, EMBER_FLOAT32, 1, N, NH, D, q, false),
+                                tt_4d(&tk, EMBER_FLOAT32, 1, N, NH, D, k, false),
+                                tt_4d(&tv, EMBER_FLOAT32, 1, N, NH, D, v, false),
+                                tt_4d(&tkc, EMBER_FLOAT32, 1, NH, LEN, D, kc1, false),
+                                tt_4d(&tvc, EMBER_FLOAT32, 1, NH, LEN, D, vc1, false),
+                                tt_init(&tsp, EMBER_INT64, &one, 1, &sp, sizeof sp, false, NULL),
                                 &none,
-                                t4(&to, EMBER_FLOAT32, 1, N, NH, D, full, true),
+                                tt_4d(&to, EMBER_FLOAT32, 1, N, NH, D, full, true),
                                 &to.v};
-        CHECK_OK(call(args, 9));
+        CHECK_OK(kc_call(KEY, args, 9));
     }
     for (int start = 0; start < N;) {
         int nt = start == 0 ? P : 1;
@@ -212,16 +161,16 @@ static void test_decode_matches_prefill(void) {
         int64_t sp = start;
         tt tq, tk, tv, tkc, tvc, tsp, to;
         /* the output's bound is the longest step; the kernel resizes it */
-        ember_value *args[9] = {t4(&tq, EMBER_FLOAT32, 1, nt, NH, D, q + off, false),
-                                t4(&tk, EMBER_FLOAT32, 1, nt, NH, D, k + off, false),
-                                t4(&tv, EMBER_FLOAT32, 1, nt, NH, D, v + off, false),
-                                t4(&tkc, EMBER_FLOAT32, 1, NH, LEN, D, kc2, false),
-                                t4(&tvc, EMBER_FLOAT32, 1, NH, LEN, D, vc2, false),
-                                tt_make(&tsp, EMBER_INT64, &one, 1, &sp, sizeof sp, false),
+        ember_value *args[9] = {tt_4d(&tq, EMBER_FLOAT32, 1, nt, NH, D, q + off, false),
+                                tt_4d(&tk, EMBER_FLOAT32, 1, nt, NH, D, k + off, false),
+                                tt_4d(&tv, EMBER_FLOAT32, 1, nt, NH, D, v + off, false),
+                                tt_4d(&tkc, EMBER_FLOAT32, 1, NH, LEN, D, kc2, false),
+                                tt_4d(&tvc, EMBER_FLOAT32, 1, NH, LEN, D, vc2, false),
+                                tt_init(&tsp, EMBER_INT64, &one, 1, &sp, sizeof sp, false, NULL),
                                 &none,
-                                t4(&to, EMBER_FLOAT32, 1, P, NH, D, steps + off, true),
+                                tt_4d(&to, EMBER_FLOAT32, 1, P, NH, D, steps + off, true),
                                 &to.v};
-        if (!CHECK_OK(call(args, 9))) return;
+        if (!CHECK_OK(kc_call(KEY, args, 9))) return;
         CHECK(to.t.sizes[1] == nt);
         start += nt;
     }
@@ -241,15 +190,15 @@ static void test_dtypes(void) {
     enum { NT = 3, NH = 2, D = 9, LEN = 6, POS = 2 };
     enum { NQ = NT * NH * D, NC = NH * LEN * D };
     const int32_t one = 1;
-    ember_value none = v_none();
+    ember_value none = kt_none();
     for (size_t i = 0; i < NQ; i++) {
-        dq[i] = frand();
-        dk[i] = frand();
-        dv[i] = frand();
+        dq[i] = rng_float();
+        dk[i] = rng_float();
+        dv[i] = rng_float();
     }
     for (size_t i = 0; i < NC; i++) {
-        dkc[i] = frand();
-        dvc[i] = frand();
+        dkc[i] = rng_float();
+        dvc[i] = rng_float();
     }
     static double kc0[NC], vc0[NC];
     memcpy(kc0, dkc, sizeof kc0);
@@ -266,19 +215,19 @@ static void test_dtypes(void) {
         memcpy(vc, vc0, sizeof vc);
         int32_t sp = POS; /* int32 start_pos works too */
         tt tq, tk, tv, tkc, tvc, tsp, to;
-        ember_value *args[9] = {t4(&tq, EMBER_FLOAT64, 1, NT, NH, D, q, false),
-                                t4(&tk, EMBER_FLOAT64, 1, NT, NH, D, k, false),
-                                t4(&tv, EMBER_FLOAT64, 1, NT, NH, D, v, false),
-                                t4(&tkc, EMBER_FLOAT64, 1, NH, LEN, D, kc, false),
-                                t4(&tvc, EMBER_FLOAT64, 1, NH, LEN, D, vc, false),
-                                tt_make(&tsp, EMBER_INT32, &one, 1, &sp, sizeof sp, false),
+        ember_value *args[9] = {tt_4d(&tq, EMBER_FLOAT64, 1, NT, NH, D, q, false),
+                                tt_4d(&tk, EMBER_FLOAT64, 1, NT, NH, D, k, false),
+                                tt_4d(&tv, EMBER_FLOAT64, 1, NT, NH, D, v, false),
+                                tt_4d(&tkc, EMBER_FLOAT64, 1, NH, LEN, D, kc, false),
+                                tt_4d(&tvc, EMBER_FLOAT64, 1, NH, LEN, D, vc, false),
+                                tt_init(&tsp, EMBER_INT32, &one, 1, &sp, sizeof sp, false, NULL),
                                 &none,
-                                t4(&to, EMBER_FLOAT64, 1, NT, NH, D, out, true),
+                                tt_4d(&to, EMBER_FLOAT64, 1, NT, NH, D, out, true),
                                 &to.v};
         memcpy(dkc, kc0, sizeof kc0);
         memcpy(dvc, vc0, sizeof vc0);
         reference(dout, dq, dk, dv, dkc, dvc, 1, NT, NH, D, LEN, POS, 1.0 / sqrt((double)D));
-        if (CHECK_OK(call(args, 9))) {
+        if (CHECK_OK(kc_call(KEY, args, 9))) {
             bool ok = true;
             for (size_t i = 0; i < NQ; i++)
                 if (fabs(out[i] - dout[i]) > 1e-12) ok = false;
@@ -312,16 +261,16 @@ static void test_dtypes(void) {
         reference(dout, rq, rk, rv, dkc, dvc, 1, NT, NH, D, LEN, POS, 1.0 / sqrt((double)D));
         int64_t sp = POS;
         tt tq, tk, tv, tkc, tvc, tsp, to;
-        ember_value *args[9] = {t4(&tq, dt, 1, NT, NH, D, q, false),
-                                t4(&tk, dt, 1, NT, NH, D, k, false),
-                                t4(&tv, dt, 1, NT, NH, D, v, false),
-                                t4(&tkc, dt, 1, NH, LEN, D, kc, false),
-                                t4(&tvc, dt, 1, NH, LEN, D, vc, false),
-                                tt_make(&tsp, EMBER_INT64, &one, 1, &sp, sizeof sp, false),
+        ember_value *args[9] = {tt_4d(&tq, dt, 1, NT, NH, D, q, false),
+                                tt_4d(&tk, dt, 1, NT, NH, D, k, false),
+                                tt_4d(&tv, dt, 1, NT, NH, D, v, false),
+                                tt_4d(&tkc, dt, 1, NH, LEN, D, kc, false),
+                                tt_4d(&tvc, dt, 1, NH, LEN, D, vc, false),
+                                tt_init(&tsp, EMBER_INT64, &one, 1, &sp, sizeof sp, false, NULL),
                                 &none,
-                                t4(&to, dt, 1, NT, NH, D, out, true),
+                                tt_4d(&to, dt, 1, NT, NH, D, out, true),
                                 &to.v};
-        if (CHECK_OK(call(args, 9))) {
+        if (CHECK_OK(kc_call(KEY, args, 9))) {
             bool ok = true, cache_ok = true;
             for (size_t i = 0; i < NQ; i++)
                 if (fabs(FROM16(out[i]) - dout[i]) > 1e-2 * (1 + fabs(dout[i]))) ok = false;
@@ -353,15 +302,15 @@ static void err_setup(errcase *e, int64_t sp) {
     memset(e, 0, sizeof *e);
     const int32_t one = 1;
     e->sp = sp;
-    e->scale = v_none();
-    e->args[0] = t4(&e->tq, EMBER_FLOAT32, 1, 2, 2, 4, e->q, false);
-    e->args[1] = t4(&e->tk, EMBER_FLOAT32, 1, 2, 2, 4, e->k, false);
-    e->args[2] = t4(&e->tv, EMBER_FLOAT32, 1, 2, 2, 4, e->v, false);
-    e->args[3] = t4(&e->tkc, EMBER_FLOAT32, 1, 2, 5, 4, e->kc, false);
-    e->args[4] = t4(&e->tvc, EMBER_FLOAT32, 1, 2, 5, 4, e->vc, false);
-    e->args[5] = tt_make(&e->tsp, EMBER_INT64, &one, 1, &e->sp, sizeof e->sp, false);
+    e->scale = kt_none();
+    e->args[0] = tt_4d(&e->tq, EMBER_FLOAT32, 1, 2, 2, 4, e->q, false);
+    e->args[1] = tt_4d(&e->tk, EMBER_FLOAT32, 1, 2, 2, 4, e->k, false);
+    e->args[2] = tt_4d(&e->tv, EMBER_FLOAT32, 1, 2, 2, 4, e->v, false);
+    e->args[3] = tt_4d(&e->tkc, EMBER_FLOAT32, 1, 2, 5, 4, e->kc, false);
+    e->args[4] = tt_4d(&e->tvc, EMBER_FLOAT32, 1, 2, 5, 4, e->vc, false);
+    e->args[5] = tt_init(&e->tsp, EMBER_INT64, &one, 1, &e->sp, sizeof e->sp, false, NULL);
     e->args[6] = &e->scale;
-    e->args[7] = t4(&e->to, EMBER_FLOAT32, 1, 2, 2, 4, e->out, true);
+    e->args[7] = tt_4d(&e->to, EMBER_FLOAT32, 1, 2, 2, 4, e->out, true);
     e->args[8] = &e->to.v;
 }
 
@@ -370,14 +319,14 @@ static void test_errors(void) {
     errcase e;
 
     err_setup(&e, 3); /* 3 + 2 = 5 fits exactly */
-    CHECK_OK(call(e.args, 9));
+    CHECK_OK(kc_call(KEY, e.args, 9));
 
     err_setup(&e, 4); /* 4 + 2 > 5 */
-    CHECK_ERR(call(e.args, 9), EMBER_ERR_DATA_OUT_OF_BOUNDS, "start_pos 4");
+    CHECK_ERR(kc_call(KEY, e.args, 9), EMBER_ERR_DATA_OUT_OF_BOUNDS, "start_pos 4");
     err_setup(&e, -1);
-    CHECK_ERR(call(e.args, 9), EMBER_ERR_DATA_OUT_OF_BOUNDS, "start_pos -1");
+    CHECK_ERR(kc_call(KEY, e.args, 9), EMBER_ERR_DATA_OUT_OF_BOUNDS, "start_pos -1");
     err_setup(&e, INT64_MAX);
-    CHECK_ERR(call(e.args, 9), EMBER_ERR_DATA_OUT_OF_BOUNDS, "does not fit");
+    CHECK_ERR(kc_call(KEY, e.args, 9), EMBER_ERR_DATA_OUT_OF_BOUNDS, "does not fit");
     /* the failed calls wrote nothing into the caches */
     bool untouched = true;
     for (size_t i = 0; i < 40; i++)
@@ -385,87 +334,85 @@ static void test_errors(void) {
     CHECK(untouched);
 
     err_setup(&e, 0);
-    CHECK_ERR(call(e.args, 8), EMBER_ERR_INVALID_PROGRAM, "");
+    CHECK_ERR(kc_call(KEY, e.args, 8), EMBER_ERR_INVALID_PROGRAM, "");
 
     err_setup(&e, 0); /* start_pos of a float dtype */
     e.tsp.t.dtype = EMBER_FLOAT64;
-    CHECK_ERR(call(e.args, 9), EMBER_ERR_TYPE_MISMATCH, "start_pos");
+    CHECK_ERR(kc_call(KEY, e.args, 9), EMBER_ERR_TYPE_MISMATCH, "start_pos");
 
     err_setup(&e, 0); /* start_pos with two elements */
     {
         int64_t two[2] = {0, 0};
         const int32_t n2 = 2;
-        tt_make(&e.tsp, EMBER_INT64, &n2, 1, two, sizeof two, false);
-        CHECK_ERR(call(e.args, 9), EMBER_ERR_TYPE_MISMATCH, "one element");
+        tt_init(&e.tsp, EMBER_INT64, &n2, 1, two, sizeof two, false, NULL);
+        CHECK_ERR(kc_call(KEY, e.args, 9), EMBER_ERR_TYPE_MISMATCH, "one element");
     }
 
     err_setup(&e, 0); /* k of another shape */
-    t4(&e.tk, EMBER_FLOAT32, 1, 2, 1, 4, e.k, false);
-    CHECK_ERR(call(e.args, 9), EMBER_ERR_SHAPE_MISMATCH, "k has shape");
+    tt_4d(&e.tk, EMBER_FLOAT32, 1, 2, 1, 4, e.k, false);
+    CHECK_ERR(kc_call(KEY, e.args, 9), EMBER_ERR_SHAPE_MISMATCH, "k has shape");
 
     err_setup(&e, 0); /* q not 4-d */
     {
         const int32_t s3[3] = {2, 2, 4};
-        tt_make(&e.tq, EMBER_FLOAT32, s3, 3, e.q, sizeof e.q, false);
-        CHECK_ERR(call(e.args, 9), EMBER_ERR_SHAPE_MISMATCH, "q must be 4-d");
+        tt_init(&e.tq, EMBER_FLOAT32, s3, 3, e.q, sizeof e.q, false, NULL);
+        CHECK_ERR(kc_call(KEY, e.args, 9), EMBER_ERR_SHAPE_MISMATCH, "q must be 4-d");
     }
 
     err_setup(&e, 0); /* cache with another head count */
-    t4(&e.tvc, EMBER_FLOAT32, 1, 1, 5, 8, e.vc, false);
-    CHECK_ERR(call(e.args, 9), EMBER_ERR_SHAPE_MISMATCH, "v_cache must be");
+    tt_4d(&e.tvc, EMBER_FLOAT32, 1, 1, 5, 8, e.vc, false);
+    CHECK_ERR(kc_call(KEY, e.args, 9), EMBER_ERR_SHAPE_MISMATCH, "v_cache must be");
 
     err_setup(&e, 0); /* caches of different lengths */
-    t4(&e.tvc, EMBER_FLOAT32, 1, 2, 4, 4, e.vc, false);
-    CHECK_ERR(call(e.args, 9), EMBER_ERR_SHAPE_MISMATCH, "positions");
+    tt_4d(&e.tvc, EMBER_FLOAT32, 1, 2, 4, 4, e.vc, false);
+    CHECK_ERR(kc_call(KEY, e.args, 9), EMBER_ERR_SHAPE_MISMATCH, "positions");
 
     err_setup(&e, 0); /* cache of another dtype */
-    t4(&e.tkc, EMBER_FLOAT64, 1, 2, 5, 4, e.dcache, false);
-    CHECK_ERR(call(e.args, 9), EMBER_ERR_TYPE_MISMATCH, "k_cache");
+    tt_4d(&e.tkc, EMBER_FLOAT64, 1, 2, 5, 4, e.dcache, false);
+    CHECK_ERR(kc_call(KEY, e.args, 9), EMBER_ERR_TYPE_MISMATCH, "k_cache");
 
     err_setup(&e, 0); /* integer q */
     e.tq.t.dtype = EMBER_INT32;
-    CHECK_ERR(call(e.args, 9), EMBER_ERR_NOT_SUPPORTED, "float types only");
+    CHECK_ERR(kc_call(KEY, e.args, 9), EMBER_ERR_NOT_SUPPORTED, "float types only");
 
     err_setup(&e, 0); /* a cache in read-only program data */
     e.tkc.t.storage = EMBER_STORAGE_CONSTANT;
-    CHECK_ERR(call(e.args, 9), EMBER_ERR_INVALID_PROGRAM, "");
+    CHECK_ERR(kc_call(KEY, e.args, 9), EMBER_ERR_INVALID_PROGRAM, "");
 
     err_setup(&e, 0); /* one tensor as both caches */
     e.args[4] = &e.tkc.v;
-    CHECK_ERR(call(e.args, 9), EMBER_ERR_INVALID_PROGRAM, "v_cache is also argument 3");
+    CHECK_ERR(kc_call(KEY, e.args, 9), EMBER_ERR_INVALID_PROGRAM, "v_cache is also argument 3");
 
     err_setup(&e, 0); /* out aliasing q */
     e.args[7] = e.args[8] = &e.tq.v;
-    CHECK_ERR(call(e.args, 9), EMBER_ERR_INVALID_PROGRAM, "out is also argument 0");
+    CHECK_ERR(kc_call(KEY, e.args, 9), EMBER_ERR_INVALID_PROGRAM, "out is also argument 0");
 
     err_setup(&e, 0); /* an output bound smaller than q */
-    t4(&e.to, EMBER_FLOAT32, 1, 1, 2, 4, e.out, true);
-    CHECK_ERR(call(e.args, 9), EMBER_ERR_SHAPE_MISMATCH, "");
+    tt_4d(&e.to, EMBER_FLOAT32, 1, 1, 2, 4, e.out, true);
+    CHECK_ERR(kc_call(KEY, e.args, 9), EMBER_ERR_SHAPE_MISMATCH, "");
 
     err_setup(&e, 0); /* scale of the wrong kind */
     e.scale.tag = EMBER_TAG_STRING;
     e.scale.u.str.data = "x";
     e.scale.u.str.len = 1;
-    CHECK_ERR(call(e.args, 9), EMBER_ERR_INVALID_PROGRAM, "");
+    CHECK_ERR(kc_call(KEY, e.args, 9), EMBER_ERR_INVALID_PROGRAM, "");
 
     err_setup(&e, 3); /* no scratch left */
-    ember_arena_init(&g_arena, g_scratch, 8);
-    CHECK_ERR(call(e.args, 9), EMBER_ERR_OUT_OF_MEMORY, "scratch");
-    ember_arena_init(&g_arena, g_scratch, sizeof g_scratch);
+    kc_set_scratch(8);
+    CHECK_ERR(kc_call(KEY, e.args, 9), EMBER_ERR_OUT_OF_MEMORY, "scratch");
+    kc_set_scratch(KC_SCRATCH_BYTES);
 
     err_setup(&e, 5); /* no new tokens at the very end: nothing to do */
-    t4(&e.tq, EMBER_FLOAT32, 1, 0, 2, 4, e.q, false);
-    t4(&e.tk, EMBER_FLOAT32, 1, 0, 2, 4, e.k, false);
-    t4(&e.tv, EMBER_FLOAT32, 1, 0, 2, 4, e.v, false);
-    CHECK_OK(call(e.args, 9));
+    tt_4d(&e.tq, EMBER_FLOAT32, 1, 0, 2, 4, e.q, false);
+    tt_4d(&e.tk, EMBER_FLOAT32, 1, 0, 2, 4, e.k, false);
+    tt_4d(&e.tv, EMBER_FLOAT32, 1, 0, 2, 4, e.v, false);
+    CHECK_OK(kc_call(KEY, e.args, 9));
     CHECK(e.to.t.numel == 0);
 }
 
 int main(void) {
-    ember_arena_init(&g_arena, g_scratch, sizeof g_scratch);
-    g_ctx.scratch = &g_arena;
-    g_ctx.op_name = KEY;
-    g_ctx.instruction = 0;
+    kc_init();
+    rng_seed(2024);
 
     if (!CHECK(kt_kernel(KEY) != NULL)) return check_finish();
     run_f32("prefill at 0, head size 5", 1, 4, 2, 5, 8, 0, NULL);

@@ -24,6 +24,7 @@
 #include "ember/threadpool.h"
 #include "kernels/kernel_test.h"
 #include "kernels/optimized/cpu.h"
+#include "rng.h"
 
 typedef struct ot {
     tt x;
@@ -78,19 +79,13 @@ static inline ember_status ot_call(ember_kernel_fn fn, ember_value **args, size_
     return fn != NULL ? fn(&g_ot_ctx, args, n) : EMBER_ERR_OPERATOR_MISSING;
 }
 
-static uint32_t g_ot_seed = 1;
-static inline float ot_rand(void) { /* uniform in [-1, 1) */
-    g_ot_seed = g_ot_seed * 1664525u + 1013904223u;
-    return (float)((g_ot_seed >> 8) & 0xffffff) / (float)0x800000 - 1.0f;
-}
-
 /* Random floats scaled by scale; with specials, about one value in 61 is
  * NaN, +-inf, 0 or -0. */
 static inline void ot_fill(ot *t, float scale, bool specials) {
     float *f = ot_f(t);
     const float sp[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f};
     for (size_t i = 0; i < t->bytes / sizeof(float); i++) {
-        f[i] = ot_rand() * scale;
+        f[i] = rng_float() * scale;
         if (specials && i % 61 == 17) f[i] = sp[(i / 61) % 5];
     }
 }

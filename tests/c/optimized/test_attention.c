@@ -24,19 +24,14 @@
 #include "kernels/kernel_test.h"
 #include "kernels/llm/attention.h"
 #include "kernels/optimized/attention.h"
-
-static uint32_t g_seed = 4242;
-static float frand(void) {
-    g_seed = g_seed * 1664525u + 1013904223u;
-    return (float)((g_seed >> 8) & 0xffffff) / (float)0x800000 - 1.0f;
-}
+#include "rng.h"
 
 static uint8_t g_scratch[1 << 20];
 static ember_arena g_arena;
 
 static float *rand_buf(size_t n, float amp) {
     float *p = malloc(sizeof(float) * (n ? n : 1));
-    for (size_t i = 0; i < n; i++) p[i] = amp * frand();
+    for (size_t i = 0; i < n; i++) p[i] = amp * rng_float();
     return p;
 }
 
@@ -209,14 +204,6 @@ static ember_kernel_fn optimized(const char *key) {
     return NULL;
 }
 
-
-static ember_value *t4(tt *x, int32_t a, int32_t b, int32_t c, int32_t d, float *data,
-                       bool dynamic) {
-    const int32_t s[4] = {a, b, c, d};
-    return tt_init(x, EMBER_FLOAT32, s, 4, data, (size_t)a * b * c * d * sizeof(float), dynamic,
-                   NULL);
-}
-
 /*
  * llama::sdpa_with_kv_cache.out at start_pos, portable and optimized on
  * copies of the same caches: same status, and on success the same caches
@@ -244,11 +231,11 @@ static void twin_llama_kv(ember_threadpool *pool, int nq, int nh, int nkvh, int 
         ember_value sp = kt_int(pos), sl = kt_int(seq_len), dp = kt_double(dropout), ca = kt_bool(causal),
                     sc = kt_none(), none = kt_none();
         const int32_t ms[2] = {nq, len};
-        ember_value *args[13] = {t4(&tq, 1, nq, nh, d, q, false),
-                                 t4(&tk, 1, nq, nkvh, d, k, false),
-                                 t4(&tv, 1, nq, nkvh, d, v, false),
-                                 t4(&tkc, 1, len, nkvh, d, kc[w], false),
-                                 t4(&tvc, 1, len, nkvh, d, vc[w], false),
+        ember_value *args[13] = {tt_4d(&tq, EMBER_FLOAT32, 1, nq, nh, d, q, false),
+                                 tt_4d(&tk, EMBER_FLOAT32, 1, nq, nkvh, d, k, false),
+                                 tt_4d(&tv, EMBER_FLOAT32, 1, nq, nkvh, d, v, false),
+                                 tt_4d(&tkc, EMBER_FLOAT32, 1, len, nkvh, d, kc[w], false),
+                                 tt_4d(&tvc, EMBER_FLOAT32, 1, len, nkvh, d, vc[w], false),
                                  &sp,
                                  &sl,
                                  use_mask ? tt_init(&tm, EMBER_FLOAT32, ms, 2, mask,
@@ -257,7 +244,7 @@ static void twin_llama_kv(ember_threadpool *pool, int nq, int nh, int nkvh, int 
                                  &dp,
                                  &ca,
                                  &sc,
-                                 t4(&to, 1, nq, nh, d, out[w], true),
+                                 tt_4d(&to, EMBER_FLOAT32, 1, nq, nh, d, out[w], true),
                                  &to.v};
         struct ember_kernel_ctx ctx = {&g_arena, "llama::sdpa_with_kv_cache.out", 0,
                                        w == 1 ? pool : NULL};
@@ -310,8 +297,8 @@ static void test_all_masked(ember_threadpool *pool) {
     enum { NQ = 2, NH = 2, D = 16, LEN = 8 };
     static float q[NQ * NH * D], kv[LEN * NH * D], mask[NQ * LEN], ref[NQ * NH * D],
         fast[NQ * NH * D];
-    for (size_t i = 0; i < sizeof q / sizeof *q; i++) q[i] = frand();
-    for (size_t i = 0; i < sizeof kv / sizeof *kv; i++) kv[i] = frand();
+    for (size_t i = 0; i < sizeof q / sizeof *q; i++) q[i] = rng_float();
+    for (size_t i = 0; i < sizeof kv / sizeof *kv; i++) kv[i] = rng_float();
     for (size_t i = 0; i < NQ * LEN; i++) mask[i] = i < LEN ? -INFINITY : 0.0f;
     ek_attn a = {.dtype = EMBER_FLOAT32, .q = q, .k = kv, .v = kv, .mask = mask,
                  .mask_dtype = EMBER_FLOAT32, .mask_st = LEN, .nb = 1, .nq = NQ, .nh = NH,
@@ -346,6 +333,7 @@ static void test_scratch_exhausted(void) {
 }
 
 int main(void) {
+    rng_seed(4242);
     ember_arena_init(&g_arena, g_scratch, sizeof g_scratch);
     ember_threadpool *pools[3] = {NULL, NULL, NULL};
     size_t npools = 1;

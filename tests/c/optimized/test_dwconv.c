@@ -16,12 +16,7 @@
 
 #include "check.h"
 #include "kernels/optimized/f32_dwconv.h"
-
-static uint32_t g_seed = 11;
-static float frand(void) {
-    g_seed = g_seed * 1664525u + 1013904223u;
-    return (float)((g_seed >> 8) & 0xffffff) / (float)0x800000 - 1.0f;
-}
+#include "rng.h"
 
 #define GUARD 8
 
@@ -36,9 +31,9 @@ static double run_case(const eko_f32_dwconv *k, size_t w, size_t c, size_t kh, s
     float *wt = malloc(sizeof(float) * kh * kw * c);
     float *bias = malloc(sizeof(float) * c);
     float *out = malloc(sizeof(float) * (ow * c + GUARD));
-    for (size_t i = 0; i < kh * w * c; i++) in[i] = frand();
-    for (size_t i = 0; i < kh * kw * c; i++) wt[i] = frand();
-    for (size_t i = 0; i < c; i++) bias[i] = frand();
+    for (size_t i = 0; i < kh * w * c; i++) in[i] = rng_float();
+    for (size_t i = 0; i < kh * kw * c; i++) wt[i] = rng_float();
+    for (size_t i = 0; i < c; i++) bias[i] = rng_float();
     for (size_t i = 0; i < ow * c + GUARD; i++) out[i] = 777.0f;
     const float *rows[8];
     for (size_t ky = 0; ky < kh; ky++) rows[ky] = (missing >> ky) & 1 ? NULL : in + ky * w * c;
@@ -76,8 +71,8 @@ static bool nan_passes_the_clamp(const eko_f32_dwconv *k, size_t c) {
     enum { W = 12 };
     float in[3 * W * 17], wt[9 * 17], out[W * 17];
     if (c > 17) return false;
-    for (size_t i = 0; i < 3 * W * c; i++) in[i] = frand();
-    for (size_t i = 0; i < 9 * c; i++) wt[i] = frand();
+    for (size_t i = 0; i < 3 * W * c; i++) in[i] = rng_float();
+    for (size_t i = 0; i < 9 * c; i++) wt[i] = rng_float();
     in[(1 * W + 6) * c + c - 1] = NAN; /* middle row, pixel 6, last channel */
     const float *rows[3] = {in, in + W * c, in + 2 * W * c};
     const eko_dwconv_geom g = {W, c, W, 3, 3, 1, 1, 1};
@@ -133,6 +128,7 @@ static void test_level(eko_isa isa) {
 }
 
 int main(void) {
+    rng_seed(11);
     for (int isa = 0; isa < EKO_ISA_COUNT; isa++) test_level((eko_isa)isa);
     check_section("active level");
     CHECK(eko_f32_dwconv_active() != NULL);

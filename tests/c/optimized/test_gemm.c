@@ -15,12 +15,7 @@
 #include "check.h"
 #include "ember/threadpool.h"
 #include "kernels/optimized/gemm.h"
-
-static uint32_t g_seed = 77;
-static float frand(void) {
-    g_seed = g_seed * 1664525u + 1013904223u;
-    return (float)((g_seed >> 8) & 0xffffff) / (float)0x800000 - 1.0f;
-}
+#include "rng.h"
 
 /* One case; returns the largest error relative to the tolerance (<= 1 passes). */
 static double run_case(const eko_f32_gemm_config *cfg, ember_threadpool *pool, size_t m, size_t n,
@@ -33,9 +28,9 @@ static double run_case(const eko_f32_gemm_config *cfg, ember_threadpool *pool, s
     size_t floats;
     if (!eko_f32_packed_size(cfg, n, k, &floats)) return 1e9;
     float *packed = malloc(sizeof(float) * floats);
-    for (size_t i = 0; i < m * a_stride; i++) a[i] = frand();
-    for (size_t i = 0; i < n * k; i++) w[i] = frand();
-    for (size_t i = 0; i < n; i++) bias[i] = frand();
+    for (size_t i = 0; i < m * a_stride; i++) a[i] = rng_float();
+    for (size_t i = 0; i < n * k; i++) w[i] = rng_float();
+    for (size_t i = 0; i < n; i++) bias[i] = rng_float();
     for (size_t i = 0; i < m * c_stride; i++) c[i] = 12345.0f; /* gaps must stay */
     eko_f32_pack(cfg, n, k, w, k_major, with_bias ? bias : NULL, packed);
     /* packing split across threads gives the same bytes */
@@ -76,8 +71,8 @@ static bool nan_passes_the_clamp(const eko_f32_gemm_config *cfg, size_t m) {
     size_t floats;
     if (m > 16 || n > 16 * 2 + 3 || !eko_f32_packed_size(cfg, n, k, &floats)) return false;
     float *packed = malloc(sizeof(float) * floats);
-    for (size_t i = 0; i < m * k; i++) a[i] = frand();
-    for (size_t i = 0; i < n * k; i++) w[i] = frand();
+    for (size_t i = 0; i < m * k; i++) a[i] = rng_float();
+    for (size_t i = 0; i < n * k; i++) w[i] = rng_float();
     a[(m - 1) * k + 2] = NAN;
     eko_f32_pack(cfg, n, k, w, false, NULL, packed);
     eko_f32_gemm(cfg, NULL, m, n, k, a, k, packed, c, n, -0.5f, 0.5f);
@@ -125,6 +120,7 @@ static void test_level(eko_isa isa, ember_threadpool **pools, size_t npools) {
 }
 
 int main(void) {
+    rng_seed(77);
     ember_threadpool *pools[3] = {NULL, NULL, NULL};
     CHECK_OK(ember_threadpool_create(2, &pools[1]));
     CHECK_OK(ember_threadpool_create(3, &pools[2]));

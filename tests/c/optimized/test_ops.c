@@ -125,8 +125,8 @@ static void binary_case(const char *key, const shape *as, const shape *bs, int d
         ot_fill(&a, 4.0f, true);
         ot_fill(&b, 4.0f, true);
     } else {
-        for (size_t i = 0; i < a.bytes / 8; i++) ((double *)a.data)[i] = ot_rand();
-        for (size_t i = 0; i < b.bytes / 8; i++) ((double *)b.data)[i] = ot_rand();
+        for (size_t i = 0; i < a.bytes / 8; i++) ((double *)a.data)[i] = rng_float();
+        for (size_t i = 0; i < b.bytes / 8; i++) ((double *)b.data)[i] = rng_float();
     }
     ember_value *al = v_dbl(0, alpha);
     ember_value *args_o[5], *args_r[5];
@@ -242,7 +242,7 @@ static void where_case(const shape *cs, const shape *as, const shape *bs, int co
     ember_value *vb = ot_new(&b, EMBER_FLOAT32, bs->s, bs->dim, false);
     ember_value *vo = ot_new(&o, EMBER_FLOAT32, os.s, os.dim, true);
     ember_value *vr = ot_new(&r, EMBER_FLOAT32, os.s, os.dim, true);
-    for (size_t i = 0; i < c.bytes; i++) ((uint8_t *)c.data)[i] = ot_rand() > 0.0f;
+    for (size_t i = 0; i < c.bytes; i++) ((uint8_t *)c.data)[i] = rng_float() > 0.0f;
     ot_fill(&a, 2.0f, true);
     ot_fill(&b, 2.0f, true);
     ember_value *ao[5] = {vc, va, vb, vo, vo}, *ar[5] = {vc, va, vb, vr, vr};
@@ -399,7 +399,7 @@ static void embedding_case(int wdtype, int32_t vocab, int32_t dim, const shape *
     for (size_t i = 0; i < w.bytes; i++) ((uint8_t *)w.data)[i] = (uint8_t)(i * 7 + 3);
     const size_t n = numel(is);
     for (size_t i = 0; i < n; i++) {
-        int64_t v = (int64_t)((ot_rand() + 1.0f) * 0.5f * (float)vocab) % vocab;
+        int64_t v = (int64_t)((rng_float() + 1.0f) * 0.5f * (float)vocab) % vocab;
         if (out_of_range && i == n / 2) v = i % 2 ? vocab : -1;
         if (idtype == EMBER_INT64)
             ((int64_t *)ix.data)[i] = v;

@@ -21,13 +21,7 @@
 #include "check.h"
 #include "ember/threadpool.h"
 #include "kernels/optimized/qd8_gemm.h"
-
-static uint32_t g_seed = 99;
-static uint32_t urand(void) {
-    g_seed = g_seed * 1664525u + 1013904223u;
-    return g_seed >> 8;
-}
-static float frand(void) { return (float)(urand() & 0xffffff) / (float)0x800000 - 1.0f; }
+#include "rng.h"
 
 typedef struct wcase {
     size_t m, n, k, slice_k;
@@ -45,10 +39,10 @@ static double run_case(const eko_qd8_gemm_config *cfg, ember_threadpool *pool, c
     float *scales = malloc(sizeof(float) * (n * slices + 1));
     float *bias = malloc(sizeof(float) * (n + 1));
     float *c = malloc(sizeof(float) * (m * ldc + 1));
-    for (size_t i = 0; i < m * ldx + EKO_QD8_X_PAD; i++) x[i] = (int8_t)(urand() & 0xff);
+    for (size_t i = 0; i < m * ldx + EKO_QD8_X_PAD; i++) x[i] = (int8_t)(rng_bits() & 0xff);
     for (size_t r = 0; r < m; r++) {
-        rows[r].scale = 0.001f + (float)(urand() % 1000) * 1e-4f;
-        rows[r].zero_point = (int32_t)(urand() % 256) - 128;
+        rows[r].scale = 0.001f + (float)(rng_bits() % 1000) * 1e-4f;
+        rows[r].zero_point = (int32_t)(rng_bits() % 256) - 128;
         if (t->extremes) { /* whole rows at the ends of int8 */
             memset(x + r * ldx, r % 2 ? 0x80 : 0x7f, k);
             rows[r].zero_point = r % 2 ? 127 : -128;
@@ -57,7 +51,7 @@ static double run_case(const eko_qd8_gemm_config *cfg, ember_threadpool *pool, c
     memset(src, 0, n * row_bytes + 1);
     for (size_t j = 0; j < n; j++)
         for (size_t kk = 0; kk < k; kk++) {
-            int v = t->int4 ? (int)(urand() % 16) - 8 : (int)(urand() % 255) - 127;
+            int v = t->int4 ? (int)(rng_bits() % 16) - 8 : (int)(rng_bits() % 255) - 127;
             if (t->extremes) v = t->int4 ? ((j + kk) % 2 ? 7 : -8) : ((j + kk) % 2 ? 127 : -127);
             wv[j * k + kk] = v;
             if (t->int4)
@@ -65,7 +59,7 @@ static double run_case(const eko_qd8_gemm_config *cfg, ember_threadpool *pool, c
             else
                 src[j * row_bytes + kk] = (uint8_t)(int8_t)v;
         }
-    for (size_t i = 0; i < n * slices; i++) scales[i] = 0.002f + (float)(urand() % 1000) * 1e-5f;
+    for (size_t i = 0; i < n * slices; i++) scales[i] = 0.002f + (float)(rng_bits() % 1000) * 1e-5f;
     uint16_t *scales_bf16 = malloc(sizeof(uint16_t) * (n * slices + 1));
     for (size_t i = 0; i < n * slices && t->bf16; i++) { /* rounded to bfloat16, exactly */
         uint32_t bits;
@@ -74,7 +68,7 @@ static double run_case(const eko_qd8_gemm_config *cfg, ember_threadpool *pool, c
         memcpy(&scales[i], &bits, sizeof bits);
         scales_bf16[i] = (uint16_t)(bits >> 16);
     }
-    for (size_t j = 0; j < n; j++) bias[j] = frand();
+    for (size_t j = 0; j < n; j++) bias[j] = rng_float();
     for (size_t i = 0; i < m * ldc; i++) c[i] = 12345.0f;
 
     eko_qd8_weights w;
@@ -257,7 +251,7 @@ static void test_quantize_levels(const eko_qd8_gemm_config *cfg, ember_threadpoo
         float x[R * MAXK];
         int8_t q[R * MAXK], ref[MAXK];
         eko_qd8_row p[R];
-        for (size_t i = 0; i < R * k; i++) x[i] = frand() * (float)(1 + i / k);
+        for (size_t i = 0; i < R * k; i++) x[i] = rng_float() * (float)(1 + i / k);
         x[1 * k + k / 2] = INFINITY;
         x[2 * k + k - 1] = NAN;
         x[3 * k] = -INFINITY;
@@ -284,7 +278,7 @@ static void test_quantize(ember_threadpool *pool2) {
     float x[R * K];
     int8_t q[R * K];
     eko_qd8_row p[R];
-    for (size_t i = 0; i < R * K; i++) x[i] = frand() * (float)(1 + i / K * 3);
+    for (size_t i = 0; i < R * K; i++) x[i] = rng_float() * (float)(1 + i / K * 3);
     for (size_t i = 0; i < K; i++) x[1 * K + i] = (float)i * 0.5f;          /* all >= 0 */
     for (size_t i = 0; i < K; i++) x[2 * K + i] = -(float)i * 0.25f - 1.0f; /* all < 0 */
     for (size_t i = 0; i < K; i++) x[3 * K + i] = 0.0f;                     /* all zero */
@@ -325,7 +319,7 @@ static void test_quantize(ember_threadpool *pool2) {
     float *lx = malloc(sizeof(float) * LK);
     int8_t *lq1 = malloc(LK), *lq2 = malloc(LK);
     for (int pass = 0; pass < 2; pass++) {
-        for (size_t i = 0; i < LK; i++) lx[i] = frand() * 3.0f + (i == 31337 ? 9.0f : 0.0f);
+        for (size_t i = 0; i < LK; i++) lx[i] = rng_float() * 3.0f + (i == 31337 ? 9.0f : 0.0f);
         if (pass == 1) lx[LK - 2] = INFINITY, lx[LK - 1] = NAN;
         eko_qd8_row a, b;
         eko_qd8_quantize(cfg, NULL, 1, LK, lx, LK, lq1, LK, &a);
@@ -341,6 +335,7 @@ static void test_quantize(ember_threadpool *pool2) {
 }
 
 int main(void) {
+    rng_seed(99);
     ember_threadpool *pool2 = NULL;
     CHECK_OK(ember_threadpool_create(2, &pool2));
     test_pack();

@@ -25,13 +25,9 @@
 #include "kernels/optimized/qd8_gemm.h"
 #include "kernels/optimized/qs8_dwconv.h"
 #include "kernels/optimized/qs8_ops.h"
+#include "rng.h"
 
-static uint32_t g_seed = 7;
-static uint32_t urand(void) {
-    g_seed = g_seed * 1664525u + 1013904223u;
-    return g_seed >> 8;
-}
-static int8_t irand8(void) { return (int8_t)((int)(urand() % 256) - 128); }
+static int8_t irand8(void) { return (int8_t)((int)(rng_bits() % 256) - 128); }
 
 /* The reference requantization: nearest, ties to even, plus zp, clamped. */
 static int ref_requant(double v, int zp, int lo, int hi) {
@@ -61,15 +57,16 @@ static void gemm_case(const eko_qd8_gemm_config *cfg, ember_threadpool *pool, si
     float *wscale = malloc(sizeof(float) * (n + 1)), *mult = malloc(sizeof(float) * (n + 1));
     float *fbias = malloc(sizeof(float) * (n + 1));
     int8_t *q = malloc(m * ldq + 1);
-    const float xs = 0.02f + (float)(urand() % 100) * 1e-3f, ys = 0.05f + (float)(urand() % 100) * 1e-2f;
-    const int xz = (int)(urand() % 256) - 128, yz = (int)(urand() % 200) - 100;
+    const float xs = 0.02f + (float)(rng_bits() % 100) * 1e-3f,
+                ys = 0.05f + (float)(rng_bits() % 100) * 1e-2f;
+    const int xz = (int)(rng_bits() % 256) - 128, yz = (int)(rng_bits() % 200) - 100;
     for (size_t i = 0; i < m * ldx + EKO_QD8_X_PAD; i++) x[i] = irand8();
-    for (size_t i = 0; i < n * k; i++) w[i] = (int8_t)((int)(urand() % 255) - 127);
+    for (size_t i = 0; i < n * k; i++) w[i] = (int8_t)((int)(rng_bits() % 255) - 127);
     int32_t qmin = -128, qmax = 127;
     if (relu) eko_qs8_range((eko_qs8_params){ys, yz}, 0.0f, INFINITY, &qmin, &qmax);
     for (size_t j = 0; j < n; j++) {
-        wscale[j] = 0.001f + (float)(urand() % 1000) * 1e-5f;
-        bias[j] = bias_on ? (int32_t)(urand() % 20001) - 10000 : 0;
+        wscale[j] = 0.001f + (float)(rng_bits() % 1000) * 1e-5f;
+        bias[j] = bias_on ? (int32_t)(rng_bits() % 20001) - 10000 : 0;
         mult[j] = xs * wscale[j] / ys;
         fbias[j] = (float)bias[j] * mult[j] + (float)yz;
     }
@@ -111,7 +108,7 @@ static double gemm_f32_case(const eko_qd8_gemm_config *cfg, ember_threadpool *po
     float *sc = malloc(sizeof(float) * (n + 1)), *b = malloc(sizeof(float) * (n + 1));
     float *c = malloc(sizeof(float) * (m * n + 1));
     for (size_t i = 0; i < m * k + EKO_QD8_X_PAD; i++) x[i] = irand8();
-    for (size_t i = 0; i < n * k; i++) w[i] = (int8_t)((int)(urand() % 255) - 127);
+    for (size_t i = 0; i < n * k; i++) w[i] = (int8_t)((int)(rng_bits() % 255) - 127);
     for (size_t j = 0; j < n; j++) sc[j] = 0.01f, b[j] = (float)j * 0.5f;
     const eko_qd8_row xq = {0.03f, -7};
     eko_qd8_weights pw;
@@ -191,10 +188,10 @@ static void test_dwconv(const eko_qs8_dwconv *kernel) {
         int32_t *bias = malloc(sizeof(int32_t) * c);
         float *mult = malloc(sizeof(float) * c);
         for (size_t i = 0; i < nb * p[0] * p[1] * c; i++) x[i] = irand8();
-        for (size_t i = 0; i < kk * kk * c; i++) w[i] = (int8_t)((int)(urand() % 255) - 127);
+        for (size_t i = 0; i < kk * kk * c; i++) w[i] = (int8_t)((int)(rng_bits() % 255) - 127);
         for (size_t i = 0; i < c; i++) {
-            bias[i] = (int32_t)(urand() % 4001) - 2000;
-            mult[i] = 0.0005f + (float)(urand() % 100) * 1e-5f;
+            bias[i] = (int32_t)(rng_bits() % 4001) - 2000;
+            mult[i] = 0.0005f + (float)(rng_bits() % 100) * 1e-5f;
         }
         const int xz = (int)ci * 9 - 20, yz = 5 - (int)ci * 7;
         const int32_t lo = ci % 2 ? yz : -128, hi = 127;
@@ -258,7 +255,7 @@ static void test_elementwise(void) {
               t.wrong, t.off_by_one);
 
     /* conversions: round trip within half a step; ties to even; NaN, infinities saturate */
-    for (int i = 0; i < N; i++) f[i] = (float)((int)(urand() % 4000) - 2000) * 0.01f;
+    for (int i = 0; i < N; i++) f[i] = (float)((int)(rng_bits() % 4000) - 2000) * 0.01f;
     f[0] = NAN, f[1] = INFINITY, f[2] = -INFINITY, f[3] = 0.25f, f[4] = 0.75f;
     const eko_qs8_params pq = {0.5f, 10};
     eko_qs8_quantize(N, f, y, pq);
@@ -320,6 +317,7 @@ static void test_elementwise(void) {
 }
 
 int main(void) {
+    rng_seed(7);
     ember_threadpool *pool2 = NULL;
     CHECK_OK(ember_threadpool_create(2, &pool2));
     for (size_t i = 0; eko_qd8_gemm_config_at(i) != NULL; i++)

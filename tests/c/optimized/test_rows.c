@@ -38,7 +38,7 @@ enum { CAP = 1040, GUARD = 8 };
 
 static void fill_specials(float *x, size_t n, float scale) {
     const float sp[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1.0f, -1.0f};
-    for (size_t i = 0; i < n; i++) x[i] = i % 13 == 5 ? sp[(i / 13) % 7] : ot_rand() * scale;
+    for (size_t i = 0; i < n; i++) x[i] = i % 13 == 5 ? sp[(i / 13) % 7] : rng_float() * scale;
 }
 
 static void test_binary_rows(const eko_f32_rows *r) {
@@ -176,7 +176,7 @@ static void test_clamp_where_unary(const eko_f32_rows *r, const eko_vmath *vm,
     }
     CHECK_MSG(ok, "clamp or unary over the pool differs");
     /* where over a broadcast: cond (N/8, 8), a (8), b a value */
-    for (size_t i = 0; i < N; i++) c[i] = (uint8_t)(ot_rand() > 0.0f);
+    for (size_t i = 0; i < N; i++) c[i] = (uint8_t)(rng_float() > 0.0f);
     const size_t ys[2] = {N / 8, 8}, cs[2] = {N / 8, 8}, as[1] = {8};
     size_t st[EKO_ND_MAX_OPS][EKO_ND_MAX_DIM];
     CHECK(eko_nd_broadcast(2, ys, 2, ys, st[0]) && eko_nd_broadcast(2, ys, 2, cs, st[1]) &&
@@ -199,7 +199,7 @@ static void test_softmax_rows(const eko_f32_rows *r, ember_threadpool *pool) {
         const size_t len = lens[t], rows = 41;
         float *x = malloc(rows * len * sizeof(float)), *y = malloc(rows * len * sizeof(float));
         float *l = malloc(rows * len * sizeof(float));
-        for (size_t i = 0; i < rows * len; i++) x[i] = ot_rand() * 30.0f;
+        for (size_t i = 0; i < rows * len; i++) x[i] = rng_float() * 30.0f;
         for (size_t i = 0; i < len; i++) x[len + i] = -INFINITY; /* row 1: all -inf */
         x[2 * len + len / 2] = NAN;                              /* row 2: a NaN */
         x[3 * len] = INFINITY;                                   /* row 3: +inf */
@@ -244,10 +244,11 @@ static void test_layer_norm_rows(const eko_f32_rows *r, ember_threadpool *pool) 
         float *x = malloc(rows * cols * sizeof(float)), *y = malloc(rows * cols * sizeof(float));
         float *w = malloc(cols * sizeof(float)), *b = malloc(cols * sizeof(float));
         float mean[37], rstd[37];
-        for (size_t i = 0; i < rows * cols; i++) x[i] = ot_rand() * 3.0f + (float)(i / cols) * 5.0f;
+        for (size_t i = 0; i < rows * cols; i++)
+            x[i] = rng_float() * 3.0f + (float)(i / cols) * 5.0f;
         for (size_t i = 0; i < cols; i++) {
-            w[i] = ot_rand();
-            b[i] = ot_rand();
+            w[i] = rng_float();
+            b[i] = rng_float();
         }
         for (int wb = 0; wb < 4; wb++) {
             const float *wp = wb & 1 ? w : NULL, *bp = wb & 2 ? b : NULL;
