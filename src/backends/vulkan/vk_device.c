@@ -413,7 +413,8 @@ ember_status vk_device_open(vk_graph *g) {
     size_t align = (size_t)g_ctx.props.limits.minStorageBufferOffsetAlignment;
     g->align = align < 16 ? 16 : align;
     g->max_range = (size_t)g_ctx.props.limits.maxStorageBufferRange;
-    g->f16_storage = g_ctx.f16_storage && !storage_forced_f32();
+    g->i8_storage = !storage_forced_f32();
+    g->f16_storage = g_ctx.f16_storage && g->i8_storage;
     return EMBER_OK;
 }
 

@@ -152,6 +152,7 @@ typedef struct vk_graph {
     size_t align;                  /* offset alignment of storage bindings */
     size_t max_range;              /* the most bytes one binding may span */
     bool f16_storage;              /* float16 tensors may be VK_ST_F16 */
+    bool i8_storage;               /* int8 weights may be VK_ST_I8 */
     bool init_phase;               /* shapes at their upper bounds; checks bounds */
     uint32_t *control;             /* mapped control buffer (status word, params, indirect) */
     uint8_t *arena;                /* mapped arena */

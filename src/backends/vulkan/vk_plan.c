@@ -2,8 +2,9 @@
  * VulkanBackend's memory plan, made once at init.
  *
  * Each tensor first gets its storage type (vk_graph.h): float16 tensors
- * VK_ST_F16 where the delegate may use 16-bit storage, int8 weights VK_ST_I8,
- * the rest VK_ST_F32; a tensor bound by a shader without storage accessors
+ * VK_ST_F16 where the delegate may use 16-bit storage, int8 weights VK_ST_I8
+ * (vk_read.c takes int8 tensors only as weights) unless
+ * EMBER_VULKAN_STORAGE=float32, the rest VK_ST_F32; a tensor bound by a shader without storage accessors
  * stays VK_ST_F32. Sizes below are bytes in that storage.
  *
  * Three GPU buffers per delegate:
@@ -95,7 +96,7 @@ static void choose_storage(vk_graph *g) {
         vk_value *v = &g->values[vi];
         if (v->kind != VK_V_TENSOR) continue;
         v->storage = v->dtype == VK_DT_FLOAT16 && g->f16_storage ? VK_ST_F16
-                     : v->dtype == VK_DT_INT8 && v->is_const   ? VK_ST_I8
+                     : v->dtype == VK_DT_INT8 && g->i8_storage ? VK_ST_I8
                                                                : VK_ST_F32;
     }
     for (uint32_t k = 0; k < g->num_dispatches; k++) {
