@@ -529,11 +529,15 @@ def test_nanogpt_lowered_by_ember_matches_portable(backend: str) -> None:
         assert ids_v == ids_p
 
 
-def test_nanogpt_kv_cache_lowered_by_ember_in_ember_llm(tmp_path) -> None:
+@pytest.mark.parametrize("backend", ["vulkan", "vulkan-fp16"])
+def test_nanogpt_kv_cache_lowered_by_ember_in_ember_llm(tmp_path, backend: str) -> None:
     """The KV-cache export through ember's partitioner: the caches live in the
     delegate (sdpa_with_kv_cache updates them in place, the start position
     comes in through select_as_symint); ember-llm's greedy tokens, prompt
-    then one token at a time, equal the portable program's."""
+    then one token at a time, equal the portable program's. vulkan-fp16
+    (force_fp16: weights, caches and activations in 16-bit storage where the
+    device has it): the committed checkpoint's greedy tokens agree too (its
+    top logits are far enough apart for float16 rounding)."""
     sys.path.insert(0, os.path.join(ROOT, "examples", "nanogpt"))
     from export import export_kv
     from model import GPT
@@ -541,9 +545,9 @@ def test_nanogpt_kv_cache_lowered_by_ember_in_ember_llm(tmp_path) -> None:
     model = GPT.from_checkpoint(os.path.join(ROOT, "examples", "nanogpt", "ckpt.pt")).eval()
     model.crop_block_size(48)
     runs = []
-    for backend in ("vulkan", "portable"):
-        path = tmp_path / f"kv_{backend}.pte"
-        path.write_bytes(export_kv(model, backend=backend).buffer)
+    for name in (backend, "portable"):
+        path = tmp_path / f"kv_{name}.pte"
+        path.write_bytes(export_kv(model, backend=name).buffer)
         out = subprocess.run([_ember_llm(), "--model", str(path), "--prompt-ids", "5 6 7 8 9",
                               "--max-new-tokens", "40", "--temperature", "0"],
                              capture_output=True, text=True, timeout=600)
