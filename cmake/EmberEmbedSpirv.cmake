@@ -1,27 +1,48 @@
-# cmake -DOUT=vk_shaders.c -DDIR=<spv dir> -DNAMES=a;b;c -P EmberEmbedSpirv.cmake
-# Writes the SPIR-V modules DIR/<name>.spv as uint32_t arrays, with the
-# tables vk_shader_code[] and vk_shader_size[] in NAMES order.
+# cmake -DOUT=vk_shaders.c -DDIR=<spv dir> -DNAMES=a;b;c -DSTORAGE_NAMES=a;c
+#       -P EmberEmbedSpirv.cmake
+# Writes the SPIR-V modules DIR/<name>.spv (and DIR/<name>_f16.spv for the
+# names in STORAGE_NAMES) as uint32_t arrays, with the tables
+# vk_shader_code[], vk_shader_size[], vk_shader_code_f16[] and
+# vk_shader_size_f16[] in NAMES order (NULL and 0 where a shader has no
+# float16 variant).
 set(body "/* Generated from src/backends/vulkan/shaders by glslc; do not edit. */\n")
 string(APPEND body "#include <stddef.h>\n#include <stdint.h>\n\n")
 set(code_table "")
 set(size_table "")
-foreach(name ${NAMES})
-  file(READ "${DIR}/${name}.spv" hex HEX)
+set(code_f16_table "")
+set(size_f16_table "")
+function(embed_spv file array)
+  file(READ "${file}" hex HEX)
   string(LENGTH "${hex}" len)
   math(EXPR rem "${len} % 8")
   if(NOT rem EQUAL 0)
-    message(FATAL_ERROR "${name}.spv is not a whole number of 32-bit words")
+    message(FATAL_ERROR "${file} is not a whole number of 32-bit words")
   endif()
   # little-endian bytes to words
   string(REGEX REPLACE "(..)(..)(..)(..)" "0x\\4\\3\\2\\1u," words "${hex}")
   string(REGEX REPLACE "((0x[0-9a-f]+u,){8})" "\\1\n    " words "${words}")
-  string(APPEND body "static const uint32_t spv_${name}[] = {\n    ${words}\n};\n")
+  set(body "${body}static const uint32_t ${array}[] = {\n    ${words}\n};\n" PARENT_SCOPE)
+endfunction()
+foreach(name ${NAMES})
+  embed_spv("${DIR}/${name}.spv" "spv_${name}")
   string(APPEND code_table "    spv_${name},\n")
   string(APPEND size_table "    sizeof spv_${name},\n")
+  if(name IN_LIST STORAGE_NAMES)
+    embed_spv("${DIR}/${name}_f16.spv" "spv_${name}_f16")
+    string(APPEND code_f16_table "    spv_${name}_f16,\n")
+    string(APPEND size_f16_table "    sizeof spv_${name}_f16,\n")
+  else()
+    string(APPEND code_f16_table "    NULL,\n")
+    string(APPEND size_f16_table "    0,\n")
+  endif()
 endforeach()
 list(LENGTH NAMES count)
-string(APPEND body "\nextern const uint32_t *const vk_shader_code[${count}];\n")
-string(APPEND body "extern const size_t vk_shader_size[${count}];\n")
-string(APPEND body "const uint32_t *const vk_shader_code[${count}] = {\n${code_table}};\n")
-string(APPEND body "const size_t vk_shader_size[${count}] = {\n${size_table}};\n")
+foreach(table code size code_f16 size_f16)
+  if(table MATCHES "^code")
+    set(decl "const uint32_t *const vk_shader_${table}[${count}]")
+  else()
+    set(decl "const size_t vk_shader_${table}[${count}]")
+  endif()
+  string(APPEND body "\nextern ${decl};\n${decl} = {\n${${table}_table}};\n")
+endforeach()
 file(WRITE "${OUT}" "${body}")

@@ -16,7 +16,7 @@ checkpoint, GPT-2 weights in a local directory (--gpt2, with EMBER_GPT2_DIR),
 or are random with a GPT-2 architecture (--random-gpt2, for benchmarks).
 
 usage: python examples/nanogpt/export.py --kind seq|kv [--backend portable|xnnpack|vulkan [--fp16]]
-                                         [--quant none|int8|8da4w [--group-size 32]]
+                                         [--quant none|int8|8da4w|int8wo [--group-size 32]]
                                          [--embedding-quant none|8|4|BITS,GROUP]
                                          [--checkpoint ckpt.pt]
                                          [--gpt2 NAME | --random-gpt2 NAME] [--out model.pte]
@@ -138,8 +138,9 @@ def main(argv: Optional[list] = None) -> None:
                     help="vulkan: store float32 tensors as float16 on the GPU")
     ap.add_argument("--quant", choices=SCHEMES, default="none",
                     help="int8: dynamic int8 activations, int8 weights per channel; 8da4w: "
-                         "dynamic int8 activations, 4-bit weights per group (needs --backend "
-                         "xnnpack; see quantize.py)")
+                         "dynamic int8 activations, 4-bit weights per group (both need --backend "
+                         "xnnpack); int8wo: int8 weights per channel, float activations (needs "
+                         "--backend vulkan; see quantize.py)")
     ap.add_argument("--group-size", type=int, default=32, help="8da4w: input channels per group")
     ap.add_argument("--embedding-quant", default="none", metavar="{" + ",".join(EMBEDDING_SCHEMES)
                     + ",BITS,GROUP}",
@@ -153,7 +154,9 @@ def main(argv: Optional[list] = None) -> None:
                          "seq 17.1 -> 14.4 MB with 4; kv --quant 8da4w 5.3 -> 2.6 MB with 4,32")
     ap.add_argument("--out", default="model.pte")
     a = ap.parse_args(argv)
-    if a.quant != "none" and a.backend != "xnnpack":
+    if a.quant == "int8wo" and a.backend != "vulkan":
+        ap.error("--quant int8wo needs --backend vulkan (its int8 weights stay int8 on the GPU)")
+    if a.quant not in ("none", "int8wo") and a.backend != "xnnpack":
         ap.error(f"--quant {a.quant} needs --backend xnnpack (the quantized layers run there)")
     if a.fp16 and a.backend != "vulkan":
         ap.error("--fp16 needs --backend vulkan")

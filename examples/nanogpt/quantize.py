@@ -14,6 +14,11 @@ Both run in XnnpackBackend: its partitioner lowers the quantized linear
 layers to qdint8 x qcint8 / qbint4 fully connected nodes. The layer norms
 and attention stay float32.
 
+  int8wo int8 weight-only, for VulkanBackend: each linear layer's weight per
+         output channel to int8 (symmetric), float activations;
+         ember.backends.vulkan.quantize.int8_weight_only, which the payload
+         runs as aten._weight_int8pack_mm (the weight stays int8 on the GPU).
+
 The token embedding is quantized separately (export.py --embedding-quant,
 ``quantize_token_embedding``): 8 bits per value with one scale per row, or
 4 bits in groups of --group-size-like "bits,group" values (ExecuTorch's
@@ -30,7 +35,7 @@ from typing import Any, Optional, Sequence
 
 import torch
 
-SCHEMES = ("none", "int8", "8da4w")
+SCHEMES = ("none", "int8", "8da4w", "int8wo")
 #: --embedding-quant choices listed in the help (any "bits,group" is accepted too)
 EMBEDDING_SCHEMES = ("none", "8", "4")
 
@@ -61,9 +66,16 @@ def quantize_for_export(model: torch.nn.Module, example: Sequence[Any], dynamic_
     quantized module for "8da4w" (changed in place), and the converted pt2e
     graph module for "int8". Dynamic quantization needs no calibration data;
     ``calibration`` (default: the example) only exercises the prepared graph.
-    A quantized scheme needs ``backend`` "xnnpack", where its layers run."""
+    A quantized scheme needs ``backend`` "xnnpack", where its layers run
+    (int8wo: "vulkan" or "vulkan-fp16")."""
     if scheme == "none":
         return model
+    if scheme == "int8wo":
+        if not backend.startswith("vulkan"):
+            raise ValueError(f"quantization int8wo needs the vulkan backend, not {backend!r}")
+        from ember.backends.vulkan.quantize import int8_weight_only
+
+        return int8_weight_only(model)
     if backend != "xnnpack":
         raise ValueError(f"quantization {scheme} needs the xnnpack backend, not {backend!r}: "
                          "the quantized linear layers run in XnnpackBackend")

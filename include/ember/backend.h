@@ -202,6 +202,27 @@ ember_status ember_vulkan_backend_register(void);
  */
 const char *ember_vulkan_device_name(void);
 
+/** What VulkanBackend holds on its device (ember_vulkan_info_get()). */
+typedef struct ember_vulkan_info {
+    /** The device's name, as ember_vulkan_device_name(). */
+    const char *device;
+    /** Whether delegates loaded now hold float16 tensors as 16-bit floats on
+     *  the device (it has storageBuffer16BitAccess, and EMBER_VULKAN_STORAGE
+     *  is not "float32"); else they are widened to 32-bit. */
+    bool float16_storage;
+    /** Bytes of the weights buffers of the Vulkan delegates loaded now. */
+    size_t weights_bytes;
+    /** Bytes of their arenas (inputs, outputs and intermediates). */
+    size_t arena_bytes;
+} ember_vulkan_info;
+
+/**
+ * Fills *info (zeroed first). The first call opens the device. Thread-safe.
+ * @return EMBER_OK, or EMBER_ERR_BACKEND_MISSING where there is no Vulkan
+ *         device or the build has no Vulkan.
+ */
+ember_status ember_vulkan_info_get(ember_vulkan_info *info);
+
 /** Removes every registered backend. */
 void ember_backends_clear(void);
 

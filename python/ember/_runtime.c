@@ -1441,6 +1441,17 @@ static PyObject *rt_vulkan_device_name(PyObject *mod, PyObject *unused) {
     return PyUnicode_FromString(name);
 }
 
+static PyObject *rt_vulkan_info(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    ember_vulkan_info info;
+    if (ember_vulkan_info_get(&info) != EMBER_OK) Py_RETURN_NONE;
+    return Py_BuildValue("{s:s,s:O,s:n,s:n}", "device", info.device, "float16_storage",
+                         info.float16_storage ? Py_True : Py_False, "weights_bytes",
+                         (Py_ssize_t)info.weights_bytes, "arena_bytes",
+                         (Py_ssize_t)info.arena_bytes);
+}
+
 static PyObject *rt_status_codes(PyObject *mod, PyObject *unused) {
     (void)mod;
     (void)unused;
@@ -1543,6 +1554,8 @@ static PyMethodDef rt_functions[] = {
      "backend_available(id) -> bool: a backend is registered under this id and can run here."},
     {"vulkan_device_name", rt_vulkan_device_name, METH_NOARGS,
      "vulkan_device_name() -> str or None: the device VulkanBackend runs on."},
+    {"vulkan_info", rt_vulkan_info, METH_NOARGS,
+     "vulkan_info() -> dict or None: device, float16_storage, weights_bytes, arena_bytes."},
     {"status_codes", rt_status_codes, METH_NOARGS,
      "status_codes() -> dict: symbolic name (\"NOT_FOUND\") -> ember_status code."},
     {"status_str", rt_status_str, METH_O, "status_str(code) -> str: libember's short text."},

@@ -60,6 +60,7 @@ __all__ = [
     "has_backend",
     "backend_available",
     "vulkan_device_name",
+    "vulkan_info",
     "load_library",
     "manual_seed",
     "dtype_to_ember",
@@ -169,6 +170,15 @@ def vulkan_device_name() -> Optional[str]:
     """The name of the Vulkan device VulkanBackend runs on, or None where there
     is none (or ember was built without Vulkan)."""
     return _runtime.vulkan_device_name()
+
+
+def vulkan_info() -> Optional[dict]:
+    """What VulkanBackend holds on its device, or None where there is no device:
+    {"device": name, "float16_storage": whether delegates loaded now keep
+    float16 tensors as 16-bit floats (the device has 16-bit storage and
+    EMBER_VULKAN_STORAGE is not "float32"), "weights_bytes" and
+    "arena_bytes": the GPU buffers of the Vulkan delegates loaded now}."""
+    return _runtime.vulkan_info()
 
 
 def load_library(path: Union[str, "os.PathLike[str]"]) -> None:

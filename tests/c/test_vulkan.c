@@ -4,8 +4,13 @@
  * eager PyTorch at several lengths; a length above the bound fails cleanly;
  * corrupted payloads (header fields, flipped bytes, truncations) fail with a
  * message or run, never crash (this test runs under ASan + UBSan too).
+ * attention_fp16.pte, the same block lowered with force_fp16, does the same
+ * within float16 tolerances, with its tensors in 16-bit storage where the
+ * device has it (its weights then take about half the bytes) and with
+ * EMBER_VULKAN_STORAGE=float32 (the widening path of devices without).
  * Where no Vulkan device exists, loading the program must fail cleanly.
  */
+#define _POSIX_C_SOURCE 200112L
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,7 +57,9 @@ static void unload(ember_program *p, ember_method *m) {
     ember_program_destroy(p);
 }
 
-static void run_lengths(const uint8_t *pte, size_t size) {
+/* Runs the attention block at several lengths; outputs within
+ * atol + rtol * |expected| of eager float32. */
+static void run_lengths(const uint8_t *pte, size_t size, double rtol, double atol) {
     ember_buffer_loader bl;
     ember_program *p;
     ember_method *m;
@@ -79,7 +86,7 @@ static void run_lengths(const uint8_t *pte, size_t size) {
             double worst = 0;
             for (size_t i = 0; i < y.numel; i++) {
                 double g = ((const float *)out->u.t->data)[i], w = ((const float *)y.data)[i];
-                double e = fabs(g - w) / (1e-5 + 1e-4 * fabs(w));
+                double e = fabs(g - w) / (atol + rtol * fabs(w));
                 if (!(e <= worst)) worst = e;
             }
             CHECK_MSG(worst <= 1.0, "T=%d: error %.3g tolerances", lengths[k], worst);
@@ -195,8 +202,43 @@ int main(void) {
     }
     printf("device: %s\n", ember_vulkan_device_name());
     check_section("attention block at several lengths");
-    run_lengths(pte, size);
+    run_lengths(pte, size, 1e-4, 1e-5);
     check_section("corrupted payloads");
+    corrupt(pte, size);
+    free(pte);
+
+    pte = read_file(DIR "attention_fp16.pte", &size);
+    if (!CHECK_MSG(pte != NULL, "cannot read " DIR "attention_fp16.pte")) return check_finish();
+    ember_vulkan_info info;
+    CHECK_OK(ember_vulkan_info_get(&info));
+    printf("float16 storage: %s\n", info.float16_storage ? "yes" : "no");
+    size_t weights[2] = {0, 0};
+    for (int forced = 0; forced < 2; forced++) {
+        check_section(forced ? "force_fp16 attention, EMBER_VULKAN_STORAGE=float32"
+                             : "force_fp16 attention, the device's storage");
+        if (forced) CHECK(setenv("EMBER_VULKAN_STORAGE", "float32", 1) == 0);
+        ember_buffer_loader bl;
+        ember_program *p;
+        ember_method *m;
+        if (CHECK_OK(load(pte, size, &bl, &p, &m)) && CHECK_OK(ember_vulkan_info_get(&info))) {
+            weights[forced] = info.weights_bytes;
+            CHECK(info.arena_bytes > 0 && info.weights_bytes > 0);
+            CHECK(!forced || !info.float16_storage);
+        }
+        unload(p, m);
+        CHECK_OK(ember_vulkan_info_get(&info));
+        CHECK(info.weights_bytes == 0 && info.arena_bytes == 0);
+        run_lengths(pte, size, 1e-2, 1e-2);
+        if (forced) CHECK(unsetenv("EMBER_VULKAN_STORAGE") == 0);
+    }
+    printf("  weights: %zu bytes in the device's storage, %zu widened\n", weights[0], weights[1]);
+    CHECK_OK(ember_vulkan_info_get(&info));
+    if (info.float16_storage)
+        CHECK_MSG(2 * weights[0] <= weights[1] + 1024, "weights: %zu bytes in 16-bit storage, %zu "
+                  "widened", weights[0], weights[1]);
+    else
+        CHECK(weights[0] == weights[1]);
+    check_section("corrupted force_fp16 payloads");
     corrupt(pte, size);
     free(pte);
     return check_finish();

@@ -11,14 +11,24 @@ match eager PyTorch.
   error, never a crash.
 - nanoGPT, delegated to VulkanBackend, gives the same greedy tokens as the
   portable kernels.
+- float16 storage: every operator's model in float16, run with the device's
+  16-bit storage and with EMBER_VULKAN_STORAGE=float32 (the widening path of
+  devices without it); int8 weight-only linears keep their weights int8 on
+  the GPU (a quarter of the widened bytes), with float32 and float16
+  activations.
 
 Tolerance: float32 rtol 1e-4, atol 1e-5 (the shaders sum in their own order
-and use the device's exp/tanh).
+and use the device's exp/tanh); float16 rtol 1e-2, atol 1e-2 against eager
+float32 on the same float16 weights and inputs (every intermediate tensor is
+rounded to float16 on the GPU, ten bits of mantissa, where eager keeps
+float32).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import gc
 import logging
 import os
 import subprocess
@@ -42,6 +52,7 @@ pytestmark = pytest.mark.skipif(not ember_runtime.backend_available("VulkanBacke
                                 reason="no Vulkan device (or ember built without Vulkan)")
 
 RTOL, ATOL = 1e-4, 1e-5
+FP16_RTOL, FP16_ATOL = 1e-2, 1e-2
 
 
 def lower(model: nn.Module, args: tuple, dynamic_shapes: Any = None) -> bytes:
@@ -294,6 +305,140 @@ def test_corrupted_payloads_fail_cleanly() -> None:
 def test_device_name() -> None:
     name = ember_runtime.vulkan_device_name()
     assert isinstance(name, str) and name
+    info = ember_runtime.vulkan_info()
+    assert info["device"] == name and isinstance(info["float16_storage"], bool)
+
+
+# ---------------------------------------------------------------------------
+# Storage types: float16 and int8 on the GPU
+# ---------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def storage(value: Any):
+    """EMBER_VULKAN_STORAGE set to value (None: unset) while delegates load."""
+    old = os.environ.pop("EMBER_VULKAN_STORAGE", None)
+    if value is not None:
+        os.environ["EMBER_VULKAN_STORAGE"] = value
+    try:
+        yield
+    finally:
+        os.environ.pop("EMBER_VULKAN_STORAGE", None)
+        if old is not None:
+            os.environ["EMBER_VULKAN_STORAGE"] = old
+
+
+def load_measured(buffer: bytes, mode: Any = None) -> tuple:
+    """(method, weights bytes, arena bytes): the program's forward loaded
+    under EMBER_VULKAN_STORAGE=mode, and the GPU bytes its delegates hold."""
+    gc.collect()
+    before = ember_runtime.vulkan_info()
+    with storage(mode):
+        method = ember_runtime.Runtime.get().load_program(buffer).load_method("forward")
+    after = ember_runtime.vulkan_info()
+    return (method, after["weights_bytes"] - before["weights_bytes"],
+            after["arena_bytes"] - before["arena_bytes"])
+
+
+def float16_storage() -> bool:
+    with storage(None):
+        return ember_runtime.vulkan_info()["float16_storage"]
+
+
+def check_fp16(model: nn.Module, example: tuple, runs: Sequence[tuple] = (),
+               dynamic_shapes: Any = None) -> None:
+    """model and its float inputs in float16, lowered by the reference
+    VulkanPartitioner, run with the device's storage and with every tensor
+    widened to float32; both against eager float32 on the same float16
+    weights and inputs, within float16 tolerances. With 16-bit storage the
+    arena and the weights take fewer bytes than widened."""
+    half = lambda args: tuple(a.half() if a.is_floating_point() else a for a in args)
+    model16 = copy.deepcopy(model).eval().half()
+    reference = copy.deepcopy(model16).float()
+    runs = [half(a) for a in (list(runs) or [example])]
+    buffer = lower(model16, half(example), dynamic_shapes)
+    assert ember_runtime.Runtime.get().load_program(buffer).metadata("forward").num_delegates >= 1
+    sizes = {}
+    for mode in (None, "float32"):
+        method, weights, arena = load_measured(buffer, mode)
+        sizes[mode] = (weights, arena)
+        for args in runs:
+            with torch.no_grad():
+                expected = pytree.tree_leaves(
+                    reference(*[a.float() if a.is_floating_point() else a for a in args]))
+            got = method.execute([a.clone() for a in args])
+            assert len(got) == len(expected)
+            for i, (g, e) in enumerate(zip(got, expected)):
+                where = f"storage {mode or 'native'}, output {i}, inputs {[tuple(a.shape) for a in args]}"
+                assert g.shape == e.shape, where
+                if e.dtype.is_floating_point:
+                    assert g.dtype == torch.float16, where
+                    torch.testing.assert_close(g.float(), e, rtol=FP16_RTOL, atol=FP16_ATOL,
+                                               msg=where)
+                else:
+                    assert torch.equal(g, e), where
+    if float16_storage():
+        assert sizes[None][1] < sizes["float32"][1], sizes
+        assert sizes[None][0] <= sizes["float32"][0], sizes
+    else:
+        assert sizes[None] == sizes["float32"], sizes
+
+
+def test_float16_storage_elementwise() -> None:
+    shapes = [((4, 5), (4, 5)), ((2, 3, 5), (5,)), ((3, 1), (1, 6))]
+    check_fp16(Fn(lambda s, x, *ys: tuple(f(x) for f in UNARY.values()) + tuple(
+        f(ys[2 * k], ys[2 * k + 1]) for k in range(3) for f in BINARY.values())),
+        (r(3, 37),) + tuple(r(*sh) for pair in shapes for sh in pair))
+
+
+def test_float16_storage_where_comparisons_and_products() -> None:
+    check_fp16(Fn(lambda s, x, y, a, b, c, d, bias: (
+        torch.where(x > y, x, y * 2), (x <= 0.1).to(y.dtype) + y, s.lin(a), s.lin_nobias(a[0]),
+        a @ b, torch.bmm(c, d), torch.addmm(bias, a[0], b, beta=0.5, alpha=2.0)),
+        lin=nn.Linear(7, 9), lin_nobias=nn.Linear(7, 5, bias=False)),
+        (r(4, 6), r(4, 6), r(3, 5, 7), r(7, 6), r(3, 4, 5), r(3, 5, 6), r(6)))
+
+
+def test_float16_storage_softmax_layer_norm_embedding_data_movement() -> None:
+    check_fp16(Fn(lambda s, x, y, i, z: tuple(F.softmax(x, d) for d in (-1, 0))
+                  + (F.log_softmax(x, -1), s.ln(x), s.ln2(y), s.emb(i),
+                     (z * 2).permute(2, 0, 1) + 1, torch.cat([z * 2, z + 1, z], dim=1),
+                     (z * 2)[:, 1:4, ::2] + 1, (z * 2)[1] + 1, (z * 2).unsqueeze(1) + 1,
+                     *[t * 3 for t in torch.split(z * 2, [1, 4], dim=2)],
+                     (z[:, :1, :] * 2).expand(3, 4, 5) + 1, z.sum(dim=-1), z.amax(dim=1)),
+                  ln=nn.LayerNorm(17), ln2=nn.LayerNorm([4, 6], elementwise_affine=False),
+                  emb=nn.Embedding(50, 12)),
+               (r(3, 5, 17), r(3, 4, 6), torch.randint(0, 50, (2, 7)), r(3, 4, 5)))
+
+
+def test_float16_storage_conv_pool() -> None:
+    convs = nn.ModuleList([nn.Conv2d(6, 12, 3, stride=s_, padding=p, groups=g)
+                           for g, s_, p in [(1, 1, 1), (3, 2, 0), (6, 1, 1)]])
+    seq = nn.Sequential(nn.Conv2d(6, 8, 3), nn.BatchNorm2d(8), nn.ReLU(), nn.Conv2d(8, 8, 1),
+                        nn.Hardtanh(0, 6)).eval()
+    check_fp16(Fn(lambda s, x: tuple(c(x) for c in s.convs) + (
+        s.seq(x), F.max_pool2d(x, 3, 2, 1), F.avg_pool2d(x, 2),
+        x.mean(dim=[2, 3], keepdim=True) + x.mean(dim=-1, keepdim=True)),
+        convs=convs, seq=seq), (r(1, 6, 11, 9),))
+
+
+def test_float16_storage_attention_dynamic_sequence() -> None:
+    check_fp16(Attention(), (r(1, 8, 32),), [(r(1, t, 32),) for t in (1, 5, 8)],
+               dynamic_shapes=({1: Dim("T", min=1, max=8)},))
+
+
+def test_float16_storage_corrupted_payloads_fail_cleanly() -> None:
+    torch.manual_seed(2)
+    x = r(1, 4, 32).half()
+    buffer = lower(Attention().eval().half(), (x,))
+    start, end = _payload_span(buffer)
+    gen = torch.Generator().manual_seed(1)
+    for _ in range(150):
+        bad = bytearray(buffer)
+        for _ in range(int(torch.randint(1, 4, (1,), generator=gen))):
+            at = int(torch.randint(start + 30, end, (1,), generator=gen))
+            bad[at] ^= int(torch.randint(1, 256, (1,), generator=gen))
+        _try_run(bad, x)
 
 
 # ---------------------------------------------------------------------------
@@ -384,11 +529,15 @@ def test_nanogpt_lowered_by_ember_matches_portable(backend: str) -> None:
         assert ids_v == ids_p
 
 
-def test_nanogpt_kv_cache_lowered_by_ember_in_ember_llm(tmp_path) -> None:
+@pytest.mark.parametrize("backend", ["vulkan", "vulkan-fp16"])
+def test_nanogpt_kv_cache_lowered_by_ember_in_ember_llm(tmp_path, backend: str) -> None:
     """The KV-cache export through ember's partitioner: the caches live in the
     delegate (sdpa_with_kv_cache updates them in place, the start position
     comes in through select_as_symint); ember-llm's greedy tokens, prompt
-    then one token at a time, equal the portable program's."""
+    then one token at a time, equal the portable program's. vulkan-fp16
+    (force_fp16: weights, caches and activations in 16-bit storage where the
+    device has it): the committed checkpoint's greedy tokens agree too (its
+    top logits are far enough apart for float16 rounding)."""
     sys.path.insert(0, os.path.join(ROOT, "examples", "nanogpt"))
     from export import export_kv
     from model import GPT
@@ -396,9 +545,9 @@ def test_nanogpt_kv_cache_lowered_by_ember_in_ember_llm(tmp_path) -> None:
     model = GPT.from_checkpoint(os.path.join(ROOT, "examples", "nanogpt", "ckpt.pt")).eval()
     model.crop_block_size(48)
     runs = []
-    for backend in ("vulkan", "portable"):
-        path = tmp_path / f"kv_{backend}.pte"
-        path.write_bytes(export_kv(model, backend=backend).buffer)
+    for name in (backend, "portable"):
+        path = tmp_path / f"kv_{name}.pte"
+        path.write_bytes(export_kv(model, backend=name).buffer)
         out = subprocess.run([_ember_llm(), "--model", str(path), "--prompt-ids", "5 6 7 8 9",
                               "--max-new-tokens", "40", "--temperature", "0"],
                              capture_output=True, text=True, timeout=600)
@@ -464,22 +613,37 @@ def test_int8_weight_only_linear() -> None:
                                             "aten::_to_copy"))
 
 
-def test_int8_weight_only_lowered_by_ember() -> None:
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_int8_weight_only_lowered_by_ember(dtype: torch.dtype) -> None:
     """ember's int8 weight-only linear (aten._weight_int8pack_mm in the
-    payload): int8 weights widened at load, per-channel scales applied after
-    the product."""
+    payload): the int8 weights stay int8 on the GPU (packed four to a word,
+    dequantized in registers by the matmul shader with the per-channel
+    scales), with float32 or float16 activations; the same results with every
+    tensor widened to float32 (EMBER_VULKAN_STORAGE=float32), whose weights
+    take four times the bytes."""
     from ember import to_edge_transform_and_lower
     from ember.backends.vulkan import VulkanPartitioner
     from ember.backends.vulkan.quantize import int8_weight_only
 
     torch.manual_seed(5)
-    model = int8_weight_only(MLP().eval())
-    x = r(3, 16)
+    model = int8_weight_only(nn.Sequential(nn.Linear(64, 256), nn.ReLU(),
+                                           nn.Linear(256, 32)).eval().to(dtype))
+    x = r(3, 64).to(dtype)
     with torch.no_grad():
-        expected = model(x)
+        expected = copy.deepcopy(model).float()(x.float())
     ep = torch.export.export(model, (x,))
     buffer = to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner({})]).to_executorch().buffer
     program = ember_runtime.Runtime.get().load_program(buffer)
-    assert program.metadata("forward").num_delegates >= 1
-    torch.testing.assert_close(program.load_method("forward").execute([x])[0], expected,
-                               rtol=RTOL, atol=ATOL)
+    meta = program.metadata("forward")
+    assert meta.num_delegates >= 1 and not meta.operators, meta.operators
+    rtol, atol = (RTOL, ATOL) if dtype == torch.float32 else (FP16_RTOL, FP16_ATOL)
+    weights = {}
+    for mode in (None, "float32"):
+        method, weights[mode], _ = load_measured(buffer, mode)
+        got = method.execute([x])[0]
+        assert got.dtype == dtype
+        torch.testing.assert_close(got.float(), expected, rtol=rtol, atol=atol, msg=str(mode))
+    int8_bytes = 64 * 256 + 256 * 32
+    # widened: 4 bytes an int8 element; packed: 1 (plus scales, biases, alignment)
+    assert weights["float32"] >= 4 * int8_bytes, weights
+    assert weights[None] < int8_bytes + 4 * (256 + 32) * 2 + 4096, weights

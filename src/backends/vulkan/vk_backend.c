@@ -6,8 +6,8 @@
  * context (vk_device.c), plan the GPU memory (vk_plan.c), run every
  * operator's shape rule at the upper-bound shapes (vk_ops.c), upload the
  * weights, write the descriptor sets and record the command buffer.
- * execute: copy the inputs into the arena (widening integers, booleans and
- * float16 to float32), rerun the shape rules for the actual input shapes
+ * execute: copy the inputs into the arena (in each tensor's storage type:
+ * integers and booleans as float32, floats as float32 or float16), rerun the shape rules for the actual input shapes
  * (parameter blocks and indirect workgroup counts), replay the command
  * buffer, check the status word, resize the outputs and copy them back.
  * Execute allocates nothing.
@@ -83,15 +83,17 @@ static ember_status init_graph(vk_graph *g, const ember_backend_init_ctx *ctx, c
     uint32_t num_consts;
     TRY_RET(vk_read(ctx, payload, payload_size, g, &cs, &num_consts));
     TRY_RET(vk_device_open(g));
-    TRY_RET(vk_plan(g, ctx->allocator));
+    TRY_RET(vk_plan_dispatches(g, ctx->allocator));
     /* the shape rules write parameters into the control buffer: run them
      * on a host copy first (they also set each dispatch's bindings, which
-     * building the descriptor sets needs), then on the mapped buffer */
+     * the storage types, the memory plan and the descriptor sets need),
+     * then on the mapped buffer */
     uint32_t *scratch = ember_alloc(ctx->allocator, g->control_bytes, 16);
     if (scratch == NULL) return ember_backend_fail(EMBER_ERR_OUT_OF_MEMORY, "vulkan: no memory");
     g->control = scratch;
     g->init_phase = true;
     TRY_RET(prepare_at_bounds(g));
+    TRY_RET(vk_plan_memory(g, ctx->allocator));
     TRY_RET(vk_device_build(g));
     TRY_RET(vk_ops_prepare(g));
     g->init_phase = false;
@@ -137,14 +139,30 @@ static bool dtype_ok(int d, uint8_t vk) {
            (vk_float && (d == EMBER_FLOAT16 || d == EMBER_FLOAT32));
 }
 
-/* Host tensor -> float32 arena elements; integers must stay exact. */
-static ember_status stage_in(const ember_tensor *t, float *dst, uint32_t k) {
+/* Host tensor -> arena elements in the value's storage type; integers must
+ * stay exact. */
+static ember_status stage_in(const ember_tensor *t, const vk_value *v, uint8_t *dst, uint32_t k) {
     const size_t n = (size_t)t->numel;
+    if (v->storage == VK_ST_F16) { /* a float tensor: float16 or float32 */
+        if (t->dtype == EMBER_FLOAT16) {
+            memcpy(dst, t->data, n * 2);
+            return EMBER_OK;
+        }
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h = ember_float_to_half(((const float *)t->data)[i]);
+            memcpy(dst + 2 * i, &h, 2);
+        }
+        return EMBER_OK;
+    }
     for (size_t i = 0; i < n; i++) {
         double x;
+        float f;
         switch (t->dtype) {
-        case EMBER_FLOAT32: dst[i] = ((const float *)t->data)[i]; continue;
-        case EMBER_FLOAT16: dst[i] = ember_half_to_float(((const uint16_t *)t->data)[i]); continue;
+        case EMBER_FLOAT32: memcpy(dst + 4 * i, (const float *)t->data + i, 4); continue;
+        case EMBER_FLOAT16:
+            f = ember_half_to_float(((const uint16_t *)t->data)[i]);
+            memcpy(dst + 4 * i, &f, 4);
+            continue;
         case EMBER_INT32: x = ((const int32_t *)t->data)[i]; break;
         case EMBER_INT64: x = (double)((const int64_t *)t->data)[i]; break;
         default: x = ((const uint8_t *)t->data)[i] != 0; break;
@@ -154,15 +172,20 @@ static ember_status stage_in(const ember_tensor *t, float *dst, uint32_t k) {
                                       "vulkan: input %u element %zu (%.0f) is beyond float32's "
                                       "exact integers",
                                       k, i, x);
-        dst[i] = (float)x;
+        f = (float)x;
+        memcpy(dst + 4 * i, &f, 4);
     }
     return EMBER_OK;
 }
 
-static void stage_out(ember_tensor *t, const float *src) {
+static void stage_out(ember_tensor *t, const vk_graph *g, const vk_value *v) {
     const size_t n = (size_t)t->numel;
+    if (v->storage == VK_ST_F16 && t->dtype == EMBER_FLOAT16) {
+        memcpy(t->data, g->arena + v->offset, n * 2);
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
-        float x = src[i];
+        float x = vk_arena_get(g, v, i);
         switch (t->dtype) {
         case EMBER_FLOAT32: ((float *)t->data)[i] = x; break;
         case EMBER_FLOAT16: ((uint16_t *)t->data)[i] = ember_float_to_half(x); break;
@@ -227,7 +250,7 @@ static ember_status vk_execute(void *handle, ember_value **args, size_t nargs) {
                                           d, s, v->bound[d]);
             v->dims[d] = (uint32_t)s;
         }
-        TRY_RET(stage_in(t, g->arena + v->offset / 4, k));
+        TRY_RET(stage_in(t, v, g->arena + v->offset, k));
     }
     TRY_RET(vk_ops_prepare(g));
     g->control[0] = 0;
@@ -264,7 +287,7 @@ static ember_status vk_execute(void *handle, ember_value **args, size_t nargs) {
         }
         if (t->data == NULL && t->numel > 0)
             return ember_backend_fail(EMBER_ERR_INVALID_STATE, "vulkan: output %u has no storage", k);
-        stage_out(t, g->arena + v->offset / 4);
+        stage_out(t, g, v);
     }
     return EMBER_OK;
 }
@@ -280,3 +303,5 @@ static const ember_backend g_vulkan = {
 ember_status ember_vulkan_backend_register(void) { return ember_backend_register(&g_vulkan); }
 
 const char *ember_vulkan_device_name(void) { return vk_device_name(); }
+
+ember_status ember_vulkan_info_get(ember_vulkan_info *info) { return vk_device_info(info); }

@@ -4,10 +4,14 @@
  * One context per process, shared by every delegate and reference-counted:
  * the instance, the chosen physical device (discrete GPU first, then
  * integrated, virtual, CPU), a logical device with one compute queue, the
- * shader modules (SPIR-V compiled from shaders/ at build time and embedded),
- * one descriptor-set layout and the compute pipelines, all created when the
- * first delegate opens it, destroyed when the last one goes. The queue is
- * shared, so submissions take a lock.
+ * shader modules (SPIR-V compiled from shaders/ at build time and embedded;
+ * the float16 modules too where the device has 16-bit storage, which the
+ * device is then created with), one descriptor-set layout and a cache of
+ * compute pipelines, one per shader, elementwise operator and storage types
+ * of the bindings (specialization constants), made when a delegate first
+ * needs them; all created when the first delegate opens the context,
+ * destroyed when the last one goes. The queue is shared, so submissions take
+ * a lock.
  *
  * Per delegate: the weights, arena and control buffers (host-visible and
  * coherent, device-local too where the device offers it), one descriptor
@@ -16,10 +20,20 @@
  * workgroup counts that vk_ops.c writes for the actual shapes.
  */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <vulkan/vulkan.h>
 
 #include "vk_graph.h"
+
+/* Pipelines the context holds at most (shader x operator x storage types). */
+#define VK_MAX_PIPELINES 512
+
+typedef struct vk_pipeline {
+    uint8_t shader, op;
+    uint16_t storage;
+    VkPipeline pipe;
+} vk_pipeline;
 
 typedef struct vk_context {
     int refs;
@@ -33,8 +47,11 @@ typedef struct vk_context {
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout layout;
     VkShaderModule modules[VK_SH_COUNT];
-    VkPipeline pipelines[VK_SH_COUNT];
-    VkPipeline ew_pipelines[VK_EW_VARIANTS]; /* made when a delegate first needs one */
+    VkShaderModule modules_f16[VK_SH_COUNT]; /* where the device has 16-bit storage */
+    bool f16_storage;                        /* storageBuffer16BitAccess, enabled */
+    vk_pipeline pipelines[VK_MAX_PIPELINES];
+    uint32_t num_pipelines;
+    size_t weights_bytes, arena_bytes;       /* of the delegates open now */
 } vk_context;
 
 enum { BUF_ARENA = 0, BUF_WEIGHTS = 1, BUF_CONTROL = 2, BUF_COUNT = 3 };
@@ -47,6 +64,7 @@ struct vk_device {
     VkCommandPool cmd_pool;
     VkCommandBuffer cmd;
     VkFence fence;
+    size_t weights_bytes, arena_bytes; /* counted in the context's totals */
 };
 
 static vk_context g_ctx;
@@ -67,11 +85,11 @@ static ember_status vk_fail(VkResult r, const char *what) {
 static void context_destroy(vk_context *c) {
     if (c->device) {
         vkDeviceWaitIdle(c->device);
-        for (int k = 0; k < VK_EW_VARIANTS; k++)
-            if (c->ew_pipelines[k]) vkDestroyPipeline(c->device, c->ew_pipelines[k], NULL);
+        for (uint32_t k = 0; k < c->num_pipelines; k++)
+            vkDestroyPipeline(c->device, c->pipelines[k].pipe, NULL);
         for (int k = 0; k < VK_SH_COUNT; k++) {
-            if (c->pipelines[k]) vkDestroyPipeline(c->device, c->pipelines[k], NULL);
             if (c->modules[k]) vkDestroyShaderModule(c->device, c->modules[k], NULL);
+            if (c->modules_f16[k]) vkDestroyShaderModule(c->device, c->modules_f16[k], NULL);
         }
         if (c->layout) vkDestroyPipelineLayout(c->device, c->layout, NULL);
         if (c->set_layout) vkDestroyDescriptorSetLayout(c->device, c->set_layout, NULL);
@@ -123,19 +141,65 @@ static ember_status pick_device(vk_context *c) {
     return EMBER_OK;
 }
 
-/* A compute pipeline of shader module k; spec: the value of specialization
- * constant 0, or NULL. */
-static VkResult make_pipeline(vk_context *c, int k, const uint32_t *spec, VkPipeline *out) {
-    VkSpecializationMapEntry entry = {0, 0, sizeof(uint32_t)};
-    VkSpecializationInfo si = {1, &entry, sizeof(uint32_t), spec};
+/* Whether a dispatch with these binding storage types reads or writes float16. */
+static bool binds_f16(uint16_t storage) {
+    for (uint32_t b = 0; b < VK_MAX_BINDINGS; b++)
+        if (((storage >> (VK_ST_BITS * b)) & 3u) == VK_ST_F16) return true;
+    return false;
+}
+
+/* The pipeline of a dispatch: shader module (float16 where it binds a
+ * float16 tensor) with specialization constants 0, the elementwise operator,
+ * and 1, the storage types of its bindings; made on first use. Called with
+ * g_ctx_lock held. */
+static ember_status get_pipeline(vk_context *c, const vk_dispatch *d, VkPipeline *out) {
+    uint8_t op = d->shader == VK_SH_ELEMENTWISE ? d->variant : 0;
+    for (uint32_t k = 0; k < c->num_pipelines; k++) {
+        const vk_pipeline *p = &c->pipelines[k];
+        if (p->shader == d->shader && p->op == op && p->storage == d->storage) {
+            *out = p->pipe;
+            return EMBER_OK;
+        }
+    }
+    if (d->shader >= VK_SH_COUNT)
+        return ember_backend_fail(EMBER_ERR_INVALID_STATE, "vulkan: shader %u", d->shader);
+    VkShaderModule module = binds_f16(d->storage) ? c->modules_f16[d->shader]
+                                                  : c->modules[d->shader];
+    if (module == VK_NULL_HANDLE)
+        return ember_backend_fail(EMBER_ERR_INVALID_STATE,
+                                  "vulkan: shader %u has no module for storage %#x", d->shader,
+                                  (unsigned)d->storage);
+    if (c->num_pipelines == VK_MAX_PIPELINES)
+        return ember_backend_fail(EMBER_ERR_NOT_SUPPORTED, "vulkan: more than %d pipelines",
+                                  VK_MAX_PIPELINES);
+    const uint32_t spec[2] = {op, d->storage};
+    const VkSpecializationMapEntry entries[2] = {{0, 0, sizeof(uint32_t)},
+                                                 {1, sizeof(uint32_t), sizeof(uint32_t)}};
+    VkSpecializationInfo si = {2, entries, sizeof spec, spec};
     VkComputePipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
     ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-    ci.stage.module = c->modules[k];
+    ci.stage.module = module;
     ci.stage.pName = "main";
-    ci.stage.pSpecializationInfo = spec ? &si : NULL;
+    ci.stage.pSpecializationInfo = &si;
     ci.layout = c->layout;
-    return vkCreateComputePipelines(c->device, VK_NULL_HANDLE, 1, &ci, NULL, out);
+    VkPipeline pipe;
+    VkResult r = vkCreateComputePipelines(c->device, VK_NULL_HANDLE, 1, &ci, NULL, &pipe);
+    if (r != VK_SUCCESS) return vk_fail(r, "vkCreateComputePipelines");
+    vk_pipeline *p = &c->pipelines[c->num_pipelines++];
+    p->shader = d->shader;
+    p->op = op;
+    p->storage = d->storage;
+    p->pipe = pipe;
+    *out = pipe;
+    return EMBER_OK;
+}
+
+static VkResult make_module(vk_context *c, const uint32_t *code, size_t size, VkShaderModule *out) {
+    VkShaderModuleCreateInfo si = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    si.codeSize = size;
+    si.pCode = code;
+    return vkCreateShaderModule(c->device, &si, NULL, out);
 }
 
 static ember_status create_pipelines(vk_context *c) {
@@ -158,23 +222,41 @@ static ember_status create_pipelines(vk_context *c) {
     r = vkCreatePipelineLayout(c->device, &pl, NULL, &c->layout);
     if (r != VK_SUCCESS) return vk_fail(r, "vkCreatePipelineLayout");
     for (int k = 0; k < VK_SH_COUNT; k++) {
-        VkShaderModuleCreateInfo si = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-        si.codeSize = vk_shader_size[k];
-        si.pCode = vk_shader_code[k];
-        r = vkCreateShaderModule(c->device, &si, NULL, &c->modules[k]);
+        r = make_module(c, vk_shader_code[k], vk_shader_size[k], &c->modules[k]);
+        if (r == VK_SUCCESS && c->f16_storage && vk_shader_code_f16[k] != NULL)
+            r = make_module(c, vk_shader_code_f16[k], vk_shader_size_f16[k], &c->modules_f16[k]);
         if (r != VK_SUCCESS) return vk_fail(r, "vkCreateShaderModule");
-        if (k == VK_SH_ELEMENTWISE) continue; /* one pipeline per operator, made on demand */
-        r = make_pipeline(c, k, NULL, &c->pipelines[k]);
-        if (r != VK_SUCCESS) return vk_fail(r, "vkCreateComputePipelines");
     }
     return EMBER_OK;
+}
+
+/* Vulkan 1.1 where the loader has it (vkGetPhysicalDeviceFeatures2 and 16-bit
+ * storage are core there), else 1.0. */
+static uint32_t instance_version(void) {
+    PFN_vkEnumerateInstanceVersion fn =
+        (PFN_vkEnumerateInstanceVersion)vkGetInstanceProcAddr(VK_NULL_HANDLE,
+                                                              "vkEnumerateInstanceVersion");
+    uint32_t v = VK_API_VERSION_1_0;
+    if (fn == NULL || fn(&v) != VK_SUCCESS) return VK_API_VERSION_1_0;
+    return v >= VK_API_VERSION_1_1 ? VK_API_VERSION_1_1 : VK_API_VERSION_1_0;
+}
+
+/* Whether the picked device can store 16-bit floats in storage buffers. */
+static bool query_f16_storage(const vk_context *c, uint32_t api) {
+    if (api < VK_API_VERSION_1_1 || c->props.apiVersion < VK_API_VERSION_1_1) return false;
+    VkPhysicalDevice16BitStorageFeatures f16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    f.pNext = &f16;
+    vkGetPhysicalDeviceFeatures2(c->phys, &f);
+    return f16.storageBuffer16BitAccess == VK_TRUE;
 }
 
 static ember_status context_create(vk_context *c) {
     VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO};
     app.pApplicationName = "ember";
     app.pEngineName = "ember";
-    app.apiVersion = VK_API_VERSION_1_0;
+    app.apiVersion = instance_version();
     VkInstanceCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
     ii.pApplicationInfo = &app;
     VkResult r = vkCreateInstance(&ii, NULL, &c->instance);
@@ -184,6 +266,7 @@ static ember_status context_create(vk_context *c) {
                                   "vulkan: no Vulkan driver (vkCreateInstance: VkResult %d)", (int)r);
     }
     TRY_RET(pick_device(c));
+    c->f16_storage = query_f16_storage(c, app.apiVersion);
     float prio = 1.0f;
     VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
     qi.queueFamilyIndex = c->family;
@@ -192,6 +275,10 @@ static ember_status context_create(vk_context *c) {
     VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     di.queueCreateInfoCount = 1;
     di.pQueueCreateInfos = &qi;
+    VkPhysicalDevice16BitStorageFeatures f16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    f16.storageBuffer16BitAccess = VK_TRUE;
+    if (c->f16_storage) di.pNext = &f16;
     r = vkCreateDevice(c->phys, &di, NULL, &c->device);
     if (r != VK_SUCCESS) {
         c->device = VK_NULL_HANDLE;
@@ -242,6 +329,42 @@ const char *vk_device_name(void) {
     return vk_device_available() ? g_device_name : NULL;
 }
 
+static int g_f16_storage = -1; /* unknown */
+
+bool vk_device_f16_storage(void) {
+    pthread_mutex_lock(&g_ctx_lock);
+    int known = g_f16_storage;
+    pthread_mutex_unlock(&g_ctx_lock);
+    if (known < 0 && vk_device_available()) {
+        ember_status st = context_acquire();
+        pthread_mutex_lock(&g_ctx_lock);
+        if (st == EMBER_OK) g_f16_storage = known = g_ctx.f16_storage;
+        pthread_mutex_unlock(&g_ctx_lock);
+        if (st == EMBER_OK) context_release();
+    }
+    return known == 1;
+}
+
+/* EMBER_VULKAN_STORAGE=float32: every tensor in 32-bit words, as on a device
+ * without 16-bit storage. */
+static bool storage_forced_f32(void) {
+    const char *env = getenv("EMBER_VULKAN_STORAGE");
+    return env != NULL && strcmp(env, "float32") == 0;
+}
+
+ember_status vk_device_info(ember_vulkan_info *info) {
+    memset(info, 0, sizeof *info);
+    if (!vk_device_available())
+        return ember_backend_fail(EMBER_ERR_BACKEND_MISSING, "vulkan: no Vulkan device");
+    info->device = g_device_name;
+    info->float16_storage = vk_device_f16_storage() && !storage_forced_f32();
+    pthread_mutex_lock(&g_ctx_lock);
+    info->weights_bytes = g_ctx.weights_bytes;
+    info->arena_bytes = g_ctx.arena_bytes;
+    pthread_mutex_unlock(&g_ctx_lock);
+    return EMBER_OK;
+}
+
 static ember_status make_buffer(struct vk_device *d, int which, size_t size, VkBufferUsageFlags use) {
     const vk_context *c = &g_ctx;
     if (size == 0) size = 16;
@@ -290,12 +413,14 @@ ember_status vk_device_open(vk_graph *g) {
     size_t align = (size_t)g_ctx.props.limits.minStorageBufferOffsetAlignment;
     g->align = align < 16 ? 16 : align;
     g->max_range = (size_t)g_ctx.props.limits.maxStorageBufferRange;
+    g->i8_storage = !storage_forced_f32();
+    g->f16_storage = g_ctx.f16_storage && g->i8_storage;
     return EMBER_OK;
 }
 
 ember_status vk_device_upload_weight(vk_graph *g, uint32_t vi, const void *bytes, size_t size) {
     const vk_value *v = &g->values[vi];
-    float *dst = (float *)((uint8_t *)g->dev->map[BUF_WEIGHTS] + v->offset);
+    uint8_t *dst = (uint8_t *)g->dev->map[BUF_WEIGHTS] + v->offset;
     size_t n = v->bound_numel, want;
     size_t elem = v->dtype == VK_DT_INT64 ? 8 : v->dtype == VK_DT_FLOAT16 ? 2
                   : v->dtype == VK_DT_BOOL || v->dtype == VK_DT_INT8 ? 1 : 4;
@@ -305,30 +430,36 @@ ember_status vk_device_upload_weight(vk_graph *g, uint32_t vi, const void *bytes
                                          "elements need %zu",
                                          vi, size, n, vk_dtype_name(v->dtype), want);
     const uint8_t *src = bytes;
+    if (v->storage != VK_ST_F32) { /* float16 halves, int8 bytes: as they are */
+        memcpy(dst, src, want);
+        return EMBER_OK;
+    }
     for (size_t i = 0; i < n; i++) {
+        float x;
         switch (v->dtype) {
-        case VK_DT_FLOAT32: memcpy(&dst[i], src + 4 * i, 4); break;
+        case VK_DT_FLOAT32: memcpy(&x, src + 4 * i, 4); break;
         case VK_DT_FLOAT16: {
             uint16_t h;
             memcpy(&h, src + 2 * i, 2);
-            dst[i] = ember_half_to_float(h);
+            x = ember_half_to_float(h);
             break;
         }
         case VK_DT_INT32: {
-            int32_t x;
-            memcpy(&x, src + 4 * i, 4);
-            dst[i] = (float)x;
+            int32_t k;
+            memcpy(&k, src + 4 * i, 4);
+            x = (float)k;
             break;
         }
         case VK_DT_INT64: {
-            int64_t x;
-            memcpy(&x, src + 8 * i, 8);
-            dst[i] = (float)x;
+            int64_t k;
+            memcpy(&k, src + 8 * i, 8);
+            x = (float)k;
             break;
         }
-        case VK_DT_INT8: dst[i] = (float)(int8_t)src[i]; break;
-        default: dst[i] = src[i] != 0; break;
+        case VK_DT_INT8: x = (float)(int8_t)src[i]; break;
+        default: x = src[i] != 0; break;
         }
+        memcpy(dst + 4 * i, &x, 4);
     }
     return EMBER_OK;
 }
@@ -345,6 +476,12 @@ ember_status vk_device_build(vk_graph *g) {
     memset(d->map[BUF_ARENA], 0, g->arena_bytes);
     g->control = d->map[BUF_CONTROL];
     g->arena = d->map[BUF_ARENA];
+    pthread_mutex_lock(&g_ctx_lock);
+    d->weights_bytes = g->weights_bytes;
+    d->arena_bytes = g->arena_bytes;
+    g_ctx.weights_bytes += d->weights_bytes;
+    g_ctx.arena_bytes += d->arena_bytes;
+    pthread_mutex_unlock(&g_ctx_lock);
 
     VkResult r;
     uint32_t sets = g->num_dispatches ? g->num_dispatches : 1;
@@ -372,8 +509,10 @@ ember_status vk_device_build(vk_graph *g) {
             if (b < VK_MAX_BINDINGS && dp->bind[b] != VK_NONE) {
                 const vk_value *v = &g->values[dp->bind[b]];
                 info[b].buffer = d->buf[v->is_const ? BUF_WEIGHTS : BUF_ARENA];
+                size_t bytes = 0;
+                (void)vk_storage_bytes(v->storage, v->bound_numel, &bytes); /* checked at plan */
                 info[b].offset = v->offset;
-                info[b].range = (v->bound_numel ? v->bound_numel : 1) * 4;
+                info[b].range = bytes;
                 if (info[b].range > max_range)
                     return ember_backend_fail(EMBER_ERR_NOT_SUPPORTED,
                                               "vulkan: value %u needs %llu bytes, the device binds "
@@ -414,16 +553,16 @@ ember_status vk_device_build(vk_graph *g) {
     if ((r = vkCreateFence(c->device, &fi, NULL, &d->fence)) != VK_SUCCESS)
         return vk_fail(r, "vkCreateFence");
 
-    /* the elementwise operators' pipelines this graph needs */
+    /* the pipelines this graph needs */
+    ember_status st = EMBER_OK;
     pthread_mutex_lock(&g_ctx_lock);
-    for (uint32_t k = 0; k < g->num_dispatches && r == VK_SUCCESS; k++) {
-        const vk_dispatch *dp = &g->dispatches[k];
-        uint32_t op = dp->variant;
-        if (dp->shader == VK_SH_ELEMENTWISE && op < VK_EW_VARIANTS && !g_ctx.ew_pipelines[op])
-            r = make_pipeline(&g_ctx, VK_SH_ELEMENTWISE, &op, &g_ctx.ew_pipelines[op]);
+    for (uint32_t k = 0; k < g->num_dispatches && st == EMBER_OK; k++) {
+        VkPipeline pipe = VK_NULL_HANDLE;
+        st = get_pipeline(&g_ctx, &g->dispatches[k], &pipe);
+        g->dispatches[k].pipe = (void *)pipe;
     }
     pthread_mutex_unlock(&g_ctx_lock);
-    if (r != VK_SUCCESS) return vk_fail(r, "vkCreateComputePipelines");
+    TRY_RET(st);
 
     /* record once: every dispatch, each followed by a barrier */
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
@@ -435,8 +574,7 @@ ember_status vk_device_build(vk_graph *g) {
     for (uint32_t k = 0; k < g->num_dispatches; k++) {
         const vk_dispatch *dp = &g->dispatches[k];
         VkDescriptorSet set = (VkDescriptorSet)dp->set;
-        VkPipeline pipe = dp->shader == VK_SH_ELEMENTWISE ? c->ew_pipelines[dp->variant % VK_EW_VARIANTS]
-                                                          : c->pipelines[dp->shader];
+        VkPipeline pipe = (VkPipeline)dp->pipe;
         vkCmdBindPipeline(d->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
         vkCmdBindDescriptorSets(d->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->layout, 0, 1, &set, 0,
                                 NULL);
@@ -474,6 +612,10 @@ ember_status vk_device_run(vk_graph *g) {
 void vk_device_close(vk_graph *g) {
     struct vk_device *d = g->dev;
     if (d == NULL) return;
+    pthread_mutex_lock(&g_ctx_lock);
+    g_ctx.weights_bytes -= d->weights_bytes;
+    g_ctx.arena_bytes -= d->arena_bytes;
+    pthread_mutex_unlock(&g_ctx_lock);
     VkDevice dev = g_ctx.device;
     if (dev) {
         if (d->fence) vkDestroyFence(dev, d->fence, NULL);

@@ -9,10 +9,27 @@
  * below; vk_ops.c gives every operator its shape rule and its dispatches;
  * vk_plan.c plans the GPU memory; vk_device.c owns the Vulkan objects.
  *
- * Every tensor lives on the GPU as 32-bit elements: float tensors as float32
- * (float16 ones are widened at the delegate's edges), integer and boolean
- * tensors as float32 too, exact up to 2^24 (checked where integers enter),
- * so that one set of float shaders runs every operator.
+ * Storage. Each tensor is held on the device in one of three storage types
+ * (vk_value.storage, chosen by vk_plan.c before memory is planned):
+ *   VK_ST_F32   32-bit float words: float32 tensors; integer and boolean
+ *               tensors as exact float values (up to 2^24, checked where
+ *               integers enter); float16 tensors where the device lacks
+ *               16-bit storage (widened at the delegate's edges and at load);
+ *   VK_ST_F16   float16 halves: float16 tensors (float16 models, force_fp16
+ *               payloads) where the device has storageBuffer16BitAccess;
+ *   VK_ST_I8    int8 bytes packed four to a 32-bit word: int8 weights (read
+ *               only; the int8 weight-only linear dequantizes in registers).
+ * Shaders compute in float32 registers whatever the storage: they read and
+ * write tensors through common.glsl's accessors, and a dispatch's pipeline is
+ * specialized with the storage of each of its bindings (vk_dispatch.storage,
+ * two bits per binding), so one dispatch may mix float16 activations, int8
+ * weights, float32 scales and int32 indices. A dispatch that binds a float16
+ * tensor uses the shader's float16 module (compiled with -DSTORAGE_F16).
+ * A shader written against the plain float arrays (not in
+ * EMBER_VULKAN_STORAGE_SHADERS) keeps every tensor it binds in VK_ST_F32.
+ * EMBER_VULKAN_STORAGE=float32 in the environment (read when a delegate is
+ * loaded) holds every tensor as VK_ST_F32, as on a device without 16-bit
+ * storage.
  */
 #ifndef EMBER_BACKENDS_VULKAN_VK_GRAPH_H
 #define EMBER_BACKENDS_VULKAN_VK_GRAPH_H
@@ -44,6 +61,11 @@
         if (try_st_ != EMBER_OK) return try_st_;                                                  \
     } while (0)
 
+/* Storage types of tensors on the device (see above). */
+enum { VK_ST_F32 = 0, VK_ST_F16 = 1, VK_ST_I8 = 2 };
+/* Bits of a binding's storage type in vk_dispatch.storage. */
+#define VK_ST_BITS 2u
+
 /* GraphTypes union tags (0 is NONE). */
 enum {
     VK_V_NONE = 0, VK_V_NULL = 1, VK_V_INT = 2, VK_V_DOUBLE = 3, VK_V_BOOL = 4,
@@ -67,6 +89,7 @@ typedef struct vk_value {
     uint8_t kind;    /* VK_V_* */
     uint8_t dtype;   /* tensors: VK_DT_* */
     uint8_t rank;    /* tensors */
+    uint8_t storage; /* tensors: VK_ST_* */
     bool is_const;   /* tensors: a weight */
     bool written;    /* some node (or the caller) writes it */
     int64_t i;       /* Int, Bool, SymInt (current value) */
@@ -84,12 +107,14 @@ typedef struct vk_value {
 typedef struct vk_dispatch {
     uint8_t shader;
     uint8_t variant;                /* elementwise: the operator (a specialization constant) */
+    uint16_t storage;               /* VK_ST_* of binding k at bits VK_ST_BITS * k */
     uint32_t bind[VK_MAX_BINDINGS]; /* value index per binding, VK_NONE: unused */
     uint32_t groups;                /* workgroups for the current shapes */
     uint32_t max_groups;            /* workgroups at the upper bound, from init */
     size_t params_at;               /* bytes into the control buffer */
     size_t indirect_at;
     void *set;                      /* VkDescriptorSet */
+    void *pipe;                     /* VkPipeline */
 } vk_dispatch;
 
 struct vk_graph;
@@ -126,9 +151,11 @@ typedef struct vk_graph {
     size_t arena_bytes, weights_bytes, control_bytes;
     size_t align;                  /* offset alignment of storage bindings */
     size_t max_range;              /* the most bytes one binding may span */
+    bool f16_storage;              /* float16 tensors may be VK_ST_F16 */
+    bool i8_storage;               /* int8 weights may be VK_ST_I8 */
     bool init_phase;               /* shapes at their upper bounds; checks bounds */
     uint32_t *control;             /* mapped control buffer (status word, params, indirect) */
-    float *arena;                  /* mapped arena */
+    uint8_t *arena;                /* mapped arena */
     struct vk_device *dev;
 } vk_graph;
 
@@ -161,9 +188,17 @@ ember_status vk_node_fail(const vk_graph *g, const vk_node *n, ember_status st, 
 ember_status vk_ops_prepare(vk_graph *g);
 
 /* ---- vk_plan.c ---- */
-/* Lifetimes and arena offsets of the intermediate tensors, weight offsets,
- * control-buffer layout. */
-ember_status vk_plan(vk_graph *g, ember_allocator *a);
+/* The dispatches of every node and the control-buffer layout. */
+ember_status vk_plan_dispatches(vk_graph *g, ember_allocator *a);
+/* After the shape rules have bound every dispatch: each tensor's storage
+ * type, lifetimes and arena offsets of the intermediate tensors, weight
+ * offsets. */
+ember_status vk_plan_memory(vk_graph *g, ember_allocator *a);
+/* Bytes a tensor of n elements takes in storage type st (a multiple of 4);
+ * false on overflow. */
+bool vk_storage_bytes(uint8_t st, size_t n, size_t *bytes);
+/* Element i of a tensor in the mapped arena, as float. */
+float vk_arena_get(const vk_graph *g, const vk_value *v, size_t i);
 
 /* ---- vk_device.c ---- */
 bool vk_device_available(void);
@@ -173,9 +208,15 @@ ember_status vk_device_build(vk_graph *g);
 ember_status vk_device_run(vk_graph *g);
 void vk_device_close(vk_graph *g);
 const char *vk_device_name(void);
+/* Whether the device stores 16-bit floats (storageBuffer16BitAccess). */
+bool vk_device_f16_storage(void);
+ember_status vk_device_info(ember_vulkan_info *info);
 
 /* ---- vk_shaders.c (generated SPIR-V) ---- */
 extern const uint32_t *const vk_shader_code[VK_SH_COUNT];
 extern const size_t vk_shader_size[VK_SH_COUNT];
+/* The float16 modules: NULL for a shader without storage accessors. */
+extern const uint32_t *const vk_shader_code_f16[VK_SH_COUNT];
+extern const size_t vk_shader_size_f16[VK_SH_COUNT];
 
 #endif /* EMBER_BACKENDS_VULKAN_VK_GRAPH_H */

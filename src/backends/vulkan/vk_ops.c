@@ -773,11 +773,14 @@ typedef struct mm_desc {
     bool bias;
     size_t sbias[2];
     double alpha, beta;
+    bool has_scale;
+    uint32_t scale; /* per-column scales [N]: their value id */
 } mm_desc;
 
 static ember_status mm_write(vk_graph *g, vk_node *n, vk_dispatch *dp, const mm_desc *m,
                              uint32_t out, uint32_t a, uint32_t b, uint32_t bias) {
     bind(dp, VK_SH_MATMUL, out, a, b, bias);
+    dp->bind[4] = m->has_scale ? m->scale : VK_NONE;
     uint32_t *p = params(g, dp);
     size_t work;
     if (ember_mul_overflow(m->batch * ((m->M + 3) / 4), (m->N + 3) / 4, &work) ||
@@ -796,6 +799,7 @@ static ember_status mm_write(vk_graph *g, vk_node *n, vk_dispatch *dp, const mm_
     p[13] = (uint32_t)m->sbias[1];
     p[14] = fbits(m->alpha);
     p[15] = fbits(m->beta);
+    p[16] = m->has_scale;
     dp->groups = groups_for(work);
     return EMBER_OK;
 }
@@ -853,8 +857,9 @@ static ember_status op_linear(vk_graph *g, vk_node *n, vk_dispatch *dp) {
 }
 
 /* _weight_int8pack_mm(x [M, K], weight int8 [N, K], scales [N], out [M, N]):
- * the product with the weight (widened at upload), then the per-channel
- * scales applied in place. */
+ * one matmul dispatch that reads the weight as it is stored (int8 packed
+ * four to a word; float32 words where the shader has no storage accessors)
+ * and multiplies each output column by its scale. */
 static ember_status op_int8pack_mm(vk_graph *g, vk_node *n, vk_dispatch *dp) {
     TRY_RET(want_args(g, n, 4, 4));
     vk_value *x, *w, *sc, *out;
@@ -876,14 +881,11 @@ static ember_status op_int8pack_mm(vk_graph *g, vk_node *n, vk_dispatch *dp) {
     m.sb[1] = 1;
     m.sb[2] = m.K;
     m.alpha = m.beta = 1.0;
+    m.has_scale = true;
+    m.scale = arg_id(g, n, 2);
     size_t dims[2] = {m.M, m.N};
     TRY_RET(set_out(g, n, out, dims, 2));
-    TRY_RET(mm_write(g, n, &dp[0], &m, arg_id(g, n, 3), arg_id(g, n, 0), arg_id(g, n, 1), VK_NONE));
-    vk_value *in[2] = {out, sc};
-    view v;
-    broadcast_view(out, in, 2, &v);
-    bind(&dp[1], VK_SH_ELEMENTWISE, arg_id(g, n, 3), arg_id(g, n, 3), arg_id(g, n, 2), VK_NONE);
-    return ew_write(g, n, &dp[1], &v, EW_MUL, 2, 0, 1.0);
+    return mm_write(g, n, dp, &m, arg_id(g, n, 3), arg_id(g, n, 0), arg_id(g, n, 1), VK_NONE);
 }
 
 /* mm(a, b, out), bmm(a, b, out), addmm(bias, a, b, beta, alpha, out) */
@@ -1335,7 +1337,7 @@ static ember_status op_select_as_symint(vk_graph *g, vk_node *n, vk_dispatch *dp
     if (index < 0 || (size_t)index >= size)
         return vk_node_fail(g, n, EMBER_ERR_INDEX_OUT_OF_RANGE, "index %lld of %zu", (long long)index, size);
     /* before the arena exists (the first pass at init) the value reads as 0 */
-    out->i = g->arena ? (int64_t)g->arena[t->offset / 4 + (size_t)index * (t->rank ? st[at] : 1)] : 0;
+    out->i = g->arena ? (int64_t)vk_arena_get(g, t, (size_t)index * (t->rank ? st[at] : 1)) : 0;
     return EMBER_OK;
 }
 
@@ -1484,8 +1486,6 @@ ember_status vk_op_count(vk_graph *g, vk_node *n, uint32_t *count) {
         *count = 0;
     } else if (n->op->run == op_sdpa_kv) {
         *count = 3;
-    } else if (n->op->run == op_int8pack_mm) {
-        *count = 2;
     } else if (n->op->run == op_cat || n->op->run == op_split) {
         const int64_t *ids;
         uint32_t len;

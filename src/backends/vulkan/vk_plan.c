@@ -1,6 +1,12 @@
 /*
  * VulkanBackend's memory plan, made once at init.
  *
+ * Each tensor first gets its storage type (vk_graph.h): float16 tensors
+ * VK_ST_F16 where the delegate may use 16-bit storage, int8 weights VK_ST_I8
+ * (vk_read.c takes int8 tensors only as weights) unless
+ * EMBER_VULKAN_STORAGE=float32, the rest VK_ST_F32; a tensor bound by a shader without storage accessors
+ * stays VK_ST_F32. Sizes below are bytes in that storage.
+ *
  * Three GPU buffers per delegate:
  *   weights  every constant tensor, one after another;
  *   arena    the delegate's inputs, outputs and intermediates, sized for
@@ -33,7 +39,25 @@ static void touch(vk_graph *g, uint32_t vi, uint32_t at) {
     if (at > v->last_use) v->last_use = at;
 }
 
-static ember_status plan_dispatches(vk_graph *g, ember_allocator *a) {
+bool vk_storage_bytes(uint8_t st, size_t n, size_t *bytes) {
+    size_t b = n == 0 ? 1 : n;
+    if (st != VK_ST_I8 && ember_mul_overflow(b, st == VK_ST_F16 ? 2 : 4, &b)) return false;
+    return align_up(b, 4, bytes);
+}
+
+float vk_arena_get(const vk_graph *g, const vk_value *v, size_t i) {
+    const uint8_t *p = g->arena + v->offset;
+    if (v->storage == VK_ST_F16) {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        return ember_half_to_float(h);
+    }
+    float f;
+    memcpy(&f, p + 4 * i, 4);
+    return f;
+}
+
+ember_status vk_plan_dispatches(vk_graph *g, ember_allocator *a) {
     size_t total = 0;
     for (uint32_t ni = 0; ni < g->num_nodes; ni++) {
         vk_node *n = &g->nodes[ni];
@@ -49,12 +73,50 @@ static ember_status plan_dispatches(vk_graph *g, ember_allocator *a) {
     memset(g->dispatches, 0, sizeof(vk_dispatch) * total);
     for (size_t k = 0; k < total; k++)
         for (int b = 0; b < VK_MAX_BINDINGS; b++) g->dispatches[k].bind[b] = VK_NONE;
+
+    /* control: status word, parameter blocks, indirect records */
+    size_t block, at, ind;
+    const size_t align = g->align;
+    if (!align_up(VK_PARAM_WORDS * 4, align, &block) || !align_up(16, align, &at))
+        return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "vulkan: alignment overflows");
+    for (uint32_t k = 0; k < g->num_dispatches; k++) {
+        g->dispatches[k].params_at = at;
+        if (ember_add_overflow(at, block, &at))
+            return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "vulkan: control overflows");
+    }
+    ind = at;
+    for (uint32_t k = 0; k < g->num_dispatches; k++) g->dispatches[k].indirect_at = ind + 16u * k;
+    g->control_bytes = ind + 16u * (size_t)g->num_dispatches + 16u;
     return EMBER_OK;
 }
 
-ember_status vk_plan(vk_graph *g, ember_allocator *a) {
+/* Storage types of the tensors, then of each dispatch's bindings. */
+static void choose_storage(vk_graph *g) {
+    for (uint32_t vi = 0; vi < g->num_values; vi++) {
+        vk_value *v = &g->values[vi];
+        if (v->kind != VK_V_TENSOR) continue;
+        v->storage = v->dtype == VK_DT_FLOAT16 && g->f16_storage ? VK_ST_F16
+                     : v->dtype == VK_DT_INT8 && g->i8_storage ? VK_ST_I8
+                                                               : VK_ST_F32;
+    }
+    for (uint32_t k = 0; k < g->num_dispatches; k++) {
+        const vk_dispatch *d = &g->dispatches[k];
+        if (vk_shader_code_f16[d->shader] != NULL) continue;
+        for (int b = 0; b < VK_MAX_BINDINGS; b++)
+            if (d->bind[b] != VK_NONE) g->values[d->bind[b]].storage = VK_ST_F32;
+    }
+    for (uint32_t k = 0; k < g->num_dispatches; k++) {
+        vk_dispatch *d = &g->dispatches[k];
+        d->storage = 0;
+        for (uint32_t b = 0; b < VK_MAX_BINDINGS; b++)
+            if (d->bind[b] != VK_NONE)
+                d->storage |= (uint16_t)(g->values[d->bind[b]].storage << (VK_ST_BITS * b));
+    }
+}
+
+ember_status vk_plan_memory(vk_graph *g, ember_allocator *a) {
     const size_t align = g->align;
-    TRY_RET(plan_dispatches(g, a));
+    choose_storage(g);
 
     /* lifetimes */
     for (uint32_t vi = 0; vi < g->num_values; vi++) {
@@ -72,7 +134,7 @@ ember_status vk_plan(vk_graph *g, ember_allocator *a) {
         const vk_value *v = &g->values[vi];
         size_t bytes;
         if (v->kind != VK_V_TENSOR) continue;
-        if (ember_mul_overflow(v->bound_numel, 4, &bytes) || bytes > g->max_range)
+        if (!vk_storage_bytes(v->storage, v->bound_numel, &bytes) || bytes > g->max_range)
             return ember_backend_fail(EMBER_ERR_NOT_SUPPORTED,
                                       "vulkan: value %u holds %zu elements, more than one binding of "
                                       "this device spans (%zu bytes)",
@@ -86,7 +148,7 @@ ember_status vk_plan(vk_graph *g, ember_allocator *a) {
         if (v->kind != VK_V_TENSOR || !v->is_const) continue;
         size_t bytes;
         v->offset = w;
-        if (ember_mul_overflow(v->bound_numel ? v->bound_numel : 1, 4, &bytes) ||
+        if (!vk_storage_bytes(v->storage, v->bound_numel, &bytes) ||
             !align_up(bytes, align, &bytes) || ember_add_overflow(w, bytes, &w))
             return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "vulkan: weights overflow");
     }
@@ -109,7 +171,7 @@ ember_status vk_plan(vk_graph *g, ember_allocator *a) {
         const vk_value *v = &g->values[vi];
         if (!(v->kind == VK_V_TENSOR && !v->is_const && v->first_use != UINT32_MAX)) continue;
         size_t bytes;
-        if (ember_mul_overflow(v->bound_numel ? v->bound_numel : 1, 4, &bytes) ||
+        if (!vk_storage_bytes(v->storage, v->bound_numel, &bytes) ||
             !align_up(bytes, align, &sizes[vi]))
             return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "vulkan: value %u overflows", vi);
         /* insertion by size, descending */
@@ -144,18 +206,5 @@ ember_status vk_plan(vk_graph *g, ember_allocator *a) {
         if (end > arena) arena = end;
     }
     g->arena_bytes = arena;
-
-    /* control: status word, parameter blocks, indirect records */
-    size_t block, at, ind;
-    if (!align_up(VK_PARAM_WORDS * 4, align, &block) || !align_up(16, align, &at))
-        return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "vulkan: alignment overflows");
-    for (uint32_t k = 0; k < g->num_dispatches; k++) {
-        g->dispatches[k].params_at = at;
-        if (ember_add_overflow(at, block, &at))
-            return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "vulkan: control overflows");
-    }
-    ind = at;
-    for (uint32_t k = 0; k < g->num_dispatches; k++) g->dispatches[k].indirect_at = ind + 16u * k;
-    g->control_bytes = ind + 16u * (size_t)g->num_dispatches + 16u;
     return EMBER_OK;
 }

@@ -5,6 +5,7 @@
  * backend id.
  */
 #include <stddef.h>
+#include <string.h>
 
 #include "ember/backend.h"
 
@@ -30,3 +31,9 @@ static const ember_backend g_vulkan = {
 ember_status ember_vulkan_backend_register(void) { return ember_backend_register(&g_vulkan); }
 
 const char *ember_vulkan_device_name(void) { return NULL; }
+
+ember_status ember_vulkan_info_get(ember_vulkan_info *info) {
+    memset(info, 0, sizeof *info);
+    return ember_backend_fail(EMBER_ERR_BACKEND_MISSING,
+                              "vulkan: this build of ember has no Vulkan support");
+}

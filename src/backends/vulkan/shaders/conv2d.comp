@@ -14,7 +14,7 @@ void main() {
     uint ow = i % OW, oh = (i / OW) % OH, oc = (i / (OW * OH)) % OC, n = i / (OW * OH * OC);
     uint cg = C / u[15], ocg = OC / u[15];
     uint c0 = (oc / ocg) * cg;
-    float acc = u[16] != 0u ? t3[oc] : 0.0;
+    float acc = u[16] != 0u ? ld3(oc) : 0.0;
     int ih0 = int(oh * u[9]) - int(u[11]), iw0 = int(ow * u[10]) - int(u[12]);
     for (uint c = 0u; c < cg; c++) {
         uint in_base = (n * C + c0 + c) * H * W;
@@ -25,9 +25,9 @@ void main() {
             for (uint kw = 0u; kw < KW; kw++) {
                 int iw = iw0 + int(kw * u[14]);
                 if (iw < 0 || iw >= int(W)) continue;
-                acc += t1[in_base + uint(ih) * W + uint(iw)] * t2[w_base + kh * KW + kw];
+                acc += ld1(in_base + uint(ih) * W + uint(iw)) * ld2(w_base + kh * KW + kw);
             }
         }
     }
-    t0[i] = min(max(acc, pf(17u)), pf(18u));
+    st0(i, min(max(acc, pf(17u)), pf(18u)));
 }

@@ -47,8 +47,8 @@ void main() {
         c += k * u[31 + d];
     }
     float f0 = pf(38u), f1 = pf(39u);
-    float x = nin > 0u ? t1[a] : 0.0;
-    float y = nin > 1u ? t2[b] : f0;
+    float x = nin > 0u ? ld1(a) : 0.0;
+    float y = nin > 1u ? ld2(b) : f0;
     float r;
     switch (op) {
     case COPY: r = x; break;
@@ -90,8 +90,8 @@ void main() {
     case MAX: r = max(x, y); break;
     case MIN: r = min(x, y); break;
     case POW: r = pow(x, y); break;
-    case WHERE: r = x != 0.0 ? y : t3[c]; break;
+    case WHERE: r = x != 0.0 ? y : ld3(c); break;
     default: r = 0.0; break;
     }
-    t0[o] = r;
+    st0(o, r);
 }

@@ -10,11 +10,11 @@ void main() {
     uint dim = u[1];
     if (i >= u[0] * dim) return;
     uint r = i / dim, j = i % dim;
-    float fi = t2[r];
+    float fi = ld2(r);
     if (fi < 0.0 || fi >= float(u[2]) || fi != floor(fi)) {
         atomicMax(status[0], u[3]);
-        t0[i] = 0.0;
+        st0(i, 0.0);
         return;
     }
-    t0[i] = t1[uint(fi) * dim + j];
+    st0(i, ld1(uint(fi) * dim + j));
 }

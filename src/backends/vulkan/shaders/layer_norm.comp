@@ -11,22 +11,22 @@ void main() {
     if (row >= u[0]) return;
     uint base = row * cols;
     float mean = 0.0;
-    for (uint k = 0u; k < cols; k++) mean += t1[base + k];
+    for (uint k = 0u; k < cols; k++) mean += ld1(base + k);
     mean /= float(cols);
     float var = 0.0;
     for (uint k = 0u; k < cols; k++) {
-        float d = t1[base + k] - mean;
+        float d = ld1(base + k) - mean;
         var += d * d;
     }
     float rstd = inversesqrt(var / float(cols) + pf(2u));
     for (uint k = 0u; k < cols; k++) {
-        float r = (t1[base + k] - mean) * rstd;
-        if (u[3] != 0u) r *= t2[k];
-        if (u[4] != 0u) r += t3[k];
-        t0[base + k] = r;
+        float r = (ld1(base + k) - mean) * rstd;
+        if (u[3] != 0u) r *= ld2(k);
+        if (u[4] != 0u) r += ld3(k);
+        st0(base + k, r);
     }
     if (u[5] != 0u) {
-        t4[row] = mean;
-        t5[row] = rstd;
+        st4(row, mean);
+        st5(row, rstd);
     }
 }

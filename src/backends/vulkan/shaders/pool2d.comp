@@ -21,7 +21,7 @@ void main() {
             // average pooling counts the padding (not beyond it) when asked
             if (ih < int(H + u[9]) && iw < int(W + u[10])) padded++;
             if (ih < 0 || ih >= int(H) || iw < 0 || iw >= int(W)) continue;
-            float x = t1[p * H * W + uint(ih) * W + uint(iw)];
+            float x = ld1(p * H * W + uint(ih) * W + uint(iw));
             acc = is_max ? max(acc, x) : acc + x;
             count++;
         }
@@ -30,5 +30,5 @@ void main() {
         float div = u[15] != 0u ? float(u[15]) : u[14] != 0u ? float(padded) : float(count);
         acc /= div;
     }
-    t0[i] = acc;
+    st0(i, acc);
 }

@@ -23,12 +23,12 @@ void main() {
         for (uint b = 0u; b < s1; b++)
             for (uint c = 0u; c < s2; c++)
                 for (uint e = 0u; e < s3; e++) {
-                    float x = t1[base + a * u[19] + b * u[20] + c * u[21] + e * u[22]];
+                    float x = ld1(base + a * u[19] + b * u[20] + c * u[21] + e * u[22]);
                     if (op == 4u) acc = max(acc, x != 0.0 ? 1.0 : 0.0);
                     else if (op == 2u) acc = max(acc, x);
                     else if (op == 3u) acc = min(acc, x);
                     else acc += x;
                 }
     if (op == 1u) acc /= float(s0 * s1 * s2 * s3);
-    t0[i] = acc;
+    st0(i, acc);
 }

@@ -18,7 +18,7 @@ void main() {
     for (uint j = 0u; j < n; j++) {
         uint kb = ((b * L + j) * H + h) * D;
         float dot = 0.0;
-        for (uint d = 0u; d < D; d++) dot += t1[qb + d] * t2[kb + d];
+        for (uint d = 0u; d < D; d++) dot += ld1(qb + d) * ld2(kb + d);
         mx = max(mx, dot * scale);
     }
     float acc[128];
@@ -27,10 +27,10 @@ void main() {
     for (uint j = 0u; j < n; j++) {
         uint kb = ((b * L + j) * H + h) * D;
         float dot = 0.0;
-        for (uint d = 0u; d < D; d++) dot += t1[qb + d] * t2[kb + d];
+        for (uint d = 0u; d < D; d++) dot += ld1(qb + d) * ld2(kb + d);
         float w = exp(dot * scale - mx);
         sum += w;
-        for (uint d = 0u; d < D; d++) acc[d] += w * t3[kb + d];
+        for (uint d = 0u; d < D; d++) acc[d] += w * ld3(kb + d);
     }
-    for (uint d = 0u; d < D; d++) t0[qb + d] = acc[d] / sum;
+    for (uint d = 0u; d < D; d++) st0(qb + d, acc[d] / sum);
 }

@@ -10,14 +10,14 @@ void main() {
     if (i >= u[0] * inner) return;
     uint base = (i / inner) * dim * inner + i % inner;
     float mx = -1.0 / 0.0;
-    for (uint k = 0u; k < dim; k++) mx = max(mx, t1[base + k * inner]);
+    for (uint k = 0u; k < dim; k++) mx = max(mx, ld1(base + k * inner));
     float sum = 0.0;
-    for (uint k = 0u; k < dim; k++) sum += exp(t1[base + k * inner] - mx);
+    for (uint k = 0u; k < dim; k++) sum += exp(ld1(base + k * inner) - mx);
     if (u[3] != 0u) {
         float ls = log(sum);
-        for (uint k = 0u; k < dim; k++) t0[base + k * inner] = t1[base + k * inner] - mx - ls;
+        for (uint k = 0u; k < dim; k++) st0(base + k * inner, ld1(base + k * inner) - mx - ls);
     } else {
         float inv = 1.0 / sum;
-        for (uint k = 0u; k < dim; k++) t0[base + k * inner] = exp(t1[base + k * inner] - mx) * inv;
+        for (uint k = 0u; k < dim; k++) st0(base + k * inner, exp(ld1(base + k * inner) - mx) * inv);
     }
 }
