@@ -211,6 +211,100 @@ def test_conv_pool_batch_norm() -> None:
 
 
 # ---------------------------------------------------------------------------
+# Shapes at the shaders' edges: products with dynamic rows and odd sizes,
+# reductions shorter and longer than a workgroup, attention over a KV cache
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("k,n", [(37, 19), (64, 33), (50, 128)])
+def test_linear_rows_across_the_variants(k: int, n: int) -> None:
+    """One linear with dynamic rows (1 to 70), K and N that are not
+    multiples of the shader's 4x4 tiles, and a batch dim folded into the
+    rows."""
+    class Linears(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin, self.lin_nobias = nn.Linear(k, n), nn.Linear(k, n, bias=False)
+
+        def forward(self, x: torch.Tensor) -> tuple:
+            return self.lin(x), self.lin_nobias(x[0])
+
+    check(Linears(), (r(2, 3, k),), runs=[(r(2, m, k),) for m in (1, 2, 3, 4, 5, 16, 33, 70)],
+          dynamic_shapes=({1: Dim("rows", min=1, max=70)},))
+
+
+def test_matmul_strides_batches_and_edges() -> None:
+    """mm and bmm read a [K, N] operand (unit stride along N, where a
+    linear's weight has it along K); bmm runs batches; addmm scales and
+    broadcasts its bias."""
+    check(Fn(lambda s, a1, b1, a9, b9, c1, d1, c7, d7, bias: (
+        a1 @ b1, a9 @ b9, torch.bmm(c1, d1), torch.bmm(c7, d7),
+        torch.addmm(bias, a9, b9, beta=0.5, alpha=2.0), torch.addmm(bias, a1, b1))),
+        (r(1, 45), r(45, 31), r(9, 45), r(45, 31), r(3, 4, 33), r(3, 33, 65),
+         r(2, 37, 20), r(2, 20, 41), r(31)))
+
+
+def test_reductions_across_workgroup_sizes() -> None:
+    """Softmax, log-softmax and layer norm with lines shorter and longer than
+    a workgroup (64), along the last dim and along a middle one."""
+    check(Fn(lambda s, x, y, z: (
+        F.softmax(x, -1), F.log_softmax(x, -1), F.softmax(y, -1), F.softmax(y, 1),
+        F.log_softmax(z, 0), s.ln_long(x), s.ln_short(y), s.ln_plain(z)),
+        ln_long=nn.LayerNorm(200), ln_short=nn.LayerNorm(7),
+        ln_plain=nn.LayerNorm(130, elementwise_affine=False)),
+        (r(3, 200) * 4, r(2, 5, 7), r(70, 130)))
+
+
+def test_gpu_times_in_the_event_tracer() -> None:
+    """With an event tracer, every operator of the payload is a delegate event
+    (its name, its debug handle, the shaders that ran it as metadata),
+    timed on the GPU, in every traced execute."""
+    from ember.devtools.etdump_reader import parse_etdump
+
+    buffer = lower(nn.Sequential(nn.Linear(24, 40), nn.LayerNorm(40)).eval(), (r(3, 24),),
+                   ({0: Dim("rows", min=1, max=16)},))
+    method = ember_runtime.Runtime.get().load_program(buffer).load_method(
+        "forward", event_tracer=ember_runtime.EventTracerConfig())
+    method.execute([r(1, 24)])
+    method.execute([r(9, 24)])
+    runs = [run for run in parse_etdump(method.etdump()).run_data if run.name == "forward"]
+    assert len(runs) == 2
+    shaders = []
+    for run in runs:
+        events = {e.name: e for e in run.profile_events if e.delegate_debug_id_int >= 0}
+        assert {"aten.linear.default", "aten.native_layer_norm.default"} <= set(events)
+        for e in events.values():
+            assert e.end_time >= e.start_time > 0
+        assert events["aten.native_layer_norm.default"].delegate_debug_metadata == b"layer_norm"
+        shaders.append(events["aten.linear.default"].delegate_debug_metadata)
+    assert shaders == [b"matmul", b"matmul"]
+
+
+@pytest.mark.parametrize("n_embd,n_head", [(256, 2), (60, 5)])
+def test_kv_cache_attention_matches_portable(n_embd: int, n_head: int) -> None:
+    """A GPT with a KV cache in the delegate (head dims 128, the largest, and
+    12): prompts in chunks, then decode steps, with cache lengths past the
+    attention shader's workgroup size; the logits equal the portable
+    program's at every step."""
+    sys.path.insert(0, os.path.join(ROOT, "examples", "nanogpt"))
+    from export import export_kv
+    from model import GPT, GPTConfig
+
+    torch.manual_seed(1)
+    model = GPT(GPTConfig(block_size=160, vocab_size=96, n_layer=1, n_head=n_head,
+                          n_embd=n_embd)).eval()
+    methods = [ember_runtime.Runtime.get().load_program(export_kv(model, backend=b).buffer)
+               .load_method("forward") for b in ("vulkan", "portable")]
+    tokens = torch.randint(0, 96, (1, 160))
+    steps = [(0, 10), (10, 60), (70, 1), (71, 1), (72, 57), (129, 1), (130, 1), (159, 1)]
+    for start, count in steps:
+        args = [tokens[:, start:start + count], torch.tensor([start], dtype=torch.long)]
+        got, want = (m.execute([a.clone() for a in args])[0] for m in methods)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4,
+                                   msg=f"{count} tokens at {start}")
+
+
+# ---------------------------------------------------------------------------
 # Models and dynamic shapes
 # ---------------------------------------------------------------------------
 

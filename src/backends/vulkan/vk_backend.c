@@ -12,6 +12,7 @@
  * buffer, check the status word, resize the outputs and copy them back.
  * Execute allocates nothing.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "vk_graph.h"
@@ -222,6 +223,32 @@ static ember_status external(const vk_graph *g, uint32_t k, bool is_in, ember_va
     return EMBER_OK;
 }
 
+/* One profiling event per node that dispatched: its GPU time, from the
+ * timestamp before its first dispatch to the one after its last, placed on
+ * the host clock from the submission (the first stamp); the metadata names
+ * the shaders that ran. */
+static void log_node_times(const vk_graph *g, uint64_t submitted) {
+    for (uint32_t ni = 0; ni < g->num_nodes; ni++) {
+        const vk_node *n = &g->nodes[ni];
+        if (n->num_dispatch == 0) continue;
+        char shaders[64];
+        size_t len = 0;
+        shaders[0] = '\0';
+        for (uint32_t k = 0; k < n->num_dispatch; k++) {
+            const vk_dispatch *d = &g->dispatches[n->first_dispatch + k];
+            if (d->groups == 0) continue;
+            int w = snprintf(shaders + len, sizeof shaders - len, "%s%s", len ? "," : "",
+                             vk_shader_name[d->shader]);
+            if (w < 0 || (size_t)w >= sizeof shaders - len) break;
+            len += (size_t)w;
+        }
+        uint64_t start = g->stamps[n->first_dispatch];
+        uint64_t end = g->stamps[n->first_dispatch + n->num_dispatch];
+        ember_backend_log_event(n->op->name, n->node_id, NULL, submitted + start,
+                                submitted + (end > start ? end : start), shaders, len);
+    }
+}
+
 static ember_status vk_execute(void *handle, ember_value **args, size_t nargs) {
     vk_graph *g = handle;
     for (uint32_t k = 0; k < g->num_inputs; k++) {
@@ -254,7 +281,10 @@ static ember_status vk_execute(void *handle, ember_value **args, size_t nargs) {
     }
     TRY_RET(vk_ops_prepare(g));
     g->control[0] = 0;
-    TRY_RET(vk_device_run(g));
+    bool timed = ember_backend_tracing() && vk_device_timed(g);
+    uint64_t submitted = timed ? ember_ticks_ns() : 0;
+    TRY_RET(vk_device_run(g, timed));
+    if (timed) log_node_times(g, submitted);
     if (g->control[0] != 0) {
         uint32_t ni = g->control[0] - 1;
         if (ni < g->num_nodes)

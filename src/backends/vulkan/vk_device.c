@@ -44,6 +44,8 @@ typedef struct vk_context {
     uint32_t family;
     VkPhysicalDeviceProperties props;
     VkPhysicalDeviceMemoryProperties mem;
+    bool timestamps;      /* the compute queue writes timestamps */
+    double tick_ns;       /* nanoseconds per timestamp tick */
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout layout;
     VkShaderModule modules[VK_SH_COUNT];
@@ -63,6 +65,8 @@ struct vk_device {
     VkDescriptorPool pool;
     VkCommandPool cmd_pool;
     VkCommandBuffer cmd;
+    VkCommandBuffer cmd_timed; /* the same dispatches with a timestamp after each */
+    VkQueryPool stamps;
     VkFence fence;
     size_t weights_bytes, arena_bytes; /* counted in the context's totals */
 };
@@ -130,6 +134,8 @@ static ember_status pick_device(vk_context *c) {
                 c->phys = devs[k];
                 c->family = f;
                 c->props = p;
+                c->timestamps = fam[f].timestampValidBits > 0 && p.limits.timestampPeriod > 0;
+                c->tick_ns = p.limits.timestampPeriod;
             }
             break;
         }
@@ -464,6 +470,45 @@ ember_status vk_device_upload_weight(vk_graph *g, uint32_t vi, const void *bytes
     return EMBER_OK;
 }
 
+/* Records every dispatch into cmd, each followed by a barrier; with a
+ * query pool, timestamp k is written before dispatch k and the last one
+ * after them all. */
+static ember_status record(vk_graph *g, VkCommandBuffer cmd, VkQueryPool stamps) {
+    const vk_context *c = &g_ctx;
+    struct vk_device *d = g->dev;
+    VkResult r;
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    if ((r = vkBeginCommandBuffer(cmd, &bi)) != VK_SUCCESS)
+        return vk_fail(r, "vkBeginCommandBuffer");
+    if (stamps != VK_NULL_HANDLE) {
+        vkCmdResetQueryPool(cmd, stamps, 0, g->num_dispatches + 1);
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, stamps, 0);
+    }
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    for (uint32_t k = 0; k < g->num_dispatches; k++) {
+        const vk_dispatch *dp = &g->dispatches[k];
+        VkDescriptorSet set = (VkDescriptorSet)dp->set;
+        VkPipeline pipe = (VkPipeline)dp->pipe;
+        vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+        vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->layout, 0, 1, &set, 0,
+                                NULL);
+        vkCmdDispatchIndirect(cmd, d->buf[BUF_CONTROL], dp->indirect_at);
+        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+        if (stamps != VK_NULL_HANDLE)
+            vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, stamps, k + 1);
+    }
+    VkMemoryBarrier hb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    hb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    hb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0,
+                         1, &hb, 0, NULL, 0, NULL);
+    if ((r = vkEndCommandBuffer(cmd)) != VK_SUCCESS) return vk_fail(r, "vkEndCommandBuffer");
+    return EMBER_OK;
+}
+
 ember_status vk_device_build(vk_graph *g) {
     const vk_context *c = &g_ctx;
     struct vk_device *d = g->dev;
@@ -564,39 +609,31 @@ ember_status vk_device_build(vk_graph *g) {
     pthread_mutex_unlock(&g_ctx_lock);
     TRY_RET(st);
 
-    /* record once: every dispatch, each followed by a barrier */
-    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    if ((r = vkBeginCommandBuffer(d->cmd, &bi)) != VK_SUCCESS)
-        return vk_fail(r, "vkBeginCommandBuffer");
-    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-    for (uint32_t k = 0; k < g->num_dispatches; k++) {
-        const vk_dispatch *dp = &g->dispatches[k];
-        VkDescriptorSet set = (VkDescriptorSet)dp->set;
-        VkPipeline pipe = (VkPipeline)dp->pipe;
-        vkCmdBindPipeline(d->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
-        vkCmdBindDescriptorSets(d->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->layout, 0, 1, &set, 0,
-                                NULL);
-        vkCmdDispatchIndirect(d->cmd, d->buf[BUF_CONTROL], dp->indirect_at);
-        vkCmdPipelineBarrier(d->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
-    }
-    VkMemoryBarrier hb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-    hb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-    hb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-    vkCmdPipelineBarrier(d->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
-                         0, 1, &hb, 0, NULL, 0, NULL);
-    if ((r = vkEndCommandBuffer(d->cmd)) != VK_SUCCESS) return vk_fail(r, "vkEndCommandBuffer");
-    return EMBER_OK;
+    /* record once: every dispatch, each followed by a barrier; where the
+     * queue has timestamps, a second buffer for traced runs stamps the
+     * start and the end of every dispatch */
+    TRY_RET(record(g, d->cmd, VK_NULL_HANDLE));
+    if (!c->timestamps) return EMBER_OK;
+    VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qi.queryCount = g->num_dispatches + 1;
+    if ((r = vkCreateQueryPool(c->device, &qi, NULL, &d->stamps)) != VK_SUCCESS)
+        return vk_fail(r, "vkCreateQueryPool");
+    ca.commandBufferCount = 1;
+    if ((r = vkAllocateCommandBuffers(c->device, &ca, &d->cmd_timed)) != VK_SUCCESS)
+        return vk_fail(r, "vkAllocateCommandBuffers");
+    return record(g, d->cmd_timed, d->stamps);
 }
 
-ember_status vk_device_run(vk_graph *g) {
+bool vk_device_timed(const vk_graph *g) { return g->dev->cmd_timed != VK_NULL_HANDLE; }
+
+ember_status vk_device_run(vk_graph *g, bool timed) {
     const vk_context *c = &g_ctx;
     struct vk_device *d = g->dev;
+    timed = timed && d->cmd_timed != VK_NULL_HANDLE;
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
     si.commandBufferCount = 1;
-    si.pCommandBuffers = &d->cmd;
+    si.pCommandBuffers = timed ? &d->cmd_timed : &d->cmd;
     pthread_mutex_lock(&g_queue_lock);
     VkResult r = vkQueueSubmit(c->queue, 1, &si, d->fence);
     pthread_mutex_unlock(&g_queue_lock);
@@ -606,6 +643,17 @@ ember_status vk_device_run(vk_graph *g) {
     VkResult rr = vkResetFences(c->device, 1, &d->fence);
     if (r != VK_SUCCESS) return vk_fail(r, "vkWaitForFences");
     if (rr != VK_SUCCESS) return vk_fail(rr, "vkResetFences");
+    if (!timed) return EMBER_OK;
+    uint32_t n = g->num_dispatches + 1;
+    r = vkGetQueryPoolResults(c->device, d->stamps, 0, n, sizeof(uint64_t) * n, g->stamps,
+                              sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    if (r != VK_SUCCESS) return vk_fail(r, "vkGetQueryPoolResults");
+    /* ticks -> nanoseconds since the first stamp */
+    uint64_t first = g->stamps[0];
+    for (uint32_t k = 0; k < n; k++)
+        g->stamps[k] = g->stamps[k] >= first
+                           ? (uint64_t)((double)(g->stamps[k] - first) * c->tick_ns)
+                           : 0;
     return EMBER_OK;
 }
 
@@ -619,6 +667,7 @@ void vk_device_close(vk_graph *g) {
     VkDevice dev = g_ctx.device;
     if (dev) {
         if (d->fence) vkDestroyFence(dev, d->fence, NULL);
+        if (d->stamps) vkDestroyQueryPool(dev, d->stamps, NULL);
         if (d->cmd_pool) vkDestroyCommandPool(dev, d->cmd_pool, NULL);
         if (d->pool) vkDestroyDescriptorPool(dev, d->pool, NULL);
         for (int k = 0; k < BUF_COUNT; k++) {

@@ -154,6 +154,8 @@ typedef struct vk_graph {
     bool f16_storage;              /* float16 tensors may be VK_ST_F16 */
     bool i8_storage;               /* int8 weights may be VK_ST_I8 */
     bool init_phase;               /* shapes at their upper bounds; checks bounds */
+    uint64_t *stamps;              /* traced runs: ns from the first stamp to the start of
+                                    * each dispatch, then to the end of the last */
     uint32_t *control;             /* mapped control buffer (status word, params, indirect) */
     uint8_t *arena;                /* mapped arena */
     struct vk_device *dev;
@@ -173,6 +175,8 @@ ember_status vk_read(const ember_backend_init_ctx *ctx, const void *payload, siz
 const char *vk_dtype_name(uint8_t dtype);
 
 /* ---- vk_ops.c ---- */
+/* The shaders' names, by VK_SH_*. */
+extern const char *const vk_shader_name[VK_SH_COUNT];
 const vk_op *vk_op_find(const char *name, size_t len);
 /* How many dispatches node n needs (fixed at init). */
 ember_status vk_op_count(vk_graph *g, vk_node *n, uint32_t *count);
@@ -205,7 +209,11 @@ bool vk_device_available(void);
 ember_status vk_device_open(vk_graph *g);
 ember_status vk_device_upload_weight(vk_graph *g, uint32_t vi, const void *bytes, size_t size);
 ember_status vk_device_build(vk_graph *g);
-ember_status vk_device_run(vk_graph *g);
+/* Replays the command buffer; timed: the one that stamps every dispatch
+ * (where the queue has timestamps), filling g->stamps. */
+ember_status vk_device_run(vk_graph *g, bool timed);
+/* Whether timed runs fill g->stamps. */
+bool vk_device_timed(const vk_graph *g);
 void vk_device_close(vk_graph *g);
 const char *vk_device_name(void);
 /* Whether the device stores 16-bit floats (storageBuffer16BitAccess). */

@@ -28,6 +28,11 @@ enum {
     EW_MIN = 33, EW_POW = 34, EW_WHERE = 40
 };
 
+const char *const vk_shader_name[VK_SH_COUNT] = {
+    "elementwise", "matmul", "softmax", "layer_norm", "embedding", "reduce", "conv2d", "pool2d",
+    "sdpa",
+};
+
 ember_status vk_node_fail(const vk_graph *g, const vk_node *n, ember_status st, const char *fmt,
                           ...) {
     char msg[256];

@@ -71,6 +71,9 @@ ember_status vk_plan_dispatches(vk_graph *g, ember_allocator *a) {
     if (g->dispatches == NULL)
         return ember_backend_fail(EMBER_ERR_OUT_OF_MEMORY, "vulkan: no memory for dispatches");
     memset(g->dispatches, 0, sizeof(vk_dispatch) * total);
+    g->stamps = ember_alloc(a, sizeof(uint64_t) * (total + 1), _Alignof(uint64_t));
+    if (g->stamps == NULL)
+        return ember_backend_fail(EMBER_ERR_OUT_OF_MEMORY, "vulkan: no memory for timestamps");
     for (size_t k = 0; k < total; k++)
         for (int b = 0; b < VK_MAX_BINDINGS; b++) g->dispatches[k].bind[b] = VK_NONE;
 

@@ -1,0 +1,74 @@
+"""GPU time per operator of a Vulkan-delegated LLM program, from the
+delegate's timestamp queries: runs `ember-llm --etdump` (one traced run for
+the prompt's prefill, one per decode step) and sums the VulkanBackend's
+per-node events by operator and shader.
+
+usage: python bench/vulkan/vk_profile.py MODEL.pte [--ember-llm build/ember-llm]
+           [--tokenizer examples/nanogpt/tokenizer] [--prompt TEXT] [--tokens N]
+
+Prints, for the prefill and for the mean decode step: each operator (with
+the shaders that ran it), its calls, its GPU time and its share of the
+GPU time, then the host's time for the whole step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import subprocess
+import sys
+import tempfile
+
+from ember.devtools.etdump_reader import parse_etdump
+
+
+def table(title: str, runs: list) -> None:
+    per_op: dict = collections.defaultdict(lambda: [0, 0])
+    host = 0
+    for run in runs:
+        for e in run.profile_events:
+            if e.name == "Method::execute":
+                host += e.end_time - e.start_time
+                continue
+            if e.delegate_debug_id_int < 0 and e.delegate_debug_id_str is None:
+                continue
+            key = f"{e.name} [{e.delegate_debug_metadata.decode()}]"
+            per_op[key][0] += 1
+            per_op[key][1] += e.end_time - e.start_time
+    n = max(len(runs), 1)
+    total = sum(v[1] for v in per_op.values())
+    print(f"\n{title} ({len(runs)} run{'s' if len(runs) != 1 else ''}, per run)")
+    print(f"{'operator [shaders]':58} {'calls':>6} {'GPU us':>9} {'share':>6}")
+    for key, (calls, ns) in sorted(per_op.items(), key=lambda kv: -kv[1][1]):
+        print(f"{key:58} {calls / n:6.0f} {ns / n / 1e3:9.1f} {100 * ns / max(total, 1):5.1f}%")
+    print(f"{'GPU total':58} {'':6} {total / n / 1e3:9.1f}")
+    print(f"{'host (Method::execute)':58} {'':6} {host / n / 1e3:9.1f}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("model")
+    ap.add_argument("--ember-llm", default="build/ember-llm")
+    ap.add_argument("--tokenizer", default="examples/nanogpt/tokenizer")
+    ap.add_argument("--prompt", default="It is a truth universally acknowledged")
+    ap.add_argument("--tokens", type=int, default=32)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        dump = os.path.join(tmp, "run.etdump")
+        subprocess.run([args.ember_llm, "--model", args.model, "--tokenizer", args.tokenizer,
+                        "--prompt", args.prompt, "--max-new-tokens", str(args.tokens),
+                        "--temperature", "0", "--threads", "1", "--etdump", dump],
+                       check=True, stdout=subprocess.DEVNULL)
+        runs = parse_etdump(open(dump, "rb").read()).run_data
+    if not runs:
+        print("no traced runs", file=sys.stderr)
+        return 1
+    table("prefill", runs[:1])
+    if len(runs) > 1:
+        table("decode step", runs[1:])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
