@@ -26,7 +26,8 @@ if(NOT EMBER_VULKAN STREQUAL "OFF")
 endif()
 
 # The shaders, in the order of the VK_SH_* enum (vk_graph.h).
-set(EMBER_VULKAN_SHADERS elementwise matmul softmax layer_norm embedding reduce conv2d pool2d sdpa)
+set(EMBER_VULKAN_SHADERS elementwise matmul softmax layer_norm embedding reduce conv2d pool2d sdpa
+  conv_transpose2d group_norm upsample2d gather rotary_emb)
 
 # Filters the backend sources for this configuration; with Vulkan, adds the
 # generated shader file. Sets ${var} in the caller.
