@@ -618,6 +618,8 @@ def tag_layouts(lw: Lowered, limits: Tuple[int, int, int],
                     fixed.append(cache[key])
             op.args[i] = type(a)(fixed) if isinstance(a, (list, tuple)) else fixed[0]
         lw.repr[op.out] = chosen
+        for j, pair in enumerate(op.spec.extra_outs, start=1):
+            lw.repr[(op.out, j)] = pair
         new_ops.append(op)
     lw.ops = new_ops
     for key, (st, lay) in lw.repr.items():
@@ -747,9 +749,11 @@ class Emitter:
                     t = self.g.values[item]
                     lay = self.lw.layout.get(key)
                     if lay is not None:
+                        lay = self.lw.layout.get((key, j), lay)
                         t.memory_layout = {"W": vs.WIDTH_PACKED, "H": vs.HEIGHT_PACKED,
                                            "C": vs.CHANNELS_PACKED}[lay]
-                        t.storage_type = self.lw.storage.get(key, vs.TEXTURE_3D)
+                        t.storage_type = self.lw.storage.get((key, j), self.lw.storage.get(
+                            key, vs.TEXTURE_3D))
             elif isinstance(v, torch.SymInt) or isinstance(v, int):
                 vid = self.add(vs.SymInt(0))
             else:
