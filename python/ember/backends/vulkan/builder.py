@@ -45,6 +45,7 @@ from ...graph_utils import copy_graph_module
 from ...tensor_spec import upper_bound
 from . import schema as vs
 from .kv_cache import sdpa_with_kv_cache as kv_sdpa
+from .rope import apply_rotary_emb, fuse_rope
 from .ops import OpSpec, fit_pairs, pairs_of, spec_of, val
 
 aten = torch.ops.aten
@@ -356,6 +357,7 @@ def lower(ep: ExportedProgram) -> Lowered:
     gm = copy_graph_module(ep.graph_module)
     g = gm.graph
     lw.graph = g
+    fuse_rope(g)
     _remove_redundant(g)
     _squeeze_unary_inputs(g)
     _fuse_view_chains(g)
@@ -400,6 +402,9 @@ def lower(ep: ExportedProgram) -> Lowered:
                               OpSpec(dtypes=spec.dtypes), n))
             lw.ops.append(VOp("sdpa_with_kv_cache.default",
                               [q, k, v, kc, vc, sym, 1, None, 0.0, False, scale], n, spec, n))
+            continue
+        if t is apply_rotary_emb:
+            lw.ops.append(VOp("et_vk.apply_rotary_emb.default", _schema_args(n), n, spec, n))
             continue
         if t is aten.convolution.default:
             args = _schema_args(n)

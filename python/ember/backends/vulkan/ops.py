@@ -305,6 +305,11 @@ from .kv_cache import sdpa_with_kv_cache  # noqa: E402
 # attention over a cache the delegate owns (kv_cache.py): q, k, v as (B, T, H, D)
 OPS[sdpa_with_kv_cache] = OpSpec(dtypes=FP | INT, layouts=WIDTH, prepacks=True)
 
+from .rope import apply_rotary_emb  # noqa: E402
+
+# rotary embeddings (rope.py): llama's rope subgraph, fused in preprocess
+OPS[apply_rotary_emb] = OpSpec(dtypes=FP, layouts=WIDTH, highdim=True)
+
 # Ops this registry takes that ExecuTorch's Vulkan registry does not (their
 # payload form is the generic one: schema arguments, then the output).
 EMBER_ONLY = {aten.mul.Scalar, aten.any.dim}

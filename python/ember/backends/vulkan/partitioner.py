@@ -21,7 +21,7 @@ Compile options (all optional):
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import torch
 from torch.export import ExportedProgram
@@ -35,6 +35,7 @@ from ...tensor_spec import upper_bound
 from .kv_cache import own_kv_caches
 from .ops import (DEFAULT_BUFFER_LIMIT, DEFAULT_TEXTURE_LIMITS, KEEP_WHOLE, SMALL_TEXTURE_LIMITS,
                   fit_pairs, out_tensors, pairs_of, spec_of, val)
+from .rope import apply_rotary_emb, find_rope
 
 aten = torch.ops.aten
 
@@ -102,6 +103,12 @@ class VulkanSupport:
         sig = ep.graph_signature
         self.constants = (set(sig.inputs_to_parameters) | set(sig.inputs_to_buffers)
                           | set(sig.inputs_to_lifted_tensor_constants))
+        # nodes of llama's rope subgraph, which preprocess fuses (rope.py)
+        self.rope: Set[Node] = set()
+        if apply_rotary_emb not in self.blocklist and (
+                self.allowlist is None or apply_rotary_emb in self.allowlist):
+            for m in find_rope(ep.graph):
+                self.rope |= m.nodes
 
     def is_const(self, a: Any) -> bool:
         return isinstance(a, Node) and a.op == "placeholder" and a.name in self.constants
@@ -110,6 +117,8 @@ class VulkanSupport:
         if node.op != "call_function":
             return "not an operator call"
         t = node.target
+        if node in self.rope:
+            return None
         if t in (aten.permute_copy.default, aten.t_copy.default) and len(node.users) == 1:
             user = next(iter(node.users))
             if user.target in (aten.mm.default, aten.addmm.default) and user.args[-1] is node:
