@@ -673,9 +673,11 @@ _VK_DTYPE = {torch.bool: vs.BOOL, torch.uint8: vs.UINT8, torch.int8: vs.INT8,
 
 
 class Emitter:
-    def __init__(self, lw: Lowered, force_fp16: bool = False) -> None:
+    def __init__(self, lw: Lowered, force_fp16: bool = False,
+                 downcast_64_bit: bool = True) -> None:
         self.lw = lw
         self.force_fp16 = force_fp16
+        self.downcast = downcast_64_bit
         self.g = vs.VkGraph()
         self.ids: Dict[Any, int] = {}
         self.scalars: Dict[Any, int] = {}
@@ -684,16 +686,15 @@ class Emitter:
         self.debug_map: Dict[int, List[int]] = {}
 
     def effective(self, dtype: torch.dtype) -> torch.dtype:
-        if dtype == torch.float64:
-            return torch.float32
-        if dtype == torch.int64:
-            return torch.int32
+        if self.downcast and dtype in (torch.float64, torch.int64):
+            return self.staging(dtype)
         if self.force_fp16 and dtype == torch.float32:
             return torch.float16
         return dtype
 
-    @staticmethod
-    def staging(dtype: torch.dtype) -> torch.dtype:
+    def staging(self, dtype: torch.dtype) -> torch.dtype:
+        if not self.downcast:
+            return dtype
         return {torch.float64: torch.float32, torch.int64: torch.int32}.get(dtype, dtype)
 
     def add(self, v: vs.Value) -> int:
@@ -824,8 +825,8 @@ class Emitter:
         return first
 
 
-def emit(lw: Lowered, force_fp16: bool = False) -> Emitter:
-    em = Emitter(lw, force_fp16)
+def emit(lw: Lowered, force_fp16: bool = False, downcast_64_bit: bool = True) -> Emitter:
+    em = Emitter(lw, force_fp16, downcast_64_bit)
     ep = lw.ep
     # placeholders first, in graph order (constants that ops read, then inputs)
     read = set()
