@@ -1499,7 +1499,8 @@ static ember_status op_gather(vk_graph *g, vk_node *n, vk_dispatch *dp) {
     uint32_t at;
     TRY_RET(int_arg(g, n, 1, &dim));
     TRY_RET(norm_dim(g, n, dim, in->rank, &at));
-    if (in->rank == 0 || idx->rank != in->rank) FAIL("index rank %u, input rank %u", idx->rank, in->rank);
+    if (in->rank == 0 || idx->rank != in->rank)
+        FAIL("index rank %u, input rank %u", idx->rank, in->rank);
     size_t dims[VK_MAX_DIMS];
     for (uint32_t k = 0; k < in->rank; k++) {
         if (k != at && idx->dims[k] > in->dims[k])
