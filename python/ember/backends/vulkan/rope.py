@@ -68,12 +68,12 @@ class RopePattern(torch.nn.Module):
 
 @functools.lru_cache(maxsize=1)
 def _pattern() -> Graph:
-    from ...program import to_edge
+    from ...edge import EdgeCompileConfig, convert_to_edge
 
     args = (torch.randn(1, 1, 4, 32), torch.randn(1, 1, 2, 32), torch.randn(1, 16),
             torch.randn(1, 16))
     ep = torch.export.export(RopePattern(), args, strict=True)
-    return to_edge(ep).exported_program().graph
+    return convert_to_edge(ep, EdgeCompileConfig()).graph
 
 
 @dataclass
