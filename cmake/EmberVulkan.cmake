@@ -30,11 +30,11 @@ if(NOT EMBER_VULKAN STREQUAL "OFF")
 endif()
 
 # The shaders, in the order of the VK_SH_* enum (vk_graph.h).
-set(EMBER_VULKAN_SHADERS elementwise matmul softmax layer_norm embedding reduce conv2d pool2d sdpa)
+set(EMBER_VULKAN_SHADERS elementwise matmul softmax layer_norm embedding reduce conv2d pool2d sdpa
+  conv_transpose2d group_norm upsample2d gather rotary_emb)
 # Those written against the storage accessors (any subset of the above; the
-# tensors a shader outside it binds are held as float32 words).
-set(EMBER_VULKAN_STORAGE_SHADERS
-    elementwise matmul softmax layer_norm embedding reduce conv2d pool2d sdpa)
+# tensors a shader outside it binds are held as float32 words): all of them.
+set(EMBER_VULKAN_STORAGE_SHADERS ${EMBER_VULKAN_SHADERS})
 
 # Filters the backend sources for this configuration; with Vulkan, adds the
 # generated shader file. Sets ${var} in the caller.

@@ -27,6 +27,7 @@ DT = {torch.float32: "f32", torch.float16: "f16", torch.int32: "i32", torch.int6
       torch.bool: "bool", torch.int8: "i8"}
 # ember's names for ops whose ExecuTorch counterpart is named otherwise
 SAME_AS = {"ember_vulkan::sdpa_with_kv_cache.default": "llama::sdpa_with_kv_cache.default",
+           "ember_vulkan::apply_rotary_emb.default": "et_vk::apply_rotary_emb.default",
            "ember_dim_order::_clone_dim_order.default": "dim_order_ops::_clone_dim_order.default",
            "ember_dim_order::_to_dim_order_copy.default":
                "dim_order_ops::_to_dim_order_copy.default"}
@@ -85,7 +86,8 @@ def table() -> str:
         lays += "" if spec.buffer_ok else " (texture)"
         note = ("ember only" if n in extra else "wider than ExecuTorch" if n in wider else
                 "ExecuTorch's llama op; caches owned by the delegate"
-                if n.startswith("llama::") else "")
+                if n.startswith("llama::") else
+                "fused from llama's rope subgraph" if n.startswith("et_vk::apply_rotary") else "")
         rows.append(f"| `{n}` | {et} | yes | {dts} | {lays} | {'yes' if spec.highdim else ''} "
                     f"| {note} |")
     both = len([n for n in names if n in ours and theirs is not None and n in theirs])

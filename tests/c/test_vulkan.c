@@ -9,6 +9,10 @@
  * device has it (its weights then take about half the bytes) and with
  * EMBER_VULKAN_STORAGE=float32 (the widening path of devices without).
  * Where no Vulkan device exists, loading the program must fail cleanly.
+ * tests/fixtures/vulkan/ops.pte (a transposed convolution, a group norm, a
+ * bilinear upsampling, index_select by an int64 input) matches eager; an
+ * index outside its dim fails with INDEX_OUT_OF_RANGE, and the method runs
+ * again afterwards.
  */
 #define _POSIX_C_SOURCE 200112L
 #include <math.h>
@@ -180,6 +184,75 @@ static void corrupt(const uint8_t *pte, size_t size) {
     free(copy);
 }
 
+/* Sets ops.pte's inputs (x, and the index i with i[1] replaced by bad_index
+ * unless it is 0) and runs it. */
+static ember_status run_ops(ember_method *m, const npy_array *x, const npy_array *i,
+                            int64_t bad_index) {
+    int64_t idx[8];
+    if (i->numel > 8) return EMBER_ERR_INVALID_ARGUMENT;
+    memcpy(idx, i->data, i->numel * sizeof(int64_t));
+    if (bad_index != 0) idx[1] = bad_index;
+    ember_status st = ember_method_set_input_tensor(m, 0, EMBER_FLOAT32, x->shape, x->dim, x->data,
+                                                    x->nbytes);
+    if (st == EMBER_OK)
+        st = ember_method_set_input_tensor(m, 1, EMBER_INT64, i->shape, i->dim, idx, i->nbytes);
+    return st == EMBER_OK ? ember_method_execute(m) : st;
+}
+
+static void run_ops_fixture(void) {
+    size_t size = 0;
+    uint8_t *pte = read_file(DIR "ops.pte", &size);
+    char err[256];
+    npy_array x, i;
+    if (!CHECK_MSG(pte != NULL, "cannot read " DIR "ops.pte")) return;
+    if (!CHECK_MSG(npy_load(DIR "ops_x.npy", &x, err, sizeof err) == 0, "%s", err)) {
+        free(pte);
+        return;
+    }
+    if (!CHECK_MSG(npy_load(DIR "ops_i.npy", &i, err, sizeof err) == 0, "%s", err)) {
+        npy_free(&x);
+        free(pte);
+        return;
+    }
+    ember_buffer_loader bl;
+    ember_program *p;
+    ember_method *m;
+    if (CHECK_OK(load(pte, size, &bl, &p, &m)) && CHECK_OK(run_ops(m, &x, &i, 0))) {
+        for (size_t k = 0; k < 4; k++) {
+            char path[128];
+            npy_array y;
+            const ember_value *out;
+            snprintf(path, sizeof path, DIR "ops_y%zu.npy", k);
+            if (!CHECK_MSG(npy_load(path, &y, err, sizeof err) == 0, "%s: %s", path, err)) continue;
+            if (CHECK_OK(ember_method_output(m, k, &out)) && CHECK(out->tag == EMBER_TAG_TENSOR) &&
+                CHECK_EQ_INT(out->u.t->numel, (int64_t)y.numel)) {
+                double worst = 0;
+                for (size_t e = 0; e < y.numel; e++) {
+                    double g = ((const float *)out->u.t->data)[e], w = ((const float *)y.data)[e];
+                    double d = fabs(g - w) / (1e-5 + 1e-4 * fabs(w));
+                    if (!(d <= worst)) worst = d;
+                }
+                CHECK_MSG(worst <= 1.0, "output %zu: error %.3g tolerances", k, worst);
+            }
+            npy_free(&y);
+        }
+        /* indices outside dim 1 (size 4): a clean error naming index_select */
+        static const int64_t bad[] = {4, -1, 1000};
+        for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+            ember_status st = run_ops(m, &x, &i, bad[k]);
+            CHECK_MSG(st == EMBER_ERR_INDEX_OUT_OF_RANGE, "index %lld: status %s",
+                      (long long)bad[k], ember_status_str(st));
+            CHECK_MSG(strstr(ember_last_error(), "index_select") != NULL, "message: %s",
+                      ember_last_error());
+        }
+        CHECK_OK(run_ops(m, &x, &i, 0));
+    }
+    unload(p, m);
+    npy_free(&x);
+    npy_free(&i);
+    free(pte);
+}
+
 int main(void) {
     if (!CHECK_OK(ember_portable_kernels_register()) ||
         !CHECK_OK(ember_vulkan_backend_register()))
@@ -203,6 +276,8 @@ int main(void) {
     printf("device: %s\n", ember_vulkan_device_name());
     check_section("attention block at several lengths");
     run_lengths(pte, size, 1e-4, 1e-5);
+    check_section("transposed conv, group norm, upsampling, index_select; bad indices");
+    run_ops_fixture();
     check_section("corrupted payloads");
     corrupt(pte, size);
     free(pte);

@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import pytest
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from aot_models import CNN, MLP
 
@@ -290,6 +291,168 @@ def test_texture_limits_option_matches_executorch() -> None:
     """A tensor beyond a small texture limit goes to a buffer (or stays out)."""
     torch.manual_seed(0)
     compare(MLP(), (torch.randn(64, 16),), {"texture_limits": (4, 64, 64)})
+
+
+def _rope_inputs(t: int = 3) -> tuple:
+    angles = torch.outer(torch.arange(t).float(), 1.0 / (100 ** (torch.arange(0, 8, 2) / 8)))
+    return (torch.randn(1, t, 4, 8), torch.randn(1, t, 2, 8), angles.cos(), angles.sin())
+
+
+def _new_op_cases() -> Dict[str, Tuple[nn.Module, tuple]]:
+    """One small model per operator added with the transposed convolution
+    (every form the partitioners take)."""
+    from ember.backends.vulkan.rope import rotate_pairs
+
+    from test_vulkan_runtime import Fn  # noqa: E402  (a module around a function)
+
+    torch.manual_seed(0)
+    convs = nn.ModuleList([nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1,
+                                              groups=2, dilation=2),
+                           nn.ConvTranspose2d(4, 4, 2, stride=2, bias=False)])
+    modes = [dict(mode="nearest"), dict(mode="bilinear", align_corners=False),
+             dict(mode="bilinear", align_corners=True)]
+    sizes = [dict(scale_factor=2), dict(scale_factor=(1.5, 2.5)), dict(size=(7, 3))]
+    return {
+        "conv_transpose": (Fn(lambda s, x: (s.convs[0](x), torch.relu(s.convs[1](x))),
+                              convs=convs), (torch.randn(1, 4, 5, 6),)),
+        "group_norm": (Fn(lambda s, x: (s.gn(x), s.gn_plain(x)), gn=nn.GroupNorm(2, 6),
+                          gn_plain=nn.GroupNorm(3, 6, affine=False)), (torch.randn(1, 6, 4, 5),)),
+        "upsample": (Fn(lambda s, x: tuple(F.interpolate(x, **m, **z) for m in modes
+                                           for z in sizes)), (torch.randn(1, 3, 4, 5),)),
+        "index": (Fn(lambda s, x, i, j: (torch.index_select(x, 1, i), torch.gather(x, 2, j),
+                                         x[i[:2]], x[:, i])),
+                  (torch.randn(3, 4, 5), torch.tensor([2, 0, 1]), torch.randint(0, 5, (3, 4, 2)))),
+        "rope": (Fn(lambda s, q, k, c, sn: rotate_pairs(q, k, c, sn)), _rope_inputs()),
+    }
+
+
+@pytest.mark.parametrize("name", ["conv_transpose", "group_norm", "upsample", "index", "rope"])
+def test_new_ops_match_executorch(name: str) -> None:
+    """Both partitioners delegate these ops whole, with equal payloads, and
+    ember's program runs in ember's runtime as eager computes it."""
+    model, args = _new_op_cases()[name]
+    graphs = compare(model, args)
+    names = {c.name for g in graphs for c in g.chain}
+    want = {"conv_transpose": "aten.convolution.default",
+            "group_norm": "aten.native_group_norm.default",
+            "upsample": "aten.upsample_bilinear2d.vec", "index": "aten.index.Tensor",
+            "rope": "et_vk.apply_rotary_emb.default"}[name]
+    assert want in names
+    if name == "rope":
+        assert names == {want}  # the whole subgraph is one call
+    if name == "group_norm":  # the statistics are buffers (ExecuTorch's registry)
+        call = next(c for c in graphs[0].chain if c.name == want)
+        outs = graphs[0].values[call.args[-1]].items
+        assert [graphs[0].values[o].storage_type for o in outs] == \
+            [vs.TEXTURE_3D, vs.BUFFER, vs.BUFFER]
+    if ember_runtime.has_backend("VulkanBackend"):
+        edge, part, _ = lower_ember(model, args)
+        assert not part.reasons
+        method = ember_runtime.Runtime.get().load_program(edge.to_executorch().buffer) \
+            .load_method("forward")
+        with torch.no_grad():
+            want_out = model(*args)
+        for g, w in zip(method.execute(list(args)), want_out):
+            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_rope_fusion_follows_the_lists_and_dtypes() -> None:
+    """With the fused op blocklisted, or float64 inputs, the rope subgraph is
+    not fused (its nodes are decided one by one)."""
+    from ember.backends.vulkan.rope import apply_rotary_emb, rotate_pairs
+
+    from test_vulkan_runtime import Fn
+
+    def fused(mods) -> bool:
+        return any(c.name == "et_vk.apply_rotary_emb.default"
+                   for m in mods for c in check_payload(m).chain)
+
+    model = Fn(lambda s, *a: rotate_pairs(*a))
+    ep = torch.export.export(model, _rope_inputs())
+    edge = to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner(
+        operator_blocklist=[apply_rotary_emb])])
+    assert not fused([m for _, m in get_lowered_modules(edge.exported_program())])
+    _, _, mods = lower_ember(model, tuple(t.double() for t in _rope_inputs()))
+    assert not fused(mods)
+    assert fused(lower_ember(model, _rope_inputs())[2])
+
+
+class EmbedHead(nn.Module):
+    """An int64 embedding lookup, a linear and a softmax."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(10, 8)
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, i: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.fc(self.emb(i) + x)).softmax(-1)
+
+
+def _options_cases() -> List[dict]:
+    from executorch.backends.vulkan.serialization.vulkan_graph_schema import (VkMemoryLayout,
+                                                                              VkStorageType)
+
+    return [{"storage_type_override": VkStorageType.BUFFER,
+             "memory_layout_override": VkMemoryLayout.TENSOR_CHANNELS_PACKED},
+            {"skip_tag_memory_metadata": True}, {"skip_memory_planning": True},
+            {"downcast_64_bit": False}]
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_options_match_executorch(case: int) -> None:
+    """ExecuTorch's other compile options: equal compile specs and payloads,
+    and the programs run in ember's runtime."""
+    options = _options_cases()[case]
+    torch.manual_seed(0)
+    args = (torch.randint(0, 10, (2, 3)), torch.randn(2, 3, 8))
+    (g,) = compare(EmbedHead(), args, options)
+    tensors = [v for v in g.values if isinstance(v, vs.VkTensor)]
+    if "skip_tag_memory_metadata" in options:
+        assert {(t.storage_type, t.memory_layout) for t in tensors} == \
+            {(vs.DEFAULT_STORAGE, vs.DEFAULT_LAYOUT)}
+        assert "aten.clone.default" not in {c.name for c in g.chain}
+    if "skip_memory_planning" in options:
+        assert {t.mem_obj_id for t in tensors} == {-1}
+    if "downcast_64_bit" in options:  # the int64 indices stay int64
+        assert (vs.INT64, vs.INT64) in {(t.datatype, t.staging_datatype) for t in tensors}
+    if ember_runtime.has_backend("VulkanBackend"):
+        model = EmbedHead()
+        torch.manual_seed(0)
+        model = EmbedHead().eval()
+        edge, _, _ = lower_ember(model, args, options)
+        method = ember_runtime.Runtime.get().load_program(edge.to_executorch().buffer) \
+            .load_method("forward")
+        with torch.no_grad():
+            torch.testing.assert_close(method.execute(list(args))[0], model(*args),
+                                       rtol=1e-4, atol=1e-5)
+
+
+def test_nn_module_lists_match_executorch() -> None:
+    """nn_module_blocklist / allowlist: the nodes of matching module types stay
+    out (or are the only ones in), node for node as ExecuTorch decides."""
+    from executorch.backends.vulkan.partitioner.vulkan_partitioner import \
+        VulkanPartitioner as RefPartitioner
+    from executorch.exir import to_edge_transform_and_lower as ref_lower
+
+    torch.manual_seed(0)
+    args = (torch.randint(0, 10, (2, 3)), torch.randn(2, 3, 8))
+    for kw in ({"nn_module_blocklist": ["Linear"]}, {"nn_module_allowlist": ["Embedding"]}):
+        ep = torch.export.export(EmbedHead().eval(), args)
+        ours = to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner(**kw)])
+        ref = ref_lower(torch.export.export(EmbedHead().eval(), args),
+                        partitioner=[RefPartitioner({}, **kw)])
+
+        def outside(prog) -> List[str]:
+            return sorted(n.target.__name__.split(".")[-2] for n in prog.graph.nodes
+                          if n.op == "call_function" and "delegate" not in str(n.target)
+                          and n.target.__name__ != "getitem")
+
+        assert outside(ours.exported_program()) == outside(ref.exported_program()), kw
+        assert outside(ours.exported_program())  # something stayed out
+    part = VulkanPartitioner(nn_module_blocklist=["Linear"])
+    part.partition(to_edge(torch.export.export(EmbedHead().eval(), args)).exported_program())
+    assert "nn_module blocklist" in " ".join(part.reasons.values())
 
 
 # --------------------------------------------------------------------------- #
@@ -566,6 +729,9 @@ def test_reference_runtime_has_no_vulkan_backend() -> None:
     ({"texture_limits": (16, 16)}, "texture_limits must be 3 positive ints"),
     ({"buffer_limit": -1}, "buffer_limit must be a positive int"),
     ({"force_fp16": 1}, "force_fp16 must be True or False"),
+    ({"storage_type_override": 7}, "storage_type_override must be one of 0, 1, 2"),
+    ({"memory_layout_override": "W"}, "memory_layout_override must be one of"),
+    ({"skip_memory_planning": "yes"}, "skip_memory_planning must be True or False"),
 ])
 def test_bad_options(options: dict, message: str) -> None:
     with pytest.raises(ExportError, match=message):

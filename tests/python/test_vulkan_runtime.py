@@ -210,6 +210,78 @@ def test_conv_pool_batch_norm() -> None:
         convs=convs, seq=seq), (r(1, 6, 11, 9),))
 
 
+def test_transposed_conv_group_norm() -> None:
+    """Transposed 2-d convolutions (stride, padding, output padding, groups,
+    dilation, no bias, a fused relu) and group norms (affine or not)."""
+    convs = nn.ModuleList([nn.ConvTranspose2d(4, 6, 3, stride=s_, padding=p, output_padding=op,
+                                              groups=g, dilation=d, bias=b)
+                           for s_, p, op, g, d, b in [(1, 0, 0, 1, 1, True), (2, 1, 1, 2, 1, True),
+                                                      (3, 2, 2, 1, 2, False),
+                                                      (2, 0, 1, 2, 3, True)]])
+    check(Fn(lambda s, x: tuple(c(x) for c in s.convs) + (
+        torch.relu(s.convs[1](x)), s.gn(x), s.gn1(x), s.gn_plain(x)),
+        convs=convs, gn=nn.GroupNorm(2, 4), gn1=nn.GroupNorm(1, 4, eps=1e-3),
+        gn_plain=nn.GroupNorm(4, 4, affine=False)), (r(1, 4, 5, 7),))
+
+
+def test_upsample() -> None:
+    """Nearest and bilinear (align_corners both ways), by scale factors
+    (integral and not) and by output sizes (up and down)."""
+    modes = [dict(mode="nearest"), dict(mode="bilinear", align_corners=False),
+             dict(mode="bilinear", align_corners=True)]
+    sizes = [dict(scale_factor=2), dict(scale_factor=(1.5, 2.5)), dict(size=(7, 11)),
+             dict(size=(3, 4)), dict(size=(1, 1))]
+    check(Fn(lambda s, x: tuple(F.interpolate(x, **m, **z) for m in modes for z in sizes)),
+          (r(1, 3, 5, 6),))
+
+
+def test_index_select_gather_index() -> None:
+    """index_select on every dim, gather (an index smaller than the input),
+    index.Tensor x[i] and x[:, i] with negative indices; an index outside the
+    dim is a clean error naming the operator, and the method still runs."""
+    x = r(3, 4, 5)
+    i = torch.tensor([2, 0, 1, 1])
+    j = torch.randint(0, 5, (3, 2, 4))
+    k = torch.tensor([-1, 0, 2])
+    j1 = torch.randint(0, 4, (2, 4, 5))
+    args = (x, i, j, k, j1)
+    buffer = check(Fn(lambda s, x, i, j, k, j1: (
+        torch.index_select(x, 0, i[:2]), torch.index_select(x, 1, i), torch.index_select(x, 2, i),
+        torch.gather(x, 2, j), torch.gather(x, 1, j1), x[k] * 1.0, x[:, k] * 1.0)), args)
+    method = ember_runtime.Runtime.get().load_program(buffer).load_method("forward")
+    for at, value in ((1, 4), (2, 5), (3, -4)):
+        bad = [a.clone() for a in args]
+        bad[at][0] = value
+        with pytest.raises(ember_runtime.EmberError, match="index"):
+            method.execute(bad)
+    torch.testing.assert_close(method.execute(list(args))[1], torch.index_select(x, 1, i))
+
+
+def rope(xq: torch.Tensor, xk: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
+    """Llama's rotary embeddings (the (even, odd) pairs of the head dim)."""
+    c = cos.view(1, cos.shape[0], 1, cos.shape[1])
+    s = sin.view(1, sin.shape[0], 1, sin.shape[1])
+
+    def rotate(x: torch.Tensor) -> torch.Tensor:
+        xr, xi = x.float().reshape(x.shape[:-1] + (-1, 2)).unbind(-1)
+        return torch.stack([xr * c - xi * s, xr * s + xi * c], dim=-1).flatten(3).type_as(x)
+
+    return rotate(xq), rotate(xk)
+
+
+def test_rotary_embedding() -> None:
+    """The llama rope pattern, which the reference partitioner fuses into
+    et_vk.apply_rotary_emb (grouped-query: fewer k heads), prefill and decode."""
+    head_dim = 16
+    freqs = 1.0 / (10000 ** (torch.arange(0, head_dim, 2).float() / head_dim))
+    angles = torch.outer(torch.arange(6).float(), freqs)
+    model = Fn(lambda s, q, k, c, sn: tuple(t * 2 for t in rope(q, k, c, sn)))
+    for t in (6, 1):
+        buffer = check(model, (r(1, t, 4, head_dim), r(1, t, 2, head_dim), angles[:t].cos(),
+                               angles[:t].sin()))
+        assert b"et_vk.apply_rotary_emb.default" in buffer
+
+
 # ---------------------------------------------------------------------------
 # Shapes at the shaders' edges: products with dynamic rows and odd sizes,
 # reductions shorter and longer than a workgroup, attention over a KV cache
@@ -514,6 +586,16 @@ def test_float16_storage_conv_pool() -> None:
         s.seq(x), F.max_pool2d(x, 3, 2, 1), F.avg_pool2d(x, 2),
         x.mean(dim=[2, 3], keepdim=True) + x.mean(dim=-1, keepdim=True)),
         convs=convs, seq=seq), (r(1, 6, 11, 9),))
+
+
+def test_float16_storage_transposed_conv_group_norm_upsample_gather() -> None:
+    check_fp16(Fn(lambda s, x, i, j: (
+        s.up(x), s.gn(x), F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False),
+        F.interpolate(x, size=(7, 11), mode="nearest"), torch.index_select(x, 1, i),
+        torch.gather(x, 3, j)),
+        up=nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2),
+        gn=nn.GroupNorm(2, 4)),
+        (r(1, 4, 5, 7), torch.tensor([2, 0, 1]), torch.randint(0, 7, (1, 4, 5, 3))))
 
 
 def test_float16_storage_attention_dynamic_sequence() -> None:

@@ -82,7 +82,8 @@ enum {
 /* The shaders (shaders/<name>.comp), in the order vk_shaders.c embeds them. */
 enum {
     VK_SH_ELEMENTWISE = 0, VK_SH_MATMUL, VK_SH_SOFTMAX, VK_SH_LAYER_NORM, VK_SH_EMBEDDING,
-    VK_SH_REDUCE, VK_SH_CONV2D, VK_SH_POOL2D, VK_SH_SDPA, VK_SH_COUNT
+    VK_SH_REDUCE, VK_SH_CONV2D, VK_SH_POOL2D, VK_SH_SDPA, VK_SH_CONV_TRANSPOSE2D,
+    VK_SH_GROUP_NORM, VK_SH_UPSAMPLE2D, VK_SH_GATHER, VK_SH_ROTARY_EMB, VK_SH_COUNT
 };
 
 typedef struct vk_value {

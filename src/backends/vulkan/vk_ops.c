@@ -1132,8 +1132,15 @@ static size_t pool_out(size_t in, int64_t k, int64_t s, int64_t p, int64_t d, bo
     return (size_t)o;
 }
 
+/* The output size of a transposed convolution along one axis, or -1. */
+static int64_t transposed_out(size_t in, int64_t k, int64_t s, int64_t p, int64_t d, int64_t op) {
+    int64_t o = ((int64_t)in - 1) * s - 2 * p + d * (k - 1) + op + 1;
+    return in == 0 || o < 0 ? -1 : o;
+}
+
 /* convolution(in, weight, bias?, stride, padding, dilation, transposed,
- * output_padding, groups, out); conv_with_clamp adds min, max before out. */
+ * output_padding, groups, out); conv_with_clamp adds min, max before out.
+ * Weights: [OC, C/groups, KH, KW], transposed [C, OC/groups, KH, KW]. */
 static ember_status op_conv(vk_graph *g, vk_node *n, vk_dispatch *dp) {
     bool clamped = n->op->code == 1;
     TRY_RET(want_args(g, n, clamped ? 12 : 10, clamped ? 12 : 10));
@@ -1141,18 +1148,26 @@ static ember_status op_conv(vk_graph *g, vk_node *n, vk_dispatch *dp) {
     TRY_RET(tensor_arg(g, n, 0, &x));
     TRY_RET(tensor_arg(g, n, 1, &w));
     TRY_RET(tensor_arg(g, n, n->nargs - 1, &out));
-    int64_t stride[2], pad[2], dil[2], transposed, groups;
+    int64_t stride[2], pad[2], dil[2], outpad[2], transposed, groups;
     TRY_RET(pair_arg(g, n, 3, 1, stride));
     TRY_RET(pair_arg(g, n, 4, 0, pad));
     TRY_RET(pair_arg(g, n, 5, 1, dil));
     TRY_RET(int_arg(g, n, 6, &transposed));
+    TRY_RET(pair_arg(g, n, 7, 0, outpad));
     TRY_RET(int_arg(g, n, 8, &groups));
-    if (transposed) return vk_node_fail(g, n, EMBER_ERR_NOT_SUPPORTED, "transposed convolution");
     if (x->rank != 4 || w->rank != 4) FAIL("2-d convolution with ranks %u, %u", x->rank, w->rank);
     if (stride[0] == 0 || stride[1] == 0 || dil[0] == 0 || dil[1] == 0) FAIL("zero stride or dilation");
-    size_t C = x->dims[1], OC = w->dims[0];
-    if (groups <= 0 || C % (size_t)groups || OC % (size_t)groups ||
-        w->dims[1] * (size_t)groups != C)
+    if (transposed && (outpad[0] >= stride[0] && outpad[0] >= dil[0]))
+        FAIL("output padding %lld for stride %lld, dilation %lld", (long long)outpad[0],
+             (long long)stride[0], (long long)dil[0]);
+    if (transposed && (outpad[1] >= stride[1] && outpad[1] >= dil[1]))
+        FAIL("output padding %lld for stride %lld, dilation %lld", (long long)outpad[1],
+             (long long)stride[1], (long long)dil[1]);
+    size_t C = x->dims[1];
+    size_t OC = transposed ? (size_t)w->dims[1] * (groups > 0 ? (size_t)groups : 0) : w->dims[0];
+    size_t wc = transposed ? w->dims[0] : (size_t)w->dims[1] * (groups > 0 ? (size_t)groups : 0);
+    if (groups <= 0 || groups > 65535 || C % (size_t)groups || OC % (size_t)groups || wc != C ||
+        OC == 0)
         return vk_node_fail(g, n, EMBER_ERR_SHAPE_MISMATCH, "%zu channels, weight [%u, %u, ...], "
                             "%lld groups", C, w->dims[0], w->dims[1], (long long)groups);
     uint32_t bias_id = VK_NONE;
@@ -1165,11 +1180,23 @@ static ember_status op_conv(vk_graph *g, vk_node *n, vk_dispatch *dp) {
         TRY_RET(num_arg(g, n, 9, -INFINITY, &lo));
         TRY_RET(num_arg(g, n, 10, INFINITY, &hi));
     }
-    size_t dims[4] = {x->dims[0], OC,
-                      pool_out(x->dims[2], w->dims[2], stride[0], pad[0], dil[0], false),
-                      pool_out(x->dims[3], w->dims[3], stride[1], pad[1], dil[1], false)};
+    size_t dims[4] = {x->dims[0], OC, 0, 0};
+    if (transposed) {
+        for (int k = 0; k < 2; k++) {
+            int64_t o = transposed_out(x->dims[2 + k], w->dims[2 + k], stride[k], pad[k], dil[k],
+                                       outpad[k]);
+            if (o < 0 || o > INT32_MAX)
+                return vk_node_fail(g, n, EMBER_ERR_SHAPE_MISMATCH,
+                                    "no output size along axis %d", k);
+            dims[2 + k] = (size_t)o;
+        }
+    } else {
+        dims[2] = pool_out(x->dims[2], w->dims[2], stride[0], pad[0], dil[0], false);
+        dims[3] = pool_out(x->dims[3], w->dims[3], stride[1], pad[1], dil[1], false);
+    }
     TRY_RET(set_out(g, n, out, dims, 4));
-    bind(dp, VK_SH_CONV2D, arg_id(g, n, n->nargs - 1), arg_id(g, n, 0), arg_id(g, n, 1), bias_id);
+    bind(dp, transposed ? VK_SH_CONV_TRANSPOSE2D : VK_SH_CONV2D, arg_id(g, n, n->nargs - 1),
+         arg_id(g, n, 0), arg_id(g, n, 1), bias_id);
     uint32_t *p = params(g, dp);
     const size_t v[17] = {x->dims[0], C, x->dims[2], x->dims[3], OC, dims[2], dims[3],
                           w->dims[2], w->dims[3], (size_t)stride[0], (size_t)stride[1],
@@ -1234,6 +1261,308 @@ static ember_status op_pool(vk_graph *g, vk_node *n, vk_dispatch *dp) {
                           (size_t)dil[1], avg, (size_t)(include_pad != 0), (size_t)divisor};
     for (int k = 0; k < 16; k++) p[k] = (uint32_t)v[k];
     dp->groups = groups_for(numel(out));
+    return EMBER_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Group norm, upsampling                                                 */
+/* ---------------------------------------------------------------------- */
+
+/* The tensors of an output that is one tensor or a ValueList of them. */
+static ember_status outputs_arg(vk_graph *g, vk_node *n, uint32_t k, uint32_t *ids, uint32_t max,
+                                uint32_t *len) {
+    if (arg(g, n, k)->kind == VK_V_TENSOR) {
+        ids[0] = arg_id(g, n, k);
+        *len = 1;
+        return EMBER_OK;
+    }
+    const int64_t *list;
+    TRY_RET(tensor_list_arg(g, n, k, &list, len));
+    if (*len < 1 || *len > max) FAIL("%u outputs (1 to %u)", *len, max);
+    for (uint32_t j = 0; j < *len; j++) ids[j] = (uint32_t)list[j];
+    return EMBER_OK;
+}
+
+/* native_group_norm(in [N, C, ...], weight? [C], bias? [C], N, C, HxW, group, eps,
+ * ValueList(out, mean [N, group], rstd [N, group])). The sizes come from the
+ * input's current shape (the N, C and HxW arguments are its export-time sizes). */
+static ember_status op_group_norm(vk_graph *g, vk_node *n, vk_dispatch *dp) {
+    TRY_RET(want_args(g, n, 9, 9));
+    vk_value *in;
+    TRY_RET(tensor_arg(g, n, 0, &in));
+    int64_t groups;
+    double eps;
+    TRY_RET(int_arg(g, n, 6, &groups));
+    TRY_RET(num_arg(g, n, 7, 1e-5, &eps));
+    if (in->rank < 2) FAIL("group norm of a rank-%u tensor", in->rank);
+    size_t N = in->dims[0], C = in->dims[1], hw = C && N ? numel(in) / (N * C) : 0;
+    if (groups <= 0 || C % (size_t)groups != 0)
+        return vk_node_fail(g, n, EMBER_ERR_SHAPE_MISMATCH, "%zu channels in %lld groups", C,
+                            (long long)groups);
+    uint32_t wb[2] = {VK_NONE, VK_NONE};
+    for (uint32_t k = 0; k < 2; k++) {
+        vk_value *t = arg(g, n, 1 + k);
+        if (t->kind == VK_V_NULL) continue;
+        if (t->kind != VK_V_TENSOR || numel(t) != C)
+            FAIL("%s does not have one element per channel", k ? "bias" : "weight");
+        wb[k] = arg_id(g, n, 1 + k);
+    }
+    uint32_t ids[3] = {VK_NONE, VK_NONE, VK_NONE}, len;
+    TRY_RET(outputs_arg(g, n, 8, ids, 3, &len));
+    if (len != 3) FAIL("%u outputs (out, mean, rstd)", len);
+    size_t dims[VK_MAX_DIMS];
+    for (uint32_t k = 0; k < in->rank; k++) dims[k] = in->dims[k];
+    TRY_RET(set_out(g, n, &g->values[ids[0]], dims, in->rank));
+    size_t stats[2] = {N, (size_t)groups};
+    for (uint32_t k = 1; k < 3; k++) {
+        if (g->values[ids[k]].kind != VK_V_TENSOR) FAIL("output %u is not a tensor", k);
+        TRY_RET(set_out(g, n, &g->values[ids[k]], stats, 2));
+    }
+    bind(dp, VK_SH_GROUP_NORM, ids[0], arg_id(g, n, 0), wb[0], wb[1]);
+    dp->bind[4] = ids[1];
+    dp->bind[5] = ids[2];
+    uint32_t *p = params(g, dp);
+    p[0] = (uint32_t)(N * (size_t)groups);
+    p[1] = (uint32_t)hw;
+    p[2] = (uint32_t)(C / (size_t)groups);
+    p[3] = (uint32_t)groups;
+    p[4] = fbits(eps);
+    p[5] = wb[0] != VK_NONE;
+    p[6] = wb[1] != VK_NONE;
+    dp->groups = groups_for(N * (size_t)groups);
+    return EMBER_OK;
+}
+
+/* A DoubleList of two positive finite scales, or Null (no scales). */
+static ember_status scales_arg(vk_graph *g, vk_node *n, uint32_t k, double *out, bool *has) {
+    vk_value *v = arg(g, n, k);
+    *has = false;
+    if (v->kind == VK_V_NULL) return EMBER_OK;
+    if (v->kind != VK_V_DOUBLELIST || v->list_len != 2)
+        FAIL("argument %u is not a list of two scale factors", k);
+    for (uint32_t j = 0; j < 2; j++) {
+        out[j] = g->doubles[v->list_at + j];
+        if (!(out[j] > 0) || !isfinite(out[j])) FAIL("scale factor %g", out[j]);
+    }
+    *has = true;
+    return EMBER_OK;
+}
+
+/* upsample_nearest2d.vec(in, output_size?, scale_factors?, out),
+ * upsample_bilinear2d.vec(in, output_size?, align_corners, scale_factors?, out) */
+static ember_status op_upsample(vk_graph *g, vk_node *n, vk_dispatch *dp) {
+    bool bilinear = n->op->code == 1;
+    TRY_RET(want_args(g, n, bilinear ? 5 : 4, bilinear ? 5 : 4));
+    vk_value *x, *out;
+    TRY_RET(tensor_arg(g, n, 0, &x));
+    TRY_RET(tensor_arg(g, n, n->nargs - 1, &out));
+    if (x->rank != 4) FAIL("2-d upsampling of a rank-%u tensor", x->rank);
+    int64_t align = 0;
+    if (bilinear) TRY_RET(int_arg(g, n, 2, &align));
+    double scale[2];
+    bool has_scale;
+    TRY_RET(scales_arg(g, n, bilinear ? 3 : 2, scale, &has_scale));
+    size_t dims[4] = {x->dims[0], x->dims[1], 0, 0};
+    if (arg(g, n, 1)->kind != VK_V_NULL) {
+        int64_t size[2];
+        uint32_t len;
+        TRY_RET(list_arg(g, n, 1, size, &len, 2));
+        if (len != 2 || size[0] <= 0 || size[1] <= 0 || size[0] > INT32_MAX || size[1] > INT32_MAX)
+            FAIL("output size is not two positive sizes");
+        dims[2] = (size_t)size[0];
+        dims[3] = (size_t)size[1];
+    } else if (has_scale) {
+        for (int k = 0; k < 2; k++) {
+            double o = floor((double)x->dims[2 + k] * scale[k]);
+            if (o > INT32_MAX) FAIL("output size %g", o);
+            dims[2 + k] = (size_t)o;
+        }
+    } else {
+        FAIL("neither an output size nor scale factors");
+    }
+    if (x->dims[2] == 0 || x->dims[3] == 0) FAIL("upsamples an empty plane");
+    TRY_RET(set_out(g, n, out, dims, 4));
+    double src[2];
+    for (int k = 0; k < 2; k++) {
+        double in = x->dims[2 + k], o = (double)dims[2 + k];
+        if (bilinear && align) src[k] = o > 1 ? (in - 1) / (o - 1) : 0;
+        else if (has_scale) src[k] = 1.0 / scale[k];
+        else src[k] = o > 0 ? in / o : 0;
+    }
+    bind(dp, VK_SH_UPSAMPLE2D, arg_id(g, n, n->nargs - 1), arg_id(g, n, 0), VK_NONE, VK_NONE);
+    uint32_t *p = params(g, dp);
+    p[0] = (uint32_t)(x->dims[0] * x->dims[1]);
+    p[1] = x->dims[2];
+    p[2] = x->dims[3];
+    p[3] = (uint32_t)dims[2];
+    p[4] = (uint32_t)dims[3];
+    p[5] = fbits(src[0]);
+    p[6] = fbits(src[1]);
+    p[7] = bilinear;
+    p[8] = align != 0;
+    dp->groups = groups_for(numel(out));
+    return EMBER_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Indexed reads                                                          */
+/* ---------------------------------------------------------------------- */
+
+static ember_status index_tensor_check(vk_graph *g, vk_node *n, const vk_value *idx) {
+    if (idx->dtype != VK_DT_INT32 && idx->dtype != VK_DT_INT64)
+        FAIL("index of dtype %s", vk_dtype_name(idx->dtype));
+    return EMBER_OK;
+}
+
+/* The gather shader: out[...] = in[..., index[...], ...] along dim; gather:
+ * the index has out's shape, else it is 1-d and picks a slice of the dim
+ * for each output position along it. An index out of range sets the status
+ * word (the call fails with INDEX_OUT_OF_RANGE). */
+static ember_status gather_write(vk_graph *g, vk_node *n, vk_dispatch *dp, uint32_t out_id,
+                                 uint32_t in_id, uint32_t idx_id, uint32_t dim, bool gather,
+                                 bool wrap) {
+    vk_value *in = &g->values[in_id], *out = &g->values[out_id];
+    size_t st[VK_MAX_DIMS] = {0};
+    contiguous_strides(in->dims, in->rank, st);
+    bind(dp, VK_SH_GATHER, out_id, in_id, idx_id, VK_NONE);
+    uint32_t *p = params(g, dp);
+    size_t total = numel(out);
+    p[0] = (uint32_t)total;
+    p[1] = out->rank;
+    p[2] = dim;
+    p[3] = in->dims[dim];
+    p[4] = (uint32_t)(n - g->nodes) + 1u;
+    p[5] = gather;
+    p[6] = wrap;
+    for (uint32_t k = 0; k < out->rank; k++) {
+        p[8 + k] = out->dims[k];
+        p[16 + k] = (uint32_t)st[k];
+    }
+    dp->groups = groups_for(total);
+    return EMBER_OK;
+}
+
+/* in with dim `at` resized to `count`: index_select's and index.Tensor's output. */
+static ember_status select_along(vk_graph *g, vk_node *n, vk_dispatch *dp, uint32_t at,
+                                 uint32_t idx_k, bool wrap) {
+    vk_value *in, *idx, *out;
+    TRY_RET(tensor_arg(g, n, 0, &in));
+    TRY_RET(tensor_arg(g, n, n->nargs - 1, &out));
+    idx = &g->values[idx_k];
+    TRY_RET(index_tensor_check(g, n, idx));
+    if (idx->rank > 1) FAIL("index of rank %u (at most 1)", idx->rank);
+    size_t dims[VK_MAX_DIMS];
+    for (uint32_t k = 0; k < in->rank; k++) dims[k] = k == at ? numel(idx) : in->dims[k];
+    TRY_RET(set_out(g, n, out, dims, in->rank));
+    return gather_write(g, n, dp, arg_id(g, n, n->nargs - 1), arg_id(g, n, 0), idx_k, at, false,
+                        wrap);
+}
+
+/* index_select(in, dim, index [K], out) */
+static ember_status op_index_select(vk_graph *g, vk_node *n, vk_dispatch *dp) {
+    TRY_RET(want_args(g, n, 4, 4));
+    vk_value *in, *idx;
+    TRY_RET(tensor_arg(g, n, 0, &in));
+    TRY_RET(tensor_arg(g, n, 2, &idx));
+    int64_t dim;
+    uint32_t at;
+    TRY_RET(int_arg(g, n, 1, &dim));
+    TRY_RET(norm_dim(g, n, dim, in->rank, &at));
+    if (in->rank == 0) FAIL("selects from a 0-dim tensor");
+    return select_along(g, n, dp, at, arg_id(g, n, 2), false);
+}
+
+/* index.Tensor(in, ValueList indices, out): one 1-d index tensor, the other
+ * items Null (x[:, i]); negative indices count from the end. */
+static ember_status op_index_tensor(vk_graph *g, vk_node *n, vk_dispatch *dp) {
+    TRY_RET(want_args(g, n, 3, 3));
+    vk_value *in, *list = arg(g, n, 1);
+    TRY_RET(tensor_arg(g, n, 0, &in));
+    if (list->kind != VK_V_VALUELIST) FAIL("indices are not a value list");
+    if (list->list_len > in->rank) FAIL("%u indices for rank %u", list->list_len, in->rank);
+    uint32_t at = VK_NONE, idx = VK_NONE;
+    for (uint32_t j = 0; j < list->list_len; j++) {
+        uint32_t id = (uint32_t)g->ints[list->list_at + j];
+        if (g->values[id].kind == VK_V_NULL) continue;
+        if (g->values[id].kind != VK_V_TENSOR || at != VK_NONE)
+            return vk_node_fail(g, n, EMBER_ERR_NOT_SUPPORTED,
+                                "only one index tensor, the other indices None");
+        at = j;
+        idx = id;
+    }
+    if (at == VK_NONE) FAIL("no index tensor");
+    return select_along(g, n, dp, at, idx, true);
+}
+
+/* gather(in, dim, index, sparse_grad, out): out has the index's shape. */
+static ember_status op_gather(vk_graph *g, vk_node *n, vk_dispatch *dp) {
+    TRY_RET(want_args(g, n, 4, 5));
+    vk_value *in, *idx, *out;
+    TRY_RET(tensor_arg(g, n, 0, &in));
+    TRY_RET(tensor_arg(g, n, 2, &idx));
+    TRY_RET(tensor_arg(g, n, n->nargs - 1, &out));
+    TRY_RET(index_tensor_check(g, n, idx));
+    int64_t dim;
+    uint32_t at;
+    TRY_RET(int_arg(g, n, 1, &dim));
+    TRY_RET(norm_dim(g, n, dim, in->rank, &at));
+    if (in->rank == 0 || idx->rank != in->rank)
+        FAIL("index rank %u, input rank %u", idx->rank, in->rank);
+    size_t dims[VK_MAX_DIMS];
+    for (uint32_t k = 0; k < in->rank; k++) {
+        if (k != at && idx->dims[k] > in->dims[k])
+            return vk_node_fail(g, n, EMBER_ERR_SHAPE_MISMATCH, "index dim %u is %u, input %u", k,
+                                idx->dims[k], in->dims[k]);
+        dims[k] = idx->dims[k];
+    }
+    TRY_RET(set_out(g, n, out, dims, in->rank));
+    return gather_write(g, n, dp, arg_id(g, n, n->nargs - 1), arg_id(g, n, 0), arg_id(g, n, 2),
+                        at, true, false);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Rotary embeddings                                                      */
+/* ---------------------------------------------------------------------- */
+
+/* et_vk.apply_rotary_emb(xq [B, S, Hq, D], xk [B, S, Hk, D], cos, sin,
+ * ValueList(xq_out, xk_out)); cos and sin [S, D/2] (or [S, H, D/2] when both
+ * tensors have H heads): one dispatch per tensor. */
+static ember_status op_rotary(vk_graph *g, vk_node *n, vk_dispatch *dp) {
+    TRY_RET(want_args(g, n, 5, 5));
+    vk_value *cs, *sn;
+    TRY_RET(tensor_arg(g, n, 2, &cs));
+    TRY_RET(tensor_arg(g, n, 3, &sn));
+    uint32_t outs[2], len;
+    TRY_RET(outputs_arg(g, n, 4, outs, 2, &len));
+    if (len != 2) FAIL("%u outputs (xq_out, xk_out)", len);
+    if (cs->rank != sn->rank || numel(cs) != numel(sn) || (cs->rank != 2 && cs->rank != 3))
+        return vk_node_fail(g, n, EMBER_ERR_SHAPE_MISMATCH, "cos and sin of ranks %u and %u",
+                            cs->rank, sn->rank);
+    for (uint32_t k = 0; k < 2; k++) {
+        vk_value *x;
+        TRY_RET(tensor_arg(g, n, k, &x));
+        if (x->rank != 4 || x->dims[3] % 2 != 0)
+            FAIL("input %u is not [B, S, H, D] with an even D", k);
+        size_t S = x->dims[1], H = x->dims[2], half = x->dims[3] / 2;
+        bool per_head = cs->rank == 3;
+        if (cs->dims[0] != S || cs->dims[cs->rank - 1] != half ||
+            (per_head && cs->dims[1] != H))
+            return vk_node_fail(g, n, EMBER_ERR_SHAPE_MISMATCH,
+                                "cos and sin do not match input %u's positions and dims", k);
+        size_t dims[4] = {x->dims[0], S, H, x->dims[3]};
+        if (g->values[outs[k]].kind != VK_V_TENSOR) FAIL("output %u is not a tensor", k);
+        TRY_RET(set_out(g, n, &g->values[outs[k]], dims, 4));
+        bind(&dp[k], VK_SH_ROTARY_EMB, outs[k], arg_id(g, n, k), arg_id(g, n, 2),
+             arg_id(g, n, 3));
+        uint32_t *p = params(g, &dp[k]);
+        size_t pairs = numel(x) / 2;
+        p[0] = (uint32_t)pairs;
+        p[1] = (uint32_t)S;
+        p[2] = (uint32_t)H;
+        p[3] = (uint32_t)half;
+        p[5] = per_head;
+        dp[k].groups = groups_for(pairs);
+    }
     return EMBER_OK;
 }
 
@@ -1465,6 +1794,14 @@ static const vk_op g_ops[] = {
     {"aten.max_pool2d_with_indices.default", op_pool, 0},
     {"aten.max_pool2d.default", op_pool, 0},
     {"aten.avg_pool2d.default", op_pool, 1},
+    /* normalization, upsampling, indexed reads, rotary embeddings */
+    {"aten.native_group_norm.default", op_group_norm, 0},
+    {"aten.upsample_nearest2d.vec", op_upsample, 0},
+    {"aten.upsample_bilinear2d.vec", op_upsample, 1},
+    {"aten.index_select.default", op_index_select, 0},
+    {"aten.index.Tensor", op_index_tensor, 0},
+    {"aten.gather.default", op_gather, 0},
+    {"et_vk.apply_rotary_emb.default", op_rotary, 0},
     /* symbolic ints, evaluated on the host */
     {"sym_size.int", op_sym_size, 0},
     {"aten.sym_size.int", op_sym_size, 0},
@@ -1491,6 +1828,8 @@ ember_status vk_op_count(vk_graph *g, vk_node *n, uint32_t *count) {
         *count = 0;
     } else if (n->op->run == op_sdpa_kv) {
         *count = 3;
+    } else if (n->op->run == op_rotary) {
+        *count = 2;
     } else if (n->op->run == op_cat || n->op->run == op_split) {
         const int64_t *ids;
         uint32_t len;

@@ -45,6 +45,7 @@ from ...graph_utils import copy_graph_module
 from ...tensor_spec import upper_bound
 from . import schema as vs
 from .kv_cache import sdpa_with_kv_cache as kv_sdpa
+from .rope import apply_rotary_emb, fuse_rope
 from .ops import OpSpec, fit_pairs, pairs_of, spec_of, val
 
 aten = torch.ops.aten
@@ -356,6 +357,7 @@ def lower(ep: ExportedProgram) -> Lowered:
     gm = copy_graph_module(ep.graph_module)
     g = gm.graph
     lw.graph = g
+    fuse_rope(g)
     _remove_redundant(g)
     _squeeze_unary_inputs(g)
     _fuse_view_chains(g)
@@ -400,6 +402,9 @@ def lower(ep: ExportedProgram) -> Lowered:
                               OpSpec(dtypes=spec.dtypes), n))
             lw.ops.append(VOp("sdpa_with_kv_cache.default",
                               [q, k, v, kc, vc, sym, 1, None, 0.0, False, scale], n, spec, n))
+            continue
+        if t is apply_rotary_emb:
+            lw.ops.append(VOp("et_vk.apply_rotary_emb.default", _schema_args(n), n, spec, n))
             continue
         if t is aten.convolution.default:
             args = _schema_args(n)
@@ -618,6 +623,8 @@ def tag_layouts(lw: Lowered, limits: Tuple[int, int, int],
                     fixed.append(cache[key])
             op.args[i] = type(a)(fixed) if isinstance(a, (list, tuple)) else fixed[0]
         lw.repr[op.out] = chosen
+        for j, pair in enumerate(op.spec.extra_outs, start=1):
+            lw.repr[(op.out, j)] = pair
         new_ops.append(op)
     lw.ops = new_ops
     for key, (st, lay) in lw.repr.items():
@@ -666,9 +673,11 @@ _VK_DTYPE = {torch.bool: vs.BOOL, torch.uint8: vs.UINT8, torch.int8: vs.INT8,
 
 
 class Emitter:
-    def __init__(self, lw: Lowered, force_fp16: bool = False) -> None:
+    def __init__(self, lw: Lowered, force_fp16: bool = False,
+                 downcast_64_bit: bool = True) -> None:
         self.lw = lw
         self.force_fp16 = force_fp16
+        self.downcast = downcast_64_bit
         self.g = vs.VkGraph()
         self.ids: Dict[Any, int] = {}
         self.scalars: Dict[Any, int] = {}
@@ -677,16 +686,15 @@ class Emitter:
         self.debug_map: Dict[int, List[int]] = {}
 
     def effective(self, dtype: torch.dtype) -> torch.dtype:
-        if dtype == torch.float64:
-            return torch.float32
-        if dtype == torch.int64:
-            return torch.int32
+        if self.downcast and dtype in (torch.float64, torch.int64):
+            return self.staging(dtype)
         if self.force_fp16 and dtype == torch.float32:
             return torch.float16
         return dtype
 
-    @staticmethod
-    def staging(dtype: torch.dtype) -> torch.dtype:
+    def staging(self, dtype: torch.dtype) -> torch.dtype:
+        if not self.downcast:
+            return dtype
         return {torch.float64: torch.float32, torch.int64: torch.int32}.get(dtype, dtype)
 
     def add(self, v: vs.Value) -> int:
@@ -747,9 +755,11 @@ class Emitter:
                     t = self.g.values[item]
                     lay = self.lw.layout.get(key)
                     if lay is not None:
+                        lay = self.lw.layout.get((key, j), lay)
                         t.memory_layout = {"W": vs.WIDTH_PACKED, "H": vs.HEIGHT_PACKED,
                                            "C": vs.CHANNELS_PACKED}[lay]
-                        t.storage_type = self.lw.storage.get(key, vs.TEXTURE_3D)
+                        t.storage_type = self.lw.storage.get((key, j), self.lw.storage.get(
+                            key, vs.TEXTURE_3D))
             elif isinstance(v, torch.SymInt) or isinstance(v, int):
                 vid = self.add(vs.SymInt(0))
             else:
@@ -815,8 +825,8 @@ class Emitter:
         return first
 
 
-def emit(lw: Lowered, force_fp16: bool = False) -> Emitter:
-    em = Emitter(lw, force_fp16)
+def emit(lw: Lowered, force_fp16: bool = False, downcast_64_bit: bool = True) -> Emitter:
+    em = Emitter(lw, force_fp16, downcast_64_bit)
     ep = lw.ep
     # placeholders first, in graph order (constants that ops read, then inputs)
     read = set()

@@ -61,8 +61,9 @@ class OpSpec:
     layouts_for: Optional[Callable[[Node], Tuple[FrozenSet[str], FrozenSet[str]]]] = None
     # the (storage, layout) pairs the op takes, when they depend on its arguments
     pairs_for: Optional[Callable[[Node], FrozenSet[Tuple[str, str]]]] = None
-    # tensor arguments (by position) that are weights the op packs itself
-    # and so never need a layout
+    # fixed (storage, layout) pairs of the outputs after the first (group
+    # norm's statistics are buffers whatever its main output is)
+    extra_outs: Tuple[Tuple[str, str], ...] = ()
     notes: str = ""
 
 
@@ -172,6 +173,33 @@ def _check_copy_noop(node: Node) -> Optional[str]:
     return None
 
 
+def _index_tensor_form(node: Node) -> Optional[Tuple[Any, Any, int]]:
+    """(self, the index, its dim) for index.Tensor with one index tensor, else None."""
+    x, indices = node.args[0], node.args[1]
+    if not isinstance(val(x), torch.Tensor) or not isinstance(indices, (list, tuple)):
+        return None
+    given = [(d, i) for d, i in enumerate(indices) if i is not None]
+    if len(given) != 1 or given[0][0] >= val(x).dim() or \
+            not isinstance(val(given[0][1]), torch.Tensor):
+        return None
+    return val(x), val(given[0][1]), given[0][0]
+
+
+def _check_index_tensor(node: Node) -> Optional[str]:
+    form = _index_tensor_form(node)
+    if form is None or form[1].dim() != 1:
+        return "index.Tensor needs one 1-d index tensor, the other indices None"
+    return None
+
+
+def _index_tensor_pairs(node: Node) -> FrozenSet[Tuple[str, str]]:
+    """A width packed buffer where self has more than one dim, else any."""
+    form = _index_tensor_form(node)
+    if form is not None and form[0].dim() > 1:
+        return frozenset({("B", "W")})
+    return frozenset({(st, lay) for st in "TB" for lay in "WHC"})
+
+
 _UNARY = OpSpec(dtypes=FP)
 def _check_binary(node: Node) -> Optional[str]:
     dts = {val(a).dtype for a in node.args[:2] if isinstance(val(a), torch.Tensor)}
@@ -240,6 +268,20 @@ OPS: Dict[Any, OpSpec] = {
     aten.avg_pool2d.default: OpSpec(dtypes=FP, layouts=CHANNELS, buffer_ok=False),
     # indexing, creation
     aten.embedding.default: OpSpec(dtypes=FP_INT, prepacks=True, check=_check_embedding),
+    aten.index_select.default: OpSpec(dtypes=FP_INT_BOOL, layouts=CHANNELS, buffer_ok=False,
+                                      resize=False),
+    aten.gather.default: OpSpec(dtypes=FP_INT_BOOL, highdim=True),
+    aten.index.Tensor: OpSpec(dtypes=FP_INT, check=_check_index_tensor,
+                              pairs_for=_index_tensor_pairs),
+    # group norm: the statistics (mean, rstd: [N, groups]) are width packed buffers
+    aten.native_group_norm.default: OpSpec(dtypes=FP, layouts=CHANNELS, buffer_ok=False,
+                                           prepacks=True, resize=False,
+                                           extra_outs=(("B", "W"), ("B", "W"))),
+    # upsampling
+    aten.upsample_nearest2d.vec: OpSpec(dtypes=FP, layouts=CHANNELS, buffer_ok=False,
+                                        resize=False),
+    aten.upsample_bilinear2d.vec: OpSpec(dtypes=FP, layouts=CHANNELS, buffer_ok=False,
+                                         resize=False),
     aten.arange.start_step: OpSpec(dtypes=FP_INT),
     aten.full.default: OpSpec(dtypes=FP_INT_BOOL, resize=False),
     aten.full_like.default: OpSpec(dtypes=FP_INT_BOOL, resize=False),
@@ -263,6 +305,11 @@ from .kv_cache import sdpa_with_kv_cache  # noqa: E402
 # attention over a cache the delegate owns (kv_cache.py): q, k, v as (B, T, H, D)
 OPS[sdpa_with_kv_cache] = OpSpec(dtypes=FP | INT, layouts=WIDTH, prepacks=True)
 
+from .rope import apply_rotary_emb  # noqa: E402
+
+# rotary embeddings (rope.py): llama's rope subgraph, fused in preprocess
+OPS[apply_rotary_emb] = OpSpec(dtypes=FP, layouts=WIDTH, highdim=True)
+
 # Ops this registry takes that ExecuTorch's Vulkan registry does not (their
 # payload form is the generic one: schema arguments, then the output).
 EMBER_ONLY = {aten.mul.Scalar, aten.any.dim}
@@ -270,7 +317,8 @@ EMBER_ONLY = {aten.mul.Scalar, aten.any.dim}
 WIDER_THAN_EXECUTORCH = {aten._weight_int8pack_mm.default}
 
 # Ops core ATen would decompose that the payload runs whole.
-KEEP_WHOLE = [aten.hardswish.default, aten._weight_int8pack_mm.default]
+KEEP_WHOLE = [aten.hardswish.default, aten._weight_int8pack_mm.default,
+              aten.upsample_nearest2d.vec]
 
 
 def dim_order_ops() -> Dict[Any, OpSpec]:

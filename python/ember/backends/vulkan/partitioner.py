@@ -17,11 +17,22 @@ Compile options (all optional):
     force_fp16              store float32 tensors as float16 on the GPU (constants converted)
     require_dynamic_shapes  only ops that can resize at run time
     skip_bool_tensors       leave ops with bool tensors on the portable path
+    storage_type_override   a storage type (0 buffer, 1 3-d texture, 2 2-d texture), passed
+                            on as ExecuTorch passes it (its preprocess does not use it)
+    memory_layout_override  a memory layout (0 width, 1 height, 2 channels packed), the same
+    skip_tag_memory_metadata  tag no storage types or layouts (every tensor DEFAULT, no
+                            transition copies)
+    skip_memory_planning    no shared memory objects (every tensor its own, mem_obj_id -1)
+    downcast_64_bit         int64 / float64 tensors stored as int32 / float32 (default True)
+
+nn_module_blocklist / nn_module_allowlist (constructor arguments, as
+ExecuTorch's): nodes whose nn_module_stack names a module type containing one
+of the strings are left out / are the only ones delegated.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import torch
 from torch.export import ExportedProgram
@@ -35,11 +46,16 @@ from ...tensor_spec import upper_bound
 from .kv_cache import own_kv_caches
 from .ops import (DEFAULT_BUFFER_LIMIT, DEFAULT_TEXTURE_LIMITS, KEEP_WHOLE, SMALL_TEXTURE_LIMITS,
                   fit_pairs, out_tensors, pairs_of, spec_of, val)
+from .rope import apply_rotary_emb, find_rope
 
 aten = torch.ops.aten
 
 OPTIONS = ("texture_limits", "small_texture_limits", "buffer_limit", "force_fp16",
-           "require_dynamic_shapes", "skip_bool_tensors")
+           "require_dynamic_shapes", "skip_bool_tensors", "storage_type_override",
+           "memory_layout_override", "skip_tag_memory_metadata", "skip_memory_planning",
+           "downcast_64_bit")
+# The values each override may take (VkStorageType, VkMemoryLayout's float layouts).
+_OVERRIDES = {"storage_type_override": (0, 1, 2), "memory_layout_override": (0, 1, 2)}
 _SUPPORTED_DTYPES = {torch.float32, torch.float16, torch.int32, torch.int64, torch.bool,
                      torch.int8, torch.uint8}
 
@@ -56,6 +72,10 @@ def check_options(options: Dict[str, Any]) -> Dict[str, Any]:
                         for x in v)):
                 raise ExportError(f"VulkanPartitioner: texture_limits must be 3 positive ints "
                                   f"(x, y, z), got {v!r}")
+        elif k in _OVERRIDES:
+            if isinstance(v, bool) or not isinstance(v, int) or int(v) not in _OVERRIDES[k]:
+                raise ExportError(f"VulkanPartitioner: {k} must be one of "
+                                  f"{', '.join(map(str, _OVERRIDES[k]))}, got {v!r}")
         elif k == "buffer_limit":
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise ExportError(f"VulkanPartitioner: buffer_limit must be a positive int, "
@@ -69,7 +89,9 @@ def compile_specs(options: Dict[str, Any]) -> List[CompileSpec]:
     """The options the backend reads, encoded as ExecuTorch's VulkanPartitioner does."""
     specs = []
     for k, v in options.items():
-        if isinstance(v, bool):
+        if k in _OVERRIDES:
+            specs.append(CompileSpec(k, int(v).to_bytes(4, "little")))
+        elif isinstance(v, bool):
             specs.append(CompileSpec(k, v.to_bytes(1, "little")))
         elif k == "texture_limits":
             for axis, x in zip("xyz", v):
@@ -87,12 +109,22 @@ def _shape(t: torch.Tensor) -> List[int]:
     return [upper_bound(s) for s in t.shape]
 
 
+def _from_module(node: Node, names: set) -> bool:
+    """Whether a module type in node's nn_module_stack contains one of names."""
+    stack = node.meta.get("nn_module_stack") or {}
+    return any(name in str(typename) for _, typename in stack.values() for name in names)
+
+
 class VulkanSupport:
     """Per-node decision: None if the node can run in the Vulkan payload, else why not."""
 
     def __init__(self, ep: ExportedProgram, options: Dict[str, Any],
-                 blocklist: Optional[set] = None, allowlist: Optional[set] = None) -> None:
+                 blocklist: Optional[set] = None, allowlist: Optional[set] = None,
+                 module_blocklist: Optional[set] = None,
+                 module_allowlist: Optional[set] = None) -> None:
         self.ep = ep
+        self.module_blocklist = module_blocklist
+        self.module_allowlist = module_allowlist
         self.blocklist = blocklist or set()
         self.allowlist = allowlist
         self.limits = texture_limits_of(options)
@@ -102,6 +134,12 @@ class VulkanSupport:
         sig = ep.graph_signature
         self.constants = (set(sig.inputs_to_parameters) | set(sig.inputs_to_buffers)
                           | set(sig.inputs_to_lifted_tensor_constants))
+        # nodes of llama's rope subgraph, which preprocess fuses (rope.py)
+        self.rope: Set[Node] = set()
+        if apply_rotary_emb not in self.blocklist and (
+                self.allowlist is None or apply_rotary_emb in self.allowlist):
+            for m in find_rope(ep.graph):
+                self.rope |= m.nodes
 
     def is_const(self, a: Any) -> bool:
         return isinstance(a, Node) and a.op == "placeholder" and a.name in self.constants
@@ -109,7 +147,13 @@ class VulkanSupport:
     def reason(self, node: Node) -> Optional[str]:
         if node.op != "call_function":
             return "not an operator call"
+        if self.module_allowlist is not None and not _from_module(node, self.module_allowlist):
+            return "its nn.Module is not in the nn_module allowlist"
+        if self.module_blocklist is not None and _from_module(node, self.module_blocklist):
+            return "its nn.Module is in the nn_module blocklist"
         t = node.target
+        if node in self.rope:
+            return None
         if t in (aten.permute_copy.default, aten.t_copy.default) and len(node.users) == 1:
             user = next(iter(node.users))
             if user.target in (aten.mm.default, aten.addmm.default) and user.args[-1] is node:
@@ -163,18 +207,25 @@ class VulkanPartitioner(Partitioner):
 
     def __init__(self, compile_options: Optional[Dict[str, Any]] = None,
                  operator_blocklist: Optional[List[Any]] = None,
-                 operator_allowlist: Optional[List[Any]] = None) -> None:
+                 operator_allowlist: Optional[List[Any]] = None,
+                 nn_module_blocklist: Optional[List[str]] = None,
+                 nn_module_allowlist: Optional[List[str]] = None) -> None:
         """compile_options: see the module docstring. operator_blocklist: ops
         (OpOverloads) never delegated; operator_allowlist: if given, the only
-        ops delegated (as ExecuTorch's VulkanPartitioner takes them)."""
+        ops delegated (as ExecuTorch's VulkanPartitioner takes them);
+        nn_module_blocklist / nn_module_allowlist: module type names (parts
+        of them) whose nodes are never / the only ones delegated."""
         self.options = check_options(dict(compile_options or {}))
         self.spec = DelegationSpec("VulkanBackend", compile_specs(self.options))
         self.reasons: Dict[str, str] = {}
         self.blocklist = set(operator_blocklist or [])
         self.allowlist = None if operator_allowlist is None else set(operator_allowlist)
+        self.module_blocklist = None if nn_module_blocklist is None else set(nn_module_blocklist)
+        self.module_allowlist = None if nn_module_allowlist is None else set(nn_module_allowlist)
 
     def _support(self, ep: ExportedProgram) -> "VulkanSupport":
-        return VulkanSupport(ep, self.options, self.blocklist, self.allowlist)
+        return VulkanSupport(ep, self.options, self.blocklist, self.allowlist,
+                             self.module_blocklist, self.module_allowlist)
 
     def ops_to_not_decompose(
         self, ep: ExportedProgram

@@ -25,10 +25,12 @@ def parse_compile_specs(specs: List[CompileSpec]) -> Dict[str, Any]:
     """The options a payload is built with, from the delegate's compile specs."""
     out: Dict[str, Any] = {}
     for s in specs:
-        if s.key in ("texture_limits_x", "texture_limits_y", "texture_limits_z"):
+        if s.key in ("texture_limits_x", "texture_limits_y", "texture_limits_z",
+                     "storage_type_override", "memory_layout_override"):
             out[s.key] = int.from_bytes(s.value, "little")
         elif s.key in ("force_fp16", "small_texture_limits", "require_dynamic_shapes",
-                       "skip_bool_tensors"):
+                       "skip_bool_tensors", "skip_tag_memory_metadata", "skip_memory_planning",
+                       "downcast_64_bit"):
             out[s.key] = bool.from_bytes(s.value, "little")
     return out
 
@@ -44,9 +46,13 @@ class VulkanBackend(BackendDetails):
         limits = tuple(opts.get(f"texture_limits_{a}", base[i]) for i, a in enumerate("xyz"))
         lw = lower(edge_program)
         fp16 = bool(opts.get("force_fp16", False))
-        tag_layouts(lw, limits, force_fp16=fp16)  # type: ignore[arg-type]
-        em = emit(lw, force_fp16=fp16)
-        plan_memory(em)
+        # storage_type_override / memory_layout_override change nothing here, as
+        # in ExecuTorch's preprocess (the runtime stores every tensor in a buffer)
+        if not opts.get("skip_tag_memory_metadata", False):
+            tag_layouts(lw, limits, force_fp16=fp16)  # type: ignore[arg-type]
+        em = emit(lw, force_fp16=fp16, downcast_64_bit=opts.get("downcast_64_bit", True))
+        if not opts.get("skip_memory_planning", False):
+            plan_memory(em)
         if not em.g.chain:
             raise ExportError("vulkan: the delegated subgraph computes nothing")
         return PreprocessResult(processed_bytes=vs.serialize_payload(em.g),
