@@ -77,17 +77,37 @@ def build_probe(build_dir: Path = BENCH_BUILD) -> Path:
     return exe
 
 
+def last_level_cache_bytes() -> Optional[int]:
+    """The size of CPU 0's largest (last-level) cache from sysfs, or None."""
+    best = None
+    for d in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            text = (d / "size").read_text().strip()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            size = int(digits) * scale
+            best = size if best is None or size > best else best
+    return best
+
+
 def measure_roofline(threads: Sequence[int] = (1, 2), quick: bool = False,
-                     build_dir: Path = BENCH_BUILD) -> Dict[str, Any]:
+                     build_dir: Path = BENCH_BUILD, mib: Optional[int] = None) -> Dict[str, Any]:
     """Runs the probe; returns its JSON with keys made ints and the machine added:
     {"isa", "read_gbs": {1: GB/s, 2: ...}, "fma_gflops": {1: ...}, "cpu", "flags", ...}.
-    quick: a 256 MiB buffer and 3 passes (a few seconds) instead of 512 MiB (16x
-    the largest L3 here) and 20. Many short passes, best kept: on a shared
-    machine some of them run uncontended."""
+    quick: a 256 MiB buffer and 3 passes (a few seconds) instead of 512 MiB
+    (larger than most machines' last-level cache, so the figure is memory's)
+    and 20. mib: another buffer size (a model's bytes per token, to see what
+    a working set of that size streams at when the cache holds part of it).
+    Many short passes, best kept: on a shared machine some of them run
+    uncontended."""
     exe = build_probe(build_dir)
     args = [str(exe), "--threads", ",".join(str(t) for t in threads)]
-    args += ["--mib", "256", "--passes", "3", "--fma-seconds", "0.1"] if quick else \
-        ["--mib", "512", "--passes", "20", "--fma-seconds", "0.05"]
+    size = str(mib) if mib is not None else "256" if quick else "512"
+    args += ["--mib", size, "--passes", "3", "--fma-seconds", "0.1"] if quick else \
+        ["--mib", size, "--passes", "20", "--fma-seconds", "0.05"]
     out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
     r = json.loads(out.strip().splitlines()[-1])
     r["read_gbs"] = {int(k): v for k, v in r["read_gbs"].items()}
