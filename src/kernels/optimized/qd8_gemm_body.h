@@ -43,9 +43,11 @@
  * The int32 sums of a slice stay exact (qd8_gemm.h bounds the depth); the
  * zero point and the offset come out in int32 through the isums (one
  * slice), or at the store through the ksums (groups). Int4 blocks hold two
- * steps of depth, so tiles of up to four rows sum them in two accumulators
- * a row: two chains of dependent products instead of one, which a single
- * row (decode) needs to keep up with memory.
+ * steps of depth, so tiles of up to QD8_TWO_CHAINS4 rows (optional: 4) sum
+ * them in two accumulators a row: two chains of dependent products instead
+ * of one, which a single row (decode) needs to keep up with memory. A kernel
+ * with 16 vector registers sets it lower: its taller tiles would spill the
+ * second accumulators, and have chains enough in their rows.
  *
  * A file may include this twice, for a second kernel (QD8_FN redefined) on
  * activations loaded another way: QD8_X_LOAD and QD8_X_LOAD4 name the
@@ -64,6 +66,10 @@
 #endif
 #if QD8_MR > EKO_QD8_MAX_MR
 #error "QD8_MR above EKO_QD8_MAX_MR"
+#endif
+
+#ifndef QD8_TWO_CHAINS4
+#define QD8_TWO_CHAINS4 4
 #endif
 
 #ifndef QD8_X_OFFSET4
@@ -150,7 +156,7 @@ static inline __attribute__((always_inline)) void QD8_TILE(const size_t MR, size
                 for (size_t r = 0; r < MR; r++) acc[r] = qd8_nacc_widen(acc[r], sum[r]);
             }
 #else
-            if (MR <= 4) {
+            if (MR <= QD8_TWO_CHAINS4) {
                 qd8_acc acc2[QD8_MR];
                 EKO_UNROLL
                 for (size_t r = 0; r < MR; r++) acc2[r] = qd8_acc_zero();
