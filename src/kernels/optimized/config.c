@@ -59,8 +59,8 @@ static const eko_qd8_gemm_config g_qd8[] = {
     {"scalar", EKO_ISA_SCALAR, 4, false, 0, eko_qd8_gemm_scalar, eko_qd8_gemm_scalar,
      eko_qd8_range_scalar, eko_qd8_values_scalar},
 #ifdef EMBER_HAVE_AVX2_KERNELS
-    {"avx2", EKO_ISA_AVX2, 4, false, 0, eko_qd8_gemm_avx2, eko_qd8_gemm_avx2, eko_qd8_range_avx2,
-     eko_qd8_values_avx2},
+    {"avx2", EKO_ISA_AVX2, 4, false, 0x80, eko_qd8_gemm_avx2, eko_qd8_gemm_avx2_s8,
+     eko_qd8_range_avx2, eko_qd8_values_avx2},
 #endif
 #ifdef EMBER_HAVE_AVX2VNNI_KERNELS
     {"avx2vnni", EKO_ISA_AVX2, 4, true, 0x80, eko_qd8_gemm_avx2vnni, eko_qd8_gemm_avx2vnni_s8,

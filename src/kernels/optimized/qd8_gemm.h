@@ -217,6 +217,9 @@ void eko_qd8_gemm_scalar(size_t mr, size_t nc, const int8_t *x, size_t ldx,
 void eko_qd8_gemm_avx2(size_t mr, size_t nc, const int8_t *x, size_t ldx, const eko_qd8_row *rows,
                        const eko_qd8_weights *w, const uint8_t *panel, float *c, size_t ldc,
                        float min, float max);
+void eko_qd8_gemm_avx2_s8(size_t mr, size_t nc, const int8_t *x, size_t ldx,
+                          const eko_qd8_row *rows, const eko_qd8_weights *w, const uint8_t *panel,
+                          float *c, size_t ldc, float min, float max);
 void eko_qd8_gemm_avx2vnni(size_t mr, size_t nc, const int8_t *x, size_t ldx,
                            const eko_qd8_row *rows, const eko_qd8_weights *w, const uint8_t *panel,
                            float *c, size_t ldc, float min, float max);

@@ -1,11 +1,36 @@
 /*
- * qd8_gemm.h micro-kernel on AVX2: a panel's 16 columns in two vectors of
- * 8 int32. vpmaddubsw multiplies unsigned by signed bytes, so each product
- * x w is taken as |x| * (w with the sign of x) ("sign trick"): |x| <= 128
- * and |w| <= 127, so the pairs it adds stay below 2^15; vpmaddwd with ones
- * then adds the pairs into int32. Int4 weights (|w| <= 8) need no trick:
- * activations go in offset by 128 as unsigned bytes (pairs up to
- * 2 x 255 x 8), and the packed ksums take the offset back out.
+ * qd8_gemm.h micro-kernel on AVX2 without VNNI: a panel's 16 columns in two
+ * vectors of 8 int32. vpmaddubsw multiplies unsigned by signed bytes and adds
+ * each two neighbouring products into an int16 lane, saturating; vpmaddwd
+ * with ones adds two int16 lanes into an int32. The activations come offset
+ * by 128 as unsigned bytes (x_xor 0x80, as for the vpdpbusd kernels), so a
+ * broadcast from memory is ready for vpmaddubsw; the packed sums of the
+ * weights take the offset back out with the zero point.
+ *
+ * Int4 weights (w in [-8, 7]) times x + 128 (in [0, 255]) give products in
+ * [-2040, 1785], so a pair of them lies in [-4080, 3570] and vpmaddubsw
+ * never saturates. A block adds two pairs into each int16 lane (its low and
+ * its high nibbles), [-8160, 7140]; four blocks, [-32640, 28560], still fit
+ * int16, where vpaddw sums them exactly. So the int4 products stay in int16
+ * for four blocks (32 of depth) and cost one vpmaddubsw and one vpaddw a
+ * vector; every four blocks one vpmaddwd and one vpaddd a vector widen them
+ * (QD8_NARROW4 in qd8_gemm_body.h), where the plain way spends a vpmaddwd
+ * and a vpaddd on every vpmaddubsw.
+ *
+ * Int8 weights (w in [-127, 127]) times x + 128 would reach 2 x 255 x 127 =
+ * 64770 in a pair, past int16. They take the sign trick on the activations
+ * as signed bytes (x = (x + 128) ^ 0x80): each product x w as |x| times (w
+ * with the sign of x), |x| <= 128 and |w| <= 127, so a pair stays within
+ * 2 x 128 x 127 = 32512 (no room to sum a second pair in int16: vpmaddwd
+ * with ones widens every one). That is seven multiply-port instructions per
+ * 64 products and a row; the other exact ways (int16 products with
+ * vpmovsxbw and vpmaddwd, or int8 weights split into two nibbles that sum
+ * in int16 as int4 ones do) count as many or more in all.
+ *
+ * Tiles of four rows share each weight load and unpacking: with the sums of
+ * a tile (two int16 and two int32 vectors a row for int4, two int32 for
+ * int8) and the weights, they fill the 16 vector registers (an int4 tile
+ * keeps a few of its sums on the stack; 3, 5 and 6 rows measured no faster).
  */
 #include "qd8_gemm.h"
 
@@ -15,18 +40,29 @@
 #include "qd8_avx2.h"
 
 #define QD8_FN eko_qd8_gemm_avx2
-#define QD8_X_OFFSET 0
+#define QD8_MR 4
+#define QD8_X_OFFSET 0    /* int8: signed products (the sign trick) */
+#define QD8_X_OFFSET4 128 /* int4: x + 128 */
+#define QD8_NARROW4 4     /* int4 blocks an int16 sum holds (above) */
 
-typedef struct qd8_xv {
-    __m256i abs, sign; /* |x| and x, four bytes repeated */
-} qd8_xv;
-
-static inline qd8_xv qd8_x_load(const int8_t *p) {
+static inline __m256i x_bcast(const int8_t *p) {
     int32_t v;
     memcpy(&v, p, sizeof v);
-    const __m256i x = _mm256_set1_epi32(v);
-    return (qd8_xv){_mm256_abs_epi8(x), x};
+    return _mm256_set1_epi32(v);
 }
+
+static inline __m256i x_flip(__m256i v) {
+    return _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80));
+}
+
+typedef struct qd8_xv {
+    __m256i abs, sign; /* |x| and x, four signed bytes repeated */
+} qd8_xv;
+
+static inline qd8_xv x_signed(__m256i x) { return (qd8_xv){_mm256_abs_epi8(x), x}; }
+
+/* four offset activations as signed bytes */
+static inline qd8_xv qd8_x_load(const int8_t *p) { return x_signed(x_flip(x_bcast(p))); }
 
 static inline __m256i dot8(__m256i acc, qd8_xv x, __m256i w) {
     const __m256i pairs = _mm256_maddubs_epi16(x.abs, _mm256_sign_epi8(w, x.sign));
@@ -37,24 +73,37 @@ static inline qd8_acc qd8_dot(qd8_acc acc, qd8_xv x, qd8_w w) {
     return (qd8_acc){dot8(acc.a, x, w.a), dot8(acc.b, x, w.b)};
 }
 
-#define QD8_X_OFFSET4 128
 typedef __m256i qd8_xv4; /* x + 128 as unsigned bytes, four repeated */
 
-static inline qd8_xv4 qd8_x_load4(const int8_t *p) {
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return _mm256_set1_epi32((int)(v ^ 0x80808080u));
+/* the offset activations: a broadcast straight from memory */
+static inline qd8_xv4 qd8_x_load4(const int8_t *p) { return x_bcast(p); }
+
+typedef qd8_acc qd8_nacc; /* 16 int16 lanes a vector: two a column */
+
+static inline qd8_nacc qd8_nacc_zero(void) { return qd8_acc_zero(); }
+
+static inline qd8_nacc qd8_ndot4(qd8_nacc s, qd8_xv4 x, qd8_w w) {
+    return (qd8_nacc){_mm256_add_epi16(s.a, _mm256_maddubs_epi16(x, w.a)),
+                      _mm256_add_epi16(s.b, _mm256_maddubs_epi16(x, w.b))};
 }
 
-static inline __m256i dot8_4(__m256i acc, __m256i x, __m256i w) {
-    const __m256i pairs = _mm256_maddubs_epi16(x, w);
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+static inline qd8_acc qd8_nacc_widen(qd8_acc acc, qd8_nacc s) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    return (qd8_acc){_mm256_add_epi32(acc.a, _mm256_madd_epi16(s.a, ones)),
+                     _mm256_add_epi32(acc.b, _mm256_madd_epi16(s.b, ones))};
 }
 
-static inline qd8_acc qd8_dot4(qd8_acc acc, qd8_xv4 x, qd8_w w) {
-    return (qd8_acc){dot8_4(acc.a, x, w.a), dot8_4(acc.b, x, w.b)};
-}
+#include "qd8_gemm_body.h"
 
+/* The same kernel on plain int8 activations (a statically quantized
+ * tensor): signed as they are for int8 weights, offset as they are loaded
+ * for int4 ones. */
+static inline qd8_xv qd8_x_load_s8(const int8_t *p) { return x_signed(x_bcast(p)); }
+static inline qd8_xv4 qd8_x_load4_s8(const int8_t *p) { return x_flip(x_bcast(p)); }
+#undef QD8_FN
+#define QD8_FN eko_qd8_gemm_avx2_s8
+#define QD8_X_LOAD qd8_x_load_s8
+#define QD8_X_LOAD4 qd8_x_load4_s8
 #include "qd8_gemm_body.h"
 
 static inline __m256 hmin8(__m256 v) {

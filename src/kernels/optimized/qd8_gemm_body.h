@@ -28,12 +28,26 @@
  * QD8_X_OFFSET4, qd8_xv4, qd8_x_load4 and qd8_dot4 as above, used for int4
  * blocks; otherwise those are the int8 ones.
  *
+ * A kernel whose int4 products fit narrower lanes may sum them there for a
+ * few blocks before widening them once: it defines
+ *
+ *   QD8_NARROW4           int4 blocks a narrow sum holds exactly (the kernel
+ *                         proves the bound)
+ *   qd8_nacc              the narrow sums of a row
+ *   qd8_nacc_zero()
+ *   qd8_ndot4(s, xv4, w)  s += the products of qd8_dot4, in the narrow lanes
+ *   qd8_nacc_widen(acc, s)  acc[c] += the narrow sums of column c
+ *
+ * and the int4 blocks of a slice go QD8_NARROW4 at a time through them.
+ *
  * The int32 sums of a slice stay exact (qd8_gemm.h bounds the depth); the
  * zero point and the offset come out in int32 through the isums (one
  * slice), or at the store through the ksums (groups). Int4 blocks hold two
- * steps of depth, so tiles of up to four rows sum them in two accumulators
- * a row: two chains of dependent products instead of one, which a single
- * row (decode) needs to keep up with memory.
+ * steps of depth, so tiles of up to QD8_TWO_CHAINS4 rows (optional: 4) sum
+ * them in two accumulators a row: two chains of dependent products instead
+ * of one, which a single row (decode) needs to keep up with memory. A kernel
+ * with 16 vector registers sets it lower: its taller tiles would spill the
+ * second accumulators, and have chains enough in their rows.
  *
  * A file may include this twice, for a second kernel (QD8_FN redefined) on
  * activations loaded another way: QD8_X_LOAD and QD8_X_LOAD4 name the
@@ -52,6 +66,10 @@
 #endif
 #if QD8_MR > EKO_QD8_MAX_MR
 #error "QD8_MR above EKO_QD8_MAX_MR"
+#endif
+
+#ifndef QD8_TWO_CHAINS4
+#define QD8_TWO_CHAINS4 4
 #endif
 
 #ifndef QD8_X_OFFSET4
@@ -116,33 +134,57 @@ static inline __attribute__((always_inline)) void QD8_TILE(const size_t MR, size
                 for (size_t r = 0; r < MR; r++)
                     acc[r] = qd8_dot(acc[r], QD8_X_LOAD(xs + r * ldx + 4 * b), wv);
             }
-        } else if (MR <= 4) {
-            qd8_acc acc2[QD8_MR];
-            EKO_UNROLL
-            for (size_t r = 0; r < MR; r++) acc2[r] = qd8_acc_zero();
-            for (size_t b = 0; b < w->slice_blocks; b++, p += EKO_QD8_BLOCK_BYTES) {
-                qd8_w lo, hi;
-                qd8_prefetch(p);
-                qd8_w_unpack4(p, &lo, &hi);
-                EKO_UNROLL
-                for (size_t r = 0; r < MR; r++) {
-                    acc[r] = qd8_dot4(acc[r], QD8_X_LOAD4(xs + r * ldx + 8 * b), lo);
-                    acc2[r] = qd8_dot4(acc2[r], QD8_X_LOAD4(xs + r * ldx + 8 * b + 4), hi);
-                }
-            }
-            EKO_UNROLL
-            for (size_t r = 0; r < MR; r++) acc[r] = qd8_acc_add(acc[r], acc2[r]);
         } else {
-            for (size_t b = 0; b < w->slice_blocks; b++, p += EKO_QD8_BLOCK_BYTES) {
-                qd8_w lo, hi;
-                qd8_prefetch(p);
-                qd8_w_unpack4(p, &lo, &hi);
+#ifdef QD8_NARROW4
+            for (size_t b = 0; b < w->slice_blocks;) {
+                const size_t end = w->slice_blocks - b < QD8_NARROW4 ? w->slice_blocks
+                                                                     : b + QD8_NARROW4;
+                qd8_nacc sum[QD8_MR];
                 EKO_UNROLL
-                for (size_t r = 0; r < MR; r++) {
-                    acc[r] = qd8_dot4(acc[r], QD8_X_LOAD4(xs + r * ldx + 8 * b), lo);
-                    acc[r] = qd8_dot4(acc[r], QD8_X_LOAD4(xs + r * ldx + 8 * b + 4), hi);
+                for (size_t r = 0; r < MR; r++) sum[r] = qd8_nacc_zero();
+                for (; b < end; b++, p += EKO_QD8_BLOCK_BYTES) {
+                    qd8_w lo, hi;
+                    qd8_prefetch(p);
+                    qd8_w_unpack4(p, &lo, &hi);
+                    EKO_UNROLL
+                    for (size_t r = 0; r < MR; r++) {
+                        sum[r] = qd8_ndot4(sum[r], QD8_X_LOAD4(xs + r * ldx + 8 * b), lo);
+                        sum[r] = qd8_ndot4(sum[r], QD8_X_LOAD4(xs + r * ldx + 8 * b + 4), hi);
+                    }
+                }
+                EKO_UNROLL
+                for (size_t r = 0; r < MR; r++) acc[r] = qd8_nacc_widen(acc[r], sum[r]);
+            }
+#else
+            if (MR <= QD8_TWO_CHAINS4) {
+                qd8_acc acc2[QD8_MR];
+                EKO_UNROLL
+                for (size_t r = 0; r < MR; r++) acc2[r] = qd8_acc_zero();
+                for (size_t b = 0; b < w->slice_blocks; b++, p += EKO_QD8_BLOCK_BYTES) {
+                    qd8_w lo, hi;
+                    qd8_prefetch(p);
+                    qd8_w_unpack4(p, &lo, &hi);
+                    EKO_UNROLL
+                    for (size_t r = 0; r < MR; r++) {
+                        acc[r] = qd8_dot4(acc[r], QD8_X_LOAD4(xs + r * ldx + 8 * b), lo);
+                        acc2[r] = qd8_dot4(acc2[r], QD8_X_LOAD4(xs + r * ldx + 8 * b + 4), hi);
+                    }
+                }
+                EKO_UNROLL
+                for (size_t r = 0; r < MR; r++) acc[r] = qd8_acc_add(acc[r], acc2[r]);
+            } else {
+                for (size_t b = 0; b < w->slice_blocks; b++, p += EKO_QD8_BLOCK_BYTES) {
+                    qd8_w lo, hi;
+                    qd8_prefetch(p);
+                    qd8_w_unpack4(p, &lo, &hi);
+                    EKO_UNROLL
+                    for (size_t r = 0; r < MR; r++) {
+                        acc[r] = qd8_dot4(acc[r], QD8_X_LOAD4(xs + r * ldx + 8 * b), lo);
+                        acc[r] = qd8_dot4(acc[r], QD8_X_LOAD4(xs + r * ldx + 8 * b + 4), hi);
+                    }
                 }
             }
+#endif
         }
         if (w->slices == 1) /* the zero points (and the offset) exactly */
             EKO_UNROLL
@@ -165,13 +207,25 @@ void QD8_FN(size_t mr, size_t nc, const int8_t *x, size_t ldx, const eko_qd8_row
     switch (mr) {
 #if QD8_MR >= 8
     case 8: QD8_TILE(8, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+#endif
+#if QD8_MR >= 7
     case 7: QD8_TILE(7, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+#endif
+#if QD8_MR >= 6
     case 6: QD8_TILE(6, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+#endif
+#if QD8_MR >= 5
     case 5: QD8_TILE(5, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
 #endif
+#if QD8_MR >= 4
     case 4: QD8_TILE(4, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+#endif
+#if QD8_MR >= 3
     case 3: QD8_TILE(3, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+#endif
+#if QD8_MR >= 2
     case 2: QD8_TILE(2, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+#endif
     default: QD8_TILE(1, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
     }
 }

@@ -5,10 +5,15 @@
  * dot).
  *
  * Weights int8 per channel, int4 per channel and int4 per group (groups of
- * 32, of 8, and of sizes that are not a multiple of the block depth); K odd
- * and not a multiple of the block; M from 1 past two 64-row blocks; N around
- * the panel width; weights and activations at their extremes; with and
- * without bias and clamp; on the caller alone and on a pool of 2 threads.
+ * 32, 64, 128, of 8, and of sizes that are not a multiple of the block
+ * depth); K odd and not a multiple of the block, and long enough for several
+ * of the narrow int4 sums (qd8_gemm_body.h) with a part-filled last one; M
+ * from 1 past two 64-row blocks (every tile height and remainder); N around
+ * the panel width; weights and activations at their extremes, whole columns
+ * of one sign so that pairs and narrow sums reach their bounds; with and
+ * without bias and clamp; rows that share one quantization, in plain int8
+ * (the kernels for static tensors) and in the kernels' encoding; on the
+ * caller alone and on a pool of 2 threads.
  * Activations are read through a buffer that ends EKO_QD8_X_PAD bytes after
  * the last row (an over-read shows under ASan); scales as float and as
  * bfloat16. Then the row quantization:
@@ -26,6 +31,7 @@
 typedef struct wcase {
     size_t m, n, k, slice_k;
     bool int4, bias, clamp, extremes, bf16;
+    bool uniform; /* one quantization for every row, through eko_qd8_gemm_uniform */
 } wcase;
 
 /* Runs one case; returns the worst error over its tolerance (<= 1 passes). */
@@ -43,16 +49,23 @@ static double run_case(const eko_qd8_gemm_config *cfg, ember_threadpool *pool, c
     for (size_t r = 0; r < m; r++) {
         rows[r].scale = 0.001f + (float)(rng_bits() % 1000) * 1e-4f;
         rows[r].zero_point = (int32_t)(rng_bits() % 256) - 128;
-        if (t->extremes) { /* whole rows at the ends of int8 */
-            memset(x + r * ldx, r % 2 ? 0x80 : 0x7f, k);
+        if (t->extremes) { /* whole rows at the ends of int8, or alternating */
+            for (size_t kk = 0; kk < k; kk++) {
+                const bool top = r % 3 == 0 || (r % 3 == 2 && kk % 2 == 1);
+                x[r * ldx + kk] = (int8_t)(top ? 127 : -128);
+            }
             rows[r].zero_point = r % 2 ? 127 : -128;
         }
+        if (t->uniform) rows[r] = rows[0];
     }
     memset(src, 0, n * row_bytes + 1);
     for (size_t j = 0; j < n; j++)
         for (size_t kk = 0; kk < k; kk++) {
             int v = t->int4 ? (int)(rng_bits() % 16) - 8 : (int)(rng_bits() % 255) - 127;
-            if (t->extremes) v = t->int4 ? ((j + kk) % 2 ? 7 : -8) : ((j + kk) % 2 ? 127 : -127);
+            if (t->extremes) { /* columns all of the least, all of the most, or alternating */
+                const int least = t->int4 ? -8 : -127, most = t->int4 ? 7 : 127;
+                v = j % 3 == 0 ? least : j % 3 == 1 ? most : (j + kk) % 2 ? most : least;
+            }
             wv[j * k + kk] = v;
             if (t->int4)
                 src[j * row_bytes + kk / 2] |= (uint8_t)((v + 8) << (kk % 2 ? 4 : 0));
@@ -84,7 +97,17 @@ static double run_case(const eko_qd8_gemm_config *cfg, ember_threadpool *pool, c
     int8_t *xe = malloc(m * ldx + EKO_QD8_X_PAD);
     for (size_t i = 0; i < m * ldx + EKO_QD8_X_PAD; i++)
         ((uint8_t *)xe)[i] = (uint8_t)((uint8_t)x[i] ^ cfg->x_xor);
-    eko_qd8_gemm(cfg, pool, m, xe, ldx, rows, &w, c, ldc, lo, hi);
+    if (!t->uniform) {
+        eko_qd8_gemm(cfg, pool, m, xe, ldx, rows, &w, c, ldc, lo, hi);
+    } else { /* plain int8 rows, and the same rows in the kernels' encoding */
+        float *c2 = malloc(sizeof(float) * (m * ldc + 1));
+        memcpy(c2, c, sizeof(float) * m * ldc);
+        const eko_qd8_out out = {c, NULL, ldc}, out2 = {c2, NULL, ldc};
+        eko_qd8_gemm_uniform(cfg, pool, m, x, ldx, 0, rows[0], &w, out, lo, hi);
+        eko_qd8_gemm_uniform(cfg, pool, m, xe, ldx, cfg->x_xor, rows[0], &w, out2, lo, hi);
+        if (memcmp(c, c2, sizeof(float) * m * ldc) != 0) worst = 1e9; /* the same products */
+        free(c2);
+    }
     free(xe);
 
     for (size_t r = 0; r < m; r++) {
@@ -136,17 +159,21 @@ static void test_config(const eko_qd8_gemm_config *cfg, ember_threadpool *pool2)
     static const size_t ms[] = {1, 2, 3, 4, 5, 9, 67, 130};
     static const size_t ns[] = {1, 15, 16, 17, 40};
     /* (k, slice_k, int4): per channel, then groups */
-    static const size_t ks[][3] = {{1, 1, 0},   {3, 3, 0},   {4, 4, 0},   {17, 17, 0},
-                                   {64, 64, 0}, {101, 101, 0}, {1, 1, 1},  {7, 7, 1},
-                                   {8, 8, 1},   {33, 33, 1}, {64, 32, 1}, {96, 32, 1},
-                                   {24, 8, 1},  {36, 12, 1}, {15, 5, 1},  {6, 2, 1}};
+    static const size_t ks[][3] = {
+        {1, 1, 0},   {3, 3, 0},    {4, 4, 0},    {17, 17, 0},  {64, 64, 0},  {101, 101, 0},
+        {1, 1, 1},   {7, 7, 1},    {8, 8, 1},    {33, 33, 1},  {64, 32, 1},  {96, 32, 1},
+        {24, 8, 1},  {36, 12, 1},  {15, 5, 1},   {6, 2, 1},    {256, 64, 1}, {256, 128, 1},
+        {200, 200, 1}, {80, 40, 1}};
     int cases = 0, failures = 0;
     for (size_t a = 0; a < sizeof ms / sizeof *ms; a++)
         for (size_t b = 0; b < sizeof ns / sizeof *ns; b++)
             for (size_t d = 0; d < sizeof ks / sizeof *ks; d++)
-                for (int variant = 0; variant < 3; variant++) {
+                for (int variant = 0; variant < 4; variant++) {
+                    /* 0: bfloat16 scales, bias; 1: extremes; 2: bias, clamp; 3: as 1, the
+                     * rows sharing one quantization */
                     wcase t = {ms[a], ns[b], ks[d][0], ks[d][1], ks[d][2] != 0,
-                               variant != 1, variant == 2, variant == 1, variant == 0};
+                               variant != 1 && variant != 3, variant == 2,
+                               variant == 1 || variant == 3, variant == 0, variant == 3};
                     ember_threadpool *pool = (a + b + d + (size_t)variant) % 2 ? pool2 : NULL;
                     const double err = run_case(cfg, pool, &t);
                     cases++;
