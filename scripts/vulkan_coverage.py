@@ -33,6 +33,12 @@ SAME_AS = {"ember_vulkan::sdpa_with_kv_cache.default": "llama::sdpa_with_kv_cach
                "dim_order_ops::_to_dim_order_copy.default"}
 
 
+# ops outside ember's registry (its partitioner makes no such call) that
+# ember's runtime runs where ExecuTorch's partitioner makes them
+RUNTIME_ONLY = {"et_vk::linear_q4gsw.default":
+                "ember's runtime runs ExecuTorch's payloads; ember's partitioner does not fuse it"}
+
+
 def key_of(op: Any) -> Optional[str]:
     """namespace::name.overload for a torch op, an edge op or a registry string."""
     if isinstance(op, str):
@@ -78,7 +84,9 @@ def table() -> str:
         spec = ours.get(n)
         et = "?" if theirs is None else ("yes" if n in theirs else "-")
         if spec is None:
-            rows.append(f"| `{n}` | {et} | - | | | | |")
+            note = RUNTIME_ONLY.get(n)
+            rows.append(f"| `{n}` | {et} | - | | | | {note} |" if note else
+                        f"| `{n}` | {et} | - | | | | |")
             continue
         dts = " ".join(DT[d] for d in DT if d in spec.dtypes)
         lays = "per args" if spec.layouts_for is not None else "".join(
