@@ -293,7 +293,8 @@ static size_t run_q4gsw(const uint8_t *pte, size_t size) {
         if (CHECK_OK(ember_method_set_input_tensor(m, 0, EMBER_FLOAT32, x.shape, x.dim, x.data,
                                                    x.nbytes)) &&
             CHECK_OK(ember_method_execute(m)) && CHECK_OK(ember_method_output(m, 0, &out)) &&
-            CHECK(out->tag == EMBER_TAG_TENSOR) && CHECK_EQ_INT(out->u.t->numel, (int64_t)y.numel)) {
+            CHECK(out->tag == EMBER_TAG_TENSOR) &&
+            CHECK_EQ_INT(out->u.t->numel, (int64_t)y.numel)) {
             double worst = 0;
             for (size_t i = 0; i < y.numel; i++) {
                 double g = ((const float *)out->u.t->data)[i], w = ((const float *)y.data)[i];

@@ -29,7 +29,9 @@
  * weights, float32 scales and int32 indices. A dispatch that binds a float16
  * tensor uses the shader's float16 module (compiled with -DSTORAGE_F16).
  * A shader written against the plain float arrays (not in
- * EMBER_VULKAN_STORAGE_SHADERS) keeps every tensor it binds in VK_ST_F32.
+ * EMBER_VULKAN_STORAGE_SHADERS) keeps every tensor it binds in VK_ST_F32, as
+ * does an 8-bit weight bound where the accessors read no bytes (bindings 0,
+ * 4 and 5).
  * EMBER_VULKAN_STORAGE=float32 in the environment (read when a delegate is
  * loaded) holds every tensor as VK_ST_F32, as on a device without 16-bit
  * storage (uint8 weights then hold a byte, both 4-bit values, a word).
