@@ -33,10 +33,9 @@ SAME_AS = {"ember_vulkan::sdpa_with_kv_cache.default": "llama::sdpa_with_kv_cach
                "dim_order_ops::_to_dim_order_copy.default"}
 
 
-# ops outside ember's registry (its partitioner makes no such call) that
-# ember's runtime runs where ExecuTorch's partitioner makes them
-RUNTIME_ONLY = {"et_vk::linear_q4gsw.default":
-                "ember's runtime runs ExecuTorch's payloads; ember's partitioner does not fuse it"}
+# ops outside ember's registry that its preprocess makes of a pattern
+FUSED = {"et_vk::linear_q4gsw.default":
+         "fused from torchao's dequantize_affine + linear (4-bit, symmetric)"}
 
 
 def key_of(op: Any) -> Optional[str]:
@@ -84,7 +83,7 @@ def table() -> str:
         spec = ours.get(n)
         et = "?" if theirs is None else ("yes" if n in theirs else "-")
         if spec is None:
-            note = RUNTIME_ONLY.get(n)
+            note = FUSED.get(n)
             rows.append(f"| `{n}` | {et} | - | | | | {note} |" if note else
                         f"| `{n}` | {et} | - | | | | |")
             continue
