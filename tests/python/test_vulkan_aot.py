@@ -731,6 +731,40 @@ def test_linear_q4gsw_matches_executorch(case: str) -> None:
         torch.testing.assert_close(got.float(), expected, rtol=rtol, atol=atol)
 
 
+class _TiedQ4(nn.Module):
+    """One linear applied twice (its weight repacked once), to a 3-d input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(64, 64)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(F.gelu(self.fc(x)))
+
+
+@pytest.mark.skipif(not ember_runtime.has_backend("VulkanBackend"),
+                    reason="no Vulkan device (or ember built without Vulkan)")
+def test_linear_q4gsw_shared_weight_3d_input() -> None:
+    """A 4-bit weight read by two linears is repacked once and both become
+    et_vk.linear_q4gsw; a 3-d input runs through views; the program matches
+    eager on the dequantized weights."""
+    torch.manual_seed(5)
+    base = _TiedQ4().eval()
+    model = _quantize_4bit(copy.deepcopy(base), 16)
+    x = torch.randn(2, 3, 64)
+    edge, part, mods = lower_ember(model, (x,))
+    assert not part.reasons, part.reasons
+    g = vs.read_payload(mods[0].processed_bytes)[0]
+    calls = [c for c in g.chain if c.name == "et_vk.linear_q4gsw.default"]
+    assert len(calls) == 2 and calls[0].args[1] == calls[1].args[1]
+    assert g.values[calls[0].args[1]].datatype == vs.UINT8
+    assert g.values[calls[0].args[1]].dims == [64, 32]
+    got = ember_runtime.Runtime.get().load_program(
+        edge.to_executorch().buffer).load_method("forward").execute([x])[0]
+    with torch.no_grad():
+        torch.testing.assert_close(got, _dequantized_mlp(base, model)(x), rtol=1e-4, atol=1e-5)
+
+
 def test_linear_q4gsw_needs_symmetric_weights() -> None:
     """Weights with zero points (asymmetric) are not fused (the call has no
     zero points, and ExecuTorch's fusion would drop them): ember's partitioner

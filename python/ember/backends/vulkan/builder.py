@@ -390,9 +390,10 @@ def lower(ep: ExportedProgram) -> Lowered:
                 lw.consts[n] = Const(data, n.name)
     skip: set = set()
     repacked: set = set()
+    original = {c: k.data for c, k in lw.consts.items()}  # before any repacking
 
     def const_of(c: Node) -> Optional[torch.Tensor]:
-        return lw.consts[c].data if c in lw.consts else None
+        return original.get(c)
 
     for n in g.nodes:
         if n.op != "call_function" or n in skip:
