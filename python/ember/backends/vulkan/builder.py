@@ -37,15 +37,14 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch.export import ExportedProgram
-from torch.export.graph_signature import InputKind
 from torch.fx import Node
 
 from ...errors import ExportError
 from ...graph_utils import copy_graph_module
 from ...tensor_spec import upper_bound
+from . import q4
 from . import schema as vs
 from .kv_cache import sdpa_with_kv_cache as kv_sdpa
-from . import q4
 from .rope import apply_rotary_emb, fuse_rope
 from .ops import OpSpec, fit_pairs, pairs_of, spec_of, val
 
@@ -119,19 +118,6 @@ class Lowered:
         while isinstance(x, Node) and x in self.alias:
             x = self.alias[x]
         return x
-
-
-def _constant(ep: ExportedProgram, node: Node) -> Optional[torch.Tensor]:
-    if node.op != "placeholder":
-        return None
-    for s in ep.graph_signature.input_specs:
-        if getattr(s.arg, "name", None) != node.name or s.kind == InputKind.USER_INPUT:
-            continue
-        if s.target in ep.state_dict:
-            return ep.state_dict[s.target]
-        if s.target in ep.constants:
-            return ep.constants[s.target]
-    return None
 
 
 def _schema_args(node: Node) -> List[Any]:
@@ -385,7 +371,7 @@ def lower(ep: ExportedProgram) -> Lowered:
     _views_to_squeezes(g)
     for n in g.nodes:
         if n.op == "placeholder":
-            data = _constant(ep, n)
+            data = q4.constant_of(ep, n)
             if data is not None:
                 lw.consts[n] = Const(data, n.name)
     skip: set = set()

@@ -43,10 +43,10 @@ from ...backend.partitioner import (TAG, DelegationSpec, Partitioner, PartitionR
                                     tag_constant_data)
 from ...errors import ExportError
 from ...tensor_spec import upper_bound
+from . import q4
 from .kv_cache import own_kv_caches
 from .ops import (DEFAULT_BUFFER_LIMIT, DEFAULT_TEXTURE_LIMITS, KEEP_WHOLE, SMALL_TEXTURE_LIMITS,
                   fit_pairs, out_tensors, pairs_of, spec_of, val)
-from . import q4
 from .rope import apply_rotary_emb, find_rope
 
 aten = torch.ops.aten
