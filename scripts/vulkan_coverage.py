@@ -33,6 +33,11 @@ SAME_AS = {"ember_vulkan::sdpa_with_kv_cache.default": "llama::sdpa_with_kv_cach
                "dim_order_ops::_to_dim_order_copy.default"}
 
 
+# ops outside ember's registry that its preprocess makes of a pattern
+FUSED = {"et_vk::linear_q4gsw.default":
+         "fused from torchao's dequantize_affine + linear (4-bit, symmetric)"}
+
+
 def key_of(op: Any) -> Optional[str]:
     """namespace::name.overload for a torch op, an edge op or a registry string."""
     if isinstance(op, str):
@@ -78,7 +83,9 @@ def table() -> str:
         spec = ours.get(n)
         et = "?" if theirs is None else ("yes" if n in theirs else "-")
         if spec is None:
-            rows.append(f"| `{n}` | {et} | - | | | | |")
+            note = FUSED.get(n)
+            rows.append(f"| `{n}` | {et} | - | | | | {note} |" if note else
+                        f"| `{n}` | {et} | - | | | | |")
             continue
         dts = " ".join(DT[d] for d in DT if d in spec.dtypes)
         lays = "per args" if spec.layouts_for is not None else "".join(

@@ -12,7 +12,10 @@
  * tests/fixtures/vulkan/ops.pte (a transposed convolution, a group norm, a
  * bilinear upsampling, index_select by an int64 input) matches eager; an
  * index outside its dim fails with INDEX_OUT_OF_RANGE, and the method runs
- * again afterwards.
+ * again afterwards. tests/fixtures/vulkan/q4gsw.pte (an MLP whose linears are
+ * et_vk.linear_q4gsw, 4-bit weights in groups of 32, dynamic rows) matches
+ * eager at two row counts with its weights packed on the device and widened
+ * (EMBER_VULKAN_STORAGE=float32), and its corrupted payloads fail cleanly.
  */
 #define _POSIX_C_SOURCE 200112L
 #include <math.h>
@@ -110,18 +113,27 @@ static void run_lengths(const uint8_t *pte, size_t size, double rtol, double ato
     unload(p, m);
 }
 
+/* The shape of the float32 input that corrupted programs run with. */
+typedef struct corrupt_input {
+    int64_t shape[3];
+    size_t dim;
+} corrupt_input;
+
 /* Loads and runs a corrupted program: any status is fine, but a failure must
  * come with a message. */
-static int run_corrupt(const uint8_t *bytes, size_t size) {
+static int run_corrupt(const uint8_t *bytes, size_t size, const corrupt_input *in) {
     ember_buffer_loader bl;
     ember_program *p;
     ember_method *m;
     ember_status st = load(bytes, size, &bl, &p, &m);
     if (st == EMBER_OK) {
-        float x[3 * 32];
-        for (size_t i = 0; i < 3 * 32; i++) x[i] = (float)i * 0.01f;
-        int64_t shape[3] = {1, 3, 32};
-        st = ember_method_set_input_tensor(m, 0, EMBER_FLOAT32, shape, 3, x, sizeof x);
+        float x[3 * 64];
+        for (size_t i = 0; i < 3 * 64; i++) x[i] = (float)i * 0.01f;
+        size_t n = 1;
+        for (size_t d = 0; d < in->dim; d++) n *= (size_t)in->shape[d];
+        st = n <= 3 * 64 ? ember_method_set_input_tensor(m, 0, EMBER_FLOAT32, in->shape, in->dim,
+                                                         x, n * sizeof(float))
+                         : EMBER_ERR_INVALID_ARGUMENT;
         if (st == EMBER_OK) st = ember_method_execute(m);
     }
     if (st != EMBER_OK) CHECK_MSG(ember_last_error()[0] != '\0', "status %s without a message",
@@ -130,7 +142,7 @@ static int run_corrupt(const uint8_t *bytes, size_t size) {
     return st == EMBER_OK;
 }
 
-static void corrupt(const uint8_t *pte, size_t size) {
+static void corrupt(const uint8_t *pte, size_t size, const corrupt_input *in) {
     /* the payload: "VH00" at +4 of its header */
     size_t at = 0;
     for (size_t i = 4; i + 4 <= size; i++)
@@ -154,7 +166,7 @@ static void corrupt(const uint8_t *pte, size_t size) {
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         memcpy(copy, pte, size);
         memcpy(copy + at + bad[k].field, &bad[k].value, bad[k].field == 8 ? 2 : 4);
-        CHECK_MSG(run_corrupt(copy, size) == 0, "header field %zu = %u was accepted",
+        CHECK_MSG(run_corrupt(copy, size, in) == 0, "header field %zu = %u was accepted",
                   bad[k].field, bad[k].value);
     }
     /* the reader names the backend: a flatbuffer cut short is a bad payload */
@@ -178,7 +190,7 @@ static void corrupt(const uint8_t *pte, size_t size) {
             size_t pos = at + 30 + (seed >> 8) % (end - at - 30);
             copy[pos] ^= (uint8_t)(1u + (seed >> 3) % 255u);
         }
-        ran += run_corrupt(copy, size);
+        ran += run_corrupt(copy, size, in);
     }
     printf("  400 corrupted payloads: %d ran, %d failed cleanly\n", ran, 400 - ran);
     free(copy);
@@ -253,6 +265,51 @@ static void run_ops_fixture(void) {
     free(pte);
 }
 
+/* q4gsw.pte at rows 5 and 1 against eager; returns the weights' bytes on the
+ * device (0 where it failed). */
+static size_t run_q4gsw(const uint8_t *pte, size_t size) {
+    ember_buffer_loader bl;
+    ember_program *p;
+    ember_method *m;
+    size_t weights = 0;
+    ember_vulkan_info info;
+    if (!CHECK_OK(load(pte, size, &bl, &p, &m)) || !CHECK_OK(ember_vulkan_info_get(&info))) {
+        unload(p, m);
+        return 0;
+    }
+    weights = info.weights_bytes;
+    static const int rows[] = {5, 1, 5};
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+        char path[128], err[256];
+        npy_array x, y;
+        snprintf(path, sizeof path, DIR "q4gsw_x_%d.npy", rows[k]);
+        if (!CHECK_MSG(npy_load(path, &x, err, sizeof err) == 0, "%s: %s", path, err)) continue;
+        snprintf(path, sizeof path, DIR "q4gsw_y_%d.npy", rows[k]);
+        if (!CHECK_MSG(npy_load(path, &y, err, sizeof err) == 0, "%s: %s", path, err)) {
+            npy_free(&x);
+            continue;
+        }
+        const ember_value *out;
+        if (CHECK_OK(ember_method_set_input_tensor(m, 0, EMBER_FLOAT32, x.shape, x.dim, x.data,
+                                                   x.nbytes)) &&
+            CHECK_OK(ember_method_execute(m)) && CHECK_OK(ember_method_output(m, 0, &out)) &&
+            CHECK(out->tag == EMBER_TAG_TENSOR) &&
+            CHECK_EQ_INT(out->u.t->numel, (int64_t)y.numel)) {
+            double worst = 0;
+            for (size_t i = 0; i < y.numel; i++) {
+                double g = ((const float *)out->u.t->data)[i], w = ((const float *)y.data)[i];
+                double e = fabs(g - w) / (1e-5 + 1e-4 * fabs(w));
+                if (!(e <= worst)) worst = e;
+            }
+            CHECK_MSG(worst <= 1.0, "rows %d: error %.3g tolerances", rows[k], worst);
+        }
+        npy_free(&x);
+        npy_free(&y);
+    }
+    unload(p, m);
+    return weights;
+}
+
 int main(void) {
     if (!CHECK_OK(ember_portable_kernels_register()) ||
         !CHECK_OK(ember_vulkan_backend_register()))
@@ -279,7 +336,24 @@ int main(void) {
     check_section("transposed conv, group norm, upsampling, index_select; bad indices");
     run_ops_fixture();
     check_section("corrupted payloads");
-    corrupt(pte, size);
+    const corrupt_input attention_in = {{1, 3, 32}, 3};
+    corrupt(pte, size, &attention_in);
+    free(pte);
+
+    pte = read_file(DIR "q4gsw.pte", &size);
+    if (!CHECK_MSG(pte != NULL, "cannot read " DIR "q4gsw.pte")) return check_finish();
+    check_section("4-bit groupwise linears (et_vk.linear_q4gsw), packed and widened");
+    size_t packed = run_q4gsw(pte, size);
+    CHECK(setenv("EMBER_VULKAN_STORAGE", "float32", 1) == 0);
+    size_t widened = run_q4gsw(pte, size);
+    CHECK(unsetenv("EMBER_VULKAN_STORAGE") == 0);
+    /* 4-bit weights: 64 * 96 / 2 + 96 * 32 / 2 bytes packed, a word a byte widened */
+    printf("  weights: %zu bytes packed, %zu widened\n", packed, widened);
+    CHECK_MSG(packed < 64 * 96 / 2 + 96 * 32 / 2 + 4096 && 3 * packed < widened,
+              "weights: %zu bytes packed, %zu widened", packed, widened);
+    check_section("corrupted 4-bit linear payloads");
+    const corrupt_input q4gsw_in = {{3, 64, 0}, 2};
+    corrupt(pte, size, &q4gsw_in);
     free(pte);
 
     pte = read_file(DIR "attention_fp16.pte", &size);
@@ -314,7 +388,7 @@ int main(void) {
     else
         CHECK(weights[0] == weights[1]);
     check_section("corrupted force_fp16 payloads");
-    corrupt(pte, size);
+    corrupt(pte, size, &attention_in);
     free(pte);
     return check_finish();
 }

@@ -649,6 +649,141 @@ def MLP_ref_int8(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return x
 
 
+def _quantize_4bit(model: nn.Module, group_size: int, asymmetric: bool = False) -> nn.Module:
+    """Weights to 4 bits per group as ExecuTorch's Vulkan flow quantizes them."""
+    from torchao.quantization.granularity import PerGroup
+    from torchao.quantization.quant_api import IntxWeightOnlyConfig, MappingType, quantize_
+    from torchao.utils import unwrap_tensor_subclass
+
+    config = IntxWeightOnlyConfig(
+        weight_dtype=torch.int4, granularity=PerGroup(group_size),
+        mapping_type=MappingType.ASYMMETRIC if asymmetric else MappingType.SYMMETRIC)
+    quantize_(model, config)
+    unwrap_tensor_subclass(model)
+    return model
+
+
+def _dequantized_mlp(base: nn.Module, quantized: nn.Module) -> nn.Module:
+    """base in float32 with the quantized model's weights, dequantized."""
+    ref = copy.deepcopy(base).float()
+    for name, lin in ref.named_modules():
+        if isinstance(lin, nn.Linear):
+            lin.weight.data = quantized.get_submodule(name).weight.dequantize().float()
+    return ref
+
+
+Q4_CASES = {
+    # in, hidden, out, group size, dtype, options
+    "f32": (64, 96, 32, 32, torch.float32, {}),
+    "f16": (64, 96, 32, 32, torch.float16, {}),
+    "padded_depth": (36, 48, 12, 12, torch.float32, {}),
+    "force_fp16": (64, 96, 32, 16, torch.float32, {"force_fp16": True}),
+}
+
+
+@pytest.mark.parametrize("case", list(Q4_CASES))
+def test_linear_q4gsw_matches_executorch(case: str) -> None:
+    """4-bit groupwise weight-only linears (torchao's IntxWeightOnlyConfig):
+    ember's partitioner keeps dequantize_affine whole and makes the same
+    et_vk.linear_q4gsw calls, repacked constants (4-bit pairs, transposed
+    scales) and values as ExecuTorch's, dynamic rows included; the program
+    runs in ember and matches eager on the dequantized weights."""
+    k, hidden, n, group, dtype, options = Q4_CASES[case]
+    torch.manual_seed(3)
+    base = nn.Sequential(nn.Linear(k, hidden), nn.ReLU(), nn.Linear(hidden, n, bias=False),
+                         nn.Linear(n, n)).eval().to(dtype)
+    model = _quantize_4bit(copy.deepcopy(base), group)
+    x = torch.randn(5, k).to(dtype)
+    dyn = ({0: torch.export.Dim("rows", min=1, max=8)},)
+    if dtype == torch.float16 or options.get("force_fp16"):
+        # ExecuTorch's reference implementation of linear_q4gsw (its fake
+        # tensors give the call's dtype) dequantizes to float32, so in its
+        # payload of a float16 model (or with force_fp16) the calls' outputs,
+        # and what follows, are float32 tensors; ember's keep float16 (staged
+        # as the model's dtype). Everything else is the same.
+        _, _, ours = lower_ember(model, (x,), options, dyn)
+        refs = lower_reference(model, (x,), options, dyn)
+        assert len(ours) == len(refs) == 1
+        graphs = [check_payload(m) for m in ours]
+        r = read_reference(refs[0].processed_bytes)
+        for v in r.values:
+            if isinstance(v, vs.VkTensor) and v.constant_id < 0 and v.datatype == vs.FLOAT32:
+                v.datatype = vs.FLOAT16
+                v.staging_datatype = vs.FLOAT16 if dtype == torch.float16 else vs.FLOAT32
+        assert_same_graph(graphs[0], r)
+    else:
+        graphs = compare(model, (x,), options, dyn)
+    names = [c.name for g in graphs for c in g.chain]
+    assert names.count("et_vk.linear_q4gsw.default") == 3, names
+    if not ember_runtime.has_backend("VulkanBackend"):
+        return
+    edge, part, _ = lower_ember(model, (x,), options, dyn)
+    assert not part.reasons, part.reasons
+    method = ember_runtime.Runtime.get().load_program(
+        edge.to_executorch().buffer).load_method("forward")
+    fp16 = dtype == torch.float16 or options.get("force_fp16")
+    rtol, atol = (1e-2, 1e-2) if fp16 else (1e-4, 1e-5)
+    for rows in (5, 1, 8):
+        xr = torch.randn(rows, k).to(dtype)
+        with torch.no_grad():
+            expected = _dequantized_mlp(base, model)(xr.float())
+        got = method.execute([xr])[0]
+        torch.testing.assert_close(got.float(), expected, rtol=rtol, atol=atol)
+
+
+class _TiedQ4(nn.Module):
+    """One linear applied twice (its weight repacked once), to a 3-d input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(64, 64)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(F.gelu(self.fc(x)))
+
+
+@pytest.mark.skipif(not ember_runtime.has_backend("VulkanBackend"),
+                    reason="no Vulkan device (or ember built without Vulkan)")
+def test_linear_q4gsw_shared_weight_3d_input() -> None:
+    """A 4-bit weight read by two linears is repacked once and both become
+    et_vk.linear_q4gsw; a 3-d input runs through views; the program matches
+    eager on the dequantized weights."""
+    torch.manual_seed(5)
+    base = _TiedQ4().eval()
+    model = _quantize_4bit(copy.deepcopy(base), 16)
+    x = torch.randn(2, 3, 64)
+    edge, part, mods = lower_ember(model, (x,))
+    assert not part.reasons, part.reasons
+    g = vs.read_payload(mods[0].processed_bytes)[0]
+    calls = [c for c in g.chain if c.name == "et_vk.linear_q4gsw.default"]
+    assert len(calls) == 2 and calls[0].args[1] == calls[1].args[1]
+    assert g.values[calls[0].args[1]].datatype == vs.UINT8
+    assert g.values[calls[0].args[1]].dims == [64, 32]
+    got = ember_runtime.Runtime.get().load_program(
+        edge.to_executorch().buffer).load_method("forward").execute([x])[0]
+    with torch.no_grad():
+        torch.testing.assert_close(got, _dequantized_mlp(base, model)(x), rtol=1e-4, atol=1e-5)
+
+
+def test_linear_q4gsw_needs_symmetric_weights() -> None:
+    """Weights with zero points (asymmetric) are not fused (the call has no
+    zero points, and ExecuTorch's fusion would drop them): ember's partitioner
+    leaves dequantize_affine to decompose and the program still matches eager."""
+    torch.manual_seed(4)
+    base = nn.Sequential(nn.Linear(64, 32), nn.ReLU()).eval()
+    model = _quantize_4bit(copy.deepcopy(base), 32, asymmetric=True)
+    x = torch.randn(3, 64)
+    edge, _, mods = lower_ember(model, (x,))
+    names = [c.name for m in mods for c in vs.read_payload(m.processed_bytes)[0].chain]
+    assert "et_vk.linear_q4gsw.default" not in names and names, names
+    if not ember_runtime.has_backend("VulkanBackend"):
+        return
+    got = ember_runtime.Runtime.get().load_program(
+        edge.to_executorch().buffer).load_method("forward").execute([x])[0]
+    with torch.no_grad():
+        torch.testing.assert_close(got, _dequantized_mlp(base, model)(x), rtol=1e-4, atol=1e-5)
+
+
 # --------------------------------------------------------------------------- #
 # The portable path and errors
 # --------------------------------------------------------------------------- #

@@ -16,6 +16,10 @@ match eager PyTorch.
   devices without it); int8 weight-only linears keep their weights int8 on
   the GPU (a quarter of the widened bytes), with float32 and float16
   activations.
+- 4-bit groupwise weight-only linears (et_vk.linear_q4gsw, from torchao's
+  IntxWeightOnlyConfig as ExecuTorch's Vulkan flow quantizes them) keep
+  their weights packed two to a byte on the GPU and match eager on the
+  dequantized weights; corrupted group sizes and scales fail cleanly.
 
 Tolerance: float32 rtol 1e-4, atol 1e-5 (the shaders sum in their own order
 and use the device's exp/tanh); float16 rtol 1e-2, atol 1e-2 against eager
@@ -823,3 +827,164 @@ def test_int8_weight_only_lowered_by_ember(dtype: torch.dtype) -> None:
     # widened: 4 bytes an int8 element; packed: 1 (plus scales, biases, alignment)
     assert weights["float32"] >= 4 * int8_bytes, weights
     assert weights[None] < int8_bytes + 4 * (256 + 32) * 2 + 4096, weights
+
+
+# ---------------------------------------------------------------------------
+# 4-bit groupwise weight-only linears (et_vk.linear_q4gsw)
+# ---------------------------------------------------------------------------
+
+
+def quantize_4bit(model: nn.Module, group_size: int) -> nn.Module:
+    """model's linears quantized as ExecuTorch's Vulkan flow expects:
+    torchao's IntxWeightOnlyConfig, int4 weights, symmetric, per group."""
+    from torchao.quantization.granularity import PerGroup
+    from torchao.quantization.quant_api import IntxWeightOnlyConfig, quantize_
+    from torchao.utils import unwrap_tensor_subclass
+
+    quantize_(model, IntxWeightOnlyConfig(weight_dtype=torch.int4,
+                                          granularity=PerGroup(group_size)))
+    unwrap_tensor_subclass(model)
+    return model
+
+
+def dequantized(float_model: nn.Module, quantized: nn.Module) -> nn.Module:
+    """float_model in float32 with each linear's weight replaced by the
+    quantized model's weight, dequantized (what linear_q4gsw multiplies by)."""
+    ref = copy.deepcopy(float_model).float()
+    for name, lin in ref.named_modules():
+        if isinstance(lin, nn.Linear):
+            w = quantized.get_submodule(name).weight
+            lin.weight.data = w.dequantize().float()
+            if lin.bias is not None:
+                lin.bias.data = quantized.get_submodule(name).bias.detach().float()
+    return ref
+
+
+def lower_with_payloads(model: nn.Module, args: tuple, dynamic_shapes: Any = None) -> tuple:
+    """(program bytes, the lowered modules): the reference exporter's VulkanPartitioner."""
+    from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
+    logging.disable(logging.INFO)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ep = torch.export.export(model, args, dynamic_shapes=dynamic_shapes)
+            edge = to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner({})])
+            mods = [m for _, m in edge.exported_program().graph_module.named_children()
+                    if hasattr(m, "processed_bytes")]
+            return edge, mods
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+Q4_MODELS = {
+    # in, hidden, out, group size: groups of 32; depth 36 (rows of 4-bit
+    # values padded to 40) in groups of 12
+    "k64_g32": (64, 256, 32, 32),
+    "k36_g12": (36, 48, 12, 12),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("shape", list(Q4_MODELS))
+def test_linear_q4gsw(shape: str, dtype: torch.dtype) -> None:
+    """An MLP quantized to 4-bit weights in groups, lowered by ExecuTorch's
+    VulkanPartitioner (both linears become et_vk.linear_q4gsw), runs with
+    dynamic rows and matches eager float32 on the dequantized weights, with
+    the weights packed on the GPU (two 4-bit values a byte, an eighth of
+    their float32 bytes) and widened (EMBER_VULKAN_STORAGE=float32, a byte
+    a word)."""
+    from ember.backends.vulkan import schema as vs
+
+    k, hidden, n, group = Q4_MODELS[shape]
+    torch.manual_seed(7)
+    base = nn.Sequential(nn.Linear(k, hidden), nn.ReLU(), nn.Linear(hidden, n)).eval().to(dtype)
+    model = quantize_4bit(copy.deepcopy(base), group)
+    reference = dequantized(base, model)
+    edge, mods = lower_with_payloads(model, (r(5, k).to(dtype),),
+                                     ({0: Dim("rows", min=1, max=8)},))
+    names = [c.name for m in mods for c in vs.read_payload(m.processed_bytes)[0].chain]
+    assert names.count("et_vk.linear_q4gsw.default") == 2, names
+    buffer = edge.to_executorch().buffer
+    meta = ember_runtime.Runtime.get().load_program(buffer).metadata("forward")
+    assert meta.num_delegates == 1 and not meta.operators, meta.operators
+    rtol, atol = (RTOL, ATOL) if dtype == torch.float32 else (FP16_RTOL, FP16_ATOL)
+    weights = {}
+    for mode in (None, "float32"):
+        method, weights[mode], _ = load_measured(buffer, mode)
+        for rows in (5, 1, 8, 3):
+            x = r(rows, k).to(dtype)
+            with torch.no_grad():
+                expected = reference(x.float())
+            got = method.execute([x])[0]
+            assert got.dtype == dtype and got.shape == (rows, n)
+            torch.testing.assert_close(got.float(), expected, rtol=rtol, atol=atol,
+                                       msg=f"storage {mode or 'native'}, rows {rows}")
+    # packed: [N, K padded to 8 / 2] bytes per weight; the scales [K / group, N]
+    # and the biases stay float (padding N to 4 adds nothing here)
+    packed = sum(o * (-(-i // 8) * 4) for i, o in ((k, hidden), (hidden, n)))
+    float_bytes = 4 * (k * hidden + hidden * n)
+    extra = dtype.itemsize * (k // group * hidden + hidden + hidden // group * n + n)
+    slack = 6 * 256  # each constant's offset aligned for binding
+    assert packed <= float_bytes / 8 + 4 * (hidden + n)
+    assert weights[None] <= packed + extra + slack, weights
+    if dtype == torch.float32 or float16_storage():
+        assert weights["float32"] >= 4 * packed, weights
+
+
+def _q4gsw_variant(edge, mod, change: Callable[[Any, Any], None]) -> bytes:
+    """The program with its payload's first linear_q4gsw call changed by
+    change(graph, call)."""
+    from ember.backends.vulkan import schema as vs
+
+    g, raw = vs.read_payload(mod.processed_bytes)
+    original = mod._processed_bytes
+    bad = copy.deepcopy(g)
+    change(bad, next(c for c in bad.chain if c.name == "et_vk.linear_q4gsw.default"))
+    try:
+        mod._processed_bytes = vs.serialize_payload(bad, raw)
+        return edge.to_executorch().buffer
+    finally:
+        mod._processed_bytes = original
+
+
+def test_linear_q4gsw_bad_payloads() -> None:
+    """A group size that does not divide the depth or disagrees with the
+    scales, scales or weights of the wrong shape or dtype: a clean error at
+    load naming the operator; the unchanged payload runs."""
+    torch.manual_seed(8)
+    base = nn.Sequential(nn.Linear(64, 96), nn.ReLU(), nn.Linear(96, 32)).eval()
+    model = quantize_4bit(copy.deepcopy(base), 32)
+    x = r(3, 64)
+    edge, mods = lower_with_payloads(model, (x,))
+    assert len(mods) == 1
+
+    def value(k: int, **fields: Any) -> Callable[[Any, Any], None]:
+        def change(g, call) -> None:
+            v = g.values[call.args[k]]
+            for name, val in fields.items():
+                setattr(v, name, val)
+        return change
+
+    ok = _q4gsw_variant(edge, mods[0], lambda g, call: None)
+    got = ember_runtime.Runtime.get().load_program(ok).load_method("forward").execute([x])[0]
+    with torch.no_grad():
+        torch.testing.assert_close(got, dequantized(base, model)(x), rtol=RTOL, atol=ATOL)
+    cases = {
+        "group size 16 (4 groups, 2 rows of scales)": value(3, int_val=16),
+        "group size 0": value(3, int_val=0),
+        "group size -32": value(3, int_val=-32),
+        "group size 48 (does not divide 64)": value(3, int_val=48),
+        "scales [1, 96]": value(2, dims=[1, 96]),
+        "scales [2, 100]": value(2, dims=[2, 100]),
+        "scales int32": value(2, datatype=3),
+        "weight [96, 16] (half its 4-bit values)": value(1, dims=[96, 16]),
+        "weight int8": value(1, datatype=2),
+        "bias [95]": value(4, dims=[95]),
+    }
+    for what, change in cases.items():
+        bad = _q4gsw_variant(edge, mods[0], change)
+        with pytest.raises(ember_runtime.EmberError, match="linear_q4gsw") as info:
+            ember_runtime.Runtime.get().load_program(bad).load_method("forward")
+        assert info.value.message, what

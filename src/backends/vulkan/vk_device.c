@@ -428,15 +428,17 @@ ember_status vk_device_upload_weight(vk_graph *g, uint32_t vi, const void *bytes
     const vk_value *v = &g->values[vi];
     uint8_t *dst = (uint8_t *)g->dev->map[BUF_WEIGHTS] + v->offset;
     size_t n = v->bound_numel, want;
-    size_t elem = v->dtype == VK_DT_INT64 ? 8 : v->dtype == VK_DT_FLOAT16 ? 2
-                  : v->dtype == VK_DT_BOOL || v->dtype == VK_DT_INT8 ? 1 : 4;
+    size_t elem = v->dtype == VK_DT_INT64                                  ? 8
+                  : v->dtype == VK_DT_FLOAT32 || v->dtype == VK_DT_INT32 ? 4
+                  : v->dtype == VK_DT_FLOAT16                            ? 2
+                                                                         : 1; /* bool, 8-bit */
     if (ember_mul_overflow(n, elem, &want) || size < want)
         return ember_backend_bad_payload("vulkan",
                                          "constant of value %u has %zu bytes, its %zu %s "
                                          "elements need %zu",
                                          vi, size, n, vk_dtype_name(v->dtype), want);
     const uint8_t *src = bytes;
-    if (v->storage != VK_ST_F32) { /* float16 halves, int8 bytes: as they are */
+    if (v->storage != VK_ST_F32) { /* float16 halves, 8-bit bytes: as they are */
         memcpy(dst, src, want);
         return EMBER_OK;
     }
@@ -463,6 +465,7 @@ ember_status vk_device_upload_weight(vk_graph *g, uint32_t vi, const void *bytes
             break;
         }
         case VK_DT_INT8: x = (float)(int8_t)src[i]; break;
+        case VK_DT_UINT8: x = (float)src[i]; break;
         default: x = src[i] != 0; break;
         }
         memcpy(dst + 4 * i, &x, 4);

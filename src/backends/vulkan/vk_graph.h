@@ -9,7 +9,7 @@
  * below; vk_ops.c gives every operator its shape rule and its dispatches;
  * vk_plan.c plans the GPU memory; vk_device.c owns the Vulkan objects.
  *
- * Storage. Each tensor is held on the device in one of three storage types
+ * Storage. Each tensor is held on the device in one of four storage types
  * (vk_value.storage, chosen by vk_plan.c before memory is planned):
  *   VK_ST_F32   32-bit float words: float32 tensors; integer and boolean
  *               tensors as exact float values (up to 2^24, checked where
@@ -18,7 +18,10 @@
  *   VK_ST_F16   float16 halves: float16 tensors (float16 models, force_fp16
  *               payloads) where the device has storageBuffer16BitAccess;
  *   VK_ST_I8    int8 bytes packed four to a 32-bit word: int8 weights (read
- *               only; the int8 weight-only linear dequantizes in registers).
+ *               only; the int8 weight-only linear dequantizes in registers);
+ *   VK_ST_U8    uint8 bytes packed the same way: uint8 weights (read only;
+ *               the 4-bit linear's weights, two 4-bit values to a byte, split
+ *               and dequantized in registers).
  * Shaders compute in float32 registers whatever the storage: they read and
  * write tensors through common.glsl's accessors, and a dispatch's pipeline is
  * specialized with the storage of each of its bindings (vk_dispatch.storage,
@@ -26,10 +29,12 @@
  * weights, float32 scales and int32 indices. A dispatch that binds a float16
  * tensor uses the shader's float16 module (compiled with -DSTORAGE_F16).
  * A shader written against the plain float arrays (not in
- * EMBER_VULKAN_STORAGE_SHADERS) keeps every tensor it binds in VK_ST_F32.
+ * EMBER_VULKAN_STORAGE_SHADERS) keeps every tensor it binds in VK_ST_F32, as
+ * does an 8-bit weight bound where the accessors read no bytes (bindings 0,
+ * 4 and 5).
  * EMBER_VULKAN_STORAGE=float32 in the environment (read when a delegate is
  * loaded) holds every tensor as VK_ST_F32, as on a device without 16-bit
- * storage.
+ * storage (uint8 weights then hold a byte, both 4-bit values, a word).
  */
 #ifndef EMBER_BACKENDS_VULKAN_VK_GRAPH_H
 #define EMBER_BACKENDS_VULKAN_VK_GRAPH_H
@@ -62,7 +67,7 @@
     } while (0)
 
 /* Storage types of tensors on the device (see above). */
-enum { VK_ST_F32 = 0, VK_ST_F16 = 1, VK_ST_I8 = 2 };
+enum { VK_ST_F32 = 0, VK_ST_F16 = 1, VK_ST_I8 = 2, VK_ST_U8 = 3 };
 /* Bits of a binding's storage type in vk_dispatch.storage. */
 #define VK_ST_BITS 2u
 
@@ -153,7 +158,7 @@ typedef struct vk_graph {
     size_t align;                  /* offset alignment of storage bindings */
     size_t max_range;              /* the most bytes one binding may span */
     bool f16_storage;              /* float16 tensors may be VK_ST_F16 */
-    bool i8_storage;               /* int8 weights may be VK_ST_I8 */
+    bool i8_storage;               /* int8 / uint8 weights may be VK_ST_I8 / VK_ST_U8 */
     bool init_phase;               /* shapes at their upper bounds; checks bounds */
     uint64_t *stamps;              /* traced runs: ns from the first stamp to the start of
                                     * each dispatch, then to the end of the last */

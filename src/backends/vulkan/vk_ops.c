@@ -779,7 +779,10 @@ typedef struct mm_desc {
     size_t sbias[2];
     double alpha, beta;
     bool has_scale;
-    uint32_t scale; /* per-column scales [N]: their value id */
+    uint32_t scale;     /* scales [groups, scale_stride >= N]: their value id */
+    size_t group;       /* rows of K per scale group (0: all of K) */
+    size_t scale_stride;
+    bool b_4bit;        /* B holds 4-bit values, two to a byte (linear_q4gsw) */
 } mm_desc;
 
 static ember_status mm_write(vk_graph *g, vk_node *n, vk_dispatch *dp, const mm_desc *m,
@@ -805,6 +808,9 @@ static ember_status mm_write(vk_graph *g, vk_node *n, vk_dispatch *dp, const mm_
     p[14] = fbits(m->alpha);
     p[15] = fbits(m->beta);
     p[16] = m->has_scale;
+    p[17] = (uint32_t)(m->group != 0 ? m->group : m->K != 0 ? m->K : 1);
+    p[18] = (uint32_t)m->scale_stride;
+    p[19] = m->b_4bit;
     dp->groups = groups_for(work);
     return EMBER_OK;
 }
@@ -891,6 +897,87 @@ static ember_status op_int8pack_mm(vk_graph *g, vk_node *n, vk_dispatch *dp) {
     size_t dims[2] = {m.M, m.N};
     TRY_RET(set_out(g, n, out, dims, 2));
     return mm_write(g, n, dp, &m, arg_id(g, n, 3), arg_id(g, n, 0), arg_id(g, n, 1), VK_NONE);
+}
+
+static bool is_float(const vk_value *v) {
+    return v->dtype == VK_DT_FLOAT32 || v->dtype == VK_DT_FLOAT16;
+}
+
+/* et_vk.linear_q4gsw(x [..., K], weight uint8 [N, Kb], scales [K / group, Ns],
+ * group_size, bias? [Nb], out [..., N]): ExecuTorch's 4-bit groupwise
+ * weight-only linear. Row n of the weight holds 4-bit values w + 8 (w in
+ * [-8, 7]) two to a byte, column 2j in the low half of byte j and 2j + 1 in
+ * the high half, K padded with zeros to a multiple of 8 (so Kb is K / 2 to
+ * (K + 7) / 8 * 4); the scales are transposed, [group, n], and, like the
+ * bias, may be padded to a multiple of 4 columns. One matmul dispatch reads
+ * the weight's bytes as stored and splits them in registers:
+ * out[m, n] = sum_g scale[g, n] * sum_{k in group g} x[m, k] * w[n, k] + bias[n]. */
+static ember_status op_linear_q4gsw(vk_graph *g, vk_node *n, vk_dispatch *dp) {
+    TRY_RET(want_args(g, n, 6, 6));
+    vk_value *x, *w, *sc, *out;
+    int64_t group;
+    TRY_RET(tensor_arg(g, n, 0, &x));
+    TRY_RET(tensor_arg(g, n, 1, &w));
+    TRY_RET(tensor_arg(g, n, 2, &sc));
+    TRY_RET(int_arg(g, n, 3, &group));
+    TRY_RET(tensor_arg(g, n, 5, &out));
+    if (!is_float(x) || !is_float(sc) || !is_float(out))
+        FAIL("input %s, scales %s, output %s: expected float32 or float16",
+             vk_dtype_name(x->dtype), vk_dtype_name(sc->dtype), vk_dtype_name(out->dtype));
+    if (w->dtype != VK_DT_UINT8 || !w->is_const || w->rank != 2)
+        FAIL("weight must be a constant uint8 [N, K / 2] of 4-bit pairs, not %s of rank %u",
+             vk_dtype_name(w->dtype), w->rank);
+    if (x->rank < 1 || sc->rank != 2) FAIL("input rank %u, scales rank %u", x->rank, sc->rank);
+    mm_desc m;
+    memset(&m, 0, sizeof m);
+    m.K = x->dims[x->rank - 1];
+    m.N = w->dims[0];
+    size_t kb = w->dims[1];
+    if (m.K == 0 || 2 * kb < m.K || 2 * kb > (m.K + 7) / 8 * 8)
+        return vk_node_fail(g, n, EMBER_ERR_SHAPE_MISMATCH,
+                            "input depth %zu, weight [%zu, %zu] bytes: a row holds the depth's "
+                            "4-bit values two to a byte (padded to a multiple of 8)",
+                            m.K, m.N, kb);
+    if (group < 1 || (uint64_t)group > m.K || m.K % (uint64_t)group != 0)
+        FAIL("group size %lld does not divide the input depth %zu", (long long)group, m.K);
+    if (numel(w) > UINT32_MAX / 2) FAIL("weight of %zu bytes: too large", numel(w));
+    size_t groups = m.K / (size_t)group;
+    if (sc->dims[0] != groups || sc->dims[1] < m.N || sc->dims[1] > (m.N + 3) / 4 * 4)
+        return vk_node_fail(g, n, EMBER_ERR_SHAPE_MISMATCH,
+                            "scales [%u, %u], expected [%zu, %zu] (depth %zu / group size %lld, "
+                            "N padded to at most a multiple of 4)",
+                            sc->dims[0], sc->dims[1], groups, m.N, m.K, (long long)group);
+    uint32_t bias_id = VK_NONE;
+    vk_value *b = arg(g, n, 4);
+    if (b->kind == VK_V_TENSOR) {
+        if (!is_float(b) || b->rank != 1 || b->dims[0] < m.N || b->dims[0] > (m.N + 3) / 4 * 4)
+            return vk_node_fail(g, n, EMBER_ERR_SHAPE_MISMATCH,
+                                "bias %s of rank %u, %u elements; expected float [%zu] (padded "
+                                "to at most a multiple of 4)",
+                                vk_dtype_name(b->dtype), b->rank, b->rank ? b->dims[0] : 1, m.N);
+        m.bias = true;
+        m.sbias[1] = 1;
+        bias_id = arg_id(g, n, 4);
+    } else if (b->kind != VK_V_NULL) {
+        FAIL("bias is neither a tensor nor none (kind %u)", b->kind);
+    }
+    m.batch = 1;
+    m.M = numel(x) / m.K;
+    m.sa[1] = m.K;
+    m.sa[2] = 1;
+    m.sb[1] = 1;      /* in 4-bit values */
+    m.sb[2] = 2 * kb;
+    m.alpha = m.beta = 1.0;
+    m.has_scale = true;
+    m.scale = arg_id(g, n, 2);
+    m.group = (size_t)group;
+    m.scale_stride = sc->dims[1];
+    m.b_4bit = true;
+    size_t dims[VK_MAX_DIMS];
+    for (uint32_t k = 0; k + 1 < x->rank; k++) dims[k] = x->dims[k];
+    dims[x->rank - 1] = m.N;
+    TRY_RET(set_out(g, n, out, dims, x->rank));
+    return mm_write(g, n, dp, &m, arg_id(g, n, 5), arg_id(g, n, 0), arg_id(g, n, 1), bias_id);
 }
 
 /* mm(a, b, out), bmm(a, b, out), addmm(bias, a, b, beta, alpha, out) */
@@ -1777,6 +1864,7 @@ static const vk_op g_ops[] = {
     {"aten.bmm.default", op_mm, 1},
     {"aten.addmm.default", op_mm, 2},
     {"aten._weight_int8pack_mm.default", op_int8pack_mm, 0},
+    {"et_vk.linear_q4gsw.default", op_linear_q4gsw, 0},
     /* reductions and normalizations */
     {"aten._softmax.default", op_softmax, 0},
     {"aten._log_softmax.default", op_softmax, 1},

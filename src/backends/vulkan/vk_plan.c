@@ -2,10 +2,12 @@
  * VulkanBackend's memory plan, made once at init.
  *
  * Each tensor first gets its storage type (vk_graph.h): float16 tensors
- * VK_ST_F16 where the delegate may use 16-bit storage, int8 weights VK_ST_I8
- * (vk_read.c takes int8 tensors only as weights) unless
- * EMBER_VULKAN_STORAGE=float32, the rest VK_ST_F32; a tensor bound by a shader without storage accessors
- * stays VK_ST_F32. Sizes below are bytes in that storage.
+ * VK_ST_F16 where the delegate may use 16-bit storage, int8 and uint8
+ * weights VK_ST_I8 and VK_ST_U8 (vk_read.c takes 8-bit tensors only as
+ * weights) unless EMBER_VULKAN_STORAGE=float32, the rest VK_ST_F32; a tensor
+ * bound by a shader without storage accessors stays VK_ST_F32, and so does an
+ * 8-bit weight bound where the accessors read no bytes (bindings 0, 4, 5).
+ * Sizes below are bytes in that storage.
  *
  * Three GPU buffers per delegate:
  *   weights  every constant tensor, one after another;
@@ -41,7 +43,8 @@ static void touch(vk_graph *g, uint32_t vi, uint32_t at) {
 
 bool vk_storage_bytes(uint8_t st, size_t n, size_t *bytes) {
     size_t b = n == 0 ? 1 : n;
-    if (st != VK_ST_I8 && ember_mul_overflow(b, st == VK_ST_F16 ? 2 : 4, &b)) return false;
+    bool one_byte = st == VK_ST_I8 || st == VK_ST_U8; /* 8-bit weights */
+    if (!one_byte && ember_mul_overflow(b, st == VK_ST_F16 ? 2 : 4, &b)) return false;
     return align_up(b, 4, bytes);
 }
 
@@ -100,13 +103,19 @@ static void choose_storage(vk_graph *g) {
         if (v->kind != VK_V_TENSOR) continue;
         v->storage = v->dtype == VK_DT_FLOAT16 && g->f16_storage ? VK_ST_F16
                      : v->dtype == VK_DT_INT8 && g->i8_storage ? VK_ST_I8
-                                                               : VK_ST_F32;
+                     : v->dtype == VK_DT_UINT8 && g->i8_storage ? VK_ST_U8
+                                                                : VK_ST_F32;
     }
     for (uint32_t k = 0; k < g->num_dispatches; k++) {
         const vk_dispatch *d = &g->dispatches[k];
-        if (vk_shader_code_f16[d->shader] != NULL) continue;
-        for (int b = 0; b < VK_MAX_BINDINGS; b++)
-            if (d->bind[b] != VK_NONE) g->values[d->bind[b]].storage = VK_ST_F32;
+        bool accessors = vk_shader_code_f16[d->shader] != NULL;
+        for (int b = 0; b < VK_MAX_BINDINGS; b++) {
+            if (d->bind[b] == VK_NONE) continue;
+            vk_value *v = &g->values[d->bind[b]];
+            /* only bindings 1 to 3 read 8-bit bytes (common.glsl) */
+            bool bytes = v->storage == VK_ST_I8 || v->storage == VK_ST_U8;
+            if (!accessors || (bytes && (b == 0 || b > 3))) v->storage = VK_ST_F32;
+        }
     }
     for (uint32_t k = 0; k < g->num_dispatches; k++) {
         vk_dispatch *d = &g->dispatches[k];

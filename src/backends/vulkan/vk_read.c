@@ -146,12 +146,13 @@ static ember_status read_value(reader *rd, uint32_t vi, const fb_table *vv) {
             !fb_i32(r, &t, TENSOR_CONSTANT_ID, 0, &v->constant_id))
             return bad("value %u: tensor is malformed", vi);
         if (dtype > VK_DT_INT64) return bad("value %u: unknown datatype %u", vi, dtype);
-        /* int8 only as a weight (widened to float32 at upload) */
-        if (dtype == VK_DT_FLOAT64 || dtype == VK_DT_UINT8 ||
-            (dtype == VK_DT_INT8 && v->constant_id < 0))
+        /* int8 and uint8 only as weights */
+        if (dtype == VK_DT_FLOAT64 ||
+            ((dtype == VK_DT_INT8 || dtype == VK_DT_UINT8) && v->constant_id < 0))
             return ember_backend_fail(EMBER_ERR_NOT_SUPPORTED,
                                       "vulkan: value %u is %s; the backend holds float32, "
-                                      "float16, int32, int64 and bool tensors (and int8 weights)",
+                                      "float16, int32, int64 and bool tensors (and int8 and "
+                                      "uint8 weights)",
                                       vi, vk_dtype_name(dtype));
         if (!present) dims.len = 0;
         if (dims.len > VK_MAX_DIMS)

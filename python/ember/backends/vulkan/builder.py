@@ -37,12 +37,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch.export import ExportedProgram
-from torch.export.graph_signature import InputKind
 from torch.fx import Node
 
 from ...errors import ExportError
 from ...graph_utils import copy_graph_module
 from ...tensor_spec import upper_bound
+from . import q4
 from . import schema as vs
 from .kv_cache import sdpa_with_kv_cache as kv_sdpa
 from .rope import apply_rotary_emb, fuse_rope
@@ -118,19 +118,6 @@ class Lowered:
         while isinstance(x, Node) and x in self.alias:
             x = self.alias[x]
         return x
-
-
-def _constant(ep: ExportedProgram, node: Node) -> Optional[torch.Tensor]:
-    if node.op != "placeholder":
-        return None
-    for s in ep.graph_signature.input_specs:
-        if getattr(s.arg, "name", None) != node.name or s.kind == InputKind.USER_INPUT:
-            continue
-        if s.target in ep.state_dict:
-            return ep.state_dict[s.target]
-        if s.target in ep.constants:
-            return ep.constants[s.target]
-    return None
 
 
 def _schema_args(node: Node) -> List[Any]:
@@ -344,6 +331,26 @@ def _squeeze_unary_inputs(g: torch.fx.Graph) -> None:
         n.meta["val"] = out_small
 
 
+def _repack_q4(lw: Lowered, m: "q4.Q4Weight", bias: Any, done: set) -> None:
+    """The constants of a 4-bit linear in linear_q4gsw's layout (once each):
+    the weight's 4-bit pairs, the scales transposed, scales and bias padded
+    to a multiple of 4 columns."""
+    for node, fn in ((m.weight, q4.pack_weight), (m.scales, q4.pack_scales),
+                     (bias, q4.pad_columns)):
+        if isinstance(node, Node) and node in lw.consts and node not in done:
+            lw.consts[node].data = fn(lw.consts[node].data)
+            done.add(node)
+    # the payload's constants come in placeholder order; torchao's
+    # parametrized weights are lifted after the module's bias, and
+    # ExecuTorch's payload keeps that order, where ember's subgraph has them
+    # by first use (the weights, read by dequantize_affine, first)
+    if isinstance(bias, Node) and bias in lw.consts:
+        order = {n: i for i, n in enumerate(lw.graph.nodes)}
+        first = min((m.weight, m.scales), key=order.__getitem__)
+        if order[bias] > order[first]:
+            first.prepend(bias)
+
+
 class _nullcontext:
     def __enter__(self) -> None:
         return None
@@ -364,10 +371,16 @@ def lower(ep: ExportedProgram) -> Lowered:
     _views_to_squeezes(g)
     for n in g.nodes:
         if n.op == "placeholder":
-            data = _constant(ep, n)
+            data = q4.constant_of(ep, n)
             if data is not None:
                 lw.consts[n] = Const(data, n.name)
     skip: set = set()
+    repacked: set = set()
+    original = {c: k.data for c, k in lw.consts.items()}  # before any repacking
+
+    def const_of(c: Node) -> Optional[torch.Tensor]:
+        return original.get(c)
+
     for n in g.nodes:
         if n.op != "call_function" or n in skip:
             continue
@@ -377,6 +390,8 @@ def lower(ep: ExportedProgram) -> Lowered:
         if _is_redundant(n):
             lw.alias[n] = n.args[0]
             continue
+        if t is q4.dequantize_affine() and t is not None and q4.match(n, const_of) is not None:
+            continue  # the weight of a 4-bit linear: repacked below
         spec = spec_of(t)
         if spec is None:
             raise ExportError(f"vulkan: {n.format_node()} has no Vulkan implementation")
@@ -388,6 +403,13 @@ def lower(ep: ExportedProgram) -> Lowered:
             if isinstance(wt, Node) and wt.target in _LINEAR_WEIGHT_T:
                 x = n.args[-2]
                 bias = n.args[0] if t is aten.addmm.default else None
+                m = q4.match(wt.args[0], const_of) if isinstance(wt.args[0], Node) else None
+                if m is not None:
+                    _repack_q4(lw, m, bias, repacked)
+                    lw.ops.append(VOp("et_vk.linear_q4gsw.default",
+                                      [x, m.weight, m.scales, m.group_size, bias], n,
+                                      spec_of(aten.linear.default), n))
+                    continue
                 lw.ops.append(VOp("aten.linear.default", [x, wt.args[0], bias], n,
                                   spec_of(aten.linear.default), n))
                 continue

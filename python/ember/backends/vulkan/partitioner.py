@@ -43,6 +43,7 @@ from ...backend.partitioner import (TAG, DelegationSpec, Partitioner, PartitionR
                                     tag_constant_data)
 from ...errors import ExportError
 from ...tensor_spec import upper_bound
+from . import q4
 from .kv_cache import own_kv_caches
 from .ops import (DEFAULT_BUFFER_LIMIT, DEFAULT_TEXTURE_LIMITS, KEEP_WHOLE, SMALL_TEXTURE_LIMITS,
                   fit_pairs, out_tensors, pairs_of, spec_of, val)
@@ -154,6 +155,13 @@ class VulkanSupport:
         t = node.target
         if node in self.rope:
             return None
+        if t is q4.dequantize_affine() and t is not None:
+            m = q4.match(node, lambda c: q4.constant_of(self.ep, c))
+            if m is None:
+                return ("not the 4-bit groupwise weight of a linear (int8 in [-8, 7], groups "
+                        "along K, K a multiple of 4, no zero points)")
+            why = self.reason(m.product)
+            return None if why is None else f"the linear it feeds stays out ({why})"
         if t in (aten.permute_copy.default, aten.t_copy.default) and len(node.users) == 1:
             user = next(iter(node.users))
             if user.target in (aten.mm.default, aten.addmm.default) and user.args[-1] is node:
@@ -235,7 +243,8 @@ class VulkanPartitioner(Partitioner):
         def keep(node: Node) -> bool:
             return support.reason(node) is None
 
-        return list(KEEP_WHOLE), keep
+        dq = q4.dequantize_affine()  # kept whole where it is a 4-bit linear's weight
+        return list(KEEP_WHOLE) + ([dq] if dq is not None else []), keep
 
     def decisions(self, ep: ExportedProgram) -> Dict[str, Optional[str]]:
         """node name -> None (delegated) or why not, for every call_function node."""
