@@ -39,7 +39,7 @@ STAGES: List[List[str]] = [
      "ember.backends.xnnpack.quantizer.xnnpack_quantizer",
      "ember.backends.transforms", "ember.backends.transforms.duplicate_dynamic_quant_chain",
      "ember.backends.vulkan", "ember.backends.vulkan.schema", "ember.backends.vulkan.ops",
-     "ember.backends.vulkan.kv_cache", "ember.backends.vulkan.rope",
+     "ember.backends.vulkan.kv_cache", "ember.backends.vulkan.rope", "ember.backends.vulkan.q4",
      "ember.backends.vulkan.builder",
      "ember.backends.vulkan.partitioner", "ember.backends.vulkan.preprocess",
      "ember.backends.vulkan.quantize"],
