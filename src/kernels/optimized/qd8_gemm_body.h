@@ -79,11 +79,11 @@ static inline qd8_xv4 qd8_x_load4(const int8_t *p) { return qd8_x_load(p); }
 static inline qd8_acc qd8_dot4(qd8_acc acc, qd8_xv4 x, qd8_w w) { return qd8_dot(acc, x, w); }
 #endif
 
-/* The weights stream through the kernel once per call (a decode step reads
- * each matrix once), faster than the hardware prefetcher alone keeps up
- * with from memory on one core: each block asks for the line this far
- * ahead (measured on a GPT-2-sized int4 stream of 450 MB: from about 65% to
- * about 90% of the plain read bandwidth on 1 thread, 14 -> 20 GB/s on 2).
+/* A decode step streams each weight matrix once, from memory, and on one
+ * core the hardware prefetcher alone does not keep up: each block asks for
+ * the line this far ahead (measured on a GPT-2-sized int4 stream of 450 MB:
+ * from about 65% to about 90% of the plain read bandwidth on 1 thread,
+ * 14 -> 20 GB/s on 2).
  * A prefetch never faults, so running past the weights' end is harmless;
  * the address is formed as an integer, not as a pointer past the array. */
 #define QD8_PREFETCH_BYTES 16384
