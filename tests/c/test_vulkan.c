@@ -66,6 +66,35 @@ static void unload(ember_program *p, ember_method *m) {
 
 /* Runs the attention block at several lengths; outputs within
  * atol + rtol * |expected| of eager float32. */
+/* Runs m on DIR <prefix>x_<n>.npy and compares its output with
+ * <prefix>y_<n>.npy, each element within atol + rtol * |expected|. */
+static void run_case(ember_method *m, const char *prefix, int n, double rtol, double atol) {
+    char path[128], err[256];
+    npy_array x, y;
+    snprintf(path, sizeof path, DIR "%sx_%d.npy", prefix, n);
+    if (!CHECK_MSG(npy_load(path, &x, err, sizeof err) == 0, "%s: %s", path, err)) return;
+    snprintf(path, sizeof path, DIR "%sy_%d.npy", prefix, n);
+    if (!CHECK_MSG(npy_load(path, &y, err, sizeof err) == 0, "%s: %s", path, err)) {
+        npy_free(&x);
+        return;
+    }
+    const ember_value *out;
+    if (CHECK_OK(ember_method_set_input_tensor(m, 0, EMBER_FLOAT32, x.shape, x.dim, x.data,
+                                               x.nbytes)) &&
+        CHECK_OK(ember_method_execute(m)) && CHECK_OK(ember_method_output(m, 0, &out)) &&
+        CHECK(out->tag == EMBER_TAG_TENSOR) && CHECK_EQ_INT(out->u.t->numel, (int64_t)y.numel)) {
+        double worst = 0;
+        for (size_t i = 0; i < y.numel; i++) {
+            double g = ((const float *)out->u.t->data)[i], w = ((const float *)y.data)[i];
+            double e = fabs(g - w) / (atol + rtol * fabs(w));
+            if (!(e <= worst)) worst = e;
+        }
+        CHECK_MSG(worst <= 1.0, "%s%d: error %.3g tolerances", prefix, n, worst);
+    }
+    npy_free(&x);
+    npy_free(&y);
+}
+
 static void run_lengths(const uint8_t *pte, size_t size, double rtol, double atol) {
     ember_buffer_loader bl;
     ember_program *p;
@@ -75,32 +104,8 @@ static void run_lengths(const uint8_t *pte, size_t size, double rtol, double ato
         return;
     }
     static const int lengths[] = {3, 8, 1, 8, 3};
-    for (size_t k = 0; k < sizeof lengths / sizeof lengths[0]; k++) {
-        char path[128], err[256];
-        npy_array x, y;
-        snprintf(path, sizeof path, DIR "x_%d.npy", lengths[k]);
-        if (!CHECK_MSG(npy_load(path, &x, err, sizeof err) == 0, "%s: %s", path, err)) continue;
-        snprintf(path, sizeof path, DIR "y_%d.npy", lengths[k]);
-        if (!CHECK_MSG(npy_load(path, &y, err, sizeof err) == 0, "%s: %s", path, err)) {
-            npy_free(&x);
-            continue;
-        }
-        const ember_value *out;
-        if (CHECK_OK(ember_method_set_input_tensor(m, 0, EMBER_FLOAT32, x.shape, x.dim, x.data,
-                                                   x.nbytes)) &&
-            CHECK_OK(ember_method_execute(m)) && CHECK_OK(ember_method_output(m, 0, &out)) &&
-            CHECK(out->tag == EMBER_TAG_TENSOR) && CHECK_EQ_INT(out->u.t->numel, (int64_t)y.numel)) {
-            double worst = 0;
-            for (size_t i = 0; i < y.numel; i++) {
-                double g = ((const float *)out->u.t->data)[i], w = ((const float *)y.data)[i];
-                double e = fabs(g - w) / (atol + rtol * fabs(w));
-                if (!(e <= worst)) worst = e;
-            }
-            CHECK_MSG(worst <= 1.0, "T=%d: error %.3g tolerances", lengths[k], worst);
-        }
-        npy_free(&x);
-        npy_free(&y);
-    }
+    for (size_t k = 0; k < sizeof lengths / sizeof lengths[0]; k++)
+        run_case(m, "", lengths[k], rtol, atol);
     /* above the bound: a clean error, then the method still runs */
     float big[9 * 32] = {0};
     int64_t shape[3] = {1, 9, 32};
@@ -279,33 +284,8 @@ static size_t run_q4gsw(const uint8_t *pte, size_t size) {
     }
     weights = info.weights_bytes;
     static const int rows[] = {5, 1, 5};
-    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
-        char path[128], err[256];
-        npy_array x, y;
-        snprintf(path, sizeof path, DIR "q4gsw_x_%d.npy", rows[k]);
-        if (!CHECK_MSG(npy_load(path, &x, err, sizeof err) == 0, "%s: %s", path, err)) continue;
-        snprintf(path, sizeof path, DIR "q4gsw_y_%d.npy", rows[k]);
-        if (!CHECK_MSG(npy_load(path, &y, err, sizeof err) == 0, "%s: %s", path, err)) {
-            npy_free(&x);
-            continue;
-        }
-        const ember_value *out;
-        if (CHECK_OK(ember_method_set_input_tensor(m, 0, EMBER_FLOAT32, x.shape, x.dim, x.data,
-                                                   x.nbytes)) &&
-            CHECK_OK(ember_method_execute(m)) && CHECK_OK(ember_method_output(m, 0, &out)) &&
-            CHECK(out->tag == EMBER_TAG_TENSOR) &&
-            CHECK_EQ_INT(out->u.t->numel, (int64_t)y.numel)) {
-            double worst = 0;
-            for (size_t i = 0; i < y.numel; i++) {
-                double g = ((const float *)out->u.t->data)[i], w = ((const float *)y.data)[i];
-                double e = fabs(g - w) / (1e-5 + 1e-4 * fabs(w));
-                if (!(e <= worst)) worst = e;
-            }
-            CHECK_MSG(worst <= 1.0, "rows %d: error %.3g tolerances", rows[k], worst);
-        }
-        npy_free(&x);
-        npy_free(&y);
-    }
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++)
+        run_case(m, "q4gsw_", rows[k], 1e-4, 1e-5);
     unload(p, m);
     return weights;
 }
