@@ -59,8 +59,9 @@ RTOL, ATOL = 1e-4, 1e-5
 FP16_RTOL, FP16_ATOL = 1e-2, 1e-2
 
 
-def lower(model: nn.Module, args: tuple, dynamic_shapes: Any = None) -> bytes:
-    """The program, lowered by the reference exporter's VulkanPartitioner."""
+def lower_with_payloads(model: nn.Module, args: tuple, dynamic_shapes: Any = None) -> tuple:
+    """(the lowered edge program, its lowered modules): the reference exporter's
+    VulkanPartitioner."""
     from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
     from executorch.exir import to_edge_transform_and_lower
 
@@ -70,6 +71,20 @@ def lower(model: nn.Module, args: tuple, dynamic_shapes: Any = None) -> bytes:
             warnings.simplefilter("ignore")
             ep = torch.export.export(model, args, dynamic_shapes=dynamic_shapes)
             edge = to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner({})])
+            mods = [m for _, m in edge.exported_program().graph_module.named_children()
+                    if hasattr(m, "processed_bytes")]
+            return edge, mods
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def lower(model: nn.Module, args: tuple, dynamic_shapes: Any = None) -> bytes:
+    """The program, lowered by the reference exporter's VulkanPartitioner."""
+    edge, _ = lower_with_payloads(model, args, dynamic_shapes)
+    logging.disable(logging.INFO)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             return edge.to_executorch().buffer
     finally:
         logging.disable(logging.NOTSET)
@@ -858,24 +873,6 @@ def dequantized(float_model: nn.Module, quantized: nn.Module) -> nn.Module:
             if lin.bias is not None:
                 lin.bias.data = quantized.get_submodule(name).bias.detach().float()
     return ref
-
-
-def lower_with_payloads(model: nn.Module, args: tuple, dynamic_shapes: Any = None) -> tuple:
-    """(program bytes, the lowered modules): the reference exporter's VulkanPartitioner."""
-    from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
-    from executorch.exir import to_edge_transform_and_lower
-
-    logging.disable(logging.INFO)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ep = torch.export.export(model, args, dynamic_shapes=dynamic_shapes)
-            edge = to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner({})])
-            mods = [m for _, m in edge.exported_program().graph_module.named_children()
-                    if hasattr(m, "processed_bytes")]
-            return edge, mods
-    finally:
-        logging.disable(logging.NOTSET)
 
 
 Q4_MODELS = {
