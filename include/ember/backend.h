@@ -214,6 +214,18 @@ typedef struct ember_vulkan_info {
     size_t weights_bytes;
     /** Bytes of their arenas (inputs, outputs and intermediates). */
     size_t arena_bytes;
+    /** Vulkan delegates loaded now. */
+    size_t delegates;
+    /** Vulkan objects VulkanBackend holds now: the device context's
+     *  (instance, device, shader modules, layouts, cached pipelines) and the
+     *  loaded delegates' (buffers, memory, descriptor and command pools,
+     *  fences, query pools). */
+    size_t objects;
+    /** Compute pipelines in the context's cache (some may be unused). */
+    size_t pipelines;
+    /** Vulkan instances VulkanBackend has made since the process started:
+     *  one, unless ember_vulkan_device_release() let one go. */
+    size_t instances_made;
 } ember_vulkan_info;
 
 /**
@@ -222,6 +234,20 @@ typedef struct ember_vulkan_info {
  *         device or the build has no Vulkan.
  */
 ember_status ember_vulkan_info_get(ember_vulkan_info *info);
+
+/**
+ * Destroys VulkanBackend's device context: its Vulkan instance and device,
+ * shader modules and cached pipelines. The context is made on first use and
+ * stays when the last Vulkan delegate is destroyed, so that loading the next
+ * program neither loads the driver again nor makes a new device (both cost
+ * far more than loading a program, and some drivers keep memory for every
+ * load). Call this to give the driver's memory and threads back; the next
+ * Vulkan delegate makes the context anew. Thread-safe.
+ * @return EMBER_OK (also where there is no context, or the build has no
+ *         Vulkan); EMBER_ERR_INVALID_STATE, releasing nothing, while a
+ *         Vulkan delegate is loaded.
+ */
+ember_status ember_vulkan_device_release(void);
 
 /** Removes every registered backend. */
 void ember_backends_clear(void);

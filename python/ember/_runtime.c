@@ -1446,10 +1446,21 @@ static PyObject *rt_vulkan_info(PyObject *mod, PyObject *unused) {
     (void)unused;
     ember_vulkan_info info;
     if (ember_vulkan_info_get(&info) != EMBER_OK) Py_RETURN_NONE;
-    return Py_BuildValue("{s:s,s:O,s:n,s:n}", "device", info.device, "float16_storage",
-                         info.float16_storage ? Py_True : Py_False, "weights_bytes",
-                         (Py_ssize_t)info.weights_bytes, "arena_bytes",
-                         (Py_ssize_t)info.arena_bytes);
+    return Py_BuildValue("{s:s,s:O,s:n,s:n,s:n,s:n,s:n,s:n}", "device", info.device,
+                         "float16_storage", info.float16_storage ? Py_True : Py_False,
+                         "weights_bytes", (Py_ssize_t)info.weights_bytes, "arena_bytes",
+                         (Py_ssize_t)info.arena_bytes, "delegates", (Py_ssize_t)info.delegates,
+                         "objects", (Py_ssize_t)info.objects, "pipelines",
+                         (Py_ssize_t)info.pipelines, "instances_made",
+                         (Py_ssize_t)info.instances_made);
+}
+
+static PyObject *rt_vulkan_device_release(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    ember_status st = ember_vulkan_device_release();
+    if (st != EMBER_OK) return raise_status(st, "releasing the Vulkan device");
+    Py_RETURN_NONE;
 }
 
 static PyObject *rt_status_codes(PyObject *mod, PyObject *unused) {
@@ -1555,7 +1566,10 @@ static PyMethodDef rt_functions[] = {
     {"vulkan_device_name", rt_vulkan_device_name, METH_NOARGS,
      "vulkan_device_name() -> str or None: the device VulkanBackend runs on."},
     {"vulkan_info", rt_vulkan_info, METH_NOARGS,
-     "vulkan_info() -> dict or None: device, float16_storage, weights_bytes, arena_bytes."},
+     "vulkan_info() -> dict or None: device, float16_storage, weights_bytes, arena_bytes, "
+     "delegates, objects, pipelines, instances_made."},
+    {"vulkan_device_release", rt_vulkan_device_release, METH_NOARGS,
+     "vulkan_device_release(): destroy VulkanBackend's device context (none may be loaded)."},
     {"status_codes", rt_status_codes, METH_NOARGS,
      "status_codes() -> dict: symbolic name (\"NOT_FOUND\") -> ember_status code."},
     {"status_str", rt_status_str, METH_O, "status_str(code) -> str: libember's short text."},

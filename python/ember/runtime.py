@@ -61,6 +61,7 @@ __all__ = [
     "backend_available",
     "vulkan_device_name",
     "vulkan_info",
+    "vulkan_device_release",
     "load_library",
     "manual_seed",
     "dtype_to_ember",
@@ -177,8 +178,21 @@ def vulkan_info() -> Optional[dict]:
     {"device": name, "float16_storage": whether delegates loaded now keep
     float16 tensors as 16-bit floats (the device has 16-bit storage and
     EMBER_VULKAN_STORAGE is not "float32"), "weights_bytes" and
-    "arena_bytes": the GPU buffers of the Vulkan delegates loaded now}."""
+    "arena_bytes": the GPU buffers of the Vulkan delegates loaded now,
+    "delegates": how many are loaded, "objects": the Vulkan objects
+    VulkanBackend holds (its device context's and the delegates'),
+    "pipelines": the compute pipelines cached, "instances_made": the Vulkan
+    instances made in this process}."""
     return _runtime.vulkan_info()
+
+
+def vulkan_device_release() -> None:
+    """Destroys VulkanBackend's device context (instance, device, shaders,
+    cached pipelines), which otherwise stays for the process once made, so
+    that the next program does not load the driver again. Raises EmberError
+    (INVALID_STATE) while a Vulkan delegate is loaded; the next Vulkan
+    delegate makes the context anew."""
+    _runtime.vulkan_device_release()
 
 
 def load_library(path: Union[str, "os.PathLike[str]"]) -> None:

@@ -16,6 +16,17 @@
  * et_vk.linear_q4gsw, 4-bit weights in groups of 32, dynamic rows) matches
  * eager at two row counts with its weights packed on the device and widened
  * (EMBER_VULKAN_STORAGE=float32), and its corrupted payloads fail cleanly.
+ *
+ * The device context: one instance per process, made once and kept when
+ * programs come and go (1,200 corrupted payloads and every fixture load
+ * make no second one); no load, good or bad, leaves a Vulkan object behind
+ * (ember_vulkan_info.objects is back at the idle context's after each);
+ * with the n-th fallible Vulkan call of an init made to fail, for every n
+ * (with the context there, and with it made by that init), the load fails
+ * with that call's error and leaves nothing behind; a full pipeline cache
+ * gives up the pipelines no loaded program uses and fails cleanly where the
+ * loaded ones need more; ember_vulkan_device_release() refuses while a
+ * delegate is loaded.
  */
 #define _POSIX_C_SOURCE 200112L
 #include <math.h>
@@ -24,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/vulkan/vk_testing.h"
 #include "check.h"
 #include "ember/backend.h"
 #include "ember/ember.h"
@@ -31,6 +43,26 @@
 #include "npy.h"
 
 #define DIR "tests/fixtures/vulkan/"
+
+/* LeakSanitizer's suppressions for this test (sanitizer builds call this;
+ * other builds ignore it). Mesa's Vulkan drivers on AMD Zen processors
+ * (lavapipe, libvulkan_lvp.so: util_cpu_detect_once -> get_cpu_topology,
+ * run when the driver first enumerates its device) realloc the L3-cache
+ * affinity masks once per load of the driver, keep them in a driver global
+ * and never free them: once the Vulkan loader unloads the driver (with the
+ * last instance) that memory is unreachable, 128 bytes a load. VulkanBackend
+ * loads the driver once per process and this test keeps it loaded while it
+ * lets the context go and come back, so the one allocation stays reachable
+ * from the driver's global. Should the driver be loaded again all the same,
+ * these entries name it: its functions where it has symbols, its module
+ * where it is stripped (as Debian's is) and mapped again at exit. ember's
+ * own allocations never run in the driver, and the Vulkan objects ember
+ * makes are counted by ember_vulkan_info.objects, which this test checks
+ * after every load: a leak of ember's still fails it. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void) {
+    return "leak:get_cpu_topology\nleak:util_cpu_detect_once\nleak:libvulkan_lvp.so\n";
+}
 
 static uint8_t *read_file(const char *path, size_t *size) {
     FILE *f = fopen(path, "rb");
@@ -62,6 +94,27 @@ static ember_status load(const uint8_t *bytes, size_t size, ember_buffer_loader 
 static void unload(ember_program *p, ember_method *m) {
     ember_method_destroy(m);
     ember_program_destroy(p);
+}
+
+static ember_vulkan_info vk_info(void) {
+    ember_vulkan_info info;
+    CHECK_OK(ember_vulkan_info_get(&info));
+    return info;
+}
+
+/* Vulkan objects of the idle context less its pipelines: its instance,
+ * device, shader modules and layouts (set by main). */
+static size_t g_context_objects;
+
+/* With no delegate loaded, VulkanBackend holds the idle context and its
+ * cached pipelines, or nothing at all; where says what just happened. */
+static bool check_idle(const char *where) {
+    ember_vulkan_info info = vk_info();
+    bool ok = info.delegates == 0 && (info.objects == g_context_objects + info.pipelines ||
+                                      (info.objects == 0 && info.pipelines == 0));
+    return CHECK_MSG(ok, "%s: %zu delegates and %zu Vulkan objects left (idle context %zu, "
+                     "%zu pipelines)", where, info.delegates, info.objects, g_context_objects,
+                     info.pipelines);
 }
 
 /* Runs the attention block at several lengths; outputs within
@@ -144,6 +197,7 @@ static int run_corrupt(const uint8_t *bytes, size_t size, const corrupt_input *i
     if (st != EMBER_OK) CHECK_MSG(ember_last_error()[0] != '\0', "status %s without a message",
                                   ember_status_str(st));
     unload(p, m);
+    check_idle("a corrupted payload");
     return st == EMBER_OK;
 }
 
@@ -290,6 +344,105 @@ static size_t run_q4gsw(const uint8_t *pte, size_t size) {
     return weights;
 }
 
+/* Loads pte with the n-th fallible Vulkan call from the start of the load
+ * made to fail, for every n up to the number of calls one good load makes:
+ * each load fails with the failed call's VkResult in its message and leaves
+ * no Vulkan object behind. fresh: the context is released before each load,
+ * so the load makes it (instance, device, modules, layouts) too. Then a good
+ * load runs <prefix>x_<n> against eager. */
+static void fail_each_call(const uint8_t *pte, size_t size, bool fresh, const char *prefix,
+                           int n) {
+    ember_buffer_loader bl;
+    ember_program *p;
+    ember_method *m;
+    if (fresh) CHECK_OK(ember_vulkan_device_release());
+    uint32_t before = vk_testing_calls();
+    size_t made = vk_info().instances_made;
+    if (!CHECK_OK(load(pte, size, &bl, &p, &m))) {
+        unload(p, m);
+        return;
+    }
+    uint32_t calls = vk_testing_calls() - before;
+    ember_vulkan_info loaded = vk_info();
+    unload(p, m);
+    printf("  a load %s: %u fallible Vulkan calls, %zu objects held while loaded\n",
+           fresh ? "that makes the context" : "on the idle context", calls, loaded.objects);
+    CHECK(calls > 0 && loaded.delegates >= 1);
+    for (uint32_t k = 1; k <= calls; k++) {
+        if (fresh) CHECK_OK(ember_vulkan_device_release());
+        vk_testing_fail_call(k);
+        ember_status st = load(pte, size, &bl, &p, &m);
+        vk_testing_fail_call(0);
+        CHECK_MSG(st != EMBER_OK && strstr(ember_last_error(), "VkResult -1") != NULL,
+                  "call %u of %u failed on purpose: status %s, message '%s'", k, calls,
+                  ember_status_str(st), ember_last_error());
+        unload(p, m);
+        char where[64];
+        snprintf(where, sizeof where, "vulkan call %u of %u failed", k, calls);
+        check_idle(where);
+    }
+    /* an instance a load that made the context (all but the one whose
+     * vkCreateInstance failed); none on the idle context */
+    size_t instances = vk_info().instances_made - made;
+    CHECK_MSG(instances == (fresh ? calls : 0), "%zu instances made for %u loads", instances,
+              calls + 1);
+    if (CHECK_OK(load(pte, size, &bl, &p, &m))) run_case(m, prefix, n, 1e-4, 1e-5);
+    unload(p, m);
+    check_idle("a good load after the failed ones");
+}
+
+/* The pipeline cache capped at what the attention block and the ops fixture
+ * need together, less one: with both loaded the second fails cleanly; with
+ * the first unloaded its pipelines make room. */
+static void pipeline_cache(const uint8_t *attn, size_t attn_size) {
+    size_t ops_size = 0;
+    uint8_t *ops = read_file(DIR "ops.pte", &ops_size);
+    if (!CHECK_MSG(ops != NULL, "cannot read " DIR "ops.pte")) return;
+    ember_buffer_loader bl_a, bl_b;
+    ember_program *pa, *pb;
+    ember_method *ma, *mb;
+    CHECK_OK(ember_vulkan_device_release());
+    /* both loaded: the pipelines they need together */
+    bool ok = CHECK_OK(load(attn, attn_size, &bl_a, &pa, &ma));
+    size_t need_a = vk_info().pipelines;
+    ok = CHECK_OK(load(ops, ops_size, &bl_b, &pb, &mb)) && ok;
+    size_t need_both = vk_info().pipelines;
+    unload(pb, mb);
+    unload(pa, ma);
+    printf("  pipelines: %zu for the attention block, %zu with the ops fixture\n", need_a,
+           need_both);
+    if (!ok || !CHECK(need_a > 0 && need_both > need_a)) {
+        free(ops);
+        return;
+    }
+    CHECK_OK(ember_vulkan_device_release());
+    vk_testing_pipeline_cap((uint32_t)need_both - 1);
+    if (CHECK_OK(load(attn, attn_size, &bl_a, &pa, &ma))) {
+        ember_vulkan_info before = vk_info();
+        CHECK_ERR(load(ops, ops_size, &bl_b, &pb, &mb), EMBER_ERR_NOT_SUPPORTED,
+                  "pipelines");
+        unload(pb, mb);
+        /* the failed load leaves the pipelines it made, unused, and no other object */
+        ember_vulkan_info after = vk_info();
+        CHECK(after.delegates == 1 && after.pipelines == need_both - 1 &&
+              after.objects == before.objects + (after.pipelines - before.pipelines));
+        /* releasing refuses while a delegate is loaded */
+        CHECK_ERR(ember_vulkan_device_release(), EMBER_ERR_INVALID_STATE, "loaded");
+        CHECK(vk_info().delegates == 1);
+        run_case(ma, "", 3, 1e-4, 1e-5);
+    }
+    unload(pa, ma);
+    /* the attention block's pipelines, unused now, make room */
+    if (CHECK_OK(load(ops, ops_size, &bl_b, &pb, &mb)))
+        CHECK(vk_info().pipelines <= need_both - 1);
+    unload(pb, mb);
+    if (CHECK_OK(load(attn, attn_size, &bl_a, &pa, &ma))) run_case(ma, "", 8, 1e-4, 1e-5);
+    unload(pa, ma);
+    vk_testing_pipeline_cap(0);
+    check_idle("the pipeline cache");
+    free(ops);
+}
+
 int main(void) {
     if (!CHECK_OK(ember_portable_kernels_register()) ||
         !CHECK_OK(ember_vulkan_backend_register()))
@@ -311,6 +464,12 @@ int main(void) {
         return check_finish();
     }
     printf("device: %s\n", ember_vulkan_device_name());
+    /* the idle context: made by is_available(), before any delegate */
+    ember_vulkan_info idle = vk_info();
+    g_context_objects = idle.objects;
+    printf("idle context: %zu Vulkan objects\n", idle.objects);
+    CHECK(idle.instances_made == 1 && idle.delegates == 0 && idle.pipelines == 0 &&
+          idle.objects > 2);
     check_section("attention block at several lengths");
     run_lengths(pte, size, 1e-4, 1e-5);
     check_section("transposed conv, group norm, upsampling, index_select; bad indices");
@@ -369,6 +528,41 @@ int main(void) {
         CHECK(weights[0] == weights[1]);
     check_section("corrupted force_fp16 payloads");
     corrupt(pte, size, &attention_in);
+    free(pte);
+
+    check_section("one device context for every load above");
+    info = vk_info();
+    CHECK_MSG(info.instances_made == 1, "%zu Vulkan instances made", info.instances_made);
+    check_idle("every load above");
+
+    pte = read_file(DIR "attention.pte", &size);
+    if (!CHECK_MSG(pte != NULL, "cannot read " DIR "attention.pte")) return check_finish();
+    check_section("each fallible Vulkan call of an init failed in turn");
+    fail_each_call(pte, size, false, "", 3);
+    /* the context made and released for every load: the test keeps the
+     * driver loaded meanwhile, as one context per process does */
+    CHECK(vk_testing_hold_driver());
+    fail_each_call(pte, size, true, "", 8);
+    check_section("a full pipeline cache; releasing the context");
+    pipeline_cache(pte, size);
+    size_t made = vk_info().instances_made;
+    CHECK_OK(ember_vulkan_device_release());
+    info = vk_info();
+    CHECK(info.objects == 0 && info.pipelines == 0 && info.delegates == 0);
+    CHECK_OK(ember_vulkan_device_release()); /* nothing to release */
+    /* a load after the release makes the context anew, which then keeps the
+     * driver loaded to the end, as in any process */
+    ember_buffer_loader bl;
+    ember_program *p;
+    ember_method *m;
+    if (CHECK_OK(load(pte, size, &bl, &p, &m))) run_case(m, "", 1, 1e-4, 1e-5);
+    unload(p, m);
+    info = vk_info();
+    CHECK(info.instances_made == made + 1 && info.objects == g_context_objects + info.pipelines);
+    /* the context goes before the process ends, so that LeakSanitizer finds
+     * the driver's threads joined and its device memory freed; the test's
+     * instance keeps the driver loaded, its per-load memory reachable */
+    CHECK_OK(ember_vulkan_device_release());
     free(pte);
     return check_finish();
 }

@@ -494,6 +494,43 @@ def test_device_name() -> None:
     assert info["device"] == name and isinstance(info["float16_storage"], bool)
 
 
+def test_device_context_lifecycle() -> None:
+    """One device context for the process: programs loaded one after another
+    make no second Vulkan instance and leave no Vulkan object behind; the
+    context cannot be released while a delegate is loaded, and a release
+    destroys every object; the next program makes it anew and runs."""
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8)).eval()
+    x = torch.randn(3, 16)
+    with torch.no_grad():
+        expected = model(x)
+    buffer = lower(model, (x,))
+    gc.collect()
+    before = ember_runtime.vulkan_info()
+    idle = before["objects"] - before["pipelines"]
+    for _ in range(5):
+        method = ember_runtime.Runtime.get().load_program(buffer).load_method("forward")
+        torch.testing.assert_close(method.execute([x])[0], expected, rtol=1e-4, atol=1e-5)
+        loaded = ember_runtime.vulkan_info()
+        assert loaded["delegates"] == before["delegates"] + 1
+        assert loaded["objects"] > idle + loaded["pipelines"]
+        with pytest.raises(ember_runtime.EmberError) as e:
+            ember_runtime.vulkan_device_release()
+        assert e.value.status == ember_runtime.Status.INVALID_STATE
+        del method
+        gc.collect()
+        after = ember_runtime.vulkan_info()
+        assert after["delegates"] == before["delegates"]
+        assert after["objects"] - after["pipelines"] == idle
+    assert ember_runtime.vulkan_info()["instances_made"] == before["instances_made"]
+    if before["delegates"] == 0:  # nothing else of this process holds a delegate
+        ember_runtime.vulkan_device_release()
+        released = ember_runtime.vulkan_info()
+        assert released["objects"] == 0 and released["pipelines"] == 0
+        method = ember_runtime.Runtime.get().load_program(buffer).load_method("forward")
+        torch.testing.assert_close(method.execute([x])[0], expected, rtol=1e-4, atol=1e-5)
+        assert ember_runtime.vulkan_info()["instances_made"] == before["instances_made"] + 1
+
+
 # ---------------------------------------------------------------------------
 # Storage types: float16 and int8 on the GPU
 # ---------------------------------------------------------------------------

@@ -335,3 +335,5 @@ ember_status ember_vulkan_backend_register(void) { return ember_backend_register
 const char *ember_vulkan_device_name(void) { return vk_device_name(); }
 
 ember_status ember_vulkan_info_get(ember_vulkan_info *info) { return vk_device_info(info); }
+
+ember_status ember_vulkan_device_release(void) { return vk_device_release(); }

@@ -9,9 +9,21 @@
  * device is then created with), one descriptor-set layout and a cache of
  * compute pipelines, one per shader, elementwise operator and storage types
  * of the bindings (specialization constants), made when a delegate first
- * needs them; all created when the first delegate opens the context,
- * destroyed when the last one goes. The queue is shared, so submissions take
- * a lock.
+ * needs them. The context is created on first use (a delegate's init, or a
+ * question about the device) and stays when the last delegate goes, so the
+ * next program neither loads the driver again nor makes a device: drivers do
+ * not all give back what a load took (Mesa's on AMD processors keeps its CPU
+ * topology, 128 bytes a load; NVIDIA's 580 refused new instances before a
+ * process had made 72), and making an instance and a device costs far more
+ * than loading a program. ember_vulkan_device_release() destroys it when no delegate is
+ * loaded. A pipeline no loaded delegate uses is destroyed when the cache
+ * needs its slot. The queue is shared, so submissions take a lock.
+ *
+ * Every Vulkan object ember makes is counted (g_objects, reported by
+ * ember_vulkan_info_get()), and every fallible call goes through VK_CALL or
+ * VK_MAKE, where a test hook (vk_testing.h) can make the n-th one fail: the
+ * tests drive each failure path of init that way and check that nothing is
+ * left behind.
  *
  * Per delegate: the weights, arena and control buffers (host-visible and
  * coherent, device-local too where the device offers it), one descriptor
@@ -20,11 +32,13 @@
  * workgroup counts that vk_ops.c writes for the actual shapes.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <vulkan/vulkan.h>
 
 #include "vk_graph.h"
+#include "vk_testing.h"
 
 /* Pipelines the context holds at most (shader x operator x storage types). */
 #define VK_MAX_PIPELINES 512
@@ -32,6 +46,7 @@
 typedef struct vk_pipeline {
     uint8_t shader, op;
     uint16_t storage;
+    uint32_t users; /* dispatches of the loaded delegates that use it */
     VkPipeline pipe;
 } vk_pipeline;
 
@@ -68,6 +83,7 @@ struct vk_device {
     VkCommandBuffer cmd_timed; /* the same dispatches with a timestamp after each */
     VkQueryPool stamps;
     VkFence fence;
+    bool pending; /* submitted work not yet waited for */
     size_t weights_bytes, arena_bytes; /* counted in the context's totals */
 };
 
@@ -79,6 +95,43 @@ static int g_available = -1; /* unknown */
 
 #define BINDINGS (VK_MAX_BINDINGS + 2)
 
+/* The ledger: Vulkan objects ember holds now (each vkCreate / vkAllocate
+ * that made one, less each vkDestroy / vkFree), instances made since the
+ * process started, and the test hooks' state. */
+static atomic_size_t g_objects;
+static atomic_size_t g_instances_made;
+static atomic_uint g_calls;        /* fallible calls so far */
+static atomic_uint g_fail_at;      /* the call that fails on purpose; 0: none */
+static atomic_uint g_pipeline_cap; /* 0: VK_MAX_PIPELINES */
+
+/* Whether this fallible call is the one the test hook fails. */
+static bool fail_here(void) {
+    unsigned n = atomic_fetch_add(&g_calls, 1) + 1;
+    unsigned at = atomic_load(&g_fail_at);
+    return at != 0 && n == at;
+}
+
+static VkResult counted(VkResult r) {
+    if (r == VK_SUCCESS) atomic_fetch_add(&g_objects, 1);
+    return r;
+}
+
+static void uncount(void) { atomic_fetch_sub(&g_objects, 1); }
+
+/* A fallible call; one that makes an object to destroy later. */
+#define VK_CALL(call) (fail_here() ? VK_ERROR_OUT_OF_HOST_MEMORY : (call))
+#define VK_MAKE(call) (fail_here() ? VK_ERROR_OUT_OF_HOST_MEMORY : counted(call))
+
+uint32_t vk_testing_calls(void) { return atomic_load(&g_calls); }
+
+void vk_testing_fail_call(uint32_t n) {
+    atomic_store(&g_fail_at, n == 0 ? 0u : atomic_load(&g_calls) + n);
+}
+
+void vk_testing_pipeline_cap(uint32_t n) {
+    atomic_store(&g_pipeline_cap, n < VK_MAX_PIPELINES ? n : 0u);
+}
+
 static ember_status vk_fail(VkResult r, const char *what) {
     ember_status st = r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY
                           ? EMBER_ERR_OUT_OF_MEMORY
@@ -86,20 +139,50 @@ static ember_status vk_fail(VkResult r, const char *what) {
     return ember_backend_fail(st, "vulkan: %s failed (VkResult %d)", what, (int)r);
 }
 
+/* Destroys the pipelines no loaded delegate uses and closes up the rest.
+ * Called with g_ctx_lock held (or on a context no other thread sees). */
+static void drop_unused_pipelines(vk_context *c) {
+    uint32_t kept = 0;
+    for (uint32_t k = 0; k < c->num_pipelines; k++) {
+        if (c->pipelines[k].users > 0) {
+            c->pipelines[kept++] = c->pipelines[k];
+            continue;
+        }
+        vkDestroyPipeline(c->device, c->pipelines[k].pipe, NULL);
+        uncount();
+    }
+    c->num_pipelines = kept;
+}
+
 static void context_destroy(vk_context *c) {
     if (c->device) {
         vkDeviceWaitIdle(c->device);
-        for (uint32_t k = 0; k < c->num_pipelines; k++)
-            vkDestroyPipeline(c->device, c->pipelines[k].pipe, NULL);
+        drop_unused_pipelines(c); /* every one: no delegate is loaded */
         for (int k = 0; k < VK_SH_COUNT; k++) {
-            if (c->modules[k]) vkDestroyShaderModule(c->device, c->modules[k], NULL);
-            if (c->modules_f16[k]) vkDestroyShaderModule(c->device, c->modules_f16[k], NULL);
+            if (c->modules[k]) {
+                vkDestroyShaderModule(c->device, c->modules[k], NULL);
+                uncount();
+            }
+            if (c->modules_f16[k]) {
+                vkDestroyShaderModule(c->device, c->modules_f16[k], NULL);
+                uncount();
+            }
         }
-        if (c->layout) vkDestroyPipelineLayout(c->device, c->layout, NULL);
-        if (c->set_layout) vkDestroyDescriptorSetLayout(c->device, c->set_layout, NULL);
+        if (c->layout) {
+            vkDestroyPipelineLayout(c->device, c->layout, NULL);
+            uncount();
+        }
+        if (c->set_layout) {
+            vkDestroyDescriptorSetLayout(c->device, c->set_layout, NULL);
+            uncount();
+        }
         vkDestroyDevice(c->device, NULL);
+        uncount();
     }
-    if (c->instance) vkDestroyInstance(c->instance, NULL);
+    if (c->instance) {
+        vkDestroyInstance(c->instance, NULL);
+        uncount();
+    }
     memset(c, 0, sizeof *c);
 }
 
@@ -117,7 +200,7 @@ static int device_rank(VkPhysicalDeviceType t) {
 static ember_status pick_device(vk_context *c) {
     VkPhysicalDevice devs[16];
     uint32_t n = 16;
-    VkResult r = vkEnumeratePhysicalDevices(c->instance, &n, devs);
+    VkResult r = VK_CALL(vkEnumeratePhysicalDevices(c->instance, &n, devs));
     if (r != VK_SUCCESS && r != VK_INCOMPLETE) return vk_fail(r, "vkEnumeratePhysicalDevices");
     int best = 99;
     for (uint32_t k = 0; k < n; k++) {
@@ -156,13 +239,15 @@ static bool binds_f16(uint16_t storage) {
 
 /* The pipeline of a dispatch: shader module (float16 where it binds a
  * float16 tensor) with specialization constants 0, the elementwise operator,
- * and 1, the storage types of its bindings; made on first use. Called with
- * g_ctx_lock held. */
+ * and 1, the storage types of its bindings; made on first use, and counted
+ * as used by the dispatch until vk_device_close(). Called with g_ctx_lock
+ * held. */
 static ember_status get_pipeline(vk_context *c, const vk_dispatch *d, VkPipeline *out) {
     uint8_t op = d->shader == VK_SH_ELEMENTWISE ? d->variant : 0;
     for (uint32_t k = 0; k < c->num_pipelines; k++) {
-        const vk_pipeline *p = &c->pipelines[k];
+        vk_pipeline *p = &c->pipelines[k];
         if (p->shader == d->shader && p->op == op && p->storage == d->storage) {
+            p->users++;
             *out = p->pipe;
             return EMBER_OK;
         }
@@ -175,9 +260,12 @@ static ember_status get_pipeline(vk_context *c, const vk_dispatch *d, VkPipeline
         return ember_backend_fail(EMBER_ERR_INVALID_STATE,
                                   "vulkan: shader %u has no module for storage %#x", d->shader,
                                   (unsigned)d->storage);
-    if (c->num_pipelines == VK_MAX_PIPELINES)
-        return ember_backend_fail(EMBER_ERR_NOT_SUPPORTED, "vulkan: more than %d pipelines",
-                                  VK_MAX_PIPELINES);
+    uint32_t cap = atomic_load(&g_pipeline_cap);
+    if (cap == 0) cap = VK_MAX_PIPELINES;
+    if (c->num_pipelines >= cap) drop_unused_pipelines(c);
+    if (c->num_pipelines >= cap)
+        return ember_backend_fail(EMBER_ERR_NOT_SUPPORTED,
+                                  "vulkan: the loaded delegates need more than %u pipelines", cap);
     const uint32_t spec[2] = {op, d->storage};
     const VkSpecializationMapEntry entries[2] = {{0, 0, sizeof(uint32_t)},
                                                  {1, sizeof(uint32_t), sizeof(uint32_t)}};
@@ -190,12 +278,13 @@ static ember_status get_pipeline(vk_context *c, const vk_dispatch *d, VkPipeline
     ci.stage.pSpecializationInfo = &si;
     ci.layout = c->layout;
     VkPipeline pipe;
-    VkResult r = vkCreateComputePipelines(c->device, VK_NULL_HANDLE, 1, &ci, NULL, &pipe);
+    VkResult r = VK_MAKE(vkCreateComputePipelines(c->device, VK_NULL_HANDLE, 1, &ci, NULL, &pipe));
     if (r != VK_SUCCESS) return vk_fail(r, "vkCreateComputePipelines");
     vk_pipeline *p = &c->pipelines[c->num_pipelines++];
     p->shader = d->shader;
     p->op = op;
     p->storage = d->storage;
+    p->users = 1;
     p->pipe = pipe;
     *out = pipe;
     return EMBER_OK;
@@ -205,7 +294,7 @@ static VkResult make_module(vk_context *c, const uint32_t *code, size_t size, Vk
     VkShaderModuleCreateInfo si = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     si.codeSize = size;
     si.pCode = code;
-    return vkCreateShaderModule(c->device, &si, NULL, out);
+    return VK_MAKE(vkCreateShaderModule(c->device, &si, NULL, out));
 }
 
 static ember_status create_pipelines(vk_context *c) {
@@ -220,12 +309,12 @@ static ember_status create_pipelines(vk_context *c) {
     VkDescriptorSetLayoutCreateInfo li = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
     li.bindingCount = BINDINGS;
     li.pBindings = b;
-    VkResult r = vkCreateDescriptorSetLayout(c->device, &li, NULL, &c->set_layout);
+    VkResult r = VK_MAKE(vkCreateDescriptorSetLayout(c->device, &li, NULL, &c->set_layout));
     if (r != VK_SUCCESS) return vk_fail(r, "vkCreateDescriptorSetLayout");
     VkPipelineLayoutCreateInfo pl = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
     pl.setLayoutCount = 1;
     pl.pSetLayouts = &c->set_layout;
-    r = vkCreatePipelineLayout(c->device, &pl, NULL, &c->layout);
+    r = VK_MAKE(vkCreatePipelineLayout(c->device, &pl, NULL, &c->layout));
     if (r != VK_SUCCESS) return vk_fail(r, "vkCreatePipelineLayout");
     for (int k = 0; k < VK_SH_COUNT; k++) {
         r = make_module(c, vk_shader_code[k], vk_shader_size[k], &c->modules[k]);
@@ -265,12 +354,14 @@ static ember_status context_create(vk_context *c) {
     app.apiVersion = instance_version();
     VkInstanceCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
     ii.pApplicationInfo = &app;
-    VkResult r = vkCreateInstance(&ii, NULL, &c->instance);
+    VkResult r = VK_MAKE(vkCreateInstance(&ii, NULL, &c->instance));
     if (r != VK_SUCCESS) {
         c->instance = VK_NULL_HANDLE;
-        return ember_backend_fail(EMBER_ERR_BACKEND_MISSING,
+        return ember_backend_fail(r == VK_ERROR_OUT_OF_HOST_MEMORY ? EMBER_ERR_OUT_OF_MEMORY
+                                                                   : EMBER_ERR_BACKEND_MISSING,
                                   "vulkan: no Vulkan driver (vkCreateInstance: VkResult %d)", (int)r);
     }
+    atomic_fetch_add(&g_instances_made, 1);
     TRY_RET(pick_device(c));
     c->f16_storage = query_f16_storage(c, app.apiVersion);
     float prio = 1.0f;
@@ -285,7 +376,7 @@ static ember_status context_create(vk_context *c) {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
     f16.storageBuffer16BitAccess = VK_TRUE;
     if (c->f16_storage) di.pNext = &f16;
-    r = vkCreateDevice(c->phys, &di, NULL, &c->device);
+    r = VK_MAKE(vkCreateDevice(c->phys, &di, NULL, &c->device));
     if (r != VK_SUCCESS) {
         c->device = VK_NULL_HANDLE;
         return vk_fail(r, "vkCreateDevice");
@@ -297,10 +388,11 @@ static ember_status context_create(vk_context *c) {
     return EMBER_OK;
 }
 
+/* A reference to the context, made first where there is none. */
 static ember_status context_acquire(void) {
     pthread_mutex_lock(&g_ctx_lock);
     ember_status st = EMBER_OK;
-    if (g_ctx.refs == 0) {
+    if (g_ctx.device == VK_NULL_HANDLE) {
         st = context_create(&g_ctx);
         if (st != EMBER_OK) context_destroy(&g_ctx);
     }
@@ -309,12 +401,36 @@ static ember_status context_acquire(void) {
     return st;
 }
 
-/* The context goes with its last delegate: lavapipe, for one, frees some of
- * a delegate's objects only when their device is destroyed. */
+/* The context stays without references (see the top of this file). */
 static void context_release(void) {
     pthread_mutex_lock(&g_ctx_lock);
-    if (g_ctx.refs > 0 && --g_ctx.refs == 0) context_destroy(&g_ctx);
+    if (g_ctx.refs > 0) g_ctx.refs--;
     pthread_mutex_unlock(&g_ctx_lock);
+}
+
+ember_status vk_device_release(void) {
+    pthread_mutex_lock(&g_ctx_lock);
+    int refs = g_ctx.refs;
+    if (refs == 0) context_destroy(&g_ctx);
+    pthread_mutex_unlock(&g_ctx_lock);
+    if (refs > 0)
+        return ember_backend_fail(EMBER_ERR_INVALID_STATE,
+                                  "vulkan: %d loaded delegates still use the device", refs);
+    return EMBER_OK;
+}
+
+/* The test's own instance (vk_testing_hold_driver); not in the ledger. */
+static VkInstance g_held;
+
+bool vk_testing_hold_driver(void) {
+    pthread_mutex_lock(&g_ctx_lock);
+    if (g_held == VK_NULL_HANDLE) {
+        VkInstanceCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+        if (vkCreateInstance(&ii, NULL, &g_held) != VK_SUCCESS) g_held = VK_NULL_HANDLE;
+    }
+    bool held = g_held != VK_NULL_HANDLE;
+    pthread_mutex_unlock(&g_ctx_lock);
+    return held;
 }
 
 bool vk_device_available(void) {
@@ -367,7 +483,11 @@ ember_status vk_device_info(ember_vulkan_info *info) {
     pthread_mutex_lock(&g_ctx_lock);
     info->weights_bytes = g_ctx.weights_bytes;
     info->arena_bytes = g_ctx.arena_bytes;
+    info->delegates = (size_t)g_ctx.refs;
+    info->pipelines = g_ctx.num_pipelines;
     pthread_mutex_unlock(&g_ctx_lock);
+    info->objects = atomic_load(&g_objects);
+    info->instances_made = atomic_load(&g_instances_made);
     return EMBER_OK;
 }
 
@@ -378,7 +498,7 @@ static ember_status make_buffer(struct vk_device *d, int which, size_t size, VkB
     bi.size = size;
     bi.usage = use;
     bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-    VkResult r = vkCreateBuffer(c->device, &bi, NULL, &d->buf[which]);
+    VkResult r = VK_MAKE(vkCreateBuffer(c->device, &bi, NULL, &d->buf[which]));
     if (r != VK_SUCCESS) return vk_fail(r, "vkCreateBuffer");
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(c->device, d->buf[which], &req);
@@ -399,11 +519,11 @@ static ember_status make_buffer(struct vk_device *d, int which, size_t size, VkB
     VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
     ai.allocationSize = req.size;
     ai.memoryTypeIndex = type;
-    r = vkAllocateMemory(c->device, &ai, NULL, &d->mem[which]);
+    r = VK_MAKE(vkAllocateMemory(c->device, &ai, NULL, &d->mem[which]));
     if (r != VK_SUCCESS) return vk_fail(r, "vkAllocateMemory");
-    r = vkBindBufferMemory(c->device, d->buf[which], d->mem[which], 0);
+    r = VK_CALL(vkBindBufferMemory(c->device, d->buf[which], d->mem[which], 0));
     if (r != VK_SUCCESS) return vk_fail(r, "vkBindBufferMemory");
-    r = vkMapMemory(c->device, d->mem[which], 0, VK_WHOLE_SIZE, 0, &d->map[which]);
+    r = VK_CALL(vkMapMemory(c->device, d->mem[which], 0, VK_WHOLE_SIZE, 0, &d->map[which]));
     if (r != VK_SUCCESS) return vk_fail(r, "vkMapMemory");
     return EMBER_OK;
 }
@@ -481,7 +601,7 @@ static ember_status record(vk_graph *g, VkCommandBuffer cmd, VkQueryPool stamps)
     struct vk_device *d = g->dev;
     VkResult r;
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    if ((r = vkBeginCommandBuffer(cmd, &bi)) != VK_SUCCESS)
+    if ((r = VK_CALL(vkBeginCommandBuffer(cmd, &bi))) != VK_SUCCESS)
         return vk_fail(r, "vkBeginCommandBuffer");
     if (stamps != VK_NULL_HANDLE) {
         vkCmdResetQueryPool(cmd, stamps, 0, g->num_dispatches + 1);
@@ -508,7 +628,8 @@ static ember_status record(vk_graph *g, VkCommandBuffer cmd, VkQueryPool stamps)
     hb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
     vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0,
                          1, &hb, 0, NULL, 0, NULL);
-    if ((r = vkEndCommandBuffer(cmd)) != VK_SUCCESS) return vk_fail(r, "vkEndCommandBuffer");
+    if ((r = VK_CALL(vkEndCommandBuffer(cmd))) != VK_SUCCESS)
+        return vk_fail(r, "vkEndCommandBuffer");
     return EMBER_OK;
 }
 
@@ -538,7 +659,7 @@ ember_status vk_device_build(vk_graph *g) {
     pi.maxSets = sets;
     pi.poolSizeCount = 1;
     pi.pPoolSizes = &ps;
-    if ((r = vkCreateDescriptorPool(c->device, &pi, NULL, &d->pool)) != VK_SUCCESS)
+    if ((r = VK_MAKE(vkCreateDescriptorPool(c->device, &pi, NULL, &d->pool))) != VK_SUCCESS)
         return vk_fail(r, "vkCreateDescriptorPool");
     const VkDeviceSize max_range = c->props.limits.maxStorageBufferRange;
     for (uint32_t k = 0; k < g->num_dispatches; k++) {
@@ -548,7 +669,7 @@ ember_status vk_device_build(vk_graph *g) {
         ai.descriptorPool = d->pool;
         ai.descriptorSetCount = 1;
         ai.pSetLayouts = &c->set_layout;
-        if ((r = vkAllocateDescriptorSets(c->device, &ai, &set)) != VK_SUCCESS)
+        if ((r = VK_CALL(vkAllocateDescriptorSets(c->device, &ai, &set))) != VK_SUCCESS)
             return vk_fail(r, "vkAllocateDescriptorSets");
         dp->set = (void *)set;
         VkDescriptorBufferInfo info[BINDINGS];
@@ -589,16 +710,16 @@ ember_status vk_device_build(vk_graph *g) {
 
     VkCommandPoolCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     ci.queueFamilyIndex = c->family;
-    if ((r = vkCreateCommandPool(c->device, &ci, NULL, &d->cmd_pool)) != VK_SUCCESS)
+    if ((r = VK_MAKE(vkCreateCommandPool(c->device, &ci, NULL, &d->cmd_pool))) != VK_SUCCESS)
         return vk_fail(r, "vkCreateCommandPool");
     VkCommandBufferAllocateInfo ca = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
     ca.commandPool = d->cmd_pool;
     ca.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     ca.commandBufferCount = 1;
-    if ((r = vkAllocateCommandBuffers(c->device, &ca, &d->cmd)) != VK_SUCCESS)
+    if ((r = VK_CALL(vkAllocateCommandBuffers(c->device, &ca, &d->cmd))) != VK_SUCCESS)
         return vk_fail(r, "vkAllocateCommandBuffers");
     VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    if ((r = vkCreateFence(c->device, &fi, NULL, &d->fence)) != VK_SUCCESS)
+    if ((r = VK_MAKE(vkCreateFence(c->device, &fi, NULL, &d->fence))) != VK_SUCCESS)
         return vk_fail(r, "vkCreateFence");
 
     /* the pipelines this graph needs */
@@ -620,15 +741,28 @@ ember_status vk_device_build(vk_graph *g) {
     VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
     qi.queryCount = g->num_dispatches + 1;
-    if ((r = vkCreateQueryPool(c->device, &qi, NULL, &d->stamps)) != VK_SUCCESS)
+    if ((r = VK_MAKE(vkCreateQueryPool(c->device, &qi, NULL, &d->stamps))) != VK_SUCCESS)
         return vk_fail(r, "vkCreateQueryPool");
     ca.commandBufferCount = 1;
-    if ((r = vkAllocateCommandBuffers(c->device, &ca, &d->cmd_timed)) != VK_SUCCESS)
+    if ((r = VK_CALL(vkAllocateCommandBuffers(c->device, &ca, &d->cmd_timed))) != VK_SUCCESS)
         return vk_fail(r, "vkAllocateCommandBuffers");
     return record(g, d->cmd_timed, d->stamps);
 }
 
 bool vk_device_timed(const vk_graph *g) { return g->dev->cmd_timed != VK_NULL_HANDLE; }
+
+/* Waits for the delegate's submitted work and resets its fence. A minute is
+ * far beyond any dispatch list; a lost device reports here. Where the wait
+ * fails the work stays pending: the next run and vk_device_close() wait
+ * again before they touch the fence. */
+static ember_status finish(const vk_context *c, struct vk_device *d) {
+    VkResult r = VK_CALL(vkWaitForFences(c->device, 1, &d->fence, VK_TRUE, UINT64_C(60000000000)));
+    if (r != VK_SUCCESS) return vk_fail(r, "vkWaitForFences");
+    d->pending = false;
+    if ((r = VK_CALL(vkResetFences(c->device, 1, &d->fence))) != VK_SUCCESS)
+        return vk_fail(r, "vkResetFences");
+    return EMBER_OK;
+}
 
 ember_status vk_device_run(vk_graph *g, bool timed) {
     const vk_context *c = &g_ctx;
@@ -637,19 +771,18 @@ ember_status vk_device_run(vk_graph *g, bool timed) {
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
     si.commandBufferCount = 1;
     si.pCommandBuffers = timed ? &d->cmd_timed : &d->cmd;
+    if (d->pending) TRY_RET(finish(c, d));
     pthread_mutex_lock(&g_queue_lock);
-    VkResult r = vkQueueSubmit(c->queue, 1, &si, d->fence);
+    VkResult r = VK_CALL(vkQueueSubmit(c->queue, 1, &si, d->fence));
     pthread_mutex_unlock(&g_queue_lock);
     if (r != VK_SUCCESS) return vk_fail(r, "vkQueueSubmit");
-    /* a minute is far beyond any dispatch list; a lost device reports here */
-    r = vkWaitForFences(c->device, 1, &d->fence, VK_TRUE, UINT64_C(60000000000));
-    VkResult rr = vkResetFences(c->device, 1, &d->fence);
-    if (r != VK_SUCCESS) return vk_fail(r, "vkWaitForFences");
-    if (rr != VK_SUCCESS) return vk_fail(rr, "vkResetFences");
+    d->pending = true;
+    TRY_RET(finish(c, d));
     if (!timed) return EMBER_OK;
     uint32_t n = g->num_dispatches + 1;
-    r = vkGetQueryPoolResults(c->device, d->stamps, 0, n, sizeof(uint64_t) * n, g->stamps,
-                              sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    r = VK_CALL(vkGetQueryPoolResults(c->device, d->stamps, 0, n, sizeof(uint64_t) * n,
+                                      g->stamps, sizeof(uint64_t),
+                                      VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
     if (r != VK_SUCCESS) return vk_fail(r, "vkGetQueryPoolResults");
     /* ticks -> nanoseconds since the first stamp */
     uint64_t first = g->stamps[0];
@@ -663,22 +796,52 @@ ember_status vk_device_run(vk_graph *g, bool timed) {
 void vk_device_close(vk_graph *g) {
     struct vk_device *d = g->dev;
     if (d == NULL) return;
+    /* the context outlives its delegates (vk_device_release() refuses while
+     * one is loaded), so its device is there */
+    VkDevice dev = g_ctx.device;
+    /* work a failed wait left on the queue finishes before its objects go */
+    if (d->pending) (void)vkWaitForFences(dev, 1, &d->fence, VK_TRUE, UINT64_C(60000000000));
+    if (d->fence) {
+        vkDestroyFence(dev, d->fence, NULL);
+        uncount();
+    }
+    if (d->stamps) {
+        vkDestroyQueryPool(dev, d->stamps, NULL);
+        uncount();
+    }
+    if (d->cmd_pool) { /* and its command buffers */
+        vkDestroyCommandPool(dev, d->cmd_pool, NULL);
+        uncount();
+    }
+    if (d->pool) { /* and its descriptor sets */
+        vkDestroyDescriptorPool(dev, d->pool, NULL);
+        uncount();
+    }
+    for (int k = 0; k < BUF_COUNT; k++) {
+        if (d->map[k]) vkUnmapMemory(dev, d->mem[k]);
+        if (d->buf[k]) {
+            vkDestroyBuffer(dev, d->buf[k], NULL);
+            uncount();
+        }
+        if (d->mem[k]) {
+            vkFreeMemory(dev, d->mem[k], NULL);
+            uncount();
+        }
+    }
     pthread_mutex_lock(&g_ctx_lock);
     g_ctx.weights_bytes -= d->weights_bytes;
     g_ctx.arena_bytes -= d->arena_bytes;
-    pthread_mutex_unlock(&g_ctx_lock);
-    VkDevice dev = g_ctx.device;
-    if (dev) {
-        if (d->fence) vkDestroyFence(dev, d->fence, NULL);
-        if (d->stamps) vkDestroyQueryPool(dev, d->stamps, NULL);
-        if (d->cmd_pool) vkDestroyCommandPool(dev, d->cmd_pool, NULL);
-        if (d->pool) vkDestroyDescriptorPool(dev, d->pool, NULL);
-        for (int k = 0; k < BUF_COUNT; k++) {
-            if (d->map[k]) vkUnmapMemory(dev, d->mem[k]);
-            if (d->buf[k]) vkDestroyBuffer(dev, d->buf[k], NULL);
-            if (d->mem[k]) vkFreeMemory(dev, d->mem[k], NULL);
-        }
+    /* the pipelines its dispatches got (those before a failed one) */
+    for (uint32_t k = 0; k < g->num_dispatches; k++) {
+        VkPipeline pipe = (VkPipeline)g->dispatches[k].pipe;
+        for (uint32_t j = 0; pipe != VK_NULL_HANDLE && j < g_ctx.num_pipelines; j++)
+            if (g_ctx.pipelines[j].pipe == pipe && g_ctx.pipelines[j].users > 0) {
+                g_ctx.pipelines[j].users--;
+                break;
+            }
+        g->dispatches[k].pipe = NULL;
     }
+    pthread_mutex_unlock(&g_ctx_lock);
     ember_platform_free(d);
     g->dev = NULL;
     context_release();

@@ -225,6 +225,8 @@ const char *vk_device_name(void);
 /* Whether the device stores 16-bit floats (storageBuffer16BitAccess). */
 bool vk_device_f16_storage(void);
 ember_status vk_device_info(ember_vulkan_info *info);
+/* ember_vulkan_device_release(). */
+ember_status vk_device_release(void);
 
 /* ---- vk_shaders.c (generated SPIR-V) ---- */
 extern const uint32_t *const vk_shader_code[VK_SH_COUNT];
