@@ -24,6 +24,7 @@
 #define FIX "tests/fixtures/"
 
 #include "backends/embt_backend.c"
+#include "test_util.h"
 
 static void be_reset(void) {
     memset(&g_be, 0, sizeof g_be);
@@ -40,22 +41,6 @@ static void check_balanced(const char *what) {
 /* ---------------------------------------------------------------------- */
 /* Helpers                                                                */
 /* ---------------------------------------------------------------------- */
-
-static uint8_t *read_file(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = aligned_alloc(64, ((size_t)n + 64) / 64 * 64); /* room for a NUL */
-    if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *size = (size_t)n;
-    return buf;
-}
 
 /* Runs one run of a delegated case on m: inputs in0, in1; output out0. */
 static bool run_delegated(ember_method *m, const char *case_dir, int run) {
@@ -102,7 +87,7 @@ static bool run_delegated(ember_method *m, const char *case_dir, int run) {
 static void test_manifest_flags(void) {
     size_t n = 0;
     check_section("manifest names the backend of delegated cases");
-    char *text = (char *)read_file(FIX "manifest.txt", &n);
+    char *text = (char *)test_read_file(FIX "manifest.txt", &n);
     if (!CHECK(text != NULL)) return;
     text[n] = '\0';
     CHECK(strstr(text, "case delegated delegated.pte forward backend=EmberTestBackend\n") != NULL);
@@ -261,7 +246,7 @@ static void test_payload_released(void) {
     ember_program *prog = NULL;
     ember_method *m = NULL;
     check_section("segment payloads are released right after init");
-    uint8_t *bytes = read_file(FIX "delegated.pte", &n);
+    uint8_t *bytes = test_read_file(FIX "delegated.pte", &n);
     if (!CHECK(bytes != NULL)) return;
     memset(&cl, 0, sizeof cl);
     cl.base.struct_size = sizeof(ember_data_loader);
@@ -313,7 +298,7 @@ static void test_backend_missing(void) {
     ember_program *prog;
     ember_method *m;
     check_section("backend missing or unavailable");
-    uint8_t *bytes = read_file(FIX "delegated.pte", &n);
+    uint8_t *bytes = test_read_file(FIX "delegated.pte", &n);
     if (!CHECK(bytes != NULL)) return;
     be_reset();
     ember_backends_clear();
@@ -356,7 +341,7 @@ static void test_init_failures(void) {
     ember_program *prog;
     ember_method *m;
     check_section("init failures: status, message, destroy once");
-    uint8_t *bytes = read_file(FIX "delegated.pte", &n);
+    uint8_t *bytes = test_read_file(FIX "delegated.pte", &n);
     if (!CHECK(bytes != NULL)) return;
 
     /* The second delegate fails: the first is destroyed, once. */
@@ -477,7 +462,7 @@ static void test_bad_payloads(void) {
         char path[128];
         size_t n = 0;
         snprintf(path, sizeof path, FIX "%s", files[f]);
-        uint8_t *orig = read_file(path, &n);
+        uint8_t *orig = test_read_file(path, &n);
         if (!CHECK(orig != NULL)) continue;
         uint8_t *bytes = aligned_alloc(64, (n + 63) / 64 * 64);
         for (size_t e = 0; e < sizeof edits / sizeof edits[0]; e++) {
@@ -542,7 +527,7 @@ static void test_execute_failure(void) {
     ember_program *prog;
     ember_method *m;
     check_section("execute failure names the delegate");
-    uint8_t *bytes = read_file(FIX "delegated.pte", &n);
+    uint8_t *bytes = test_read_file(FIX "delegated.pte", &n);
     if (!CHECK(bytes != NULL)) return;
     be_reset();
     if (CHECK_OK(load_method_from(bytes, n, &prog, &m, &bl))) {
@@ -579,7 +564,7 @@ static void test_caller_memory(void) {
     static const ember_platform no_heap = {sizeof(ember_platform), &refused, NULL, NULL, NULL, no_alloc, NULL};
     size_t n = 0;
     check_section("delegated program on caller memory, no platform heap");
-    uint8_t *bytes = read_file(FIX "delegated_inline.pte", &n);
+    uint8_t *bytes = test_read_file(FIX "delegated_inline.pte", &n);
     if (!CHECK(bytes != NULL)) return;
     ember_arena pa, ma;
     ember_buffer_loader bl;

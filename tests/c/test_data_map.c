@@ -18,27 +18,11 @@
 #include "ember/kernel.h"
 #include "format/flatbuffer.h"
 #include "npy.h"
+#include "test_util.h"
 
 #define FIX "tests/fixtures/"
 
 /* A whole file in 16-byte aligned heap memory (NULL on failure). */
-static uint8_t *read_file(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    uint8_t *buf = NULL;
-    long n;
-    if (f == NULL) return NULL;
-    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-        buf = aligned_alloc(16, ((size_t)n + 16) & ~(size_t)15);
-        if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-            free(buf);
-            buf = NULL;
-        }
-        *size = (size_t)n;
-    }
-    fclose(f);
-    return buf;
-}
-
 typedef struct fixture {
     uint8_t *bytes;
     size_t size;
@@ -48,7 +32,7 @@ typedef struct fixture {
 static bool fixture_open(fixture *fx, const char *name) {
     char path[256];
     snprintf(path, sizeof path, FIX "%s", name);
-    fx->bytes = read_file(path, &fx->size);
+    fx->bytes = test_read_file(path, &fx->size);
     if (!CHECK_MSG(fx->bytes != NULL, "cannot read %s (run from the repository root)", path))
         return false;
     ember_buffer_loader_init(&fx->loader, fx->bytes, fx->size);

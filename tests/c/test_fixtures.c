@@ -21,6 +21,7 @@
 #include "ember/ember.h"
 #include "ember/kernel.h"
 #include "npy.h"
+#include "test_util.h"
 
 #define FIX "tests/fixtures/"
 #define MAX_IO 8
@@ -153,21 +154,6 @@ static void free_cases(case_spec *cases, size_t n) {
         }
 }
 
-static double elem_as_double(const void *data, int dtype, size_t i) {
-    switch (dtype) {
-    case EMBER_FLOAT32: return ((const float *)data)[i];
-    case EMBER_FLOAT64: return ((const double *)data)[i];
-    case EMBER_FLOAT16: return ember_half_to_float(((const uint16_t *)data)[i]);
-    case EMBER_BFLOAT16: return ember_bf16_to_float(((const uint16_t *)data)[i]);
-    case EMBER_INT64: return (double)((const int64_t *)data)[i];
-    case EMBER_INT32: return ((const int32_t *)data)[i];
-    case EMBER_INT16: return ((const int16_t *)data)[i];
-    case EMBER_INT8: return ((const int8_t *)data)[i];
-    case EMBER_UINT8: case EMBER_BOOL: return ((const uint8_t *)data)[i];
-    default: return NAN;
-    }
-}
-
 /* Compares an output with the expected array; tracks the largest errors. */
 static bool compare(const ember_value *v, const npy_array *want, double case_atol,
                     const char *what, double *max_abs, double *max_rel) {
@@ -189,7 +175,7 @@ static bool compare(const ember_value *v, const npy_array *want, double case_ato
     if (case_atol > 0) atol = case_atol; /* quantized programs: one output step */
     size_t bad = 0, first_bad = 0;
     for (size_t i = 0; i < want->numel; i++) {
-        double g = elem_as_double(t->data, t->dtype, i), w = elem_as_double(want->data, want->dtype, i);
+        double g = test_elem_as_double(t->data, t->dtype, i), w = test_elem_as_double(want->data, want->dtype, i);
         double err = fabs(g - w);
         bool ok;
         if (is_float) {
@@ -208,8 +194,8 @@ static bool compare(const ember_value *v, const npy_array *want, double case_ato
     }
     return CHECK_MSG(bad == 0, "%s: %zu of %zu elements differ (first at %zu: got %.9g, want %.9g)",
                      what, bad, want->numel, first_bad,
-                     bad ? elem_as_double(t->data, t->dtype, first_bad) : 0.0,
-                     bad ? elem_as_double(want->data, want->dtype, first_bad) : 0.0);
+                     bad ? test_elem_as_double(t->data, t->dtype, first_bad) : 0.0,
+                     bad ? test_elem_as_double(want->data, want->dtype, first_bad) : 0.0);
 }
 
 /* Runs one case; returns false if it was skipped. */

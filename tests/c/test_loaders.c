@@ -19,27 +19,11 @@
 #include "ember/ember.h"
 #include "ember/kernel.h"
 #include "npy.h"
+#include "test_util.h"
 
 #define FIX "tests/fixtures/"
 
 /* Reads a whole file into 64-byte aligned heap memory. */
-static uint8_t *read_file(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    size_t cap = ((size_t)n + 63) / 64 * 64;
-    uint8_t *buf = aligned_alloc(64, cap ? cap : 64);
-    if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *size = (size_t)n;
-    return buf;
-}
-
 static bool inside(const void *p, const void *base, size_t size) {
     return (const uint8_t *)p >= (const uint8_t *)base && (const uint8_t *)p < (const uint8_t *)base + size;
 }
@@ -97,7 +81,7 @@ static void test_buffer_loader(void) {
     ember_buffer b;
     uint64_t size = 0;
     check_section("buffer loader");
-    uint8_t *bytes = read_file(FIX "mlp.pte", &n);
+    uint8_t *bytes = test_read_file(FIX "mlp.pte", &n);
     if (!CHECK(bytes != NULL && n > 64)) return;
 
     ember_buffer_loader_init(&bl, bytes, n);
@@ -172,7 +156,7 @@ static void test_file_loader(void) {
     uint64_t size = 0;
     size_t n = 0;
     check_section("file loader");
-    uint8_t *bytes = read_file(FIX "mlp.pte", &n);
+    uint8_t *bytes = test_read_file(FIX "mlp.pte", &n);
     if (!CHECK(bytes != NULL)) return;
     if (CHECK_OK(ember_file_loader_open(&fl, FIX "mlp.pte"))) {
         CHECK_EQ_INT(fl.base.struct_size, sizeof(ember_data_loader));
@@ -217,7 +201,7 @@ static void test_mmap_loader(void) {
     uint64_t size = 0;
     size_t n = 0;
     check_section("mmap loader");
-    uint8_t *bytes = read_file(FIX "mutable_buffer.pte", &n);
+    uint8_t *bytes = test_read_file(FIX "mutable_buffer.pte", &n);
     if (!CHECK(bytes != NULL)) return;
     if (CHECK_OK(ember_mmap_loader_open(&ml, FIX "mutable_buffer.pte"))) {
         CHECK(ml.map != NULL);
@@ -346,7 +330,7 @@ static void test_user_loader(void) {
         size_t n = 0;
         counting_loader cl;
         snprintf(path, sizeof path, FIX "%s.pte", progs[p]);
-        uint8_t *bytes = read_file(path, &n);
+        uint8_t *bytes = test_read_file(path, &n);
         if (!CHECK_MSG(bytes != NULL, "%s", path)) continue;
         cl_init(&cl, bytes, n);
         ember_program *prog = NULL;

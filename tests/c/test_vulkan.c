@@ -41,6 +41,7 @@
 #include "ember/ember.h"
 #include "ember/kernel.h"
 #include "npy.h"
+#include "test_util.h"
 
 #define DIR "tests/fixtures/vulkan/"
 
@@ -62,22 +63,6 @@
 const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void) {
     return "leak:get_cpu_topology\nleak:util_cpu_detect_once\nleak:libvulkan_lvp.so\n";
-}
-
-static uint8_t *read_file(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = n > 0 ? malloc((size_t)n) : NULL;
-    if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *size = (size_t)n;
-    return buf;
 }
 
 /* Loads a program from bytes and its forward method. */
@@ -272,7 +257,7 @@ static ember_status run_ops(ember_method *m, const npy_array *x, const npy_array
 
 static void run_ops_fixture(void) {
     size_t size = 0;
-    uint8_t *pte = read_file(DIR "ops.pte", &size);
+    uint8_t *pte = test_read_file(DIR "ops.pte", &size);
     char err[256];
     npy_array x, i;
     if (!CHECK_MSG(pte != NULL, "cannot read " DIR "ops.pte")) return;
@@ -396,7 +381,7 @@ static void fail_each_call(const uint8_t *pte, size_t size, bool fresh, const ch
  * the first unloaded its pipelines make room. */
 static void pipeline_cache(const uint8_t *attn, size_t attn_size) {
     size_t ops_size = 0;
-    uint8_t *ops = read_file(DIR "ops.pte", &ops_size);
+    uint8_t *ops = test_read_file(DIR "ops.pte", &ops_size);
     if (!CHECK_MSG(ops != NULL, "cannot read " DIR "ops.pte")) return;
     ember_buffer_loader bl_a, bl_b;
     ember_program *pa, *pb;
@@ -448,7 +433,7 @@ int main(void) {
         !CHECK_OK(ember_vulkan_backend_register()))
         return check_finish();
     size_t size = 0;
-    uint8_t *pte = read_file(DIR "attention.pte", &size);
+    uint8_t *pte = test_read_file(DIR "attention.pte", &size);
     if (!CHECK_MSG(pte != NULL, "cannot read " DIR "attention.pte")) return check_finish();
     const ember_backend *b = ember_backend_find("VulkanBackend", strlen("VulkanBackend"));
     if (!CHECK(b != NULL)) return check_finish();
@@ -479,7 +464,7 @@ int main(void) {
     corrupt(pte, size, &attention_in);
     free(pte);
 
-    pte = read_file(DIR "q4gsw.pte", &size);
+    pte = test_read_file(DIR "q4gsw.pte", &size);
     if (!CHECK_MSG(pte != NULL, "cannot read " DIR "q4gsw.pte")) return check_finish();
     check_section("4-bit groupwise linears (et_vk.linear_q4gsw), packed and widened");
     size_t packed = run_q4gsw(pte, size);
@@ -495,7 +480,7 @@ int main(void) {
     corrupt(pte, size, &q4gsw_in);
     free(pte);
 
-    pte = read_file(DIR "attention_fp16.pte", &size);
+    pte = test_read_file(DIR "attention_fp16.pte", &size);
     if (!CHECK_MSG(pte != NULL, "cannot read " DIR "attention_fp16.pte")) return check_finish();
     ember_vulkan_info info;
     CHECK_OK(ember_vulkan_info_get(&info));
@@ -535,7 +520,7 @@ int main(void) {
     CHECK_MSG(info.instances_made == 1, "%zu Vulkan instances made", info.instances_made);
     check_idle("every load above");
 
-    pte = read_file(DIR "attention.pte", &size);
+    pte = test_read_file(DIR "attention.pte", &size);
     if (!CHECK_MSG(pte != NULL, "cannot read " DIR "attention.pte")) return check_finish();
     check_section("each fallible Vulkan call of an init failed in turn");
     fail_each_call(pte, size, false, "", 3);

@@ -29,6 +29,7 @@
 #include "ember/ember.h"
 #include "ember/kernel.h"
 #include "npy.h"
+#include "test_util.h"
 
 #define MAX_TOK 8
 #define PATH_CAP 1024
@@ -116,16 +117,6 @@ static bool add_input(program_run *r, sample_dir *d, const char *file, int dtype
                                                   a->shape, a->dim, a->data, a->nbytes));
 }
 
-static double elem_as_double(const void *data, int dtype, size_t i) {
-    switch (dtype) {
-    case EMBER_FLOAT32: return ((const float *)data)[i];
-    case EMBER_FLOAT64: return ((const double *)data)[i];
-    case EMBER_FLOAT16: return ember_half_to_float(((const uint16_t *)data)[i]);
-    case EMBER_BFLOAT16: return ember_bf16_to_float(((const uint16_t *)data)[i]);
-    default: return NAN;
-    }
-}
-
 static bool is_float(int dtype) {
     return dtype == EMBER_FLOAT32 || dtype == EMBER_FLOAT64 || dtype == EMBER_FLOAT16 ||
            dtype == EMBER_BFLOAT16;
@@ -160,13 +151,13 @@ static bool compare(const program_run *r, size_t k, const ember_tensor *t, const
     size_t bad = 0, first = 0;
     if (is_float(dtype)) {
         for (size_t i = 0; i < want->numel; i++) {
-            double g = elem_as_double(t->data, dtype, (size_t)strided_offset(t, i));
-            double w = elem_as_double(want->data, dtype, i);
+            double g = test_elem_as_double(t->data, dtype, (size_t)strided_offset(t, i));
+            double w = test_elem_as_double(want->data, dtype, i);
             bool ok = isnan(w) ? isnan(g) : (g == w || fabs(g - w) <= atol + rtol * fabs(w));
             if (!ok && bad++ == 0) first = i;
         }
-        double g = bad ? elem_as_double(t->data, dtype, (size_t)strided_offset(t, first)) : 0.0;
-        double w = bad ? elem_as_double(want->data, dtype, first) : 0.0;
+        double g = bad ? test_elem_as_double(t->data, dtype, (size_t)strided_offset(t, first)) : 0.0;
+        double w = bad ? test_elem_as_double(want->data, dtype, first) : 0.0;
         return CHECK_MSG(bad == 0, "%s output %zu: %zu of %zu elements differ (first at %zu: got "
                          "%.9g, want %.9g)", r->name, k, bad, want->numel, first, g, w);
     }
