@@ -1,8 +1,9 @@
 /*
- * ember-llm — generate text with a GPT program and GPT-2's BPE tokenizer.
+ * ember-llm — generate text and chat with an LLM program.
  *
- *   ember-llm --model MODEL.pte --tokenizer DIR [--prompt TEXT] [options]
- *   ember-llm --tokenizer DIR --encode TEXT | --decode IDS
+ *   ember-llm --model MODEL.pte --tokenizer FILE|DIR [--prompt TEXT] [options]
+ *   ember-llm --model MODEL.pte --tokenizer FILE|DIR --chat [--system TEXT]
+ *   ember-llm --tokenizer FILE|DIR --encode TEXT | --decode IDS
  *
  * Generated text is streamed to stdout as each token is chosen. Any failure
  * prints exactly one line, "ember-llm: error: ...", to stderr and exits with
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ember/devtools.h"
 #include "ember/ember.h"
@@ -31,23 +33,45 @@
 #define MAX_NEW_TOKENS 1000000L
 
 static const char k_usage[] =
-    "usage: ember-llm --model MODEL.pte --tokenizer DIR [--prompt TEXT] [options]\n"
-    "       ember-llm --model MODEL.pte --prompt-ids IDS [--tokenizer DIR] [options]\n"
-    "       ember-llm --tokenizer DIR --encode TEXT\n"
-    "       ember-llm --tokenizer DIR --decode IDS\n"
+    "usage: ember-llm --model MODEL.pte --tokenizer FILE|DIR [--prompt TEXT] [options]\n"
+    "       ember-llm --model MODEL.pte --tokenizer FILE|DIR --chat [--system TEXT] [options]\n"
+    "       ember-llm --model MODEL.pte --prompt-ids IDS [--tokenizer FILE|DIR] [options]\n"
+    "       ember-llm --tokenizer FILE|DIR --encode TEXT\n"
+    "       ember-llm --tokenizer FILE|DIR --decode IDS\n"
     "\n"
-    "Generates text with a GPT program and a byte-level BPE tokenizer (GPT-2's\n"
-    "vocab.json and merges.txt in DIR), printing each token as it is chosen.\n"
-    "Generation stops at <|endoftext|> or after --max-new-tokens. Without\n"
-    "--prompt, the prompt is read from one line of standard input.\n"
-    "\n"
+    "Generates text with an LLM program, printing each token as it is chosen.\n"
+    "The tokenizer is a tiktoken rank file (Llama 3's tokenizer.model), a Hugging\n"
+    "Face tokenizer.json, a SentencePiece model or GPT-2's vocab.json with\n"
+    "merges.txt, or a model directory holding one (with tokenizer_config.json\n"
+    "for the chat template). Generation stops at an end-of-generation token (the\n"
+    "program's get_eos_ids and the tokenizer's eos and end-of-turn tokens) or\n"
+    "after --max-new-tokens. Without --prompt, the prompt is read from one line\n"
+    "of standard input.\n"
+    "\n";
+
+/* The options (apart: ISO C caps a string literal's length). */
+static const char k_usage_options[] =
     "  --model FILE               the .pte program (method \"forward\")\n"
     "  --data FILE                a .ptd file with weights the program keeps outside\n"
     "                             itself (repeatable)\n"
-    "  --tokenizer DIR            directory with vocab.json and merges.txt\n"
-    "  --prompt TEXT              the prompt (printed before the generated text);\n"
-    "                             a program whose metadata names a BOS token gets\n"
-    "                             it in front, as ExecuTorch's runner does\n"
+    "  --tokenizer FILE|DIR       the tokenizer, or the model directory holding it\n"
+    "  --prompt TEXT              the prompt; where the tokenizer has a chat\n"
+    "                             template it becomes the user's message and the\n"
+    "                             reply is printed; otherwise (and with --raw) it is\n"
+    "                             printed before the generated text, with the BOS\n"
+    "                             token the program's metadata names in front, as\n"
+    "                             ExecuTorch's runner does\n"
+    "  --raw                      use --prompt as it is, without the chat template\n"
+    "  --chat                     a conversation: each line of standard input is a\n"
+    "                             message, the model's replies are printed; the\n"
+    "                             program's cache keeps the conversation, so each\n"
+    "                             turn runs only its new tokens\n"
+    "  --system TEXT              the system prompt of --chat or a templated --prompt\n"
+    "  --think on|off             Qwen 3's enable_thinking in the chat template\n"
+    "  --no-special               --encode: special tokens written in the text are\n"
+    "                             ordinary text (by default they are parsed, as the\n"
+    "                             Hugging Face and tiktoken libraries do, except for\n"
+    "                             SentencePiece models, as its library does)\n"
     "  --prompt-ids IDS           the prompt as token ids (\"1 2 3\"), taken as they\n"
     "                             are; without --tokenizer the output is ids too\n"
     "  --max-new-tokens N         generate at most N tokens (default 128)\n"
@@ -80,6 +104,9 @@ typedef struct app {
     const char *prompt_ids;
     const char *encode;
     const char *decode;
+    const char *system;
+    ember_chat_thinking thinking;
+    bool chat, raw, no_special;
     bool stats;
     bool ids;
     ember_llm_options opts;
@@ -88,8 +115,9 @@ typedef struct app {
     const char **data_files; /* (num_data) --data paths */
     size_t num_data;
 
-    ember_bpe_tokenizer *tok;
+    ember_tokenizer *tok;
     ember_llm_runner *runner;
+    ember_llm_chat *conversation;
     char *text;       /* prompt or --encode text read from stdin */
     int32_t *tokens;  /* encode / decode ids */
     size_t printed;   /* --ids: ids printed so far */
@@ -103,9 +131,11 @@ static app *g_app;
 
 static void cleanup(app *a) {
     if (a == NULL) return;
+    ember_llm_chat_destroy(a->conversation);
+    a->conversation = NULL;
     ember_llm_runner_destroy(a->runner);
     a->runner = NULL;
-    ember_bpe_tokenizer_destroy(a->tok);
+    ember_tokenizer_destroy(a->tok);
     a->tok = NULL;
     free(a->text);
     a->text = NULL;
@@ -194,11 +224,24 @@ static void parse_args(app *a, int argc, char **argv) {
         const char *v;
         if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
             fputs(k_usage, stdout);
+            fputs(k_usage_options, stdout);
             exit(0);
         } else if (strcmp(arg, "--stats") == 0) {
             a->stats = true;
         } else if (strcmp(arg, "--ids") == 0) {
             a->ids = true;
+        } else if (strcmp(arg, "--chat") == 0) {
+            a->chat = true;
+        } else if (strcmp(arg, "--raw") == 0) {
+            a->raw = true;
+        } else if (strcmp(arg, "--no-special") == 0) {
+            a->no_special = true;
+        } else if ((v = option_value(argc, argv, &i, "--system")) != NULL) {
+            a->system = v;
+        } else if ((v = option_value(argc, argv, &i, "--think")) != NULL) {
+            if (strcmp(v, "on") == 0) a->thinking = EMBER_CHAT_THINKING_ON;
+            else if (strcmp(v, "off") == 0) a->thinking = EMBER_CHAT_THINKING_OFF;
+            else die(EXIT_USAGE, "--think is on or off, not '%s'", v);
         } else if ((v = option_value(argc, argv, &i, "--model")) != NULL) {
             a->model = v;
         } else if ((v = option_value(argc, argv, &i, "--data")) != NULL) {
@@ -248,7 +291,10 @@ static void parse_args(app *a, int argc, char **argv) {
     if (a->prompt_arg != NULL && a->prompt_ids != NULL)
         die(EXIT_USAGE, "give --prompt or --prompt-ids, not both");
     if (a->tokenizer == NULL && (a->prompt_ids == NULL || a->encode != NULL || a->decode != NULL))
-        die(EXIT_USAGE, "--tokenizer DIR is required (try --help)");
+        die(EXIT_USAGE, "--tokenizer FILE|DIR is required (try --help)");
+    if (a->chat && (a->prompt_arg != NULL || a->prompt_ids != NULL || a->raw || a->ids))
+        die(EXIT_USAGE, "--chat reads its messages from standard input: no --prompt, --prompt-ids, "
+                        "--raw or --ids");
     if (a->tokenizer == NULL) a->ids = true;
     if (a->encode != NULL && a->decode != NULL) die(EXIT_USAGE, "give --encode or --decode, not both");
     if (a->encode == NULL && a->decode == NULL && a->model == NULL)
@@ -292,7 +338,7 @@ static long read_stdin(app *a, bool all) {
 /* ------------------------------------------------------------------------ */
 
 static void load_tokenizer(app *a) {
-    ember_status st = ember_bpe_tokenizer_load_dir(a->tokenizer, &a->tok);
+    ember_status st = ember_tokenizer_load(a->tokenizer, NULL, &a->tok);
     if (st != EMBER_OK) die_status(st, "tokenizer");
 }
 
@@ -304,11 +350,11 @@ static void run_encode(app *a) {
         text = a->text;
     }
     load_tokenizer(a);
-    /* n bytes never make more than n tokens. */
-    if (len <= SIZE_MAX / sizeof *a->tokens) a->tokens = malloc((len == 0 ? 1 : len) * sizeof *a->tokens);
-    if (a->tokens == NULL) die(EXIT_RUNTIME, "out of memory");
+    bool special = !a->no_special &&
+                   ember_tokenizer_get_format(a->tok) != EMBER_TOKENIZER_SENTENCEPIECE;
     size_t n;
-    ember_status st = ember_bpe_tokenizer_encode(a->tok, text, len, a->tokens, len, &n);
+    ember_status st = ember_tokenizer_encode(a->tok, text, len, special ? EMBER_ENCODE_SPECIAL : 0,
+                                             &a->tokens, &n);
     if (st != EMBER_OK) die_status(st, "cannot encode the text");
     for (size_t i = 0; i < n; i++) printf(i ? " %d" : "%d", (int)a->tokens[i]);
     printf("\n");
@@ -339,19 +385,18 @@ static size_t parse_ids(app *a, const char *text, const char *option) {
 static void run_decode(app *a) {
     load_tokenizer(a);
     size_t n = parse_ids(a, a->decode, "--decode");
-    for (size_t i = 1; i <= n; i++) {
-        const char *bytes;
-        size_t len;
-        ember_status st = ember_bpe_tokenizer_decode(a->tok, a->tokens[i], &bytes, &len);
-        if (st != EMBER_OK) die_status(st, "cannot decode");
-        fwrite(bytes, 1, len, stdout);
-    }
+    char *text;
+    size_t len;
+    ember_status st = ember_tokenizer_decode(a->tok, a->tokens + 1, n, &text, &len);
+    if (st != EMBER_OK) die_status(st, "cannot decode");
+    fwrite(text, 1, len, stdout);
+    free(text);
 }
 
 static void on_token(void *user, int32_t token, const char *piece, size_t len) {
     app *a = user;
     if (a->ids) {
-        printf(a->printed++ ? " %d" : "%d", (int)token);
+        if (token >= 0) printf(a->printed++ ? " %d" : "%d", (int)token);
     } else {
         fwrite(piece, 1, len, stdout);
     }
@@ -398,6 +443,8 @@ static void print_stats(const app *a, const ember_llm_stats *s) {
 }
 
 static void generate(app *a, const int32_t *tokens, size_t n_tokens);
+static void start_chat(app *a);
+static void chat_turn(app *a, const char *message);
 
 /* Writes the trace of every step to --etdump's file. */
 static void write_trace(app *a) {
@@ -424,6 +471,59 @@ static void write_trace(app *a) {
         fprintf(stderr, "ember-llm: warning: %s (raise --trace-bytes)\n", ember_last_error());
 }
 
+static void on_note(void *user, const char *note) {
+    (void)user;
+    fflush(stdout);
+    fprintf(stderr, "ember-llm: note: %s\n", note);
+}
+
+static void start_chat(app *a) {
+    ember_llm_chat_options co = ember_llm_chat_options_default();
+    co.system = a->system;
+    co.thinking = a->thinking;
+    co.on_note = on_note;
+    ember_status st = ember_llm_chat_create(a->runner, &co, &a->conversation);
+    if (st != EMBER_OK) die_status(st, "cannot start the chat");
+}
+
+/* One message and the model's reply, streamed. */
+static void chat_turn(app *a, const char *message) {
+    a->opts.on_token = on_token;
+    a->opts.user = a;
+    ember_llm_stats s;
+    ember_status st = ember_llm_chat_send(a->conversation, message, &a->opts, NULL, &s);
+    printf("\n");
+    fflush(stdout);
+    if (st != EMBER_OK) die_status(st, "generation failed");
+    if (a->stats) print_stats(a, &s);
+}
+
+/* --chat: every line of standard input is a message. */
+static void run_chat(app *a) {
+    start_chat(a);
+    bool tty = isatty(STDIN_FILENO);
+    char *line = NULL;
+    size_t cap = 0;
+    for (;;) {
+        if (tty) {
+            printf("> ");
+            fflush(stdout);
+        }
+        ssize_t n = getline(&line, &cap, stdin);
+        if (n < 0) break;
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+        if (n == 0) continue;
+        if ((size_t)n > MAX_PROMPT_BYTES) {
+            free(line);
+            die(EXIT_RUNTIME, "a message is longer than %zu bytes", MAX_PROMPT_BYTES);
+        }
+        chat_turn(a, line);
+        if (tty) printf("\n");
+    }
+    free(line);
+    if (tty) printf("\n");
+}
+
 static void run_generate(app *a) {
     ember_module_options mo;
     memset(&mo, 0, sizeof mo);
@@ -445,6 +545,10 @@ static void run_generate(app *a) {
         if (st != EMBER_OK) die_status(st, "starting the event tracer");
     }
     size_t max_len = ember_llm_runner_max_seq_len(a->runner);
+    if (a->chat) {
+        run_chat(a);
+        return;
+    }
 
     if (a->prompt_ids != NULL) {
         size_t n = n_ids;
@@ -468,20 +572,18 @@ static void run_generate(app *a) {
     if (len == 0) die(EXIT_RUNTIME, "the prompt is empty");
     if (len > MAX_PROMPT_BYTES) die(EXIT_RUNTIME, "the prompt is longer than %zu bytes", MAX_PROMPT_BYTES);
 
-    /* Encode first, so that a prompt the model cannot take fails before any
-     * output; slot 0 is for the BOS token the program's metadata may name. */
-    a->tokens = malloc((len + 1) * sizeof *a->tokens); /* len <= MAX_PROMPT_BYTES: no overflow */
-    if (a->tokens == NULL) die(EXIT_RUNTIME, "out of memory");
-    size_t n_tokens;
-    st = ember_bpe_tokenizer_encode(ember_llm_runner_tokenizer(a->runner), prompt, len,
-                                    a->tokens + 1, len, &n_tokens);
-    if (st != EMBER_OK) die_status(st, "cannot encode the prompt");
-    int32_t *tokens = a->tokens + 1;
-    int32_t bos = ember_llm_runner_bos_id(a->runner);
-    if (bos >= 0 && (n_tokens == 0 || tokens[0] != bos)) {
-        *--tokens = bos;
-        n_tokens++;
+    /* a model with a chat template: the prompt is the user's message */
+    if (!a->raw && ember_tokenizer_chat_template(ember_llm_runner_tokenizer(a->runner)) != NULL) {
+        start_chat(a);
+        chat_turn(a, prompt);
+        return;
     }
+    /* Encode first, so that a prompt the model cannot take fails before any
+     * output (with the BOS token the program's metadata may name). */
+    size_t n_tokens;
+    st = ember_llm_runner_encode(a->runner, prompt, len, &a->tokens, &n_tokens);
+    if (st != EMBER_OK) die_status(st, "cannot encode the prompt");
+    int32_t *tokens = a->tokens;
     if (n_tokens > max_len)
         die(EXIT_RUNTIME, "the prompt is %zu tokens; this model takes at most %zu", n_tokens, max_len);
     if (!a->ids) {

@@ -1,5 +1,12 @@
 /*
- * extension/llm/runner.c — the generation loop over a GPT program (see runner.h).
+ * extension/llm/runner.c — the generation loop and chats over an LLM
+ * program (see runner.h).
+ *
+ * For a program with a KV cache the runner remembers the tokens the cache
+ * holds (cache_ids: the token at each position run so far). A generation
+ * whose prompt begins with some of them runs only the rest, from the first
+ * position where they differ; a chat's turns begin with the conversation so
+ * far, so each turn runs only its new tokens.
  */
 #include "runner.h"
 
@@ -10,24 +17,28 @@
 #include "ember/module.h"
 
 #define METHOD "forward"
-#define END_TOKEN "<|endoftext|>"
 #define MAX_EOS 8
+#define MAX_STOP 32
 
 struct ember_llm_runner {
     ember_module *module;
     ember_method *method;
-    ember_bpe_tokenizer *tok;
+    ember_tokenizer *tok;
+    ember_token_decoder *dec;
     ember_llm_kind kind;
     bool pos_is_int;       /* kv: the start position is an Int value, not a tensor */
     size_t max_seq_len;    /* T bound of input 0 */
     size_t vocab;          /* last dim of output 0 */
-    int32_t end_id;        /* "<|endoftext|>", or -1 */
     int32_t bos_id;        /* the file's get_bos_id, or -1 */
     int32_t eos_ids[MAX_EOS]; /* the file's get_eos_ids (or get_eos_id) */
     size_t num_eos;
+    int32_t stop[MAX_STOP]; /* those and the tokenizer's end ids */
+    size_t num_stop;
     void *out_buffer;      /* storage for an unplanned output 0, or NULL */
     int64_t *window;       /* (max_seq_len) tokens fed to the model */
     float *logits;         /* (vocab) the last position's logits, for the sampler */
+    int32_t *cache_ids;    /* (max_seq_len) kv: the token at each position run */
+    size_t cache_len;      /* kv: positions the cache holds */
     double load_ms;
 };
 
@@ -182,10 +193,16 @@ static ember_status read_metadata(ember_llm_runner *r, const char *path) {
 }
 
 static bool is_end(const ember_llm_runner *r, int32_t token) {
-    if (token == r->end_id) return true;
-    for (size_t i = 0; i < r->num_eos; i++)
-        if (token == r->eos_ids[i]) return true;
+    for (size_t i = 0; i < r->num_stop; i++)
+        if (token == r->stop[i]) return true;
     return false;
+}
+
+static void add_stop(ember_llm_runner *r, int32_t id) {
+    if (id < 0 || (size_t)id >= r->vocab || r->num_stop == MAX_STOP) return;
+    for (size_t i = 0; i < r->num_stop; i++)
+        if (r->stop[i] == id) return;
+    r->stop[r->num_stop++] = id;
 }
 
 ember_status ember_llm_runner_load(const char *model_path, const char *tokenizer_dir,
@@ -209,13 +226,12 @@ ember_status ember_llm_runner_open(const char *model_path, const char *tokenizer
     uint64_t t0 = ember_ticks_ns();
     ember_llm_runner *r = calloc(1, sizeof *r);
     if (r == NULL) return ember_error_set(EMBER_ERR_OUT_OF_MEMORY, "out of memory for the runner");
-    r->end_id = -1;
     r->bos_id = -1;
 
     ember_status st = EMBER_OK;
     if (tokenizer_dir != NULL) {
-        st = ember_bpe_tokenizer_load_dir(tokenizer_dir, &r->tok);
-        if (st != EMBER_OK) st = with_path(st, "tokenizer");
+        st = ember_tokenizer_load(tokenizer_dir, NULL, &r->tok);
+        if (st == EMBER_OK) st = ember_token_decoder_create(r->tok, &r->dec);
     }
     if (st == EMBER_OK) {
         st = ember_module_load_with(model_path, options, &r->module);
@@ -228,7 +244,9 @@ ember_status ember_llm_runner_open(const char *model_path, const char *tokenizer
     if (st == EMBER_OK) st = check_program(r, model_path);
     if (st == EMBER_OK) st = read_metadata(r, model_path);
     if (st == EMBER_OK && r->tok != NULL) {
-        size_t n_tok = ember_bpe_tokenizer_vocab_size(r->tok);
+        /* a model may have more logits than its tokenizer has tokens
+         * (padded embeddings), never fewer */
+        size_t n_tok = ember_tokenizer_vocab_size(r->tok);
         if (n_tok > r->vocab)
             st = ember_error_set(EMBER_ERR_INVALID_ARGUMENT,
                                  "the tokenizer has %zu tokens but %s has only %zu logits: they "
@@ -236,20 +254,25 @@ ember_status ember_llm_runner_open(const char *model_path, const char *tokenizer
                                  n_tok, model_path, r->vocab);
     }
     if (st == EMBER_OK) {
-        if (r->max_seq_len <= SIZE_MAX / sizeof *r->window)
+        if (r->max_seq_len <= SIZE_MAX / sizeof *r->window) {
             r->window = malloc(r->max_seq_len * sizeof *r->window);
+            r->cache_ids = malloc(r->max_seq_len * sizeof *r->cache_ids);
+        }
         if (r->vocab <= SIZE_MAX / sizeof *r->logits)
             r->logits = malloc(r->vocab * sizeof *r->logits);
-        if (r->window == NULL || r->logits == NULL)
+        if (r->window == NULL || r->cache_ids == NULL || r->logits == NULL)
             st = ember_error_set(EMBER_ERR_OUT_OF_MEMORY, "out of memory for the runner");
     }
     if (st != EMBER_OK) {
         ember_llm_runner_destroy(r);
         return st;
     }
-    if (r->tok == NULL ||
-        ember_bpe_tokenizer_token_id(r->tok, END_TOKEN, sizeof END_TOKEN - 1, &r->end_id) != EMBER_OK)
-        r->end_id = -1;
+    for (size_t i = 0; i < r->num_eos; i++) add_stop(r, r->eos_ids[i]);
+    if (r->tok != NULL) {
+        int32_t ids[MAX_STOP];
+        size_t n = ember_tokenizer_eos_ids(r->tok, ids, MAX_STOP);
+        for (size_t i = 0; i < n && i < MAX_STOP; i++) add_stop(r, ids[i]);
+    }
     ember_clear_error();
     r->load_ms = ms_since(t0);
     *out = r;
@@ -259,9 +282,11 @@ ember_status ember_llm_runner_open(const char *model_path, const char *tokenizer
 void ember_llm_runner_destroy(ember_llm_runner *runner) {
     if (runner == NULL) return;
     ember_module_destroy(runner->module);
-    ember_bpe_tokenizer_destroy(runner->tok);
+    ember_token_decoder_destroy(runner->dec);
+    ember_tokenizer_destroy(runner->tok);
     free(runner->out_buffer);
     free(runner->window);
+    free(runner->cache_ids);
     free(runner->logits);
     free(runner);
 }
@@ -272,8 +297,13 @@ size_t ember_llm_runner_max_seq_len(const ember_llm_runner *runner) { return run
 
 size_t ember_llm_runner_vocab_size(const ember_llm_runner *runner) { return runner->vocab; }
 
-const ember_bpe_tokenizer *ember_llm_runner_tokenizer(const ember_llm_runner *runner) {
+const ember_tokenizer *ember_llm_runner_tokenizer(const ember_llm_runner *runner) {
     return runner->tok;
+}
+
+size_t ember_llm_runner_stop_ids(const ember_llm_runner *runner, int32_t *ids, size_t cap) {
+    for (size_t i = 0; i < runner->num_stop && i < cap; i++) ids[i] = runner->stop[i];
+    return runner->num_stop;
 }
 
 double ember_llm_runner_load_ms(const ember_llm_runner *runner) { return runner->load_ms; }
@@ -284,8 +314,33 @@ ember_method *ember_llm_runner_method(ember_llm_runner *runner) {
 
 int32_t ember_llm_runner_bos_id(const ember_llm_runner *runner) { return runner->bos_id; }
 
+/* Text collected as it is generated (a chat's reply). */
+typedef struct tok_text_sink {
+    char *data; /* NUL-terminated when not NULL */
+    size_t len, cap;
+    bool failed;
+} tok_text_sink;
+
+static void sink_add(tok_text_sink *s, const char *p, size_t n) {
+    if (s->failed || n == 0) return;
+    if (s->len + n + 1 > s->cap) {
+        size_t cap = (s->len + n + 1) * 2;
+        char *d = realloc(s->data, cap);
+        if (d == NULL) {
+            s->failed = true;
+            return;
+        }
+        s->data = d;
+        s->cap = cap;
+    }
+    memcpy(s->data + s->len, p, n);
+    s->len += n;
+    s->data[s->len] = '\0';
+}
+
 /* Runs the model on tokens[0..n) starting at position pos (kv; ignored for
- * seq) and copies the last position's logits into r->logits. */
+ * seq) and copies the last position's logits into r->logits. For kv the
+ * cache then holds tokens at positions pos .. pos + n - 1. */
 static ember_status run_model(ember_llm_runner *r, const int32_t *tokens, size_t n, size_t pos) {
     for (size_t i = 0; i < n; i++) r->window[i] = tokens[i];
     int64_t sizes[2] = {1, (int64_t)n};
@@ -299,8 +354,14 @@ static ember_status run_model(ember_llm_runner *r, const int32_t *tokens, size_t
                            : ember_method_set_input_tensor(r->method, 1, EMBER_INT64, psize, 1, &p,
                                                            sizeof p);
         if (st != EMBER_OK) return st;
+        /* what the cache holds is unknown until this run succeeds */
+        r->cache_len = pos < r->cache_len ? pos : r->cache_len;
     }
     if ((st = ember_method_execute(r->method)) != EMBER_OK) return st;
+    if (r->kind == EMBER_LLM_KV) {
+        memcpy(r->cache_ids + pos, tokens, n * sizeof *tokens);
+        r->cache_len = pos + n;
+    }
     const ember_value *v;
     if ((st = ember_method_output(r->method, 0, &v)) != EMBER_OK) return st;
     const ember_tensor *t = v->u.t;
@@ -315,11 +376,35 @@ static ember_status run_model(ember_llm_runner *r, const int32_t *tokens, size_t
     return EMBER_OK;
 }
 
-ember_status ember_llm_runner_generate_ids(ember_llm_runner *r, const int32_t *prompt,
-                                           size_t n_prompt, const ember_llm_options *options,
-                                           ember_llm_stats *stats) {
-    if (r == NULL || (prompt == NULL && n_prompt != 0))
-        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "ember_llm_runner_generate: NULL argument");
+/* Hands a token and the text it completes to on_token. */
+static void hand_out(ember_llm_runner *r, const ember_llm_options *o, int32_t token,
+                     tok_text_sink *sink) {
+    const char *piece = "";
+    size_t plen = 0;
+    if (r->dec != NULL && ember_token_decoder_push(r->dec, token, &piece, &plen) != EMBER_OK) {
+        piece = "";
+        plen = 0;
+    }
+    if (sink != NULL) sink_add(sink, piece, plen);
+    if (o->on_token != NULL) o->on_token(o->user, token, piece, plen);
+}
+
+/* The text the decoder still holds at the end, as a last on_token(-1). */
+static void hand_out_rest(ember_llm_runner *r, const ember_llm_options *o, tok_text_sink *sink) {
+    const char *piece;
+    size_t plen;
+    if (r->dec == NULL || ember_token_decoder_finish(r->dec, &piece, &plen) != EMBER_OK || plen == 0)
+        return;
+    if (sink != NULL) sink_add(sink, piece, plen);
+    if (o->on_token != NULL) o->on_token(o->user, -1, piece, plen);
+}
+
+/* The generation loop. reuse: for kv, the cache may keep the positions it
+ * holds where they equal the prompt's first tokens (only the rest is run);
+ * else the cache starts over. The reply's text goes to sink (may be NULL). */
+static ember_status generate(ember_llm_runner *r, const int32_t *prompt, size_t n_prompt,
+                             bool reuse, const ember_llm_options *options, ember_llm_stats *stats,
+                             tok_text_sink *sink) {
     ember_llm_options o = ember_llm_options_default();
     if (options != NULL) {
         if (options->struct_size < sizeof o)
@@ -361,15 +446,25 @@ ember_status ember_llm_runner_generate_ids(ember_llm_runner *r, const int32_t *p
     }
     memcpy(history, prompt, n_prompt * sizeof *history);
     size_t len = n_prompt;
+    if (r->dec != NULL) ember_token_decoder_reset(r->dec);
+
+    /* kv: the positions the cache holds that equal the prompt's start are
+     * kept; at least the last prompt token runs, for its logits */
+    size_t keep = 0;
+    if (r->kind == EMBER_LLM_KV && reuse) {
+        while (keep < r->cache_len && keep < n_prompt && r->cache_ids[keep] == prompt[keep]) keep++;
+        if (keep == n_prompt) keep--;
+    }
+    if (r->kind == EMBER_LLM_KV && !reuse) r->cache_len = 0;
 
     ember_llm_stats s;
     memset(&s, 0, sizeof s);
-    s.prompt_tokens = n_prompt;
+    s.prompt_tokens = n_prompt - keep;
     uint64_t t_start = ember_ticks_ns(), t_first = t_start;
 
-    /* Prefill: the whole prompt (at position 0 for kv). */
+    /* Prefill: the prompt from the first position the cache does not hold. */
     size_t pos = n_prompt; /* kv: cache positions filled */
-    if (o.max_new_tokens > 0) st = run_model(r, history, n_prompt, 0);
+    if (o.max_new_tokens > 0) st = run_model(r, history + keep, n_prompt - keep, keep);
     s.prefill_ms = ms_since(t_start);
 
     for (size_t step = 0; st == EMBER_OK && step < o.max_new_tokens; step++) {
@@ -383,10 +478,10 @@ ember_status ember_llm_runner_generate_ids(ember_llm_runner *r, const int32_t *p
                 pos++;
             } else {
                 /* The cache is full: start it over from the last tokens
-                 * (len > max_seq_len >= keep here). */
-                size_t keep = o.kv_keep == 0 ? r->max_seq_len : o.kv_keep;
-                st = run_model(r, history + (len - keep), keep, 0);
-                pos = keep;
+                 * (len > max_seq_len >= kept here). */
+                size_t kept = o.kv_keep == 0 ? r->max_seq_len : o.kv_keep;
+                st = run_model(r, history + (len - kept), kept, 0);
+                pos = kept;
                 s.cache_restarts++;
             }
             s.decode_steps++;
@@ -402,41 +497,232 @@ ember_status ember_llm_runner_generate_ids(ember_llm_runner *r, const int32_t *p
         if (is_end(r, token)) break;
         history[len++] = token;
         s.generated_tokens++;
-        if (o.on_token != NULL) {
-            const char *piece = "";
-            size_t plen = 0;
-            if (r->tok == NULL || ember_bpe_tokenizer_decode(r->tok, token, &piece, &plen) != EMBER_OK) {
-                piece = "";
-                plen = 0;
-            }
-            o.on_token(o.user, token, piece, plen);
-        }
+        hand_out(r, &o, token, sink);
     }
+    if (st == EMBER_OK) hand_out_rest(r, &o, sink);
     if (s.generated_tokens > 0 || s.decode_steps > 0) s.decode_ms = ms_since(t_first);
     free(history);
     ember_sampler_destroy(sampler);
+    if (st == EMBER_OK && sink != NULL && sink->failed)
+        st = ember_error_set(EMBER_ERR_OUT_OF_MEMORY, "out of memory for the reply");
     if (st != EMBER_OK) return st;
     ember_clear_error();
     if (stats != NULL) *stats = s;
     return EMBER_OK;
 }
 
-ember_status ember_llm_runner_generate(ember_llm_runner *r, const char *prompt, size_t prompt_len,
-                                       const ember_llm_options *options, ember_llm_stats *stats) {
-    if (r == NULL || (prompt == NULL && prompt_len != 0))
+ember_status ember_llm_runner_generate_ids(ember_llm_runner *r, const int32_t *prompt,
+                                           size_t n_prompt, const ember_llm_options *options,
+                                           ember_llm_stats *stats) {
+    if (r == NULL || (prompt == NULL && n_prompt != 0))
         return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "ember_llm_runner_generate: NULL argument");
+    return generate(r, prompt, n_prompt, false, options, stats, NULL);
+}
+
+ember_status ember_llm_runner_encode(const ember_llm_runner *r, const char *text, size_t len,
+                                     int32_t **ids, size_t *n) {
+    if (r == NULL || (text == NULL && len != 0) || ids == NULL || n == NULL)
+        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "ember_llm_runner_encode: NULL argument");
     if (r->tok == NULL)
         return ember_error_set(EMBER_ERR_INVALID_STATE,
                                "the runner has no tokenizer: generate from token ids");
-    /* n bytes never make more than n tokens. */
-    int32_t *ids = NULL;
-    if (prompt_len <= SIZE_MAX / sizeof *ids)
-        ids = malloc((prompt_len == 0 ? 1 : prompt_len) * sizeof *ids);
-    if (ids == NULL)
+    int32_t *enc = NULL;
+    size_t m = 0;
+    ember_status st = ember_tokenizer_encode(r->tok, text, len, EMBER_ENCODE_SPECIAL, &enc, &m);
+    if (st != EMBER_OK) return st;
+    bool add_bos = r->bos_id >= 0 && (m == 0 || enc[0] != r->bos_id);
+    int32_t *out = malloc((m + 1) * sizeof *out);
+    if (out == NULL) {
+        free(enc);
         return ember_error_set(EMBER_ERR_OUT_OF_MEMORY, "out of memory for the prompt's tokens");
-    size_t n = 0;
-    ember_status st = ember_bpe_tokenizer_encode(r->tok, prompt, prompt_len, ids, prompt_len, &n);
-    if (st == EMBER_OK) st = ember_llm_runner_generate_ids(r, ids, n, options, stats);
+    }
+    if (add_bos) out[0] = r->bos_id;
+    if (m > 0) memcpy(out + add_bos, enc, m * sizeof *out);
+    free(enc);
+    *ids = out;
+    *n = m + add_bos;
+    return EMBER_OK;
+}
+
+ember_status ember_llm_runner_generate(ember_llm_runner *r, const char *prompt, size_t prompt_len,
+                                       const ember_llm_options *options, ember_llm_stats *stats) {
+    int32_t *ids;
+    size_t n;
+    ember_status st = ember_llm_runner_encode(r, prompt, prompt_len, &ids, &n);
+    if (st != EMBER_OK) return st;
+    st = generate(r, ids, n, false, options, stats, NULL);
     free(ids);
     return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Chat                                                                      */
+/* ------------------------------------------------------------------------ */
+
+struct ember_llm_chat {
+    ember_llm_runner *r;
+    ember_chat_template *tpl;
+    ember_llm_chat_options opt;
+    ember_chat_message *msgs; /* (n_msgs) contents and roles malloc'd */
+    size_t n_msgs, cap_msgs;
+    bool has_system;
+};
+
+ember_llm_chat_options ember_llm_chat_options_default(void) {
+    ember_llm_chat_options o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    return o;
+}
+
+static char *dup_cstr(const char *s) {
+    size_t n = strlen(s);
+    char *d = malloc(n + 1);
+    if (d != NULL) memcpy(d, s, n + 1);
+    return d;
+}
+
+static ember_status push_message(ember_llm_chat *c, const char *role, const char *content) {
+    if (c->n_msgs == c->cap_msgs) {
+        size_t cap = c->cap_msgs ? c->cap_msgs * 2 : 8;
+        ember_chat_message *m = realloc(c->msgs, cap * sizeof *m);
+        if (m == NULL) return ember_error_set(EMBER_ERR_OUT_OF_MEMORY, "out of memory for the chat");
+        c->msgs = m;
+        c->cap_msgs = cap;
+    }
+    char *r = dup_cstr(role), *t = dup_cstr(content);
+    if (r == NULL || t == NULL) {
+        free(r);
+        free(t);
+        return ember_error_set(EMBER_ERR_OUT_OF_MEMORY, "out of memory for the chat");
+    }
+    c->msgs[c->n_msgs].role = r;
+    c->msgs[c->n_msgs].content = t;
+    c->n_msgs++;
+    return EMBER_OK;
+}
+
+static void drop_message(ember_llm_chat *c, size_t i) {
+    free((char *)c->msgs[i].role);
+    free((char *)c->msgs[i].content);
+    memmove(c->msgs + i, c->msgs + i + 1, (c->n_msgs - i - 1) * sizeof *c->msgs);
+    c->n_msgs--;
+}
+
+ember_status ember_llm_chat_create(ember_llm_runner *runner, const ember_llm_chat_options *options,
+                                   ember_llm_chat **out) {
+    if (runner == NULL || out == NULL)
+        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "ember_llm_chat_create: NULL argument");
+    if (runner->tok == NULL)
+        return ember_error_set(EMBER_ERR_INVALID_STATE, "a chat needs the runner's tokenizer");
+    ember_llm_chat_options o = ember_llm_chat_options_default();
+    if (options != NULL) {
+        if (options->struct_size < sizeof o)
+            return ember_error_set(EMBER_ERR_INVALID_ARGUMENT,
+                                   "ember_llm_chat_options.struct_size is %zu, expected %zu",
+                                   options->struct_size, sizeof o);
+        o = *options;
+    }
+    ember_llm_chat *c = calloc(1, sizeof *c);
+    if (c == NULL) return ember_error_set(EMBER_ERR_OUT_OF_MEMORY, "out of memory for the chat");
+    c->r = runner;
+    c->opt = o;
+    c->opt.system = NULL;
+    c->opt.chat_template = NULL;
+    ember_status st = ember_chat_template_create(o.chat_template,
+                                                 o.chat_template ? strlen(o.chat_template) : 0,
+                                                 runner->tok, &c->tpl);
+    if (st == EMBER_OK && o.system != NULL) {
+        st = push_message(c, "system", o.system);
+        c->has_system = st == EMBER_OK;
+    }
+    if (st != EMBER_OK) {
+        ember_llm_chat_destroy(c);
+        return st;
+    }
+    *out = c;
+    return EMBER_OK;
+}
+
+void ember_llm_chat_destroy(ember_llm_chat *chat) {
+    if (chat == NULL) return;
+    while (chat->n_msgs > 0) drop_message(chat, chat->n_msgs - 1);
+    free(chat->msgs);
+    ember_chat_template_destroy(chat->tpl);
+    free(chat);
+}
+
+size_t ember_llm_chat_messages(const ember_llm_chat *chat) { return chat ? chat->n_msgs : 0; }
+
+static void note(const ember_llm_chat *c, const char *line) {
+    if (c->opt.on_note != NULL) c->opt.on_note(c->opt.note_user, line);
+}
+
+/* The conversation rendered for the next reply, and its tokens. */
+static ember_status render_prompt(const ember_llm_chat *c, int32_t **ids, size_t *n) {
+    char *text = NULL;
+    size_t len = 0;
+    ember_status st = ember_chat_template_render(c->tpl, c->msgs, c->n_msgs, true,
+                                                 c->opt.thinking, &text, &len);
+    if (st == EMBER_OK)
+        st = ember_tokenizer_encode(c->r->tok, text, len, EMBER_ENCODE_SPECIAL, ids, n);
+    free(text);
+    return st;
+}
+
+ember_status ember_llm_chat_send(ember_llm_chat *c, const char *user,
+                                 const ember_llm_options *options, char **reply,
+                                 ember_llm_stats *stats) {
+    if (c == NULL || user == NULL)
+        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "ember_llm_chat_send: NULL argument");
+    ember_llm_options o = ember_llm_options_default();
+    if (options != NULL && options->struct_size >= sizeof o) o = *options;
+    ember_status st = push_message(c, "user", user);
+    if (st != EMBER_OK) return st;
+    size_t first = c->has_system ? 1 : 0;
+    /* room for the reply: as many tokens as asked, up to half the context */
+    size_t room = o.max_new_tokens < c->r->max_seq_len / 2 ? o.max_new_tokens
+                                                           : c->r->max_seq_len / 2;
+    int32_t *ids = NULL;
+    size_t n = 0, dropped = 0;
+    for (;;) {
+        free(ids);
+        ids = NULL;
+        st = render_prompt(c, &ids, &n);
+        if (st != EMBER_OK || n + room <= c->r->max_seq_len || c->n_msgs - first <= 1) break;
+        drop_message(c, first); /* the oldest message after the system prompt */
+        dropped++;
+    }
+    char line[160];
+    if (st == EMBER_OK && dropped > 0) {
+        snprintf(line, sizeof line,
+                 "the context is full: the oldest %zu message%s of the conversation dropped",
+                 dropped, dropped == 1 ? " was" : "s were");
+        note(c, line);
+    }
+    if (st == EMBER_OK && n + room > c->r->max_seq_len) {
+        /* one message alone is too long: its end is kept */
+        size_t cut = n + room - c->r->max_seq_len;
+        if (cut >= n) cut = n - 1;
+        memmove(ids, ids + cut, (n - cut) * sizeof *ids);
+        n -= cut;
+        snprintf(line, sizeof line,
+                 "the message is too long for the context: its first %zu tokens were dropped",
+                 cut);
+        note(c, line);
+    }
+    tok_text_sink sink = {NULL, 0, 0, false};
+    if (st == EMBER_OK) st = generate(c->r, ids, n, true, &o, stats, &sink);
+    free(ids);
+    if (st == EMBER_OK) st = push_message(c, "assistant", sink.data ? sink.data : "");
+    if (st != EMBER_OK) {
+        /* the user message goes (dropped messages stay dropped) */
+        if (c->n_msgs > first && strcmp(c->msgs[c->n_msgs - 1].role, "user") == 0)
+            drop_message(c, c->n_msgs - 1);
+        free(sink.data);
+        return st;
+    }
+    if (reply != NULL) *reply = sink.data;
+    else free(sink.data);
+    return EMBER_OK;
 }

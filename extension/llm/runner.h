@@ -1,10 +1,19 @@
 /*
- * extension/llm/runner.h — text generation with a GPT program and a BPE tokenizer.
+ * extension/llm/runner.h — text generation and chat with an LLM program.
  *
- * The runner loads a `.pte` (through the module helper) and a byte-level BPE
- * tokenizer, encodes a prompt, and generates tokens one at a time, handing
- * each to a callback as soon as it is chosen. It stops at "<|endoftext|>"
- * (which it does not hand out) or after max_new_tokens.
+ * The runner loads a `.pte` (through the module helper) and a tokenizer
+ * (tokenizer.h: tiktoken, tokenizer.json, SentencePiece or GPT-2's files),
+ * encodes a prompt, and generates tokens one at a time, handing each to a
+ * callback as soon as it is chosen with the text it completes. It stops at
+ * an end-of-generation id (which it does not hand out): the program's
+ * get_eos_ids / get_eos_id and the tokenizer's eos and end-of-turn tokens
+ * (<|eot_id|>, <|im_end|>, <end_of_turn>, <|end|>, ...), or after
+ * max_new_tokens.
+ *
+ * A chat (ember_llm_chat) keeps a conversation: each message is rendered
+ * with the model's chat template (chat.h) and only the tokens the program's
+ * cache does not hold yet are run; when the context fills, the oldest
+ * messages after the system prompt are dropped (with a note to the caller).
  *
  * The program's method "forward" takes one of two forms, told apart by its
  * input count:
@@ -38,10 +47,11 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+#include "chat.h"
 #include "ember/ember.h"
 #include "ember/module.h"
-#include "bpe_tokenizer.h"
 #include "sampler.h"
+#include "tokenizer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -60,9 +70,13 @@ typedef struct ember_llm_runner ember_llm_runner;
  * Called with each generated token as soon as it is chosen.
  * @param user   ember_llm_options.user
  * @param token  the token id
- * @param piece  its bytes (see ember_bpe_tokenizer_decode()); empty when the
- *               model chose an id the tokenizer does not have
- * @param len    their count
+ * @param piece  the text this token completes (a character split across
+ *               tokens comes with the token that completes it, so piece may
+ *               be empty); empty too when the runner has no tokenizer. After
+ *               the last token, where the decoder still held bytes, one more
+ *               call with token -1 brings them (an unfinished character as
+ *               U+FFFD)
+ * @param len    its length in bytes
  */
 typedef void (*ember_llm_token_fn)(void *user, int32_t token, const char *piece, size_t len);
 
@@ -102,7 +116,8 @@ typedef struct ember_llm_stats {
  * and get_eos_ids / get_eos_id (generation also stops at these).
  *
  * @param[in]  model_path     the `.pte` file
- * @param[in]  tokenizer_dir  directory with vocab.json and merges.txt, or
+ * @param[in]  tokenizer_dir  a tokenizer file or a model directory (see
+ *                            ember_tokenizer_load()), or
  *                            NULL for a runner that works on token ids only
  *                            (ember_llm_runner_generate_ids(); pieces handed
  *                            to on_token are then empty)
@@ -154,7 +169,28 @@ size_t ember_llm_runner_vocab_size(const ember_llm_runner *runner);
 int32_t ember_llm_runner_bos_id(const ember_llm_runner *runner);
 
 /** The tokenizer, owned by the runner (NULL when loaded without one). */
-const ember_bpe_tokenizer *ember_llm_runner_tokenizer(const ember_llm_runner *runner);
+const ember_tokenizer *ember_llm_runner_tokenizer(const ember_llm_runner *runner);
+
+/**
+ * The ids that end generation: the program's get_eos_ids (or get_eos_id)
+ * and the tokenizer's eos and end-of-turn ids.
+ * @param[out] ids  room for cap ids
+ * @return how many there are (only cap are written).
+ */
+size_t ember_llm_runner_stop_ids(const ember_llm_runner *runner, int32_t *ids, size_t cap);
+
+/**
+ * Encodes a prompt as ember_llm_runner_generate() does: special tokens
+ * written in the text become their ids, and the program's BOS
+ * (get_bos_id) goes in front where it names one and the text does not
+ * begin with it.
+ * @param[out] ids  malloc'd (free() it)
+ * @param[out] n    their count
+ * @return EMBER_OK; EMBER_ERR_INVALID_STATE (no tokenizer); any status of
+ *         ember_tokenizer_encode().
+ */
+ember_status ember_llm_runner_encode(const ember_llm_runner *runner, const char *text, size_t len,
+                                     int32_t **ids, size_t *n);
 
 /**
  * The runner's loaded method ("forward"), owned by the runner: to attach an
@@ -200,6 +236,69 @@ ember_status ember_llm_runner_generate(ember_llm_runner *runner, const char *pro
 ember_status ember_llm_runner_generate_ids(ember_llm_runner *runner, const int32_t *prompt,
                                            size_t n_prompt, const ember_llm_options *options,
                                            ember_llm_stats *stats);
+
+/* ------------------------------------------------------------------------ */
+/* Chat                                                                      */
+/* ------------------------------------------------------------------------ */
+
+/** A conversation with a runner's model (opaque). */
+typedef struct ember_llm_chat ember_llm_chat;
+
+/** Called with a line for the user (e.g. "the context is full: ..."). */
+typedef void (*ember_llm_note_fn)(void *user, const char *note);
+
+/** Chat settings; start from ember_llm_chat_options_default(). */
+typedef struct ember_llm_chat_options {
+    size_t struct_size;          /**< sizeof(ember_llm_chat_options) */
+    const char *system;          /**< the system prompt, or NULL for none */
+    const char *chat_template;   /**< Jinja text; NULL: the tokenizer's */
+    ember_chat_thinking thinking; /**< Qwen 3's enable_thinking */
+    ember_llm_note_fn on_note;   /**< may be NULL */
+    void *note_user;             /**< passed to on_note */
+} ember_llm_chat_options;
+
+/** Defaults: no system prompt, the tokenizer's template, no notes. */
+ember_llm_chat_options ember_llm_chat_options_default(void);
+
+/**
+ * Starts a conversation. The runner must outlive it, and one chat at a time
+ * uses a runner (they share its program's cache).
+ * @return EMBER_OK; EMBER_ERR_INVALID_STATE (the runner has no tokenizer);
+ *         any status of ember_chat_template_create(); EMBER_ERR_OUT_OF_MEMORY.
+ */
+ember_status ember_llm_chat_create(ember_llm_runner *runner, const ember_llm_chat_options *options,
+                                   ember_llm_chat **out);
+
+/** Ends a conversation. NULL is a no-op. */
+void ember_llm_chat_destroy(ember_llm_chat *chat);
+
+/**
+ * Adds a user message and generates the assistant's reply, which is added
+ * to the conversation. The whole conversation is rendered with the chat
+ * template; the tokens the program's cache already holds (the conversation
+ * so far, where the template renders it as before) are not run again. Where
+ * the conversation no longer fits the model's context with room for the
+ * reply, its oldest messages after the system prompt are dropped (on_note
+ * says so) and the rest is run again.
+ *
+ * @param[in,out] chat     the conversation
+ * @param[in]     user     the message, UTF-8, NUL-terminated
+ * @param[in]     options  generation settings (on_token streams the reply),
+ *                         or NULL for the defaults
+ * @param[out]    reply    the reply's text, malloc'd and NUL-terminated
+ *                         (free() it); may be NULL
+ * @param[out]    stats    may be NULL; prompt_tokens counts the tokens run
+ * @return EMBER_OK; any status of ember_chat_template_render() (a template
+ *         that refuses the conversation), ember_tokenizer_encode() and
+ *         ember_llm_runner_generate_ids(). On failure the user message is
+ *         not kept.
+ */
+ember_status ember_llm_chat_send(ember_llm_chat *chat, const char *user,
+                                 const ember_llm_options *options, char **reply,
+                                 ember_llm_stats *stats);
+
+/** Messages in the conversation now (system prompt included). */
+size_t ember_llm_chat_messages(const ember_llm_chat *chat);
 
 #ifdef __cplusplus
 }

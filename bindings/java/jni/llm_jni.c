@@ -191,31 +191,21 @@ JNIEXPORT jint JNICALL Java_org_pytorch_executorch_extension_llm_LlmModule_nativ
     int32_t *ids = NULL;
     char *prompt = NULL;
 
-    /* The prompt's bytes, and room for its tokens after a BOS slot: n bytes
-     * never make more than n tokens. */
+    /* The prompt's bytes and tokens (with the BOS the program names). */
     jsize len = (*env)->GetArrayLength(env, jutf8);
     prompt = malloc((size_t)len + 1);
-    ids = malloc(((size_t)len + 1) * sizeof *ids);
-    if (prompt == NULL || ids == NULL) {
+    if (prompt == NULL) {
         rc = report_error(env, callback, EMBER_ERR_OUT_OF_MEMORY, "out of memory for the prompt");
         goto done;
     }
     (*env)->GetByteArrayRegion(env, jutf8, 0, len, (jbyte *)prompt);
     size_t n = 0;
-    ember_status st = EMBER_OK;
-    if (len > 0)
-        st = ember_bpe_tokenizer_encode(ember_llm_runner_tokenizer(r), prompt, (size_t)len,
-                                        ids + 1, (size_t)len, &n);
+    ember_status st = ember_llm_runner_encode(r, prompt, (size_t)len, &ids, &n);
     if (st != EMBER_OK) {
         rc = report_status(env, callback, st, "encoding the prompt");
         goto done;
     }
-    int32_t *tokens = ids + 1;
-    int32_t bos = ember_llm_runner_bos_id(r);
-    if (bos >= 0 && (n == 0 || tokens[0] != bos)) {
-        *--tokens = bos;
-        n++;
-    }
+    int32_t *tokens = ids;
 
     /* New tokens: seqLen counts the prompt; maxNewTokens does not. */
     long long limit = LLONG_MAX;
