@@ -21,8 +21,20 @@ set_target_properties(ember_python PROPERTIES
 target_link_libraries(ember_python PRIVATE ember_shared ${CMAKE_DL_LIBS})
 ember_set_warnings(ember_python)
 
+# ember._llm: tokenizers, generation and chat (python/ember/_llm.c), over the
+# same libember.so.
+Python_add_library(ember_python_llm MODULE WITH_SOABI "${PROJECT_SOURCE_DIR}/python/ember/_llm.c")
+set_target_properties(ember_python_llm PROPERTIES
+  OUTPUT_NAME _llm
+  C_VISIBILITY_PRESET hidden
+  INSTALL_RPATH "$ORIGIN"
+  BUILD_RPATH "$<TARGET_FILE_DIR:ember_shared>")
+target_include_directories(ember_python_llm PRIVATE "${PROJECT_SOURCE_DIR}/extension/llm")
+target_link_libraries(ember_python_llm PRIVATE ember_shared)
+ember_set_warnings(ember_python_llm)
+
 if(DEFINED SKBUILD)
-  install(TARGETS ember_python LIBRARY DESTINATION ember COMPONENT python)
+  install(TARGETS ember_python ember_python_llm LIBRARY DESTINATION ember COMPONENT python)
   # One file under the name the extension asks for (its soname): wheels
   # cannot hold symlinks.
   install(FILES "$<TARGET_FILE:ember_shared>" DESTINATION ember COMPONENT python

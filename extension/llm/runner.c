@@ -670,21 +670,26 @@ static ember_status render_prompt(const ember_llm_chat *c, int32_t **ids, size_t
     return st;
 }
 
-ember_status ember_llm_chat_send(ember_llm_chat *c, const char *user,
-                                 const ember_llm_options *options, char **reply,
-                                 ember_llm_stats *stats) {
-    if (c == NULL || user == NULL)
-        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "ember_llm_chat_send: NULL argument");
+ember_status ember_llm_chat_add(ember_llm_chat *c, const char *role, const char *content) {
+    if (c == NULL || role == NULL || content == NULL)
+        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "ember_llm_chat_add: NULL argument");
+    ember_status st = push_message(c, role, content);
+    if (st == EMBER_OK && c->n_msgs == 1 && strcmp(role, "system") == 0) c->has_system = true;
+    return st;
+}
+
+/* The reply to the conversation as it stands; added to it on success. */
+static ember_status chat_reply(ember_llm_chat *c, const ember_llm_options *options, char **reply,
+                               ember_llm_stats *stats) {
     ember_llm_options o = ember_llm_options_default();
     if (options != NULL && options->struct_size >= sizeof o) o = *options;
-    ember_status st = push_message(c, "user", user);
-    if (st != EMBER_OK) return st;
     size_t first = c->has_system ? 1 : 0;
     /* room for the reply: as many tokens as asked, up to half the context */
     size_t room = o.max_new_tokens < c->r->max_seq_len / 2 ? o.max_new_tokens
                                                            : c->r->max_seq_len / 2;
     int32_t *ids = NULL;
     size_t n = 0, dropped = 0;
+    ember_status st;
     for (;;) {
         free(ids);
         ids = NULL;
@@ -716,13 +721,31 @@ ember_status ember_llm_chat_send(ember_llm_chat *c, const char *user,
     free(ids);
     if (st == EMBER_OK) st = push_message(c, "assistant", sink.data ? sink.data : "");
     if (st != EMBER_OK) {
-        /* the user message goes (dropped messages stay dropped) */
-        if (c->n_msgs > first && strcmp(c->msgs[c->n_msgs - 1].role, "user") == 0)
-            drop_message(c, c->n_msgs - 1);
         free(sink.data);
         return st;
     }
     if (reply != NULL) *reply = sink.data;
     else free(sink.data);
     return EMBER_OK;
+}
+
+ember_status ember_llm_chat_reply(ember_llm_chat *c, const ember_llm_options *options,
+                                  char **reply, ember_llm_stats *stats) {
+    if (c == NULL)
+        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "ember_llm_chat_reply: NULL argument");
+    return chat_reply(c, options, reply, stats);
+}
+
+ember_status ember_llm_chat_send(ember_llm_chat *c, const char *user,
+                                 const ember_llm_options *options, char **reply,
+                                 ember_llm_stats *stats) {
+    if (c == NULL || user == NULL)
+        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "ember_llm_chat_send: NULL argument");
+    ember_status st = push_message(c, "user", user);
+    if (st == EMBER_OK) st = chat_reply(c, options, reply, stats);
+    /* on failure the user message goes (dropped messages stay dropped) */
+    size_t first = c->has_system ? 1 : 0;
+    if (st != EMBER_OK && c->n_msgs > first && strcmp(c->msgs[c->n_msgs - 1].role, "user") == 0)
+        drop_message(c, c->n_msgs - 1);
+    return st;
 }

@@ -297,6 +297,22 @@ ember_status ember_llm_chat_send(ember_llm_chat *chat, const char *user,
                                  const ember_llm_options *options, char **reply,
                                  ember_llm_stats *stats);
 
+/**
+ * Adds a message without generating: the history of a conversation given as
+ * a list (a first "system" message becomes the system prompt).
+ * @return EMBER_OK; EMBER_ERR_INVALID_ARGUMENT (NULL); EMBER_ERR_OUT_OF_MEMORY.
+ */
+ember_status ember_llm_chat_add(ember_llm_chat *chat, const char *role, const char *content);
+
+/**
+ * Generates the assistant's reply to the conversation as it stands (its last
+ * message is usually the user's) and adds it, as ember_llm_chat_send() does
+ * after adding the user message.
+ * @return as ember_llm_chat_send().
+ */
+ember_status ember_llm_chat_reply(ember_llm_chat *chat, const ember_llm_options *options,
+                                  char **reply, ember_llm_stats *stats);
+
 /** Messages in the conversation now (system prompt included). */
 size_t ember_llm_chat_messages(const ember_llm_chat *chat);
 

@@ -6,6 +6,9 @@ conversation, the end-of-turn token stopping generation, the context
 filling up (oldest messages dropped with a note, never an error), and the
 one-shot --prompt with and without the template.
 
+The same through the Python bindings (ember.llm.runtime): tokenizer, generation
+against eager greedy, chat turns and a message list equal to the CLI's.
+
 The model is a small random nanoGPT (examples/nanogpt) exported with its KV
 cache; <|im_end|> and <|endoftext|> get a zero output row, so greedy replies
 run their full length, except in the model made to stop at once.
@@ -229,3 +232,57 @@ def test_bad_template_is_a_clean_error(kv_pte, tok_dir, tmp_path) -> None:
     res = run("--model", kv_pte, "--tokenizer", str(tmp_path), "--chat", stdin="Hi\n")
     err = res.stderr.decode()
     assert res.returncode == 1 and err.startswith("ember-llm: error: ") and "chat template" in err, err
+
+
+# ---------------------------------------------------------------------------
+# The same through the Python bindings (ember.llm.runtime)
+# ---------------------------------------------------------------------------
+
+def _bindings():
+    try:
+        from ember.llm import runtime as llm_runtime
+    except ImportError as e:  # the package was built without ember._llm
+        pytest.skip(f"ember.llm.runtime: {e}")
+    return llm_runtime
+
+
+def test_bindings_tokenizer_and_generation(gpt, kv_pte, tok_dir) -> None:
+    rt = _bindings()
+    tok = rt.Tokenizer(tok_dir)
+    text = "Hello <|im_start|>user\nthere<|im_end|>"
+    assert tok.encode(text) == encode(tok_dir, text)
+    assert tok.decode(tok.encode(text)) == text
+    assert tok.format == "gpt2" and tok.chat_template == TEMPLATE
+    assert tok.token_id("<|im_end|>") in tok.eos_ids
+    assert tok.token_id("no such token") is None
+    llm = rt.LLM(kv_pte, tok_dir, threads=1)
+    pieces: List[str] = []
+    out = llm.generate("Hello", max_new_tokens=NEW, temperature=0,
+                       on_token=lambda t, s: pieces.append(s))
+    assert out == "".join(pieces) and out
+    stop = list(_ids(tok_dir).values())
+    assert out == decode(tok_dir, eager_greedy(gpt, llm.encode("Hello"), NEW, stop))
+
+
+def test_bindings_chat(kv_pte, tok_dir) -> None:
+    rt = _bindings()
+    llm = rt.LLM(kv_pte, tok_dir, threads=1)
+    users = ["Hello there, how are you?", "Tell me about JSON."]
+    replies, _, _ = chat(kv_pte, tok_dir, users)
+    c = llm.start_chat()
+    assert [c.send(u, max_new_tokens=NEW, temperature=0) for u in users] == replies
+    assert c.messages == 4
+    # a message list: the history, then the reply to its last message
+    history = [{"role": "user", "content": users[0]}, {"role": "assistant", "content": replies[0]},
+               {"role": "user", "content": users[1]}]
+    assert llm.chat(history, max_new_tokens=NEW, temperature=0) == replies[1]
+    notes: List[str] = []
+    c = llm.start_chat(on_note=notes.append)
+    for k in range(8):
+        c.send("the quick brown fox jumps over the lazy dog " * 6, max_new_tokens=NEW,
+               temperature=0)
+    assert any("context is full" in n for n in notes)
+    from ember.runtime import EmberError
+
+    with pytest.raises(EmberError):
+        rt.Tokenizer("/no/such/tokenizer")
