@@ -442,7 +442,7 @@ def test_errors_model(seq_pte, tok_dir, tmp_path) -> None:
 
 def test_errors_tokenizer(seq_pte, tok_dir, tmp_path) -> None:
     base = ("--model", seq_pte, "--prompt", PROMPT)
-    one_error_line(run("--tokenizer", str(tmp_path / "nowhere"), *base), 1, "vocab.json")
+    one_error_line(run("--tokenizer", str(tmp_path / "nowhere"), *base), 1, "nowhere")
 
     def variant(name: str, vocab: Optional[bytes], merges: Optional[bytes]) -> str:
         d = tmp_path / name

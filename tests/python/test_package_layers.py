@@ -21,7 +21,7 @@ STAGES: List[List[str]] = [
      "ember.dialect",
      "ember.tensor_spec", "ember.quantized_ops", "ember.quantized_embedding_ops", "ember.llm", "ember.llm.custom_ops",
      "ember.llm.llama_ops", "ember.llm.quantize",
-     "ember.runtime"],
+     "ember.runtime", "ember.llm.runtime"],
     # capture: what torch.export needs to trace ember's pieces
     ["ember.capture"],
     # edge: to_edge's passes
