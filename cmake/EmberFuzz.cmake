@@ -20,8 +20,8 @@ foreach(target fuzz_program fuzz_data_map fuzz_xnnpack)
   endif()
 endforeach()
 
-# The tokenizer of the LLM extension (tests/fuzz/fuzz_tokenizer.c): vocab.json,
-# merges.txt and text to encode, from the fuzzer.
+# The LLM extension's text inputs (tests/fuzz/fuzz_tokenizer.c): tokenizer
+# files of every format, text to encode, chat templates, JSON, regex patterns.
 set(EMBER_FUZZ_TOKENIZER "${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_tokenizer.c")
 if(EXISTS "${EMBER_FUZZ_TOKENIZER}" AND TARGET ember_llm)
   add_executable(fuzz_tokenizer "${EMBER_FUZZ_TOKENIZER}")
