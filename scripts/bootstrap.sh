@@ -36,7 +36,7 @@ for arg in "$@"; do
 done
 
 VENV="${EMBER_VENV:-.venv}"
-PY_REQS=(torch==2.13.0 executorch==1.5.1 pytest pytest-xdist numpy scikit-build-core tokenizers sentencepiece tiktoken jinja2 regex tqdm pandas matplotlib)
+PY_REQS=(torch==2.13.0 executorch==1.5.1 pytest pytest-xdist numpy scikit-build-core tokenizers sentencepiece tiktoken jinja2 transformers==5.24.0 regex tqdm pandas matplotlib)
 # What `pip install -e .` builds from: a newer file here means a rebuild.
 PKG_INPUTS=(pyproject.toml CMakeLists.txt cmake include src extension tools python/ember/_runtime.c python/ember/_llm.c)
 

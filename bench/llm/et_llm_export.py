@@ -78,35 +78,56 @@ def export_executorch_llm(model_or_config: Any, path: Union[str, os.PathLike], *
     Returns the eager model ExecuTorch exported (source transforms applied, same
     weights), called as model(tokens (1, T), {"input_pos": tensor([pos])})."""
     import torch
-    from executorch.examples.models.llama.export_llama_lib import _export_llama
     from executorch.examples.models.llama.llama_transformer import construct_transformer
     from executorch.examples.models.llama.model_args import ModelArgs
-    from executorch.extension.llm.export.config.llm_config import LlmConfig
 
     sizes = _sizes(model_or_config)
     context = int(max_context or sizes.get("block_size", 1024))
     params = llama_params(sizes)
+    gen = torch.Generator().manual_seed(seed)
+    ref = construct_transformer(ModelArgs(max_seq_len=context, max_context_len=context, **params))
+    with torch.no_grad():
+        for name, p in ref.named_parameters():
+            if p.dim() > 1:
+                p.copy_(torch.randn(p.shape, generator=gen) * weight_std)
+            else:  # norm weights
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=gen))
+    state = ref.state_dict()
+    del ref
+    return export_executorch_checkpoint(params, state, path, context=context, xnnpack=xnnpack,
+                                        qmode=qmode, group_size=group_size,
+                                        embedding_quantize=embedding_quantize)
+
+
+def export_executorch_checkpoint(params: Mapping[str, Any], state_dict: Mapping[str, Any],
+                                 path: Union[str, os.PathLike], *, context: int,
+                                 xnnpack: bool = True, qmode: Optional[str] = None,
+                                 group_size: int = 32, embedding_quantize: Optional[str] = None,
+                                 metadata: Optional[Mapping[str, Any]] = None):
+    """Writes ExecuTorch's KV-cache LLM export of the model that `params`
+    (its ModelArgs, as a params.json holds them: Llama 3's rope scaling, Qwen
+    3's q/k norms and head_dim, ...) and `state_dict` (in its checkpoint
+    layout: layers.N.attention.wq.weight, ...) describe, to path; `metadata`
+    adds to the program's metadata methods (get_bos_id, get_eos_ids, ...).
+    Quantization as export_executorch_llm. Returns the eager model ExecuTorch
+    exported."""
+    import torch
+    from executorch.examples.models.llama.export_llama_lib import _export_llama
+    from executorch.extension.llm.export.config.llm_config import LlmConfig
+
     path = Path(path).resolve()
     with tempfile.TemporaryDirectory(prefix="et_llm_") as tmp:
         params_path = os.path.join(tmp, "params.json")
         ckpt_path = os.path.join(tmp, "checkpoint.pth")
         with open(params_path, "w") as f:
-            json.dump(params, f)
-        gen = torch.Generator().manual_seed(seed)
-        ref = construct_transformer(ModelArgs(max_seq_len=context, max_context_len=context,
-                                              **params))
-        with torch.no_grad():
-            for name, p in ref.named_parameters():
-                if p.dim() > 1:
-                    p.copy_(torch.randn(p.shape, generator=gen) * weight_std)
-                else:  # norm weights
-                    p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=gen))
-        torch.save(ref.state_dict(), ckpt_path)
-        del ref
+            json.dump(dict(params), f)
+        torch.save(dict(state_dict), ckpt_path)
 
         cfg = LlmConfig()
         cfg.base.checkpoint = ckpt_path
         cfg.base.params = params_path
+        if metadata:
+            cfg.base.metadata = json.dumps(dict(metadata))
         cfg.model.use_kv_cache = True
         cfg.model.use_sdpa_with_kv_cache = True
         cfg.model.enable_dynamic_shape = True
