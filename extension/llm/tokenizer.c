@@ -163,13 +163,73 @@ static ember_status json_escape(tok_buf *b, const char *s, size_t n) {
     return st == EMBER_OK ? tok_buf_append(b, "\"", 1) : st;
 }
 
+/* vocab.json's ids: whole numbers below TOK_MAX_IDS, each given once. */
+static ember_status check_gpt2_vocab(const ember_json *v, const char *path) {
+    size_t n = ember_json_object_size(v), max = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *key;
+        size_t kl;
+        int64_t id;
+        bool exact;
+        if (ember_json_int64(ember_json_object_at(v, i, &key, &kl), &id, &exact) != EMBER_OK ||
+            !exact || id < 0 || (uint64_t)id >= TOK_MAX_IDS)
+            return ember_error_set(EMBER_ERR_INVALID_ARGUMENT,
+                                   "%s: \"%.*s\": the id is not a whole number in 0 .. %zu", path,
+                                   (int)(kl < 60 ? kl : 60), key, TOK_MAX_IDS - 1);
+        if ((size_t)id > max) max = (size_t)id;
+    }
+    unsigned char *seen = calloc(max / 8 + 1, 1);
+    if (seen == NULL) return tok_oom(path);
+    ember_status st = EMBER_OK;
+    for (size_t i = 0; i < n && st == EMBER_OK; i++) {
+        const char *key;
+        size_t kl;
+        int64_t id;
+        const ember_json *value = ember_json_object_at(v, i, &key, &kl);
+        ember_json_int64(value, &id, NULL);
+        size_t k = (size_t)id;
+        if (ember_json_get(v, key, kl) != value)
+            st = ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "%s: \"%.*s\" appears twice", path,
+                                 (int)(kl < 60 ? kl : 60), key);
+        else if (seen[k / 8] & (1u << (k % 8)))
+            st = ember_error_set(EMBER_ERR_INVALID_ARGUMENT,
+                                 "%s: \"%.*s\": id %zu is given to two tokens", path,
+                                 (int)(kl < 60 ? kl : 60), key, k);
+        seen[k / 8] |= (unsigned char)(1u << (k % 8));
+    }
+    free(seen);
+    return st;
+}
+
+/* One line of merges.txt: two tokens of vocab.json separated by one space,
+ * whose concatenation is a token too. */
+static ember_status check_gpt2_merge(const ember_json *v, const char *line, size_t n,
+                                     const char *path, size_t lineno, tok_buf *joined) {
+    const char *sp = memchr(line, ' ', n);
+    if (sp == NULL || sp == line || sp + 1 == line + n || memchr(sp + 1, ' ', n - (size_t)(sp + 1 - line)))
+        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT,
+                               "%s:%zu: expected two tokens separated by one space", path, lineno);
+    size_t an = (size_t)(sp - line), bn = n - an - 1;
+    joined->len = 0;
+    ember_status st = tok_buf_append(joined, line, an);
+    if (st == EMBER_OK) st = tok_buf_append(joined, sp + 1, bn);
+    if (st != EMBER_OK) return st;
+    if (ember_json_get(v, line, an) == NULL || ember_json_get(v, sp + 1, bn) == NULL ||
+        ember_json_get(v, joined->data, joined->len) == NULL)
+        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT,
+                               "%s:%zu: \"%.*s\" names or makes a token that is not in vocab.json",
+                               path, lineno, (int)(n < 80 ? n : 80), line);
+    return EMBER_OK;
+}
+
 /* vocab.json + merges.txt: a BPE model with GPT-2's byte-level
- * pre-tokenizer and decoder, its "<|...|>" tokens special. */
+ * pre-tokenizer and decoder, its "<|...|>" tokens special. Errors name the
+ * file (and the line of merges.txt) they are in. */
 static ember_status load_gpt2(const char *vocab_path, const char *merges_path, tok_common *c) {
     char *vocab = NULL, *merges = NULL;
     size_t vlen = 0, mlen = 0;
     ember_json_doc *vdoc = NULL, *doc = NULL;
-    tok_buf j = {0};
+    tok_buf j = {0}, joined = {0};
     ember_status st = tok_read_file(vocab_path, &vocab, &vlen);
     if (st == EMBER_OK) st = tok_read_file(merges_path, &merges, &mlen);
     if (st == EMBER_OK) st = parse_json(vocab, vlen, vocab_path, &vdoc);
@@ -177,6 +237,7 @@ static ember_status load_gpt2(const char *vocab_path, const char *merges_path, t
     if (st == EMBER_OK && ember_json_type_of(v) != EMBER_JSON_OBJECT)
         st = ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "%s: expected an object of token: id",
                              vocab_path);
+    if (st == EMBER_OK) st = check_gpt2_vocab(v, vocab_path);
     static const char head[] = "{\"model\":{\"type\":\"BPE\",\"vocab\":";
     if (st == EMBER_OK) st = tok_buf_append(&j, head, sizeof head - 1);
     if (st == EMBER_OK) st = tok_buf_append(&j, vocab, vlen);
@@ -189,10 +250,12 @@ static ember_status load_gpt2(const char *vocab_path, const char *merges_path, t
         size_t b = i;
         i = end + 1;
         line++;
-        if (e == b || (line == 1 && e - b >= 8 && memcmp(merges + b, "#version", 8) == 0)) continue;
-        if (count++ > 0) st = tok_buf_append(&j, ",", 1);
+        if (e == b || (e - b >= 9 && memcmp(merges + b, "#version:", 9) == 0)) continue;
+        st = check_gpt2_merge(v, merges + b, e - b, merges_path, line, &joined);
+        if (st == EMBER_OK && count++ > 0) st = tok_buf_append(&j, ",", 1);
         if (st == EMBER_OK) st = json_escape(&j, merges + b, e - b);
     }
+    tok_buf_free(&joined);
     static const char tail[] =
         "]},\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,"
         "\"use_regex\":true},\"decoder\":{\"type\":\"ByteLevel\"},\"added_tokens\":[";
