@@ -254,6 +254,23 @@ def _check_decode(model: str, seqs: Sequence[Sequence[int]], tmp: str) -> int:
 # Trained models
 # ---------------------------------------------------------------------------
 
+@pytest.mark.parametrize("name", ["llama2_bpe", "gemma_bpe", "t5_unigram", "unigram_nfkc_cf_bytes"])
+def test_bindings_match(models, name):
+    """The Python bindings (ember.llm.runtime.Tokenizer) give the library's
+    ids (special=False: the library reads "<s>" in text as text) and text
+    too."""
+    try:
+        from ember.llm.runtime import Tokenizer
+    except ImportError as e:  # the package was built without ember._llm
+        pytest.skip(f"ember.llm.runtime: {e}")
+    sp = spm.SentencePieceProcessor(model_file=models[name])
+    ours = Tokenizer(models[name])
+    for text in _corpus_lines():
+        assert ours.encode(text, special=False) == sp.encode(text), text
+    for ids in _random_ids(sp, 300, 5):
+        assert ours.decode(ids) == sp.decode(ids), ids
+
+
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_encode_matches(models, name, tmp_path):
     inputs = _inputs()

@@ -17,7 +17,8 @@ For every line of tests/fixtures/llm/corpus.jsonl: identical ids (encode
 without added special tokens, special tokens written in the text parsed),
 and identical text from decode, whole and streamed, for those ids and for
 random id sequences. ember is driven through the harness mode of
-tests/c/llm/test_tokenizers.
+tests/c/llm/test_tokenizers, and again through the Python bindings
+(ember.llm.runtime.Tokenizer).
 """
 
 from __future__ import annotations
@@ -241,6 +242,22 @@ def check_tokenizer(tok: Tokenizer, path: Path, tmp: Path, special_ids: Optional
         want = tok.decode(ids, skip_special_tokens=False)
         assert whole == want, f"decode {ids}: ember {whole!r}, tokenizers {want!r}"
         assert streamed == want, f"streamed decode {ids}: ember {streamed!r}, tokenizers {want!r}"
+    check_bindings(path, texts, all_ids, lambda t: tok.encode(t, add_special_tokens=False).ids,
+                   lambda ids: tok.decode(ids, skip_special_tokens=False))
+
+
+def check_bindings(path: Path, texts: List[str], id_seqs: List[List[int]],
+                   encode: Callable[[str], List[int]], decode: Callable[[List[int]], str]) -> None:
+    """The same through the Python bindings (ember.llm.runtime.Tokenizer)."""
+    try:
+        from ember.llm.runtime import Tokenizer as EmberTokenizer
+    except ImportError:  # the package was built without ember._llm
+        return
+    ours = EmberTokenizer(str(path))
+    for text in texts:
+        assert ours.encode(text) == encode(text), f"bindings encode {text!r}"
+    for ids in id_seqs:
+        assert ours.decode(ids) == decode(ids), f"bindings decode {ids}"
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -288,6 +305,7 @@ def test_tiktoken_parity(tmp_path: Path) -> None:
         whole, streamed = json.loads(ember[2 * k]), json.loads(ember[2 * k + 1])
         want = enc.decode(ids)
         assert whole == want and streamed == want, f"decode {ids}: {whole!r} {streamed!r} {want!r}"
+    check_bindings(path, texts, all_ids, lambda t: enc.encode(t, allowed_special="all"), enc.decode)
 
 
 def _bytelevel_bytes(token: str) -> List[int]:
