@@ -250,7 +250,7 @@ static ember_status load_gpt2(const char *vocab_path, const char *merges_path, t
         size_t b = i;
         i = end + 1;
         line++;
-        if (e == b || (e - b >= 9 && memcmp(merges + b, "#version:", 9) == 0)) continue;
+        if (e == b || (e - b >= 8 && memcmp(merges + b, "#version", 8) == 0)) continue;
         st = check_gpt2_merge(v, merges + b, e - b, merges_path, line, &joined);
         if (st == EMBER_OK && count++ > 0) st = tok_buf_append(&j, ",", 1);
         if (st == EMBER_OK) st = json_escape(&j, merges + b, e - b);
