@@ -21,7 +21,7 @@ STAGES: List[List[str]] = [
      "ember.dialect",
      "ember.tensor_spec", "ember.quantized_ops", "ember.quantized_embedding_ops", "ember.llm", "ember.llm.custom_ops",
      "ember.llm.llama_ops", "ember.llm.quantize",
-     "ember.runtime", "ember.llm.runtime"],
+     "ember.runtime", "ember.llm.runtime", "ember.llm.hf"],
     # capture: what torch.export needs to trace ember's pieces
     ["ember.capture"],
     # edge: to_edge's passes
@@ -56,7 +56,7 @@ STAGES: List[List[str]] = [
      "ember.devtools.inspector", "ember.devtools.numeric", "ember.devtools.plots",
      "ember.devtools.cli", "ember.devtools.bundled_program", "ember.devtools.bundled_program.config",
      "ember.devtools.bundled_program.core", "ember.devtools.bundled_program.serialize",
-     "ember.ops_coverage"],
+     "ember.ops_coverage", "ember.llm.export"],
 ]
 STAGE_OF: Dict[str, int] = {m: i for i, ms in enumerate(STAGES) for m in ms}
 

@@ -1,0 +1,315 @@
+"""Decoder-only language models from Hugging Face model directories, written
+for export: one ``forward(tokens [1, T], input_pos [1])`` with a KV cache
+that serves prefill (T > 1) and decode (T = 1), returning the logits of the
+last position, as ExecuTorch's LLM exports do.
+
+    from ember.llm.hf import load_model
+    model = load_model("path/to/model_dir", max_seq_len=2048)   # config.json + *.safetensors
+    model = load_model(config_dict, seed=0)                     # random weights
+
+Families (``model_type`` in config.json):
+
+- ``llama``: Llama 3.x (grouped-query attention, rope with the ``llama3``
+  frequency scaling, tied or untied output), SmolLM2 (the same layout);
+- ``qwen2``: Qwen 2.5 (biases on q, k and v);
+- ``qwen3``: Qwen 3 (RMSNorm over each head of q and k before the rotation,
+  ``head_dim`` x heads wider than the model).
+
+Other families (Gemma 3, Phi-4-mini, ...) are refused with a clear error
+until they are written here.
+
+The modules carry Hugging Face's parameter names (``model.layers.N.
+self_attn.q_proj.weight``, ...), so a checkpoint's state dict loads as it
+is. Rotary embeddings use Hugging Face's layout (halves rotated, not
+interleaved pairs). Attention calls ExecuTorch's LLM operators,
+``llama::update_cache`` and ``llama::custom_sdpa`` (ember.llm.llama_ops), on
+caches of shape (1, max_seq_len, kv_heads, head_dim): both runtimes have
+kernels for them, and the caches become mutable buffers the program updates
+in place.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Union
+
+import torch
+import torch.nn as nn
+
+from . import llama_ops  # noqa: F401  (registers torch.ops.llama.*)
+
+FAMILIES = ("llama", "qwen2", "qwen3")
+
+
+@dataclass
+class DecoderConfig:
+    """What the decoder needs from a Hugging Face config.json."""
+
+    family: str
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    rms_norm_eps: float
+    rope_theta: float
+    rope_scaling: Optional[Dict[str, Any]]
+    tie_word_embeddings: bool
+    qkv_bias: bool
+    qk_norm: bool
+    max_position_embeddings: int
+    bos_token_id: Optional[int] = None
+    eos_token_ids: List[int] = field(default_factory=list)
+
+    @staticmethod
+    def from_hf(cfg: Mapping[str, Any]) -> "DecoderConfig":
+        family = cfg.get("model_type")
+        if family not in FAMILIES:
+            raise NotImplementedError(
+                f"model_type {family!r} is not supported by ember's exporter yet "
+                f"(it has {', '.join(FAMILIES)})")
+
+        def need(key: str) -> Any:
+            if key not in cfg:
+                raise ValueError(f"config.json has no {key!r}, which a {family} model needs")
+            return cfg[key]
+
+        heads = int(need("num_attention_heads"))
+        hidden = int(need("hidden_size"))
+        head_dim = int(cfg.get("head_dim") or hidden // heads)
+        rope = dict(cfg.get("rope_parameters") or {})  # transformers 5 spelling
+        scaling = cfg.get("rope_scaling") or (rope if rope.get("rope_type", "default") != "default"
+                                              else None)
+        theta = float(cfg.get("rope_theta", rope.get("rope_theta", 10000.0)))
+        if scaling is not None:
+            kind = scaling.get("rope_type", scaling.get("type"))
+            if kind not in ("llama3", "default", None):
+                raise NotImplementedError(f"rope scaling {kind!r} is not supported yet "
+                                          "(ember has llama3)")
+            if kind in ("default", None):
+                scaling = None
+        if cfg.get("partial_rotary_factor", 1.0) != 1.0:
+            raise NotImplementedError("partial rotary embeddings are not supported yet")
+        if cfg.get("sliding_window") and cfg.get("use_sliding_window", False):
+            raise NotImplementedError("sliding-window attention is not supported yet")
+        eos = cfg.get("eos_token_id")
+        eos_ids = [int(e) for e in (eos if isinstance(eos, list) else [eos]) if e is not None]
+        bos = cfg.get("bos_token_id")
+        return DecoderConfig(
+            family=family, vocab_size=int(need("vocab_size")), hidden_size=hidden,
+            intermediate_size=int(need("intermediate_size")),
+            num_layers=int(need("num_hidden_layers")), num_heads=heads,
+            num_kv_heads=int(cfg.get("num_key_value_heads") or heads), head_dim=head_dim,
+            rms_norm_eps=float(cfg.get("rms_norm_eps", 1e-6)), rope_theta=theta,
+            rope_scaling=dict(scaling) if scaling else None,
+            tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+            qkv_bias=family == "qwen2" or bool(cfg.get("attention_bias", False)),
+            qk_norm=family == "qwen3",
+            max_position_embeddings=int(cfg.get("max_position_embeddings", 2048)),
+            bos_token_id=None if bos is None else int(bos), eos_token_ids=eos_ids)
+
+
+def rope_inv_freq(cfg: DecoderConfig) -> torch.Tensor:
+    """The rotary frequencies (head_dim / 2), with the llama3 scaling where
+    the config has it: wavelengths longer than original_context /
+    low_freq_factor are slowed by factor, shorter than original_context /
+    high_freq_factor kept, and those between blended smoothly."""
+    d = cfg.head_dim
+    inv = 1.0 / (cfg.rope_theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
+    s = cfg.rope_scaling
+    if s is None:
+        return inv.float()
+    factor = float(s["factor"])
+    low, high = float(s.get("low_freq_factor", 1.0)), float(s.get("high_freq_factor", 4.0))
+    old = float(s.get("original_max_position_embeddings", 8192))
+    wavelen = 2 * math.pi / inv
+    smooth = ((old / wavelen - low) / (high - low)).clamp(0.0, 1.0)
+    scaled = (1 - smooth) * inv / factor + smooth * inv
+    out = torch.where(wavelen > old / low, inv / factor, torch.where(wavelen < old / high, inv,
+                                                                    scaled))
+    return out.float()
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        xf = x.float()
+        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * xf.to(x.dtype)
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """x (1, T, H, D) rotated by the angles of its positions (cos, sin: (T, D))."""
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos[None, :, None, :] + rotated * sin[None, :, None, :]
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: DecoderConfig, max_seq_len: int) -> None:
+        super().__init__()
+        h, hkv, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+        self.h, self.hkv, self.d = h, hkv, d
+        self.max_seq_len = max_seq_len
+        self.q_proj = nn.Linear(cfg.hidden_size, h * d, bias=cfg.qkv_bias)
+        self.k_proj = nn.Linear(cfg.hidden_size, hkv * d, bias=cfg.qkv_bias)
+        self.v_proj = nn.Linear(cfg.hidden_size, hkv * d, bias=cfg.qkv_bias)
+        self.o_proj = nn.Linear(h * d, cfg.hidden_size, bias=False)
+        if cfg.qk_norm:
+            self.q_norm = RMSNorm(d, cfg.rms_norm_eps)
+            self.k_norm = RMSNorm(d, cfg.rms_norm_eps)
+        self.register_buffer("k_cache", torch.zeros(1, max_seq_len, hkv, d), persistent=False)
+        self.register_buffer("v_cache", torch.zeros(1, max_seq_len, hkv, d), persistent=False)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                start_pos: int) -> torch.Tensor:
+        t = x.shape[1]
+        q = self.q_proj(x).view(1, t, self.h, self.d)
+        k = self.k_proj(x).view(1, t, self.hkv, self.d)
+        v = self.v_proj(x).view(1, t, self.hkv, self.d)
+        if hasattr(self, "q_norm"):
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
+        torch.ops.llama.update_cache(k, self.k_cache, start_pos)
+        torch.ops.llama.update_cache(v, self.v_cache, start_pos)
+        y = torch.ops.llama.custom_sdpa(q, self.k_cache, self.v_cache, start_pos, None, 0.0, True)
+        return self.o_proj(y.reshape(1, t, self.h * self.d))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: DecoderConfig) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(torch.nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class Layer(nn.Module):
+    def __init__(self, cfg: DecoderConfig, max_seq_len: int) -> None:
+        super().__init__()
+        self.self_attn = Attention(cfg, max_seq_len)
+        self.mlp = MLP(cfg)
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                start_pos: int) -> torch.Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, start_pos)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class Body(nn.Module):
+    """Hugging Face's ``model.*``: embeddings, layers, final norm."""
+
+    def __init__(self, cfg: DecoderConfig, max_seq_len: int) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.layers = nn.ModuleList([Layer(cfg, max_seq_len) for _ in range(cfg.num_layers)])
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+
+
+class Decoder(nn.Module):
+    """The model: ``forward(tokens (1, T), input_pos (1,))`` -> logits (1, vocab)
+    of the last of the T tokens, which sit at positions input_pos ..
+    input_pos + T - 1 (see the module doc)."""
+
+    def __init__(self, cfg: DecoderConfig, max_seq_len: int) -> None:
+        super().__init__()
+        if not 1 <= max_seq_len:
+            raise ValueError(f"max_seq_len must be positive, got {max_seq_len}")
+        self.config = cfg
+        self.max_seq_len = max_seq_len
+        self.model = Body(cfg, max_seq_len)
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        if cfg.tie_word_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight
+        angles = torch.outer(torch.arange(max_seq_len, dtype=torch.float32), rope_inv_freq(cfg))
+        angles = torch.cat((angles, angles), dim=-1)
+        self.register_buffer("rope_cos", angles.cos(), persistent=False)
+        self.register_buffer("rope_sin", angles.sin(), persistent=False)
+
+    def forward(self, tokens: torch.Tensor, input_pos: torch.Tensor) -> torch.Tensor:
+        t = tokens.shape[1]
+        start = input_pos[0].item()
+        torch._check(start >= 0)
+        torch._check(start + t <= self.max_seq_len)
+        cos = self.rope_cos.narrow(0, start, t)
+        sin = self.rope_sin.narrow(0, start, t)
+        x = self.model.embed_tokens(tokens)
+        for layer in self.model.layers:
+            x = layer(x, cos, sin, start)
+        x = self.model.norm(x[:, -1, :])
+        return self.lm_head(x)
+
+    def reset_cache(self) -> None:
+        for layer in self.model.layers:
+            layer.self_attn.k_cache.zero_()
+            layer.self_attn.v_cache.zero_()
+
+
+def read_config(source: Union[str, os.PathLike, Mapping[str, Any]]) -> Dict[str, Any]:
+    if isinstance(source, Mapping):
+        return dict(source)
+    path = os.path.join(os.fspath(source), "config.json")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{os.fspath(source)} has no config.json")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def load_model(source: Union[str, os.PathLike, Mapping[str, Any]], max_seq_len: Optional[int] = None,
+               seed: Optional[int] = None, dtype: torch.dtype = torch.float32) -> Decoder:
+    """A Decoder from a model directory (config.json and its *.safetensors
+    weights) or a config dict. Without weights files (or with ``seed``
+    given), weights are random from the seed: matrices N(0, 0.02), norms 1,
+    biases 0.
+    max_seq_len defaults to the config's max_position_embeddings."""
+    hf = read_config(source)
+    cfg = DecoderConfig.from_hf(hf)
+    model = Decoder(cfg, int(max_seq_len or cfg.max_position_embeddings))
+    files = [] if isinstance(source, Mapping) or seed is not None else sorted(
+        glob.glob(os.path.join(os.fspath(source), "*.safetensors")))
+    if files:
+        from safetensors.torch import load_file
+
+        state: Dict[str, torch.Tensor] = {}
+        for f in files:
+            state.update(load_file(f))
+        if cfg.tie_word_embeddings:
+            state.pop("lm_head.weight", None)
+        expected = set(model.state_dict())
+        if cfg.tie_word_embeddings:
+            expected.discard("lm_head.weight")
+        missing = sorted(expected - set(state))
+        unexpected = sorted(set(state) - expected)
+        if missing or unexpected:
+            raise ValueError(f"the weights in {os.fspath(source)} do not fit a {cfg.family} model: "
+                             f"missing {missing[:5]}, unexpected {unexpected[:5]}")
+        with torch.no_grad():
+            for name, p in model.state_dict().items():
+                if name in state:
+                    p.copy_(state[name].to(p.dtype))
+    else:
+        g = torch.Generator().manual_seed(0 if seed is None else seed)
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if name.endswith("norm.weight"):
+                    p.fill_(1.0)
+                elif name.endswith(".bias"):
+                    p.zero_()
+                else:
+                    p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+    return model.to(dtype).eval()
