@@ -5,7 +5,9 @@ weights, small sizes), per family:
 - Llama 3 (grouped-query attention, llama3 rope scaling, untied output),
 - SmolLM2 (the Llama layout, tied embeddings, no rope scaling),
 - Qwen 2.5 (q/k/v biases), Qwen 3 (q/k RMSNorm, head_dim x heads wider than
-  the model).
+  the model),
+- Phi-4-mini (fused qkv and gate/up, rotary on 3/4 of each head, LongRoPE
+  short factors and attention scaling, tied embeddings).
 
 float32 (xnnpack recipe): logits within 1e-4 of transformers' model built
 from the same directory at a prefill and 16 decode steps, and greedy tokens
@@ -63,13 +65,24 @@ FAMILIES: Dict[str, dict] = {
                   rms_norm_eps=1e-6, tie_word_embeddings=True,
                   rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
                   eos_token_id=2),
+    "phi4_mini": dict(cls="Phi3", vocab_size=320, hidden_size=64, intermediate_size=128,
+                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                      rms_norm_eps=1e-5, tie_word_embeddings=True, pad_token_id=0,
+                      max_position_embeddings=4 * CONTEXT, original_max_position_embeddings=CONTEXT,
+                      rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+                                       "partial_rotary_factor": 0.75,
+                                       "short_factor": [1.0, 1.1, 1.3, 1.6, 2.0, 2.5],
+                                       "long_factor": [1.0, 2.0, 4.0, 8.0, 16.0, 32.0],
+                                       "original_max_position_embeddings": CONTEXT},
+                      bos_token_id=1, eos_token_id=[2, 3]),
 }
 
 
 def _hf_model(family: str, std: float = 0.2):
     spec = dict(FAMILIES[family])
     name = spec.pop("cls")
-    config = getattr(transformers, f"{name}Config")(max_position_embeddings=CONTEXT, **spec)
+    spec.setdefault("max_position_embeddings", CONTEXT)
+    config = getattr(transformers, f"{name}Config")(**spec)
     model = getattr(transformers, f"{name}ForCausalLM")(config).eval()
     g = torch.Generator().manual_seed(sum(map(ord, family)))
     with torch.no_grad():

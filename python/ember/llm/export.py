@@ -6,9 +6,9 @@
     from ember.llm.export import export_hf
     info = export_hf("DIR", "model.pte", recipe="xnnpack", quant="8da4w")
 
-The model (ember.llm.hf: Llama 3.x, SmolLM2, Qwen 2.5, Qwen 3) is read from
-config.json and its safetensors weights (without weights, or with --seed,
-random weights from the seed). The program has one method, ``forward(tokens
+The model (ember.llm.hf: Llama 3.x, SmolLM2, Qwen 2.5, Qwen 3, Phi-4-mini) is
+read from config.json and its safetensors weights (without weights, or with
+--seed, random weights from the seed). The program has one method, ``forward(tokens
 int64 [1, T], input_pos int64 [1])`` with T dynamic in 1..max_seq_len, for
 prefill and decode alike, returning the last position's logits (1, vocab),
 and ExecuTorch's metadata methods: get_max_seq_len, get_max_context_len,

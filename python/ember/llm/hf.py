@@ -13,10 +13,13 @@ Families (``model_type`` in config.json):
   frequency scaling, tied or untied output), SmolLM2 (the same layout);
 - ``qwen2``: Qwen 2.5 (biases on q, k and v);
 - ``qwen3``: Qwen 3 (RMSNorm over each head of q and k before the rotation,
-  ``head_dim`` x heads wider than the model).
+  ``head_dim`` x heads wider than the model);
+- ``phi3``: Phi-4-mini (fused qkv and gate/up projections, rotary on the
+  first part of each head, LongRoPE frequencies: the short factors, up to
+  the original context length).
 
-Other families (Gemma 3, Phi-4-mini, ...) are refused with a clear error
-until they are written here.
+Other families (Gemma 3, ...) are refused with a clear error until they are
+written here.
 
 The modules carry Hugging Face's parameter names (``model.layers.N.
 self_attn.q_proj.weight``, ...), so a checkpoint's state dict loads as it
@@ -35,14 +38,14 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import torch
 import torch.nn as nn
 
 from . import llama_ops  # noqa: F401  (registers torch.ops.llama.*)
 
-FAMILIES = ("llama", "qwen2", "qwen3")
+FAMILIES = ("llama", "qwen2", "qwen3", "phi3")
 
 
 @dataclass
@@ -64,6 +67,9 @@ class DecoderConfig:
     qkv_bias: bool
     qk_norm: bool
     max_position_embeddings: int
+    rotary_dim: int = 0  # the leading dims of each head that rotate (0: all)
+    fused: bool = False  # qkv_proj and gate_up_proj (Phi-3 / Phi-4)
+    sliding_window: Optional[int] = None
     bos_token_id: Optional[int] = None
     eos_token_ids: List[int] = field(default_factory=list)
 
@@ -88,16 +94,25 @@ class DecoderConfig:
                                               else None)
         theta = float(cfg.get("rope_theta", rope.get("rope_theta", 10000.0)))
         if scaling is not None:
+            scaling = dict(scaling)
             kind = scaling.get("rope_type", scaling.get("type"))
-            if kind not in ("llama3", "default", None):
+            if kind not in ("llama3", "longrope", "default", None):
                 raise NotImplementedError(f"rope scaling {kind!r} is not supported yet "
-                                          "(ember has llama3)")
+                                          "(ember has llama3 and longrope)")
             if kind in ("default", None):
                 scaling = None
-        if cfg.get("partial_rotary_factor", 1.0) != 1.0:
-            raise NotImplementedError("partial rotary embeddings are not supported yet")
-        if cfg.get("sliding_window") and cfg.get("use_sliding_window", False):
-            raise NotImplementedError("sliding-window attention is not supported yet")
+            else:
+                scaling["rope_type"] = kind
+                scaling.setdefault("original_max_position_embeddings",
+                                   cfg.get("original_max_position_embeddings"))
+        partial = float(cfg.get("partial_rotary_factor", rope.get("partial_rotary_factor", 1.0)))
+        rotary_dim = int(head_dim * partial)
+        if rotary_dim % 2 or not 0 < rotary_dim <= head_dim:
+            raise ValueError(f"partial_rotary_factor {partial} gives {rotary_dim} rotary dims of "
+                             f"a head of {head_dim}: not a positive even number")
+        window = cfg.get("sliding_window")
+        if family in ("qwen2", "qwen3") and not cfg.get("use_sliding_window", False):
+            window = None
         eos = cfg.get("eos_token_id")
         eos_ids = [int(e) for e in (eos if isinstance(eos, list) else [eos]) if e is not None]
         bos = cfg.get("bos_token_id")
@@ -112,19 +127,41 @@ class DecoderConfig:
             qkv_bias=family == "qwen2" or bool(cfg.get("attention_bias", False)),
             qk_norm=family == "qwen3",
             max_position_embeddings=int(cfg.get("max_position_embeddings", 2048)),
+            rotary_dim=rotary_dim, fused=family == "phi3",
+            sliding_window=None if window is None else int(window),
             bos_token_id=None if bos is None else int(bos), eos_token_ids=eos_ids)
 
 
-def rope_inv_freq(cfg: DecoderConfig) -> torch.Tensor:
-    """The rotary frequencies (head_dim / 2), with the llama3 scaling where
-    the config has it: wavelengths longer than original_context /
+def rope_inv_freq(cfg: DecoderConfig, max_seq_len: int) -> Tuple[torch.Tensor, float]:
+    """The rotary frequencies (rotary_dim / 2) and the factor cos and sin
+    are scaled by.
+
+    llama3 scaling: wavelengths longer than original_context /
     low_freq_factor are slowed by factor, shorter than original_context /
-    high_freq_factor kept, and those between blended smoothly."""
-    d = cfg.head_dim
+    high_freq_factor kept, and those between blended smoothly. longrope:
+    each frequency divided by its short factor (contexts up to the original
+    length; the long factors apply beyond it, which a fixed program cannot
+    switch to), cos and sin scaled by sqrt(1 + ln(factor) / ln(original)),
+    factor being max_position_embeddings / original unless given."""
+    d = cfg.rotary_dim or cfg.head_dim
     inv = 1.0 / (cfg.rope_theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
     s = cfg.rope_scaling
     if s is None:
-        return inv.float()
+        return inv.float(), 1.0
+    if s["rope_type"] == "longrope":
+        original = int(s.get("original_max_position_embeddings") or cfg.max_position_embeddings)
+        if max_seq_len > original:
+            raise NotImplementedError(
+                f"longrope past the original context ({original} positions) is not supported "
+                f"yet: export with max_seq_len <= {original}")
+        short = torch.tensor(s["short_factor"], dtype=torch.float64)
+        if short.numel() != d // 2:
+            raise ValueError(f"longrope short_factor has {short.numel()} values, not {d // 2}")
+        factor = float(s.get("factor") or cfg.max_position_embeddings / original)
+        attention = s.get("attention_factor")
+        if attention is None:
+            attention = 1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(original))
+        return (inv / short).float(), float(attention)
     factor = float(s["factor"])
     low, high = float(s.get("low_freq_factor", 1.0)), float(s.get("high_freq_factor", 4.0))
     old = float(s.get("original_max_position_embeddings", 8192))
@@ -133,7 +170,7 @@ def rope_inv_freq(cfg: DecoderConfig) -> torch.Tensor:
     scaled = (1 - smooth) * inv / factor + smooth * inv
     out = torch.where(wavelen > old / low, inv / factor, torch.where(wavelen < old / high, inv,
                                                                     scaled))
-    return out.float()
+    return out.float(), 1.0
 
 
 class RMSNorm(nn.Module):
@@ -149,10 +186,14 @@ class RMSNorm(nn.Module):
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """x (1, T, H, D) rotated by the angles of its positions (cos, sin: (T, D))."""
-    half = x.shape[-1] // 2
-    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-    return x * cos[None, :, None, :] + rotated * sin[None, :, None, :]
+    """x (1, T, H, D) rotated by the angles of its positions (cos, sin: (T, R));
+    only the first R dims of each head rotate when R < D."""
+    r = cos.shape[-1]
+    part = x[..., :r] if r < x.shape[-1] else x
+    half = r // 2
+    rotated = torch.cat((-part[..., half:], part[..., :half]), dim=-1)
+    out = part * cos[None, :, None, :] + rotated * sin[None, :, None, :]
+    return torch.cat((out, x[..., r:]), dim=-1) if r < x.shape[-1] else out
 
 
 class Attention(nn.Module):
@@ -161,9 +202,12 @@ class Attention(nn.Module):
         h, hkv, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
         self.h, self.hkv, self.d = h, hkv, d
         self.max_seq_len = max_seq_len
-        self.q_proj = nn.Linear(cfg.hidden_size, h * d, bias=cfg.qkv_bias)
-        self.k_proj = nn.Linear(cfg.hidden_size, hkv * d, bias=cfg.qkv_bias)
-        self.v_proj = nn.Linear(cfg.hidden_size, hkv * d, bias=cfg.qkv_bias)
+        if cfg.fused:
+            self.qkv_proj = nn.Linear(cfg.hidden_size, (h + 2 * hkv) * d, bias=cfg.qkv_bias)
+        else:
+            self.q_proj = nn.Linear(cfg.hidden_size, h * d, bias=cfg.qkv_bias)
+            self.k_proj = nn.Linear(cfg.hidden_size, hkv * d, bias=cfg.qkv_bias)
+            self.v_proj = nn.Linear(cfg.hidden_size, hkv * d, bias=cfg.qkv_bias)
         self.o_proj = nn.Linear(h * d, cfg.hidden_size, bias=False)
         if cfg.qk_norm:
             self.q_norm = RMSNorm(d, cfg.rms_norm_eps)
@@ -174,9 +218,14 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                 start_pos: int) -> torch.Tensor:
         t = x.shape[1]
-        q = self.q_proj(x).view(1, t, self.h, self.d)
-        k = self.k_proj(x).view(1, t, self.hkv, self.d)
-        v = self.v_proj(x).view(1, t, self.hkv, self.d)
+        if hasattr(self, "qkv_proj"):
+            q, k, v = self.qkv_proj(x).split(
+                [self.h * self.d, self.hkv * self.d, self.hkv * self.d], dim=-1)
+        else:
+            q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        q = q.view(1, t, self.h, self.d)
+        k = k.view(1, t, self.hkv, self.d)
+        v = v.view(1, t, self.hkv, self.d)
         if hasattr(self, "q_norm"):
             q, k = self.q_norm(q), self.k_norm(k)
         q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
@@ -189,12 +238,19 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, cfg: DecoderConfig) -> None:
         super().__init__()
-        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
-        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        if cfg.fused:
+            self.gate_up_proj = nn.Linear(cfg.hidden_size, 2 * cfg.intermediate_size, bias=False)
+        else:
+            self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+            self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(torch.nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+        if hasattr(self, "gate_up_proj"):
+            gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+        else:
+            gate, up = self.gate_proj(x), self.up_proj(x)
+        return self.down_proj(torch.nn.functional.silu(gate) * up)
 
 
 class Layer(nn.Module):
@@ -230,16 +286,21 @@ class Decoder(nn.Module):
         super().__init__()
         if not 1 <= max_seq_len:
             raise ValueError(f"max_seq_len must be positive, got {max_seq_len}")
+        if cfg.sliding_window is not None and cfg.sliding_window < max_seq_len:
+            raise NotImplementedError(
+                f"sliding-window attention ({cfg.sliding_window} positions) is not supported yet: "
+                f"export with max_seq_len <= {cfg.sliding_window}")
         self.config = cfg
         self.max_seq_len = max_seq_len
         self.model = Body(cfg, max_seq_len)
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
-        angles = torch.outer(torch.arange(max_seq_len, dtype=torch.float32), rope_inv_freq(cfg))
+        inv_freq, scale = rope_inv_freq(cfg, max_seq_len)
+        angles = torch.outer(torch.arange(max_seq_len, dtype=torch.float32), inv_freq)
         angles = torch.cat((angles, angles), dim=-1)
-        self.register_buffer("rope_cos", angles.cos(), persistent=False)
-        self.register_buffer("rope_sin", angles.sin(), persistent=False)
+        self.register_buffer("rope_cos", angles.cos() * scale, persistent=False)
+        self.register_buffer("rope_sin", angles.sin() * scale, persistent=False)
 
     def forward(self, tokens: torch.Tensor, input_pos: torch.Tensor) -> torch.Tensor:
         t = tokens.shape[1]
