@@ -16,10 +16,13 @@ Families (``model_type`` in config.json):
   ``head_dim`` x heads wider than the model);
 - ``phi3``: Phi-4-mini (fused qkv and gate/up projections, rotary on the
   first part of each head, LongRoPE frequencies: the short factors, up to
-  the original context length).
+  the original context length);
+- ``gemma3_text``: Gemma 3 (sliding-window and global layers with their
+  own rotary bases, RMSNorm over each head of q and k, the embedding scaled
+  by sqrt(hidden), GELU-tanh, norms before and after attention and the
+  MLP, norm weights stored as w - 1, query_pre_attn_scalar).
 
-Other families (Gemma 3, ...) are refused with a clear error until they are
-written here.
+Other families are refused with a clear error until they are written here.
 
 The modules carry Hugging Face's parameter names (``model.layers.N.
 self_attn.q_proj.weight``, ...), so a checkpoint's state dict loads as it
@@ -45,7 +48,8 @@ import torch.nn as nn
 
 from . import llama_ops  # noqa: F401  (registers torch.ops.llama.*)
 
-FAMILIES = ("llama", "qwen2", "qwen3", "phi3")
+FAMILIES = ("llama", "qwen2", "qwen3", "phi3", "gemma3_text")
+FULL, SLIDING = "full_attention", "sliding_attention"
 
 
 @dataclass
@@ -69,7 +73,13 @@ class DecoderConfig:
     max_position_embeddings: int
     rotary_dim: int = 0  # the leading dims of each head that rotate (0: all)
     fused: bool = False  # qkv_proj and gate_up_proj (Phi-3 / Phi-4)
+    o_bias: bool = False  # a bias on o_proj (attention_bias, where the family has it there)
     sliding_window: Optional[int] = None
+    layer_types: List[str] = field(default_factory=list)  # FULL or SLIDING per layer
+    local_rope_theta: Optional[float] = None  # SLIDING layers' base (Gemma 3)
+    gemma: bool = False  # Gemma's norms (1 + w), embedding scale, sandwich norms, GELU-tanh
+    attn_scale: Optional[float] = None  # None: 1 / sqrt(head_dim)
+    final_logit_softcapping: Optional[float] = None
     bos_token_id: Optional[int] = None
     eos_token_ids: List[int] = field(default_factory=list)
 
@@ -90,15 +100,19 @@ class DecoderConfig:
         hidden = int(need("hidden_size"))
         head_dim = int(cfg.get("head_dim") or hidden // heads)
         rope = dict(cfg.get("rope_parameters") or {})  # transformers 5 spelling
+        local_rope: Dict[str, Any] = {}
+        if FULL in rope:  # one set of parameters per layer type (Gemma 3)
+            local_rope = dict(rope.get(SLIDING) or {})
+            rope = dict(rope[FULL] or {})
         scaling = cfg.get("rope_scaling") or (rope if rope.get("rope_type", "default") != "default"
                                               else None)
         theta = float(cfg.get("rope_theta", rope.get("rope_theta", 10000.0)))
         if scaling is not None:
             scaling = dict(scaling)
             kind = scaling.get("rope_type", scaling.get("type"))
-            if kind not in ("llama3", "longrope", "default", None):
+            if kind not in ("llama3", "longrope", "linear", "default", None):
                 raise NotImplementedError(f"rope scaling {kind!r} is not supported yet "
-                                          "(ember has llama3 and longrope)")
+                                          "(ember has llama3, longrope and linear)")
             if kind in ("default", None):
                 scaling = None
             else:
@@ -111,31 +125,60 @@ class DecoderConfig:
             raise ValueError(f"partial_rotary_factor {partial} gives {rotary_dim} rotary dims of "
                              f"a head of {head_dim}: not a positive even number")
         window = cfg.get("sliding_window")
-        if family in ("qwen2", "qwen3") and not cfg.get("use_sliding_window", False):
+        if family in ("qwen2", "qwen3"):
+            if cfg.get("use_sliding_window", False):
+                raise NotImplementedError("Qwen's use_sliding_window is not supported yet")
             window = None
+        layers = int(need("num_hidden_layers"))
+        gemma = family == "gemma3_text"
+        if gemma:
+            types = cfg.get("layer_types") or [
+                SLIDING if (i + 1) % int(cfg.get("sliding_window_pattern", 6)) else FULL
+                for i in range(layers)]
+            if cfg.get("attn_logit_softcapping") is not None:
+                raise NotImplementedError("attention logit soft-capping is not supported yet")
+            act = cfg.get("hidden_activation", cfg.get("hidden_act"))
+            if act not in ("gelu_pytorch_tanh", "gelu_tanh"):
+                raise NotImplementedError(f"Gemma 3 with activation {act!r} is not supported")
+        else:
+            types = [SLIDING if window is not None else FULL] * layers
+        if len(types) != layers or set(types) - {FULL, SLIDING}:
+            raise ValueError(f"layer_types must give {FULL!r} or {SLIDING!r} for each of the "
+                             f"{layers} layers")
+        local_theta = local_rope.get("rope_theta", cfg.get("rope_local_base_freq"))
+        if local_rope.get("rope_type", "default") != "default":
+            raise NotImplementedError("rope scaling on sliding-window layers is not supported yet")
         eos = cfg.get("eos_token_id")
         eos_ids = [int(e) for e in (eos if isinstance(eos, list) else [eos]) if e is not None]
         bos = cfg.get("bos_token_id")
         return DecoderConfig(
             family=family, vocab_size=int(need("vocab_size")), hidden_size=hidden,
             intermediate_size=int(need("intermediate_size")),
-            num_layers=int(need("num_hidden_layers")), num_heads=heads,
+            num_layers=layers, num_heads=heads,
             num_kv_heads=int(cfg.get("num_key_value_heads") or heads), head_dim=head_dim,
             rms_norm_eps=float(cfg.get("rms_norm_eps", 1e-6)), rope_theta=theta,
             rope_scaling=dict(scaling) if scaling else None,
-            tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+            tie_word_embeddings=bool(cfg.get("tie_word_embeddings", gemma)),
             qkv_bias=family == "qwen2" or bool(cfg.get("attention_bias", False)),
-            qk_norm=family == "qwen3",
+            qk_norm=family in ("qwen3", "gemma3_text"),
             max_position_embeddings=int(cfg.get("max_position_embeddings", 2048)),
             rotary_dim=rotary_dim, fused=family == "phi3",
-            sliding_window=None if window is None else int(window),
+            o_bias=family in ("llama", "qwen3", "gemma3_text") and bool(cfg.get("attention_bias")),
+            sliding_window=None if window is None else int(window), layer_types=list(types),
+            local_rope_theta=None if local_theta is None else float(local_theta), gemma=gemma,
+            attn_scale=float(cfg["query_pre_attn_scalar"]) ** -0.5
+            if gemma and cfg.get("query_pre_attn_scalar") else None,
+            final_logit_softcapping=cfg.get("final_logit_softcapping"),
             bos_token_id=None if bos is None else int(bos), eos_token_ids=eos_ids)
 
 
-def rope_inv_freq(cfg: DecoderConfig, max_seq_len: int) -> Tuple[torch.Tensor, float]:
+def rope_inv_freq(cfg: DecoderConfig, max_seq_len: int,
+                  kind: str = FULL) -> Tuple[torch.Tensor, float]:
     """The rotary frequencies (rotary_dim / 2) and the factor cos and sin
-    are scaled by.
+    are scaled by, for the layers of a kind (Gemma 3's sliding-window layers
+    have their own base and no scaling).
 
+    linear scaling: every frequency divided by factor.
     llama3 scaling: wavelengths longer than original_context /
     low_freq_factor are slowed by factor, shorter than original_context /
     high_freq_factor kept, and those between blended smoothly. longrope:
@@ -144,10 +187,14 @@ def rope_inv_freq(cfg: DecoderConfig, max_seq_len: int) -> Tuple[torch.Tensor, f
     switch to), cos and sin scaled by sqrt(1 + ln(factor) / ln(original)),
     factor being max_position_embeddings / original unless given."""
     d = cfg.rotary_dim or cfg.head_dim
-    inv = 1.0 / (cfg.rope_theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
-    s = cfg.rope_scaling
+    local = kind == SLIDING and cfg.local_rope_theta is not None
+    theta = cfg.local_rope_theta if local else cfg.rope_theta
+    inv = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
+    s = None if local else cfg.rope_scaling
     if s is None:
         return inv.float(), 1.0
+    if s["rope_type"] == "linear":
+        return (inv / float(s["factor"])).float(), 1.0
     if s["rope_type"] == "longrope":
         original = int(s.get("original_max_position_embeddings") or cfg.max_position_embeddings)
         if max_seq_len > original:
@@ -174,14 +221,19 @@ def rope_inv_freq(cfg: DecoderConfig, max_seq_len: int) -> Tuple[torch.Tensor, f
 
 
 class RMSNorm(nn.Module):
-    def __init__(self, dim: int, eps: float) -> None:
+    """x / rms(x) * w; Gemma stores w - 1 (``offset``) and scales in float32."""
+
+    def __init__(self, dim: int, eps: float, offset: bool = False) -> None:
         super().__init__()
         self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
+        self.offset = offset
+        self.weight = nn.Parameter(torch.zeros(dim) if offset else torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         xf = x.float()
         xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        if self.offset:
+            return (xf * (1.0 + self.weight.float())).to(x.dtype)
         return self.weight * xf.to(x.dtype)
 
 
@@ -201,6 +253,7 @@ class Attention(nn.Module):
         super().__init__()
         h, hkv, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
         self.h, self.hkv, self.d = h, hkv, d
+        self.scale = cfg.attn_scale
         self.max_seq_len = max_seq_len
         if cfg.fused:
             self.qkv_proj = nn.Linear(cfg.hidden_size, (h + 2 * hkv) * d, bias=cfg.qkv_bias)
@@ -208,15 +261,17 @@ class Attention(nn.Module):
             self.q_proj = nn.Linear(cfg.hidden_size, h * d, bias=cfg.qkv_bias)
             self.k_proj = nn.Linear(cfg.hidden_size, hkv * d, bias=cfg.qkv_bias)
             self.v_proj = nn.Linear(cfg.hidden_size, hkv * d, bias=cfg.qkv_bias)
-        self.o_proj = nn.Linear(h * d, cfg.hidden_size, bias=False)
+        self.o_proj = nn.Linear(h * d, cfg.hidden_size, bias=cfg.o_bias)
         if cfg.qk_norm:
-            self.q_norm = RMSNorm(d, cfg.rms_norm_eps)
-            self.k_norm = RMSNorm(d, cfg.rms_norm_eps)
+            self.q_norm = RMSNorm(d, cfg.rms_norm_eps, cfg.gemma)
+            self.k_norm = RMSNorm(d, cfg.rms_norm_eps, cfg.gemma)
         self.register_buffer("k_cache", torch.zeros(1, max_seq_len, hkv, d), persistent=False)
         self.register_buffer("v_cache", torch.zeros(1, max_seq_len, hkv, d), persistent=False)
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-                start_pos: int) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, start_pos: int,
+                mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """mask: None for causal attention over the cache, else the additive
+        (T, max_seq_len) mask of a sliding window."""
         t = x.shape[1]
         if hasattr(self, "qkv_proj"):
             q, k, v = self.qkv_proj(x).split(
@@ -231,7 +286,12 @@ class Attention(nn.Module):
         q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
         torch.ops.llama.update_cache(k, self.k_cache, start_pos)
         torch.ops.llama.update_cache(v, self.v_cache, start_pos)
-        y = torch.ops.llama.custom_sdpa(q, self.k_cache, self.v_cache, start_pos, None, 0.0, True)
+        if mask is None:
+            y = torch.ops.llama.custom_sdpa(q, self.k_cache, self.v_cache, start_pos, None, 0.0,
+                                            True, self.scale)
+        else:
+            y = torch.ops.llama.custom_sdpa(q, self.k_cache, self.v_cache, start_pos, mask, 0.0,
+                                            False, self.scale)
         return self.o_proj(y.reshape(1, t, self.h * self.d))
 
 
@@ -244,26 +304,45 @@ class MLP(nn.Module):
             self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
             self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+        self.gelu = cfg.gemma
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if hasattr(self, "gate_up_proj"):
             gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
         else:
             gate, up = self.gate_proj(x), self.up_proj(x)
-        return self.down_proj(torch.nn.functional.silu(gate) * up)
+        if self.gelu:
+            act = torch.nn.functional.gelu(gate, approximate="tanh")
+        else:
+            act = torch.nn.functional.silu(gate)
+        return self.down_proj(act * up)
 
 
 class Layer(nn.Module):
-    def __init__(self, cfg: DecoderConfig, max_seq_len: int) -> None:
+    """One block. Llama's layout: x + attn(norm(x)), then x + mlp(norm(x))
+    (post_attention_layernorm is the MLP's input norm). Gemma's: norms on
+    both sides of each, x + norm(attn(norm(x))), x + norm(mlp(norm(x)))."""
+
+    def __init__(self, cfg: DecoderConfig, max_seq_len: int, kind: str) -> None:
         super().__init__()
+        self.kind = kind
+        self.gemma = cfg.gemma
         self.self_attn = Attention(cfg, max_seq_len)
         self.mlp = MLP(cfg)
-        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        n, eps = cfg.hidden_size, cfg.rms_norm_eps
+        self.input_layernorm = RMSNorm(n, eps, cfg.gemma)
+        self.post_attention_layernorm = RMSNorm(n, eps, cfg.gemma)
+        if cfg.gemma:
+            self.pre_feedforward_layernorm = RMSNorm(n, eps, True)
+            self.post_feedforward_layernorm = RMSNorm(n, eps, True)
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-                start_pos: int) -> torch.Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, start_pos)
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, start_pos: int,
+                mask: Optional[torch.Tensor]) -> torch.Tensor:
+        a = self.self_attn(self.input_layernorm(x), cos, sin, start_pos, mask)
+        if self.gemma:
+            x = x + self.post_attention_layernorm(a)
+            return x + self.post_feedforward_layernorm(self.mlp(self.pre_feedforward_layernorm(x)))
+        x = x + a
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -273,8 +352,8 @@ class Body(nn.Module):
     def __init__(self, cfg: DecoderConfig, max_seq_len: int) -> None:
         super().__init__()
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
-        self.layers = nn.ModuleList([Layer(cfg, max_seq_len) for _ in range(cfg.num_layers)])
-        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.layers = nn.ModuleList([Layer(cfg, max_seq_len, kind) for kind in cfg.layer_types])
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, cfg.gemma)
 
 
 class Decoder(nn.Module):
@@ -286,34 +365,51 @@ class Decoder(nn.Module):
         super().__init__()
         if not 1 <= max_seq_len:
             raise ValueError(f"max_seq_len must be positive, got {max_seq_len}")
-        if cfg.sliding_window is not None and cfg.sliding_window < max_seq_len:
-            raise NotImplementedError(
-                f"sliding-window attention ({cfg.sliding_window} positions) is not supported yet: "
-                f"export with max_seq_len <= {cfg.sliding_window}")
         self.config = cfg
         self.max_seq_len = max_seq_len
         self.model = Body(cfg, max_seq_len)
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
-        inv_freq, scale = rope_inv_freq(cfg, max_seq_len)
-        angles = torch.outer(torch.arange(max_seq_len, dtype=torch.float32), inv_freq)
-        angles = torch.cat((angles, angles), dim=-1)
-        self.register_buffer("rope_cos", angles.cos() * scale, persistent=False)
-        self.register_buffer("rope_sin", angles.sin() * scale, persistent=False)
+        # one rotary table per kind of layer; a window as long as the context
+        # is no window
+        self.window = cfg.sliding_window if cfg.sliding_window is not None and \
+            cfg.sliding_window < max_seq_len else None
+        self.embed_scale = math.sqrt(cfg.hidden_size) if cfg.gemma else None
+        for kind in sorted(set(cfg.layer_types)):
+            inv_freq, scale = rope_inv_freq(cfg, max_seq_len, kind)
+            angles = torch.outer(torch.arange(max_seq_len, dtype=torch.float32), inv_freq)
+            angles = torch.cat((angles, angles), dim=-1)
+            self.register_buffer(f"rope_cos_{kind}", angles.cos() * scale, persistent=False)
+            self.register_buffer(f"rope_sin_{kind}", angles.sin() * scale, persistent=False)
 
     def forward(self, tokens: torch.Tensor, input_pos: torch.Tensor) -> torch.Tensor:
         t = tokens.shape[1]
         start = input_pos[0].item()
         torch._check(start >= 0)
         torch._check(start + t <= self.max_seq_len)
-        cos = self.rope_cos.narrow(0, start, t)
-        sin = self.rope_sin.narrow(0, start, t)
+        tables = {kind: (getattr(self, f"rope_cos_{kind}").narrow(0, start, t),
+                         getattr(self, f"rope_sin_{kind}").narrow(0, start, t))
+                  for kind in set(self.config.layer_types)}
+        mask = None
+        if self.window is not None:
+            # row r (position start + r) sees cache rows j with
+            # start + r - window < j <= start + r
+            rows = (torch.arange(t) + start).unsqueeze(1)
+            cols = torch.arange(self.max_seq_len).unsqueeze(0)
+            seen = (cols <= rows) & (cols > rows - self.window)
+            mask = torch.where(seen, 0.0, float("-inf"))
         x = self.model.embed_tokens(tokens)
+        if self.embed_scale is not None:
+            x = x * torch.tensor(self.embed_scale, dtype=x.dtype)
         for layer in self.model.layers:
-            x = layer(x, cos, sin, start)
-        x = self.model.norm(x[:, -1, :])
-        return self.lm_head(x)
+            cos, sin = tables[layer.kind]
+            x = layer(x, cos, sin, start, mask if layer.kind == SLIDING else None)
+        logits = self.lm_head(self.model.norm(x[:, -1, :]))
+        cap = self.config.final_logit_softcapping
+        if cap:
+            logits = torch.tanh(logits / cap) * cap
+        return logits
 
     def reset_cache(self) -> None:
         for layer in self.model.layers:
@@ -368,7 +464,7 @@ def load_model(source: Union[str, os.PathLike, Mapping[str, Any]], max_seq_len: 
         with torch.no_grad():
             for name, p in model.named_parameters():
                 if name.endswith("norm.weight"):
-                    p.fill_(1.0)
+                    p.fill_(0.0 if cfg.gemma else 1.0)
                 elif name.endswith(".bias"):
                     p.zero_()
                 else:
