@@ -440,25 +440,34 @@ def load_model(source: Union[str, os.PathLike, Mapping[str, Any]], max_seq_len: 
     files = [] if isinstance(source, Mapping) or seed is not None else sorted(
         glob.glob(os.path.join(os.fspath(source), "*.safetensors")))
     if files:
-        from safetensors.torch import load_file
+        # tensor by tensor into the model's own storage: no second copy of
+        # the weights in memory
+        from safetensors import safe_open
 
-        state: Dict[str, torch.Tensor] = {}
-        for f in files:
-            state.update(load_file(f))
-        if cfg.tie_word_embeddings:
-            state.pop("lm_head.weight", None)
-        expected = set(model.state_dict())
+        params = model.state_dict()
+        expected = set(params)
         if cfg.tie_word_embeddings:
             expected.discard("lm_head.weight")
-        missing = sorted(expected - set(state))
-        unexpected = sorted(set(state) - expected)
-        if missing or unexpected:
-            raise ValueError(f"the weights in {os.fspath(source)} do not fit a {cfg.family} model: "
-                             f"missing {missing[:5]}, unexpected {unexpected[:5]}")
+        seen = set()
         with torch.no_grad():
-            for name, p in model.state_dict().items():
-                if name in state:
-                    p.copy_(state[name].to(p.dtype))
+            for f in files:
+                with safe_open(f, framework="pt") as st:
+                    for name in st.keys():
+                        if name not in expected:
+                            if name == "lm_head.weight" and cfg.tie_word_embeddings:
+                                continue
+                            raise ValueError(f"{f}: {name} is not a weight of a {cfg.family} "
+                                             "model with this config")
+                        t = st.get_tensor(name)
+                        if tuple(t.shape) != tuple(params[name].shape):
+                            raise ValueError(f"{f}: {name} is {tuple(t.shape)}, the config "
+                                             f"makes it {tuple(params[name].shape)}")
+                        params[name].copy_(t.to(params[name].dtype))
+                        seen.add(name)
+        missing = sorted(expected - seen)
+        if missing:
+            raise ValueError(f"the weights in {os.fspath(source)} lack {len(missing)} tensors of "
+                             f"a {cfg.family} model: {', '.join(missing[:5])}")
     else:
         g = torch.Generator().manual_seed(0 if seed is None else seed)
         with torch.no_grad():
