@@ -9,8 +9,24 @@
         prog.write_to_file(f)
 """
 
+import logging as _logging
+
+
+def _quiet_import_noise() -> None:
+    """torchao logs a warning for each optional CUDA extension a CPU-only
+    torch cannot load, and torch's pytree a deprecation for each enum torchao
+    registers; neither concerns ember's users. Those two loggers are raised
+    to ERROR unless the application has set their levels itself."""
+    for name in ("torchao", "torch.utils._pytree"):
+        logger = _logging.getLogger(name)
+        if logger.level == _logging.NOTSET:
+            logger.setLevel(_logging.ERROR)
+
+
+_quiet_import_noise()
+
 # Out variants of the quantized_decomposed ops (pt2e-quantized models).
-from . import quantized_ops as _quantized_ops  # noqa: F401
+from . import quantized_ops as _quantized_ops  # noqa: E402,F401
 from .config import ExecutorchBackendConfig
 from .edge import EdgeCompileConfig
 from .errors import ExportError, IRValidityError
