@@ -22,7 +22,8 @@ by the reference tokenizer (tiktoken, tokenizers):
   same config and weights, `generate` greedy;
 - 8da4w (int8 dynamic activations, 4-bit weights in groups of 32): the
   reference is ExecuTorch's runtime greedy on the same file, since the
-  quantized arithmetic is the file's, not transformers'.
+  quantized arithmetic is the file's, not transformers'; it keeps its cache
+  across turns and runs each turn's new tokens, as ember-llm does.
 """
 
 from __future__ import annotations
@@ -286,15 +287,25 @@ def transformers_greedy(fam: Family) -> Callable[[List[int]], List[int]]:
 
 
 def executorch_greedy(pte: Path, stop: List[int]) -> Callable[[List[int]], List[int]]:
+    """Greedy decoding in ExecuTorch's runtime that keeps its cache across
+    turns as a chat does: each turn runs only the tokens after the longest
+    prefix the cache already holds. With dynamic int8 activations a value
+    computed in another chunking can round the other way, so the reference
+    runs the same chunks as ember-llm."""
     from executorch.runtime import Runtime
 
     method = Runtime.get().load_program(str(pte)).load_method("forward")
+    cache: List[int] = []  # the tokens whose keys and values the method holds
 
     def run(prompt: List[int]) -> List[int]:
-        pending, pos, ids = list(prompt), 0, []
+        k = 0
+        while k < min(len(cache), len(prompt) - 1) and cache[k] == prompt[k]:
+            k += 1
+        del cache[k:]
+        pending, ids = list(prompt[k:]), []
         for _ in range(NEW):
-            logits = method.execute([torch.tensor([pending]), torch.tensor([pos])])[0]
-            pos += len(pending)
+            logits = method.execute([torch.tensor([pending]), torch.tensor([len(cache)])])[0]
+            cache.extend(pending)
             t = int(logits.reshape(-1, logits.shape[-1])[-1].argmax())
             if t in stop:
                 break
