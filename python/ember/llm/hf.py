@@ -390,7 +390,7 @@ class Decoder(nn.Module):
         torch._check(start + t <= self.max_seq_len)
         tables = {kind: (getattr(self, f"rope_cos_{kind}").narrow(0, start, t),
                          getattr(self, f"rope_sin_{kind}").narrow(0, start, t))
-                  for kind in set(self.config.layer_types)}
+                  for kind in sorted(set(self.config.layer_types))}
         mask = None
         if self.window is not None:
             # row r (position start + r) sees cache rows j with
