@@ -79,38 +79,8 @@ def quantize_for_export(model: torch.nn.Module, example: Sequence[Any], dynamic_
     if backend != "xnnpack":
         raise ValueError(f"quantization {scheme} needs the xnnpack backend, not {backend!r}: "
                          "the quantized linear layers run in XnnpackBackend")
-    if scheme == "8da4w":
-        from torchao.quantization.granularity import PerGroup
-        from torchao.quantization.quant_api import (Int8DynamicActivationIntxWeightConfig,
-                                                    quantize_)
+    if scheme in ("8da4w", "int8"):
+        from ember.llm.export import quantize_linears
 
-        if group_size <= 0:
-            raise ValueError(f"group size must be positive, not {group_size}")
-        for name, m in model.named_modules():
-            if isinstance(m, torch.nn.Linear) and m.in_features % group_size:
-                raise ValueError(f"8da4w: {name} has {m.in_features} input features, not a "
-                                 f"multiple of the group size {group_size}; pick a group size "
-                                 "that divides every linear layer's input width")
-        quantize_(model, Int8DynamicActivationIntxWeightConfig(
-            weight_dtype=torch.int4, weight_granularity=PerGroup(group_size)))
-        return model
-    if scheme == "int8":
-        from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-
-        from ember.backends.transforms.duplicate_dynamic_quant_chain import \
-            DuplicateDynamicQuantChainPass
-        from ember.backends.xnnpack.quantizer import (XNNPACKQuantizer,
-                                                      get_symmetric_quantization_config)
-
-        quantizer = XNNPACKQuantizer().set_global(
-            get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True))
-        with torch.no_grad():
-            traced = torch.export.export(model, tuple(example), dynamic_shapes=dynamic_shapes,
-                                         strict=False).module()
-            prepared = prepare_pt2e(traced, quantizer)
-            for args in calibration or [example]:
-                prepared(*args)
-            converted = convert_pt2e(prepared)
-        DuplicateDynamicQuantChainPass()(converted)
-        return converted
+        return quantize_linears(model, example, dynamic_shapes, scheme, group_size, calibration)
     raise ValueError(f"unknown quantization scheme {scheme!r}; one of {', '.join(SCHEMES)}")

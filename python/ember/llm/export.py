@@ -48,12 +48,15 @@ def _peak_rss_mib() -> float:
 
 
 def quantize_linears(model: torch.nn.Module, example: Sequence[Any], dynamic_shapes: Any,
-                     scheme: str, group_size: int = 32) -> torch.nn.Module:
+                     scheme: str, group_size: int = 32,
+                     calibration: Optional[Sequence[Sequence[Any]]] = None) -> torch.nn.Module:
     """The model with its linear layers quantized for XnnpackBackend: "none"
     (as it is), "8da4w" (torchao's Int8DynamicActivationIntxWeightConfig,
     int4 weights in groups of group_size; in place) or "int8" (pt2e with
     ember's XNNPACKQuantizer, dynamic per-token activations and per-channel
-    weights: returns the converted graph module)."""
+    weights: returns the converted graph module; dynamic quantization needs
+    no calibration, and ``calibration`` (default: the example) only
+    exercises the prepared graph)."""
     if scheme == "none":
         return model
     if scheme == "8da4w":
@@ -85,7 +88,8 @@ def quantize_linears(model: torch.nn.Module, example: Sequence[Any], dynamic_sha
             traced = torch.export.export(model, tuple(example), dynamic_shapes=dynamic_shapes,
                                          strict=False).module()
             prepared = prepare_pt2e(traced, quantizer)
-            prepared(*example)
+            for args in calibration or [example]:
+                prepared(*args)
             converted = convert_pt2e(prepared)
         DuplicateDynamicQuantChainPass()(converted)
         return converted
