@@ -318,14 +318,20 @@ static ember_status add_eos(tok_common *c, int32_t id) {
     return tok_ids_push(&c->eos_ids, id);
 }
 
-static ember_status read_config(const char *path, tok_common *c) {
+/* The JSON document in the file at path. */
+static ember_status read_json_file(const char *path, ember_json_doc **doc) {
     char *data;
     size_t len;
-    ember_json_doc *doc;
     ember_status st = tok_read_file(path, &data, &len);
     if (st != EMBER_OK) return st;
-    st = parse_json(data, len, path, &doc);
+    st = parse_json(data, len, path, doc);
     free(data);
+    return st;
+}
+
+static ember_status read_config(const char *path, tok_common *c) {
+    ember_json_doc *doc;
+    ember_status st = read_json_file(path, &doc);
     if (st != EMBER_OK) return st;
     const ember_json *root = ember_json_root(doc);
     st = dup_json_string(token_string(ember_json_find(root, "bos_token")), &c->bos_text);
@@ -351,13 +357,8 @@ static ember_status read_config(const char *path, tok_common *c) {
 }
 
 static ember_status read_generation_config(const char *path, tok_common *c) {
-    char *data;
-    size_t len;
     ember_json_doc *doc;
-    ember_status st = tok_read_file(path, &data, &len);
-    if (st != EMBER_OK) return st;
-    st = parse_json(data, len, path, &doc);
-    free(data);
+    ember_status st = read_json_file(path, &doc);
     if (st != EMBER_OK) return st;
     const ember_json *root = ember_json_root(doc);
     const ember_json *eos = ember_json_find(root, "eos_token_id");

@@ -96,8 +96,6 @@ static inline bool jj_mul_i64(int64_t a, int64_t b, int64_t *out) {
 /* Decodes the code point at s[0..n) (n > 0); returns its length, 1 for an
  * invalid byte (decoded as U+FFFD). */
 size_t jj_utf8_next(const char *s, size_t n, uint32_t *cp);
-/* Writes cp as UTF-8; returns its length (1..4). */
-size_t jj_utf8_put(uint32_t cp, char *out);
 /* True when s[0..n) is valid UTF-8. */
 bool jj_utf8_valid(const char *s, size_t n);
 /* Number of code points in s[0..n). */

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "jinja_internal.h"
+#include "text/unicode.h"
 
 typedef struct lexer {
     const char *name;
@@ -271,7 +272,7 @@ static ember_status lex_string(lexer *lx) {
                 cp = (uint32_t)(x - '0');
                 for (int d = 0; d < 2 && i < e && lx->s[i] >= '0' && lx->s[i] <= '7'; d++)
                     cp = cp * 8 + (uint32_t)(lx->s[i++] - '0');
-                o += jj_utf8_put(cp, out + o);
+                o += ember_utf8_encode(cp, out + o);
                 continue;
             }
             /* Python keeps an unknown escape as it is. */
@@ -288,7 +289,7 @@ static ember_status lex_string(lexer *lx) {
         if (cp > 0x10FFFF) return fail(lx, i, EMBER_ERR_INVALID_ARGUMENT, "escape past U+10FFFF");
         if (cp >= 0xD800 && cp <= 0xDFFF)
             return fail(lx, i, EMBER_ERR_NOT_SUPPORTED, "surrogate escapes are not supported");
-        o += jj_utf8_put(cp, out + o);
+        o += ember_utf8_encode(cp, out + o);
     }
     out[o] = '\0';
     jj_token t = tok(T_STRING);

@@ -47,29 +47,6 @@ size_t jj_utf8_next(const char *str, size_t n, uint32_t *cp) {
     return len;
 }
 
-size_t jj_utf8_put(uint32_t cp, char *o) {
-    if (cp < 0x80) {
-        o[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (char)(0xC0 | (cp >> 6));
-        o[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | (cp >> 12));
-        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (cp >> 18));
-    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 bool jj_utf8_valid(const char *s, size_t n) {
     for (size_t i = 0; i < n;) {
         if ((unsigned char)s[i] < 0x80) {
@@ -173,7 +150,7 @@ bool jj_buf_case(jj_buf *b, const char *s, size_t n, size_t i, size_t len, int m
         if (i + len < n) jj_utf8_next(s + i + len, n - i - len, &next);
         bool final = jj_is_cased(cp_before(s, i)) && !jj_is_cased(next);
         char tmp[4];
-        return jj_buf_put(b, tmp, jj_utf8_put(final ? 0x03C2 : 0x03C3, tmp));
+        return jj_buf_put(b, tmp, ember_utf8_encode(final ? 0x03C2 : 0x03C3, tmp));
     }
     const jj_case_range *r = case_of(cp);
     if (r == NULL) return jj_buf_put(b, s + i, len);
@@ -187,7 +164,7 @@ bool jj_buf_case(jj_buf *b, const char *s, size_t n, size_t i, size_t len, int m
     }
     int32_t d = mode == JJ_LOWER ? r->lower : mode == JJ_UPPER ? r->upper : r->title;
     char tmp[4];
-    return jj_buf_put(b, tmp, jj_utf8_put((uint32_t)((int32_t)cp + d), tmp));
+    return jj_buf_put(b, tmp, ember_utf8_encode((uint32_t)((int32_t)cp + d), tmp));
 }
 
 bool jj_buf_map_case(jj_buf *b, const char *s, size_t n, int mode) {

@@ -14,6 +14,7 @@
  *                             of more than JSON_INDEX_MIN members
  */
 #include "json.h"
+#include "unicode.h"
 
 #include <float.h>
 #include <locale.h>
@@ -216,29 +217,6 @@ static size_t utf8_valid_len(const unsigned char *s, size_t n) {
     return 0;
 }
 
-static size_t utf8_put(uint32_t cp, char *o) {
-    if (cp < 0x80) {
-        o[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (char)(0xC0 | (cp >> 6));
-        o[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | (cp >> 12));
-        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (cp >> 18));
-    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* True when some byte of w is '"', '\\', below 0x20 or above 0x7F. The
  * zero-byte tests may also flag bytes after a real hit, never miss one. */
 static bool word_special(uint64_t w) {
@@ -355,7 +333,7 @@ static ember_status parse_string(parser *p, ember_json *out) {
                     cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
                     k += 6;
                 }
-                len += utf8_put(cp, dst + len);
+                len += ember_utf8_encode(cp, dst + len);
                 continue;
             }
             default: ch = (char)e; break; /* " \ / */
