@@ -90,11 +90,11 @@ void hf_pattern_free(hf_pattern *p) {
     memset(p, 0, sizeof *p);
 }
 
-static ember_status spans_add(hf_spans *s, size_t a, size_t b, bool m) {
+ember_status hf_spans_add(hf_spans *s, size_t a, size_t b, bool m, const char *what) {
     if (s->len == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 16;
         hf_span *d = cap > s->cap ? tok_alloc_array(cap, sizeof *d) : NULL;
-        if (d == NULL) return tok_oom("pattern");
+        if (d == NULL) return tok_oom(what);
         if (s->len) memcpy(d, s->data, s->len * sizeof *d);
         free(s->data);
         s->data = d;
@@ -106,8 +106,8 @@ static ember_status spans_add(hf_spans *s, size_t a, size_t b, bool m) {
 
 ember_status hf_pattern_spans(const hf_pattern *p, const char *text, size_t len, hf_spans *out) {
     out->len = 0;
-    if (len == 0) return spans_add(out, 0, 0, false);
-    if (p->re == NULL && p->literal_len == 0) return spans_add(out, 0, len, false);
+    if (len == 0) return hf_spans_add(out, 0, 0, false, "pattern");
+    if (p->re == NULL && p->literal_len == 0) return hf_spans_add(out, 0, len, false, "pattern");
     size_t prev = 0, pos = 0;
     ember_status st = EMBER_OK;
     while (pos <= len && st == EMBER_OK) {
@@ -124,8 +124,8 @@ ember_status hf_pattern_spans(const hf_pattern *p, const char *text, size_t len,
                 }
         }
         if (st != EMBER_OK || !found) break;
-        if (prev != ms) st = spans_add(out, prev, ms, false);
-        if (st == EMBER_OK) st = spans_add(out, ms, me, true);
+        if (prev != ms) st = hf_spans_add(out, prev, ms, false, "pattern");
+        if (st == EMBER_OK) st = hf_spans_add(out, ms, me, true, "pattern");
         prev = me;
         if (me > ms) {
             pos = me;
@@ -135,7 +135,7 @@ ember_status hf_pattern_spans(const hf_pattern *p, const char *text, size_t len,
             pos = ms + tok_utf8_char(text, len, ms, &cp);
         }
     }
-    if (st == EMBER_OK && prev != len) st = spans_add(out, prev, len, false);
+    if (st == EMBER_OK && prev != len) st = hf_spans_add(out, prev, len, false, "pattern");
     return st;
 }
 

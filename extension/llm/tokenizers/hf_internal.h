@@ -48,6 +48,9 @@ ember_status hf_pattern_read(const ember_json *j, const char *where, hf_pattern 
 void hf_pattern_free(hf_pattern *p);
 /* The spans of text, as tokenizers' Pattern::find_matches gives them. */
 ember_status hf_pattern_spans(const hf_pattern *p, const char *text, size_t len, hf_spans *out);
+/* Appends span [a, b) (m: a match) to s; what names the caller in an
+ * out-of-memory error. */
+ember_status hf_spans_add(hf_spans *s, size_t a, size_t b, bool m, const char *what);
 void hf_spans_free(hf_spans *s);
 
 /* ---- pieces ---- */

@@ -202,38 +202,24 @@ void hf_pretokenizer_free(hf_pretokenizer *p) {
 /* Spans and behaviours                                                      */
 /* ------------------------------------------------------------------------ */
 
-static ember_status span_add(hf_spans *s, size_t a, size_t b, bool m) {
-    if (s->len == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 16;
-        hf_span *d = cap > s->cap ? tok_alloc_array(cap, sizeof *d) : NULL;
-        if (d == NULL) return tok_oom("pre-tokenizer");
-        if (s->len) memcpy(d, s->data, s->len * sizeof *d);
-        free(s->data);
-        s->data = d;
-        s->cap = cap;
-    }
-    s->data[s->len++] = (hf_span){a, b, m};
-    return EMBER_OK;
-}
-
 /* A character predicate as a pattern: each matching character one span. */
 static ember_status char_spans(bool (*pred)(uint32_t, const pre_step *), const pre_step *s,
                                const char *t, size_t n, hf_spans *out) {
     out->len = 0;
-    if (n == 0) return span_add(out, 0, 0, false);
+    if (n == 0) return hf_spans_add(out, 0, 0, false, "pre-tokenizer");
     size_t last = 0;
     ember_status st = EMBER_OK;
     for (size_t i = 0; i < n && st == EMBER_OK;) {
         uint32_t cp;
         size_t k = tok_utf8_char(t, n, i, &cp);
         if (pred(cp, s)) {
-            if (last < i) st = span_add(out, last, i, false);
-            if (st == EMBER_OK) st = span_add(out, i, i + k, true);
+            if (last < i) st = hf_spans_add(out, last, i, false, "pre-tokenizer");
+            if (st == EMBER_OK) st = hf_spans_add(out, i, i + k, true, "pre-tokenizer");
             last = i + k;
         }
         i += k;
     }
-    if (st == EMBER_OK && last < n) st = span_add(out, last, n, false);
+    if (st == EMBER_OK && last < n) st = hf_spans_add(out, last, n, false, "pre-tokenizer");
     return st;
 }
 
@@ -431,15 +417,17 @@ static ember_status step(const pre_step *s, const hf_pieces *in, hf_pieces *out)
             const char *u = one.text.data;
             for (size_t b = 0; b < tmp.len && st == EMBER_OK;) {
                 if (tmp.len - b >= s->repl_len && memcmp(u + b, s->repl, s->repl_len) == 0) {
-                    if (last < b) st = span_add(&sp, last, b, false);
-                    if (st == EMBER_OK) st = span_add(&sp, b, b + s->repl_len, true);
+                    if (last < b) st = hf_spans_add(&sp, last, b, false, "pre-tokenizer");
+                    if (st == EMBER_OK)
+                        st = hf_spans_add(&sp, b, b + s->repl_len, true, "pre-tokenizer");
                     b += s->repl_len;
                     last = b;
                 } else {
                     b++;
                 }
             }
-            if (st == EMBER_OK && (last < tmp.len || tmp.len == 0)) st = span_add(&sp, last, tmp.len, false);
+            if (st == EMBER_OK && (last < tmp.len || tmp.len == 0))
+                st = hf_spans_add(&sp, last, tmp.len, false, "pre-tokenizer");
             if (st == EMBER_OK) st = cut(&one, &one.data[0], &sp, B_NEXT, out);
             hf_pieces_free(&one);
             break;
