@@ -31,15 +31,18 @@ typedef struct eko_qs8_params {
 
 /* Nearest integer (ties to even) of v in [-2^22, 2^22], without libm (a
  * call where the baseline has no rounding instruction): adding 1.5 * 2^23
- * leaves the integer in the low mantissa bits (XNNPACK's "magic bias"). */
+ * leaves the integer in the low mantissa bits (XNNPACK's "magic bias").
+ * Any other v (large, infinite, NaN, or a tile's unwritten lanes) gives an
+ * unspecified value, never undefined behaviour: the bits are subtracted as
+ * unsigned. */
 static inline int32_t eko_round_small(float v) {
     /* a union, not memcpy: the compiler keeps it in registers and vectorizes loops of it */
     union {
         float f;
-        int32_t i;
+        uint32_t u;
     } t;
     t.f = v + 12582912.0f;
-    return t.i - 0x4B400000;
+    return (int32_t)(t.u - 0x4B400000u);
 }
 
 /* The int8 step of a float in output steps: clamp(rint(v) + zp, lo, hi). */

@@ -308,6 +308,17 @@ static void test_elementwise(void) {
     CHECK_MSG(tg.wrong == 0 && tg.off_by_one <= 1, "global average: %d wrong, %d off by one",
               tg.wrong, tg.off_by_one);
 
+    /* the magic-bias rounding: exact in [-2^22, 2^22] (ties to even), and
+     * defined, if unspecified, for any other float (the int8 gemm rounds a
+     * whole panel row, whose unwritten lanes hold whatever the stack held) */
+    CHECK(eko_round_small(2.5f) == 2 && eko_round_small(-2.5f) == -2 &&
+          eko_round_small(3.5f) == 4 && eko_round_small(-4194304.0f) == -4194304 &&
+          eko_round_small(4194304.0f) == 4194304);
+    const float wild[] = {-3.0e9f, 3.0e9f, -INFINITY, INFINITY, NAN, -1.0e38f, 1.0e38f};
+    int32_t sink = 0;
+    for (size_t i = 0; i < sizeof wild / sizeof wild[0]; i++) sink ^= eko_round_small(wild[i]);
+    CHECK_MSG(sink == sink, "rounding of out-of-range floats");
+
     /* the fused range in output steps, as XNNPACK rounds it */
     int32_t lo, hi;
     eko_qs8_range((eko_qs8_params){0.5f, -3}, 0.0f, INFINITY, &lo, &hi);
