@@ -81,11 +81,16 @@ static const char k_usage_options[] =
     "  --repetition-penalty F     penalize tokens already seen; 1 is off (default 1)\n"
     "  --seed N                   random seed (default: from the clock)\n"
     "  --threads N                threads for kernels and delegates (default: one per core)\n"
+    "  --weight-cache DIR|off     keep the weights the program packs at load in DIR\n"
+    "                             and map them on later runs (default: $EMBER_CACHE_DIR,\n"
+    "                             else $XDG_CACHE_HOME/ember or ~/.cache/ember, for\n"
+    "                             programs with 32 MiB of packed weights or more)\n"
     "  --kv-keep N                for a program with a KV cache: tokens to keep when\n"
     "                             the cache is full (default: all it holds, which\n"
     "                             gives the same tokens as re-running the window)\n"
     "  --stats                    print load time, time to first token, prefill and\n"
-    "                             decode speed and peak memory to stderr\n"
+    "                             decode speed, the weight cache and peak memory to\n"
+    "                             stderr\n"
     "  --ids                      print the generated token ids instead of text\n"
     "  --etdump FILE              trace every prefill and decode step (one run each:\n"
     "                             each instruction, each delegate node) and write an\n"
@@ -112,6 +117,9 @@ typedef struct app {
     ember_llm_options opts;
     bool seed_given;
     size_t threads; /* 0: one per core */
+    const char *weight_cache; /* --weight-cache DIR, "off", or NULL: the default */
+    char cache_dir[4096];     /* the default directory */
+    bool stats_shown;         /* the first --stats shows the cold start */
     const char **data_files; /* (num_data) --data paths */
     size_t num_data;
 
@@ -272,6 +280,9 @@ static void parse_args(app *a, int argc, char **argv) {
             a->etdump = v;
         } else if ((v = option_value(argc, argv, &i, "--trace-bytes")) != NULL) {
             a->trace_bytes = parse_long("--trace-bytes", v, 1024, LONG_MAX);
+        } else if ((v = option_value(argc, argv, &i, "--weight-cache")) != NULL) {
+            if (v[0] == '\0') die(EXIT_USAGE, "--weight-cache is empty (a directory, or off)");
+            a->weight_cache = v;
         } else if ((v = option_value(argc, argv, &i, "--threads")) != NULL) {
             a->threads = (size_t)parse_long("--threads", v, 1, 256);
         } else if ((v = option_value(argc, argv, &i, "--kv-keep")) != NULL) {
@@ -426,20 +437,50 @@ static double peak_rss_mib(void) {
 #endif
 }
 
-static void print_stats(const app *a, const ember_llm_stats *s) {
+/* What the weight cache did, in one line (nothing when there was none). */
+static void print_weight_cache(const app *a) {
+    ember_weight_cache_info w;
+    ember_module_weight_cache_info(ember_llm_runner_module(a->runner), &w);
+    const double mib = (double)w.bytes / (1024.0 * 1024.0);
+    switch (w.state) {
+    case EMBER_WEIGHT_CACHE_MAPPED:
+        fprintf(stderr, "weight cache:        mapped %.1f MiB of packed weights from %s", mib, w.path);
+        if (w.misses > 0) fprintf(stderr, " (%zu weights not there, packed now)", w.misses);
+        fputc('\n', stderr);
+        break;
+    case EMBER_WEIGHT_CACHE_WRITTEN:
+        fprintf(stderr, "weight cache:        packed %.1f MiB of weights, kept in %s", mib, w.path);
+        if (w.message[0] != '\0') fprintf(stderr, " (replacing a file that was %s)", w.message);
+        fputc('\n', stderr);
+        break;
+    case EMBER_WEIGHT_CACHE_NOT_WRITTEN:
+        fprintf(stderr, "weight cache:        not kept (%s)\n", w.message);
+        break;
+    default:
+        if (w.message[0] != '\0') fprintf(stderr, "weight cache:        none (%s)\n", w.message);
+        break;
+    }
+}
+
+static void print_stats(app *a, const ember_llm_stats *s) {
     double rss_mib = peak_rss_mib();
     double prefill_tps = s->prefill_ms > 0 ? (double)s->prompt_tokens * 1e3 / s->prefill_ms : 0.0;
     double decode_tps = s->decode_ms > 0 ? (double)s->decode_steps * 1e3 / s->decode_ms : 0.0;
-    fprintf(stderr, "load:                %.2f ms\n", ember_llm_runner_load_ms(a->runner));
+    const double load_ms = ember_llm_runner_load_ms(a->runner);
+    fprintf(stderr, "load:                %.2f ms\n", load_ms);
     fprintf(stderr, "prompt tokens:       %zu\n", s->prompt_tokens);
     fprintf(stderr, "prefill:             %.2f ms (%.1f tok/s)\n", s->prefill_ms, prefill_tps);
     fprintf(stderr, "time to first token: %.2f ms\n", s->ttft_ms);
+    if (!a->stats_shown) /* the first generation: from the start, load included */
+        fprintf(stderr, "load + first token:  %.2f ms\n", load_ms + s->ttft_ms);
     fprintf(stderr, "generated tokens:    %zu\n", s->generated_tokens);
     fprintf(stderr, "decode:              %.2f ms for %zu steps (%.1f tok/s)\n", s->decode_ms,
             s->decode_steps, decode_tps);
     if (s->cache_restarts > 0)
         fprintf(stderr, "cache restarts:      %zu\n", s->cache_restarts);
+    if (!a->stats_shown) print_weight_cache(a);
     fprintf(stderr, "peak RSS:            %.1f MiB\n", rss_mib);
+    a->stats_shown = true;
 }
 
 static void generate(app *a, const int32_t *tokens, size_t n_tokens);
@@ -524,6 +565,27 @@ static void run_chat(app *a) {
     if (tty) printf("\n");
 }
 
+/* --weight-cache: a directory given is used for any program; the default
+ * one only for programs whose packed weights take long enough to pack. */
+static void set_weight_cache(app *a, ember_module_options *mo) {
+    if (a->weight_cache != NULL) {
+        if (strcmp(a->weight_cache, "off") != 0) mo->weight_cache_dir = a->weight_cache;
+        return;
+    }
+    const char *env = getenv("EMBER_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    int n = -1;
+    if (env != NULL && env[0] != '\0')
+        n = snprintf(a->cache_dir, sizeof a->cache_dir, "%s", env);
+    else if (xdg != NULL && xdg[0] == '/')
+        n = snprintf(a->cache_dir, sizeof a->cache_dir, "%s/ember", xdg);
+    else if (home != NULL && home[0] == '/')
+        n = snprintf(a->cache_dir, sizeof a->cache_dir, "%s/.cache/ember", home);
+    if (n <= 0 || (size_t)n >= sizeof a->cache_dir) return;
+    mo->weight_cache_dir = a->cache_dir;
+    mo->weight_cache_min_bytes = (uint64_t)32 << 20;
+}
+
 static void run_generate(app *a) {
     ember_module_options mo;
     memset(&mo, 0, sizeof mo);
@@ -531,6 +593,7 @@ static void run_generate(app *a) {
     mo.num_threads = a->threads;
     mo.data_files = a->data_files;
     mo.num_data_files = a->num_data;
+    set_weight_cache(a, &mo);
     /* Token ids are checked before the model is loaded (a usage error). */
     size_t n_ids = a->prompt_ids != NULL ? parse_ids(a, a->prompt_ids, "--prompt-ids") : 0;
     ember_status st = ember_llm_runner_open(a->model, a->tokenizer, &mo, &a->runner);

@@ -308,6 +308,10 @@ size_t ember_llm_runner_stop_ids(const ember_llm_runner *runner, int32_t *ids, s
 
 double ember_llm_runner_load_ms(const ember_llm_runner *runner) { return runner->load_ms; }
 
+const ember_module *ember_llm_runner_module(const ember_llm_runner *runner) {
+    return runner->module;
+}
+
 ember_method *ember_llm_runner_method(ember_llm_runner *runner) {
     return runner != NULL ? runner->method : NULL;
 }

@@ -201,6 +201,10 @@ ember_method *ember_llm_runner_method(ember_llm_runner *runner);
 /** Milliseconds ember_llm_runner_load() took (program, method and tokenizer). */
 double ember_llm_runner_load_ms(const ember_llm_runner *runner);
 
+/** The runner's module, owned by the runner: e.g. for
+ *  ember_module_weight_cache_info(). */
+const ember_module *ember_llm_runner_module(const ember_llm_runner *runner);
+
 /**
  * Encodes prompt and generates from it (see ember_llm_runner_generate_ids()).
  *

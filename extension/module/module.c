@@ -29,6 +29,8 @@ struct ember_module {
     module_file *data_files;/* (num_data) the .ptd files */
     ember_data_map **maps;  /* (num_data) their data maps, NULL until open */
     size_t num_data;
+    ember_file_weight_cache *cache; /* NULL without one */
+    char cache_message[160];        /* why there is none, when one was asked for */
 };
 
 /* Set once the portable kernels and the CPU backend are registered, so
@@ -99,6 +101,28 @@ static ember_status open_data_files(ember_module *mod, const char *const *paths,
     return EMBER_OK;
 }
 
+/* Opens the weight cache "<dir>/<model name>-<program hash>.ewc". Failing
+ * to is no error: the module packs its weights as it would without one. */
+static void open_cache(ember_module *mod, const char *model_path, const char *dir,
+                       uint64_t min_bytes) {
+    const char *base = strrchr(model_path, '/');
+    base = base != NULL ? base + 1 : model_path;
+    size_t stem = strlen(base);
+    if (stem > 4 && strcmp(base + stem - 4, ".pte") == 0) stem -= 4;
+    if (stem > 100) stem = 100;
+    char path[4096];
+    const int n = snprintf(path, sizeof path, "%s/%.*s-%016llx.ewc", dir, (int)stem, base,
+                           (unsigned long long)ember_program_hash(mod->program));
+    if (n < 0 || (size_t)n >= sizeof path) {
+        snprintf(mod->cache_message, sizeof mod->cache_message, "the cache path is too long");
+        return;
+    }
+    if (ember_file_weight_cache_open(path, ember_program_hash(mod->program), min_bytes,
+                                     &mod->cache) != EMBER_OK)
+        snprintf(mod->cache_message, sizeof mod->cache_message, "%s", ember_last_error());
+    ember_clear_error();
+}
+
 ember_status ember_module_load(const char *path, ember_module **out) {
     return ember_module_load_with(path, NULL, out);
 }
@@ -111,7 +135,10 @@ ember_status ember_module_load_with(const char *path, const ember_module_options
     if (options != NULL && options->struct_size < offsetof(ember_module_options, data_files))
         return ember_error_set(EMBER_ERR_INVALID_ARGUMENT,
                                "ember_module_options.struct_size is wrong");
-    bool has_data = options != NULL && options->struct_size >= sizeof(ember_module_options);
+    bool has_data = options != NULL &&
+                    options->struct_size >= offsetof(ember_module_options, weight_cache_dir);
+    bool has_cache = options != NULL && options->struct_size >= sizeof(ember_module_options) &&
+                     options->weight_cache_dir != NULL;
     size_t threads = options != NULL ? options->num_threads : 0;
     if (threads == 0) threads = ember_cpu_count();
 
@@ -137,6 +164,8 @@ ember_status ember_module_load_with(const char *path, const ember_module_options
                 memset(mod->methods, 0, bytes);
         }
     }
+    if (st == EMBER_OK && has_cache)
+        open_cache(mod, path, options->weight_cache_dir, options->weight_cache_min_bytes);
     if (st == EMBER_OK) st = register_portable_once();
     if (st == EMBER_OK && threads > 1) st = ember_threadpool_create(threads, &mod->pool);
     if (st != EMBER_OK) {
@@ -174,8 +203,10 @@ ember_status ember_module_method(ember_module *module, const char *name, ember_m
     options.threadpool = module->pool;
     options.data_maps = (const ember_data_map *const *)module->maps;
     options.num_data_maps = module->num_data;
+    options.weight_cache = ember_file_weight_cache_get(module->cache);
     ember_status st = ember_method_load_with(module->program, name, &options, &m);
     if (st != EMBER_OK) return st;
+    ember_file_weight_cache_commit(module->cache);
     if (index < module->num_methods) {
         module->methods[index] = m;
     } else {
@@ -191,12 +222,19 @@ const ember_program *ember_module_program(const ember_module *module) {
     return module == NULL ? NULL : module->program;
 }
 
+void ember_module_weight_cache_info(const ember_module *module, ember_weight_cache_info *out) {
+    ember_file_weight_cache_info(module != NULL ? module->cache : NULL, out);
+    if (out != NULL && module != NULL && module->cache == NULL)
+        out->message = module->cache_message;
+}
+
 void ember_module_destroy(ember_module *module) {
     if (module == NULL) return;
     if (module->methods != NULL) {
         for (size_t i = 0; i < module->num_methods; i++) ember_method_destroy(module->methods[i]);
         ember_platform_free(module->methods);
     }
+    ember_file_weight_cache_close(module->cache); /* after the methods that use it */
     ember_threadpool_destroy(module->pool);
     ember_program_destroy(module->program);
     close_loader(&module->pte);

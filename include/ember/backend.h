@@ -50,6 +50,9 @@ typedef struct ember_backend_init_ctx {
     size_t num_data_maps;
     /** Private: the method being loaded (for ember_backend_request_workspace). */
     struct ember_method *method_;
+    /** The method's weight cache (ember_method_options), or NULL; use it
+     *  through ember_backend_find_packed() and ember_backend_add_packed(). */
+    const ember_weight_cache *weight_cache;
 } ember_backend_init_ctx;
 
 /** Named data lent to a backend during init. Fields after size are private. */
@@ -76,6 +79,22 @@ ember_status ember_backend_get_data(const ember_backend_init_ctx *ctx, const cha
 
 /** Gives back data from ember_backend_get_data(). Safe on a zeroed struct. */
 void ember_backend_release_data(ember_backend_data *data);
+
+/**
+ * Packed weights kept under key by the method's weight cache on an earlier
+ * load: `size` bytes, 64-byte aligned, read-only, valid as long as the
+ * method. NULL when the method has no cache, the cache has no such bytes,
+ * or what it has is not `size` bytes or not aligned; then pack, and offer
+ * the result with ember_backend_add_packed(). A key must name everything
+ * the packed bytes depend on (see ember_weight_cache).
+ */
+const void *ember_backend_find_packed(const ember_backend_init_ctx *ctx, const void *key,
+                                      size_t key_len, size_t size);
+
+/** Offers packed weights to the method's weight cache (a no-op without
+ *  one); the cache copies what it keeps. */
+void ember_backend_add_packed(const ember_backend_init_ctx *ctx, const void *key, size_t key_len,
+                              const void *data, size_t size);
 
 /**
  * Whether the runtime wants the running delegate's own events: true only

@@ -394,6 +394,15 @@ void ember_program_destroy(ember_program *program);
 /** Number of methods. */
 size_t ember_program_method_count(const ember_program *program);
 
+/**
+ * A 64-bit fingerprint (FNV-1a) of the program's flatbuffer, everything but
+ * its segments: its graphs, tensors, constant tables and the keys of its
+ * named data. It tells one program from another, e.g. to name files kept
+ * for it (ember_module's weight cache); it is no check of the segments'
+ * bytes. 0 for NULL. Reads the loaded flatbuffer; never allocates.
+ */
+uint64_t ember_program_hash(const ember_program *program);
+
 /** Name of method i (NUL-terminated, lives as long as the program). */
 ember_status ember_program_method_name(const ember_program *program, size_t i,
                                        const char **name);
@@ -586,6 +595,27 @@ typedef struct ember_memory {
 
 struct ember_threadpool;
 
+/**
+ * A store for the weights delegates pack at init (reordered, with scales
+ * and sums folded in, into the layout their kernels stream), so that a
+ * later load of the same weights maps the packed bytes instead of packing
+ * them again. A backend names each packed result by a key it builds from
+ * everything the bytes depend on (the content hash the program gives the
+ * raw weights, shapes, quantization, the layout's version), so one key
+ * always names the same bytes. ember_module_load_with() implements it with
+ * a file (ember/module.h); an application may give its own.
+ */
+typedef struct ember_weight_cache {
+    void *ctx;
+    /** The bytes kept under key (key_len bytes) if they are `size` bytes,
+     *  64-byte aligned and valid, read-only, for as long as the cache;
+     *  NULL when there are none. */
+    const void *(*find)(void *ctx, const void *key, size_t key_len, size_t size);
+    /** Offers `size` bytes packed under key; the cache copies what it
+     *  keeps before returning. Whether it keeps them is its own business. */
+    void (*add)(void *ctx, const void *key, size_t key_len, const void *data, size_t size);
+} ember_weight_cache;
+
 /** Options for ember_method_load_with(); zero them, then set struct_size. */
 typedef struct ember_method_options {
     size_t struct_size;
@@ -619,6 +649,14 @@ typedef struct ember_method_options {
      * struct_size that ends before this field means none.)
      */
     struct ember_event_tracer *event_tracer;
+    /**
+     * Where delegates look for weights they packed on an earlier load, and
+     * offer what they pack now (ember_weight_cache); NULL: pack every time.
+     * It must outlive the method: packed weights found there are used in
+     * place. (Added after event_tracer: a struct_size that ends before this
+     * field means none.)
+     */
+    const ember_weight_cache *weight_cache;
 } ember_method_options;
 
 /**

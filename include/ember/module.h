@@ -39,6 +39,7 @@
 #include <stdbool.h>
 
 #include "ember/ember.h"
+#include "ember/weight_cache.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -86,6 +87,18 @@ typedef struct ember_module_options {
      */
     const char *const *data_files;
     size_t num_data_files;
+    /**
+     * A directory for the weight cache (ember/weight_cache.h): the packed
+     * weights of this program are kept in "<dir>/<model>-<hash>.ewc", named
+     * after the model file and ember_program_hash(); written on the first
+     * load, mapped on later ones. NULL for none. A cache that cannot be
+     * opened or written does not fail the load (see
+     * ember_module_weight_cache_info()). (Added after num_data_files.)
+     */
+    const char *weight_cache_dir;
+    /** Write the cache only when it would hold at least this many bytes
+     *  of packed weights (0: always); smaller models pack in milliseconds. */
+    uint64_t weight_cache_min_bytes;
 } ember_module_options;
 
 /**
@@ -132,6 +145,14 @@ ember_status ember_module_method(ember_module *module, const char *name, ember_m
  * Never allocates.
  */
 const ember_program *ember_module_program(const ember_module *module);
+
+/**
+ * What the module's weight cache did (ember_module_options.weight_cache_dir):
+ * mapped, written, or not written and why. A module without one reports
+ * EMBER_WEIGHT_CACHE_OFF (message: why it could not open, or ""). The
+ * strings stay valid until ember_module_destroy(). Never allocates.
+ */
+void ember_module_weight_cache_info(const ember_module *module, ember_weight_cache_info *out);
 
 /**
  * Destroys every method the module loaded, then its program, then closes

@@ -60,6 +60,7 @@ struct ember_method {
     struct ember_threadpool *threadpool;
     const ember_data_map *const *data_maps; /* the caller's, outlive the method */
     size_t num_data_maps;
+    const ember_weight_cache *weight_cache; /* the caller's, outlives the method; or NULL */
     ember_buffer *external;      /* (plan->num_external) bytes of EXTERNAL constants */
     const ember_data_loader **external_loaders; /* what releases each of them */
     uint32_t num_external;       /* loaded so far */
@@ -529,7 +530,8 @@ static ember_status init_delegate(ember_method *m, ember_allocator *a, uint32_t 
     } else {
         EMBER_TRY(pte_load_segment(p, d.index, EMBER_SEGMENT_BACKEND, &payload));
     }
-    ember_backend_init_ctx ctx = {a, i, p, m->threadpool, m->data_maps, m->num_data_maps, m};
+    ember_backend_init_ctx ctx = {a, i, p, m->threadpool, m->data_maps, m->num_data_maps, m,
+                                  m->weight_cache};
     ember_clear_error();
     void *handle = NULL;
     ember_status st = b->init(&ctx, payload.data, payload.size, specs, d.specs.len, &handle);
@@ -665,9 +667,12 @@ ember_status ember_method_load_with(const ember_program *program, const char *na
     m->kctx.threadpool = m->threadpool;
     m->data_maps = maps;
     m->num_data_maps = num_maps;
+    if (options != NULL && options->struct_size >= sizeof(ember_method_options))
+        m->weight_cache = options->weight_cache;
 #if EMBER_EVENT_TRACER
     uint32_t load_token = 0, init_token = 0;
-    if (options != NULL && options->struct_size >= sizeof(ember_method_options))
+    if (options != NULL &&
+        options->struct_size >= offsetof(ember_method_options, weight_cache))
         m->tracer = options->event_tracer;
     if (m->tracer != NULL && m->tracer->magic != TRACE_MAGIC) {
         m->tracer = NULL;

@@ -427,6 +427,23 @@ ember_status ember_backend_get_data(const ember_backend_init_ctx *ctx, const cha
     return EMBER_OK;
 }
 
+const void *ember_backend_find_packed(const ember_backend_init_ctx *ctx, const void *key,
+                                      size_t key_len, size_t size) {
+    if (ctx == NULL || ctx->weight_cache == NULL || ctx->weight_cache->find == NULL ||
+        key == NULL || key_len == 0)
+        return NULL;
+    const void *p = ctx->weight_cache->find(ctx->weight_cache->ctx, key, key_len, size);
+    return p != NULL && (uintptr_t)p % 64 == 0 ? p : NULL;
+}
+
+void ember_backend_add_packed(const ember_backend_init_ctx *ctx, const void *key, size_t key_len,
+                              const void *data, size_t size) {
+    if (ctx == NULL || ctx->weight_cache == NULL || ctx->weight_cache->add == NULL ||
+        key == NULL || key_len == 0 || data == NULL)
+        return;
+    ctx->weight_cache->add(ctx->weight_cache->ctx, key, key_len, data, size);
+}
+
 void ember_backend_release_data(ember_backend_data *data) {
     if (data == NULL) return;
     if (data->loader_ != NULL && data->buffer_.data != NULL && data->loader_->release != NULL)

@@ -737,6 +737,14 @@ void ember_program_destroy(ember_program *program) {
 /* Meta                                                                   */
 /* ---------------------------------------------------------------------- */
 
+uint64_t ember_program_hash(const ember_program *program) {
+    if (program == NULL) return 0;
+    const uint8_t *b = program->flatbuffer.data;
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a, 64 bits */
+    for (size_t i = 0; i < program->flatbuffer.size; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
 size_t ember_program_method_count(const ember_program *program) {
     return program != NULL ? program->num_plans : 0;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "ember/ember.h"
+#include "ember/kernel.h" /* ember_half_to_float, ember_bf16_to_float */
 
 /* Reads a whole file into memory aligned to 64 bytes, with room for a NUL
  * after its bytes; free() it. NULL where the file cannot be read. */

@@ -314,3 +314,53 @@ def test_command_line(tmp_path, capsys) -> None:
     cfg["intermediate_size"] = 96
     (tmp_path / "smol" / "config.json").write_text(json.dumps(cfg))
     fails(tmp_path / "smol", "mlp", "the config makes it")
+
+
+def test_external_weights_and_weight_cache(tmp_path, capsys) -> None:
+    """--external-weights: the program keeps only its graph, the weights go
+    to <stem>.ptd, and ember-llm --data gives transformers' greedy tokens;
+    without the data file it fails with a clear error. The weight cache:
+    the first run packs and keeps the weights, the second maps them, and the
+    tokens are the same."""
+    from ember.llm.export import main
+
+    exe = _exe()
+    if exe is None:
+        pytest.skip("ember-llm is not built")
+    model = _hf_model("llama3")
+    model.save_pretrained(str(tmp_path / "hf"))
+    pte, ptd = tmp_path / "llama.pte", tmp_path / "llama.ptd"
+    assert main(["--model", str(tmp_path / "hf"), "--out", str(pte), "--quant", "none",
+                 "--max-seq-len", str(CONTEXT), "--external-weights"]) == 0
+    assert "llama.ptd" in capsys.readouterr().err
+    # every linear weight (and the embedding) is in the data file
+    assert ptd.stat().st_size > 5 * pte.stat().st_size, (pte.stat().st_size, ptd.stat().st_size)
+
+    n = 12
+    with torch.no_grad():
+        gen = model.generate(torch.tensor([PROMPT]), max_new_tokens=n, do_sample=False,
+                             eos_token_id=[2, 3], pad_token_id=0)
+    want = gen[0, len(PROMPT):].tolist()
+    while want and want[-1] in (2, 3):
+        want.pop()
+
+    def ember_llm(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([exe, "--model", str(pte), "--prompt-ids", " ".join(map(str, PROMPT)),
+                               "--max-new-tokens", str(n), "--temperature", "0", "--stats",
+                               *extra], capture_output=True, text=True, timeout=120)
+
+    cache = tmp_path / "cache"
+    runs = [ember_llm("--data", str(ptd), "--weight-cache", str(cache)) for _ in range(2)]
+    for res in runs:
+        assert res.returncode == 0, res.stderr
+        assert [int(t) for t in res.stdout.split()] == want, (res.stdout, want)
+        assert "load + first token:" in res.stderr
+    assert "kept in " + str(cache) in runs[0].stderr, runs[0].stderr
+    assert "mapped" in runs[1].stderr and "not there" not in runs[1].stderr, runs[1].stderr
+    assert len(list(cache.iterdir())) == 1
+    off = ember_llm("--data", str(ptd), "--weight-cache", "off")
+    assert off.returncode == 0 and "weight cache" not in off.stderr, off.stderr
+
+    missing = ember_llm("--weight-cache", "off")
+    assert missing.returncode != 0
+    assert "named data" in missing.stderr or "not found" in missing.stderr, missing.stderr

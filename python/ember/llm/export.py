@@ -24,6 +24,12 @@ pt2e flow with ember's XNNPACKQuantizer), ``8da4w`` (dynamic int8
 activations, 4-bit weights in groups of --group-size; torchao's quantize_
 as ExecuTorch's LLM export uses it), ``none``. --embedding-quant ("8",
 "4", "bits,group") stores the token embedding quantized (any recipe).
+
+--external-weights keeps the weights out of the program, in "<stem>.ptd"
+beside it (the .pte's name without ".pte"); run it with ``ember-llm --model
+stem.pte --data stem.ptd``, or ExecuTorch's runner with the same data path.
+The program then holds only the graph, and a new program can be exported
+for the same weights without rewriting them.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import os
 import resource
 import sys
 import time
+import warnings
 from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import torch
@@ -117,9 +124,12 @@ def metadata(model: Decoder) -> Dict[str, Any]:
 
 def export_model(model: Decoder, *, recipe: str = "xnnpack", quant: str = "none",
                  group_size: int = 32, embedding_quant: Optional[str] = None,
+                 external_tag: Optional[str] = None,
                  progress: Callable[[str], None] = lambda s: None) -> Any:
     """Exports a Decoder (changed in place by quantization) and returns the
-    ExecutorchProgramManager (``.buffer`` is the .pte)."""
+    ExecutorchProgramManager (``.buffer`` is the .pte). With external_tag,
+    every weight goes to the data file "<external_tag>.ptd" instead
+    (``.data_files[external_tag]``, or ``write_tensor_data_to_file(dir)``)."""
     from .. import ExecutorchBackendConfig, to_edge_transform_and_lower
     from .quantize import QuantizedEmbedding, parse_embedding_quantize
 
@@ -144,6 +154,13 @@ def export_model(model: Decoder, *, recipe: str = "xnnpack", quant: str = "none"
     progress("exporting (torch.export)")
     with torch.no_grad():
         ep = torch.export.export(module, example, dynamic_shapes=shapes, strict=False)
+        if external_tag is not None:
+            # ExecuTorch's way: tag the unlifted module's weights, export again
+            from ..passes.external_constants import delegate_external_constants_pass_unlifted
+
+            unlifted = ep.module()
+            delegate_external_constants_pass_unlifted(unlifted, lambda node: external_tag)
+            ep = torch.export.export(unlifted, example, dynamic_shapes=shapes, strict=False)
     progress(f"lowering ({recipe})")
     parts = []
     if recipe == "xnnpack":
@@ -151,33 +168,48 @@ def export_model(model: Decoder, *, recipe: str = "xnnpack", quant: str = "none"
 
         parts = [XnnpackPartitioner()]
     edge = to_edge_transform_and_lower(ep, partitioner=parts, constant_methods=meta)
+    external: Any = False if external_tag is None else (lambda node: external_tag)
     return edge.to_executorch(ExecutorchBackendConfig(init_mutable_buffers=False,
-                                                      fold_constants=True))
+                                                      fold_constants=True,
+                                                      external_constants=external))
 
 
 def export_hf(source: Union[str, os.PathLike, Dict[str, Any]], out: Union[str, os.PathLike], *,
               recipe: str = "xnnpack", quant: str = "none", group_size: int = 32,
               embedding_quant: Optional[str] = None, max_seq_len: Optional[int] = None,
-              seed: Optional[int] = None,
+              seed: Optional[int] = None, external_weights: bool = False,
               progress: Callable[[str], None] = lambda s: None) -> Dict[str, Any]:
     """Reads the model (a directory or a config dict), exports it and writes
-    the .pte to out. Returns what it did: the file's size, the metadata, the
-    seconds each stage took and the peak RSS."""
+    the .pte to out (with external_weights, the weights to the .ptd beside
+    it: out without ".pte", plus ".ptd"). Returns what it did: the files'
+    sizes and paths, the metadata, the seconds each stage took and the peak
+    RSS."""
     t0 = time.perf_counter()
     progress("loading")
     model = load_model(source, max_seq_len=max_seq_len, seed=seed)
     meta = metadata(model)
     t1 = time.perf_counter()
+    out = os.fspath(out)
+    stem = os.path.basename(out)[:-4] if out.endswith(".pte") else os.path.basename(out)
     prog = export_model(model, recipe=recipe, quant=quant, group_size=group_size,
-                        embedding_quant=embedding_quant, progress=progress)
+                        embedding_quant=embedding_quant,
+                        external_tag=stem if external_weights else None, progress=progress)
     t2 = time.perf_counter()
-    progress(f"writing {os.fspath(out)}")
+    progress(f"writing {out}")
     data = prog.buffer
     with open(out, "wb") as f:
         f.write(data)
+    info: Dict[str, Any] = {"bytes": len(data), "metadata": meta}
+    if external_weights:
+        ptd = os.path.join(os.path.dirname(out), stem + ".ptd")
+        blob = prog.data_files.get(stem, b"")
+        progress(f"writing {ptd}")
+        with open(ptd, "wb") as f:
+            f.write(blob)
+        info.update(data_path=ptd, data_bytes=len(blob))
     t3 = time.perf_counter()
-    return {"bytes": len(data), "metadata": meta, "load_s": t1 - t0, "export_s": t2 - t1,
-            "write_s": t3 - t2, "peak_rss_mib": _peak_rss_mib()}
+    info.update(load_s=t1 - t0, export_s=t2 - t1, write_s=t3 - t2, peak_rss_mib=_peak_rss_mib())
+    return info
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -194,8 +226,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     help="cache length and longest prompt (default: max_position_embeddings)")
     ap.add_argument("--seed", type=int, default=None,
                     help="random weights from this seed instead of the directory's")
+    ap.add_argument("--external-weights", action="store_true",
+                    help="write the weights to <out stem>.ptd beside the .pte (ember-llm --data)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
+    # ExecuTorch's custom_sdpa meta function calls a torch API that torch
+    # has deprecated; the warning is theirs and says nothing about the model
+    warnings.filterwarnings("ignore", message=r".*_check_is_size will be removed")
 
     def progress(stage: str) -> None:
         print(f"[{time.perf_counter() - t0:6.1f} s, {_peak_rss_mib():7.0f} MiB] {stage}",
@@ -204,11 +241,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         info = export_hf(args.model, args.out, recipe=args.recipe, quant=args.quant,
                          group_size=args.group_size, embedding_quant=args.embedding_quant,
-                         max_seq_len=args.max_seq_len, seed=args.seed, progress=progress)
+                         max_seq_len=args.max_seq_len, seed=args.seed,
+                         external_weights=args.external_weights, progress=progress)
     except (OSError, ValueError, NotImplementedError) as e:
         print(f"ember.llm.export: error: {e}", file=sys.stderr)
         return 1
-    print(f"wrote {args.out}: {info['bytes'] / 1e6:.1f} MB in "
+    data = f" and {info['data_path']}: {info['data_bytes'] / 1e6:.1f} MB" \
+        if "data_path" in info else ""
+    print(f"wrote {args.out}: {info['bytes'] / 1e6:.1f} MB{data} in "
           f"{time.perf_counter() - t0:.1f} s, peak RSS {info['peak_rss_mib']:.0f} MiB",
           file=sys.stderr)
     return 0

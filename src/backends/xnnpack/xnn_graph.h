@@ -170,8 +170,9 @@ typedef struct xnn_node {
         uint32_t axis;           /* concatenate */
         float alpha;             /* ELU alpha, LeakyReLU slope */
     } p;
-    /* weights packed at init (fully connected, convolutions) */
-    float *packed;
+    /* weights packed at init (fully connected, convolutions), in the
+     * method's memory or in the weight cache's */
+    const float *packed;
     /* XNN_QM_*; a product on quantized weights (FullyConnected, Conv2d of
      * qdint8 or qint8 input) keeps them packed in qw */
     uint8_t qmode;

@@ -5,8 +5,17 @@
  * biases, convolution filters, constant batch-matmul operands) or copied for
  * the nodes that read them as they are. The named data is given back right
  * after, so a weight is held twice only while it is being packed.
+ *
+ * Packed products whose sources are all named data go through the method's
+ * weight cache (ember_weight_cache): found there, they are used in place
+ * and their sources are never read; packed here, they are offered to it.
+ * Their key names the layout, its version, the shapes and quantization,
+ * and the sources' named-data keys, which the exporter makes from the
+ * bytes' SHA-256.
  */
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kernels/optimized/gemm.h"
@@ -87,6 +96,62 @@ static bool packed_role(const xnn_node *n, uint32_t k, const xnn_const_source *s
     default:
         return false;
     }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Weight cache keys                                                      */
+/* ---------------------------------------------------------------------- */
+
+/* Bump a version when its packed layout changes. */
+#define PACK_QD8_VERSION 1
+#define PACK_F32_VERSION 1
+
+typedef struct pack_key {
+    char text[768];
+    size_t len;
+    bool ok;    /* false: a source is not named data, or the key did not fit */
+} pack_key;
+
+static void key_printf(pack_key *k, const char *fmt, ...) {
+    if (!k->ok) return;
+    va_list ap;
+    va_start(ap, fmt);
+    const int n = vsnprintf(k->text + k->len, sizeof k->text - k->len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof k->text - k->len)
+        k->ok = false;
+    else
+        k->len += (size_t)n;
+}
+
+/* Appends " name=<named-data key>", or fails the key for payload bytes. */
+static void key_source(pack_key *k, const char *name, const xnn_const_source *src) {
+    if (src->key == NULL || src->key_len == 0 || src->key_len > 256) {
+        k->ok = false;
+        return;
+    }
+    key_printf(k, " %s=%.*s", name, (int)src->key_len, src->key);
+}
+
+/* The key of a quantized product's packed filter (pack_product), or !ok. */
+static void qd8_key(const xnn_graph *g, const xnn_const_source *sources, const xnn_node *n,
+                    bool bf16, pack_key *k) {
+    const uint32_t wi = n->in[1];
+    const xnn_value *wv = &g->values[wi];
+    const eko_qd8_weights *q = &n->qw;
+    uint32_t scale_bits;
+    memcpy(&scale_bits, &wv->scale, sizeof scale_bits);
+    k->len = 0;
+    k->ok = n->qmode == XNN_QM_DYNAMIC;
+    key_printf(k, "xnnpack.qd8.v%d n=%zu k=%zu slice=%zu int4=%d bf16=%d dtype=%u quant=%u",
+               PACK_QD8_VERSION, q->n, q->k, q->slice_k, (int)q->int4, (int)bf16,
+               (unsigned)wv->dtype, (unsigned)wv->quant);
+    if (wv->quant == XNN_Q_PER_TENSOR)
+        key_printf(k, " scale=%08x", (unsigned)scale_bits);
+    else
+        key_source(k, "scales", &sources[g->num_values + wi]);
+    key_source(k, "w", &sources[wi]);
+    if (n->in[2] != XNN_INVALID_ID) key_source(k, "bias", &sources[n->in[2]]);
 }
 
 static float *alloc_packed(const ember_backend_init_ctx *ctx, size_t floats, size_t count) {
@@ -249,6 +314,18 @@ static ember_status pack_product(xnn_graph *g, const ember_backend_init_ctx *ctx
                              "quantized filter [%zu, %zu] with a scale every %zu input "
                              "channels cannot be packed (1 to %d input channels per scale)",
                              oc, ic, slice, EKO_QD8_MAX_K);
+    if (n->in[2] != XNN_INVALID_ID && !is_const(sources, n->in[2]))
+        return xnn_node_fail(g, ni, EMBER_ERR_NOT_SUPPORTED,
+                             "a bias that is not constant, with a quantized filter");
+    pack_key key;
+    qd8_key(g, sources, n, bf16, &key);
+    if (key.ok) {
+        const void *cached = ember_backend_find_packed(ctx, key.text, key.len, bytes);
+        if (cached != NULL) {
+            n->qw.data = cached;
+            return EMBER_OK;
+        }
+    }
     uint8_t *packed = ember_alloc(ctx->allocator, bytes > 0 ? bytes : 1, 64);
     float *scales = ember_alloc(ctx->allocator, fbytes, 64);
     float *fbias = ember_alloc(ctx->allocator, fbytes, 64);
@@ -256,9 +333,6 @@ static ember_status pack_product(xnn_graph *g, const ember_backend_init_ctx *ctx
     if (packed == NULL || scales == NULL || fbias == NULL || qbias == NULL)
         return xnn_node_fail(g, ni, EMBER_ERR_OUT_OF_MEMORY,
                              "cannot allocate %zu bytes of packed weights", bytes);
-    if (n->in[2] != XNN_INVALID_ID && !is_const(sources, n->in[2]))
-        return xnn_node_fail(g, ni, EMBER_ERR_NOT_SUPPORTED,
-                             "a bias that is not constant, with a quantized filter");
     loaded w, sc, b;
     memset(&sc, 0, sizeof sc);
     memset(&b, 0, sizeof b);
@@ -282,7 +356,8 @@ static ember_status pack_product(xnn_graph *g, const ember_backend_init_ctx *ctx
     }
     if (st == EMBER_OK) st = load(g, ctx, &sources[wi], wi, ni, &w);
     else memset(&w, 0, sizeof w);
-    if (st == EMBER_OK && !eko_qd8_pack(&n->qw, w.f, pack_scales, bias, packed))
+    if (st == EMBER_OK &&
+        !eko_qd8_pack_parallel(&n->qw, ctx->threadpool, w.f, pack_scales, bias, packed))
         st = xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM,
                            "int8 filter (value %u) holds -128; symmetric int8 weights lie in "
                            "[-127, 127]",
@@ -290,6 +365,7 @@ static ember_status pack_product(xnn_graph *g, const ember_backend_init_ctx *ctx
     unload(&w);
     unload(&sc);
     unload(&b);
+    if (st == EMBER_OK && key.ok) ember_backend_add_packed(ctx, key.text, key.len, packed, bytes);
     return st;
 }
 
@@ -341,21 +417,33 @@ static ember_status pack_node(xnn_graph *g, const ember_backend_init_ctx *ctx,
     default:
         return EMBER_OK;
     }
+    size_t bytes;
     if (!eko_f32_packed_size(cfg, rows, depth, &slice_floats) ||
-        ember_mul_overflow(slice_floats, groups, &floats))
+        ember_mul_overflow(slice_floats, groups, &floats) ||
+        ember_mul_overflow(floats, sizeof(float), &bytes))
         return xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM, "weights too large to pack");
-    n->packed = alloc_packed(ctx, slice_floats, groups);
-    if (n->packed == NULL)
+    const bool bias_in_pack =
+        n->type != XNN_NODE_ConvTranspose2d && n->type != XNN_NODE_BatchMatrixMultiply;
+    const bool has_bias = bias_in_pack && n->in[2] != XNN_INVALID_ID;
+    if (has_bias && !is_const(sources, n->in[2]))
+        return xnn_node_fail(g, ni, EMBER_ERR_NOT_SUPPORTED,
+                             "a bias that is not constant, with a constant filter");
+    /* the layout depends on the kernels' panel width, so on the level */
+    pack_key key = {.len = 0, .ok = true};
+    key_printf(&key, "xnnpack.f32.v%d isa=%d nr=%zu rows=%zu depth=%zu groups=%zu kmajor=%d",
+               PACK_F32_VERSION, (int)cfg->isa, cfg->nr, rows, depth, groups, (int)k_major);
+    key_source(&key, "w", &sources[n->in[1]]);
+    if (has_bias) key_source(&key, "bias", &sources[n->in[2]]);
+    if (key.ok) {
+        n->packed = ember_backend_find_packed(ctx, key.text, key.len, bytes);
+        if (n->packed != NULL) return EMBER_OK;
+    }
+    float *packed = alloc_packed(ctx, slice_floats, groups);
+    if (packed == NULL)
         return xnn_node_fail(g, ni, EMBER_ERR_OUT_OF_MEMORY,
                              "cannot allocate %zu floats of packed weights", floats);
     EMBER_TRY(load(g, ctx, &sources[n->in[1]], n->in[1], ni, &w));
-    bool bias_in_pack = n->type != XNN_NODE_ConvTranspose2d && n->type != XNN_NODE_BatchMatrixMultiply;
-    if (bias_in_pack && n->in[2] != XNN_INVALID_ID) {
-        if (!is_const(sources, n->in[2])) {
-            unload(&w);
-            return xnn_node_fail(g, ni, EMBER_ERR_NOT_SUPPORTED,
-                                 "a bias that is not constant, with a constant filter");
-        }
+    if (has_bias) {
         ember_status st = load(g, ctx, &sources[n->in[2]], n->in[2], ni, &b);
         if (st != EMBER_OK) {
             unload(&w);
@@ -365,10 +453,11 @@ static ember_status pack_node(xnn_graph *g, const ember_backend_init_ctx *ctx,
     size_t slice = rows * depth;
     for (size_t grp = 0; grp < groups; grp++)
         eko_f32_pack_parallel(cfg, ctx->threadpool, rows, depth, w.f + grp * slice, k_major,
-                              b.f != NULL ? b.f + grp * rows : NULL,
-                              n->packed + grp * slice_floats);
+                              b.f != NULL ? b.f + grp * rows : NULL, packed + grp * slice_floats);
     unload(&w);
     unload(&b);
+    n->packed = packed;
+    if (key.ok) ember_backend_add_packed(ctx, key.text, key.len, packed, bytes);
     return EMBER_OK;
 }
 

@@ -8,6 +8,7 @@
 #include "tiles.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "core/internal.h"
@@ -112,15 +113,15 @@ static int64_t pack_blocks(const eko_qd8_weights *w, const uint8_t *src, size_t 
     return sum;
 }
 
-bool eko_qd8_pack(eko_qd8_weights *w, const void *src_v, const void *scales_v, const float *bias,
-                  uint8_t *out) {
-    const uint8_t *src = src_v, *scales = scales_v;
+/* Packs panels [p0, p1) of w; false if an int8 weight there is -128. */
+static bool pack_panels(const eko_qd8_weights *w, const uint8_t *src, const uint8_t *scales,
+                        const float *bias, uint8_t *out, size_t p0, size_t p1) {
     const size_t slice_bytes = w->slice_blocks * EKO_QD8_BLOCK_BYTES;
     /* slices of whole blocks, on whole source bytes: a block's column at a time */
     const bool whole_blocks = w->slice_k % (w->int4 ? 8 : 4) == 0 && (!w->int4 || w->k % 2 == 0);
     bool ok = true;
-    memset(out, 0, w->panel_bytes * w->panels);
-    for (size_t p = 0; p < w->panels; p++) {
+    memset(out + p0 * w->panel_bytes, 0, w->panel_bytes * (p1 - p0));
+    for (size_t p = p0; p < p1; p++) {
         uint8_t *panel = out + p * w->panel_bytes;
         const size_t n0 = p * EKO_QD8_NR;
         const size_t nc = w->n - n0 < EKO_QD8_NR ? w->n - n0 : EKO_QD8_NR;
@@ -164,8 +165,38 @@ bool eko_qd8_pack(eko_qd8_weights *w, const void *src_v, const void *scales_v, c
         memcpy(panel + w->tail_at + EKO_QD8_BLOCK_BYTES, b, sizeof b);
         memcpy(panel + w->tail_at + 2 * EKO_QD8_BLOCK_BYTES, isum, sizeof isum);
     }
+    return ok;
+}
+
+bool eko_qd8_pack(eko_qd8_weights *w, const void *src, const void *scales, const float *bias,
+                  uint8_t *out) {
+    const bool ok = pack_panels(w, src, scales, bias, out, 0, w->panels);
     w->data = out;
     return ok;
+}
+
+typedef struct pack_job {
+    const eko_qd8_weights *w;
+    const uint8_t *src, *scales;
+    const float *bias;
+    uint8_t *out;
+    atomic_bool bad; /* a thread met -128 */
+} pack_job;
+
+static void pack_task(void *ctx, size_t thread, size_t start, size_t count) {
+    pack_job *j = ctx;
+    (void)thread;
+    if (!pack_panels(j->w, j->src, j->scales, j->bias, j->out, start, start + count))
+        atomic_store(&j->bad, true);
+}
+
+bool eko_qd8_pack_parallel(eko_qd8_weights *w, struct ember_threadpool *pool, const void *src,
+                           const void *scales, const float *bias, uint8_t *out) {
+    pack_job j = {w, src, scales, bias, out, false};
+    /* runs of 8 panels: each thread writes (and first touches) its own pages */
+    ember_parallel_1d(pool, pack_task, &j, w->panels, 8);
+    w->data = out;
+    return !atomic_load(&j.bad);
 }
 
 /* --------------------------------------------------------------------- */

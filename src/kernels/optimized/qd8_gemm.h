@@ -101,6 +101,10 @@ bool eko_qd8_weights_init(eko_qd8_weights *w, size_t n, size_t k, size_t slice_k
 bool eko_qd8_pack(eko_qd8_weights *w, const void *src, const void *scales, const float *bias,
                   uint8_t *out);
 
+/** eko_qd8_pack split by panels across the pool's threads (NULL: the caller's). */
+bool eko_qd8_pack_parallel(eko_qd8_weights *w, struct ember_threadpool *pool, const void *src,
+                           const void *scales, const float *bias, uint8_t *out);
+
 /*
  * Rows of k floats are quantized as XNNPACK's dynamic quantization does: the
  * row's range widened to hold 0, scale (max - min) / 255, zero point rounded

@@ -92,6 +92,16 @@ static double run_case(const eko_qd8_gemm_config *cfg, ember_threadpool *pool, c
     if (!eko_qd8_pack(&w, src, t->bf16 ? (const void *)scales_bf16 : (const void *)scales,
                       t->bias ? bias : NULL, packed))
         worst = 1e9;
+    if (pool != NULL) { /* packed across the pool's threads: the same bytes */
+        uint8_t *again = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+        eko_qd8_weights w2 = w;
+        if (!eko_qd8_pack_parallel(&w2, pool, src,
+                                   t->bf16 ? (const void *)scales_bf16 : (const void *)scales,
+                                   t->bias ? bias : NULL, again) ||
+            memcmp(again, packed, bytes) != 0 || w2.data != again)
+            worst = 1e9;
+        free(again);
+    }
     const float lo = t->clamp ? -0.5f : -INFINITY, hi = t->clamp ? 0.5f : INFINITY;
     /* the activations in the kernels' encoding */
     int8_t *xe = malloc(m * ldx + EKO_QD8_X_PAD);
@@ -239,6 +249,7 @@ static void test_pack(void) {
     CHECK(eko_qd8_pack(&w, src, scales, NULL, packed));
     src[37] = -128;
     CHECK(!eko_qd8_pack(&w, src, scales, NULL, packed));
+    CHECK(!eko_qd8_pack_parallel(&w, NULL, src, scales, NULL, packed));
     /* bfloat16 scales: 0x3f80 is 1.0, 0x4040 is 3.0; packed as given */
     uint16_t bf[16];
     for (size_t i = 0; i < 16; i++) bf[i] = i % 2 ? 0x4040 : 0x3f80;
