@@ -288,14 +288,17 @@ def test_executorch_llm_export(et_llm) -> None:
 
 # ExecuTorch's LLM export with 8da4w linear layers (its qmode 8da4w: torchao's
 # dynamic int8 activations, 4-bit weights in groups of 32), which lowers them
-# to quantized XnnpackBackend payloads: ember runs ExecuTorch's own file.
+# to quantized XnnpackBackend payloads, and --embedding-quantize 4,32 (the
+# token embedding an embedding_4bit lookup, a portable kernel in both
+# runtimes), as its Llama 3.2 recipes export: ember runs ExecuTorch's own
+# file. One export serves the tests below (each takes minutes).
 SMALL_Q = dict(SMALL, hidden_dim=128)  # every linear's input width a multiple of 32
 
 
 @pytest.fixture(scope="module")
 def et_llm_8da4w(tmp_path_factory):
     return _export_et_llm(tmp_path_factory, "llama_small_8da4w", SMALL_Q, qmode="8da4w",
-                          group_size=32)[1]
+                          group_size=32, embedding_quantize="4,32")[1]
 
 
 def _ember_llm() -> Optional[str]:
@@ -337,21 +340,14 @@ def test_executorch_llm_export_8da4w(et_llm_8da4w) -> None:
         pos += s
 
 
-@pytest.fixture(scope="module")
-def et_llm_8da4w_emb4(tmp_path_factory):
-    return _export_et_llm(tmp_path_factory, "llama_small_8da4w_emb4", SMALL_Q, qmode="8da4w",
-                          group_size=32, embedding_quantize="4,32")[1]
-
-
-def test_executorch_llm_export_embedding_4bit(et_llm_8da4w_emb4) -> None:
-    """ExecuTorch's export with --embedding-quantize 4,32 beside 8da4w: its
-    token embedding is an embedding_4bit lookup (a portable kernel in both
-    runtimes); logits agree step by step and ember-llm picks ExecuTorch's
-    greedy tokens."""
+def test_executorch_llm_export_embedding_4bit(et_llm_8da4w) -> None:
+    """The same file's token embedding is an embedding_4bit lookup; over a
+    greedy continuation the logits agree step by step and ember-llm picks
+    ExecuTorch's greedy tokens."""
     from executorch.exir._serialize._program import deserialize_pte_binary
     from executorch.runtime import Runtime
 
-    buf = et_llm_8da4w_emb4.read_bytes()
+    buf = et_llm_8da4w.read_bytes()
     pte = deserialize_pte_binary(buf)
     plan = getattr(pte, "program", pte).execution_plan[0]
     assert "quantized_decomposed::embedding_4bit.dtype_out" in {
@@ -372,7 +368,7 @@ def test_executorch_llm_export_embedding_4bit(et_llm_8da4w_emb4) -> None:
     exe = _ember_llm()
     if exe is None:
         pytest.skip("ember-llm is not built")
-    res = subprocess.run([exe, "--model", str(et_llm_8da4w_emb4), "--prompt-ids",
+    res = subprocess.run([exe, "--model", str(et_llm_8da4w), "--prompt-ids",
                           " ".join(map(str, prompt)), "--max-new-tokens", str(n_new),
                           "--temperature", "0", "--threads", "1"],
                          capture_output=True, text=True, timeout=120)
