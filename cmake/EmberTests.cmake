@@ -161,6 +161,8 @@ function(ember_add_cli_tests)
                    COMMAND ${llm} --model "${fx}/mlp.pte" --prompt hi)
   ember_expect_run(cli/llm_bad_option RC 2 STDERR "${llm_err}.*--top-p"
                    COMMAND ${llm} --tokenizer "${tok}" --model "${fx}/mlp.pte" --top-p 2)
+  ember_expect_run(cli/llm_weight_cache_no_dir RC 2 STDERR "${llm_err}.*--weight-cache needs a value"
+                   COMMAND ${llm} --tokenizer "${tok}" --model "${fx}/mlp.pte" --weight-cache)
   ember_expect_run(cli/llm_prompt_and_ids RC 2 STDERR "${llm_err}.*--prompt or --prompt-ids"
                    COMMAND ${llm} --model "${fx}/mlp.pte" --prompt hi --prompt-ids "1 2")
   ember_expect_run(cli/llm_bad_prompt_ids RC 2 STDERR "${llm_err}.*--prompt-ids wants token ids"

@@ -437,6 +437,9 @@ static double peak_rss_mib(void) {
 #endif
 }
 
+/* The default weight cache keeps programs with this many packed bytes or more. */
+#define DEFAULT_CACHE_MIN_BYTES ((uint64_t)32 << 20)
+
 /* What the weight cache did, in one line (nothing when there was none). */
 static void print_weight_cache(const app *a) {
     ember_weight_cache_info w;
@@ -454,6 +457,8 @@ static void print_weight_cache(const app *a) {
         fputc('\n', stderr);
         break;
     case EMBER_WEIGHT_CACHE_NOT_WRITTEN:
+        /* a small model under the default directory's threshold: nothing to say */
+        if (a->weight_cache == NULL && w.bytes < DEFAULT_CACHE_MIN_BYTES) break;
         fprintf(stderr, "weight cache:        not kept (%s)\n", w.message);
         break;
     default:
@@ -583,7 +588,7 @@ static void set_weight_cache(app *a, ember_module_options *mo) {
         n = snprintf(a->cache_dir, sizeof a->cache_dir, "%s/.cache/ember", home);
     if (n <= 0 || (size_t)n >= sizeof a->cache_dir) return;
     mo->weight_cache_dir = a->cache_dir;
-    mo->weight_cache_min_bytes = (uint64_t)32 << 20;
+    mo->weight_cache_min_bytes = DEFAULT_CACHE_MIN_BYTES;
 }
 
 static void run_generate(app *a) {

@@ -293,8 +293,8 @@ void ember_file_weight_cache_commit(ember_file_weight_cache *c) {
         if (c->count == 0)
             snprintf(why, sizeof why, "no delegate packed weights it could keep");
         else
-            snprintf(why, sizeof why, "%llu bytes of packed weights, under the %llu worth keeping",
-                     (unsigned long long)c->bytes, (unsigned long long)c->min_bytes);
+            snprintf(why, sizeof why, "%.1f MiB of packed weights, under the %.1f MiB worth keeping",
+                     (double)c->bytes / 1048576.0, (double)c->min_bytes / 1048576.0);
         abandon(c, why);
         return;
     }
