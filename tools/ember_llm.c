@@ -437,6 +437,23 @@ static double peak_rss_mib(void) {
 #endif
 }
 
+/* The memory "forward" plans (its KV cache, int8 or float, and its
+ * activations), the part of RSS the context length sets. */
+static void print_planned_memory(const app *a) {
+    const ember_program *p = ember_module_program(ember_llm_runner_module(a->runner));
+    ember_method_meta meta;
+    if (ember_program_method_meta(p, "forward", &meta) != EMBER_OK) return;
+    double total = 0.0;
+    for (size_t i = 0; i < meta.num_planned_buffers; i++) {
+        size_t bytes = 0;
+        if (ember_program_planned_buffer_size(p, "forward", i, &bytes) == EMBER_OK)
+            total += (double)bytes;
+    }
+    const bool mib = total >= 1024.0 * 1024.0;
+    fprintf(stderr, "planned memory:      %.1f %s (KV cache and activations)\n",
+            total / (mib ? 1024.0 * 1024.0 : 1024.0), mib ? "MiB" : "KiB");
+}
+
 /* The default weight cache keeps programs with this many packed bytes or more. */
 #define DEFAULT_CACHE_MIN_BYTES ((uint64_t)32 << 20)
 
@@ -483,7 +500,10 @@ static void print_stats(app *a, const ember_llm_stats *s) {
             s->decode_steps, decode_tps);
     if (s->cache_restarts > 0)
         fprintf(stderr, "cache restarts:      %zu\n", s->cache_restarts);
-    if (!a->stats_shown) print_weight_cache(a);
+    if (!a->stats_shown) {
+        print_weight_cache(a);
+        print_planned_memory(a);
+    }
     fprintf(stderr, "peak RSS:            %.1f MiB\n", rss_mib);
     a->stats_shown = true;
 }

@@ -65,7 +65,8 @@ def export_executorch_llm(model_or_config: Any, path: Union[str, os.PathLike], *
                           xnnpack: bool = True, seed: int = SEED,
                           max_context: Optional[int] = None, weight_std: float = 0.02,
                           qmode: Optional[str] = None, group_size: int = 32,
-                          embedding_quantize: Optional[str] = None):
+                          embedding_quantize: Optional[str] = None,
+                          quantize_kv_cache: bool = False):
     """Writes ExecuTorch's KV-cache LLM export of a llama-architecture model at
     the sizes of model_or_config (a nanoGPT GPT, its config, or a dict with
     n_layer, n_head, n_embd, vocab_size, block_size) to path, with random
@@ -74,7 +75,9 @@ def export_executorch_llm(model_or_config: Any, path: Union[str, os.PathLike], *
     qmode (e.g. "8da4w", with group_size) quantizes the linear layers with
     ExecuTorch's torchao source transform, as its LLM export does;
     embedding_quantize ("bits,group", e.g. "4,32") quantizes the token
-    embedding with its --embedding-quantize transform.
+    embedding with its --embedding-quantize transform; quantize_kv_cache
+    keeps the KV cache in int8 (its --quantize_kv_cache: per-token scales
+    and zero points, llama::custom_quantized_sdpa).
     Returns the eager model ExecuTorch exported (source transforms applied, same
     weights), called as model(tokens (1, T), {"input_pos": tensor([pos])})."""
     import torch
@@ -96,13 +99,15 @@ def export_executorch_llm(model_or_config: Any, path: Union[str, os.PathLike], *
     del ref
     return export_executorch_checkpoint(params, state, path, context=context, xnnpack=xnnpack,
                                         qmode=qmode, group_size=group_size,
-                                        embedding_quantize=embedding_quantize)
+                                        embedding_quantize=embedding_quantize,
+                                        quantize_kv_cache=quantize_kv_cache)
 
 
 def export_executorch_checkpoint(params: Mapping[str, Any], state_dict: Mapping[str, Any],
                                  path: Union[str, os.PathLike], *, context: int,
                                  xnnpack: bool = True, qmode: Optional[str] = None,
                                  group_size: int = 32, embedding_quantize: Optional[str] = None,
+                                 quantize_kv_cache: bool = False,
                                  metadata: Optional[Mapping[str, Any]] = None):
     """Writes ExecuTorch's KV-cache LLM export of the model that `params`
     (its ModelArgs, as a params.json holds them: Llama 3's rope scaling, Qwen
@@ -141,6 +146,7 @@ def export_executorch_checkpoint(params: Mapping[str, Any], state_dict: Mapping[
             cfg.quantization.group_size = group_size
         if embedding_quantize:
             cfg.quantization.embedding_quantize = embedding_quantize
+        cfg.model.quantize_kv_cache = quantize_kv_cache
         builder = _export_llama(cfg)
     if not path.exists():
         raise RuntimeError(f"ExecuTorch's llama export wrote no file at {path}")

@@ -305,7 +305,8 @@ def _ember_llm() -> Optional[str]:
     env = os.environ.get("EMBER_LLM")
     if env:
         return env if os.path.isabs(env) else os.path.join(ROOT, env)
-    for exe in (os.path.join(ROOT, "build", "ember-llm"),
+    build = os.environ.get("EMBER_BUILD_DIR", os.path.join(ROOT, "build"))
+    for exe in (os.path.join(build, "ember-llm"),
                 os.path.join(os.path.dirname(sys.executable), "ember-llm")):
         if os.access(exe, os.X_OK):
             return exe
@@ -410,3 +411,96 @@ def test_executorch_llm_export_8da4w_in_ember_llm(et_llm_8da4w) -> None:
     res = subprocess.run([exe, "--model", str(et_llm_8da4w), "--prompt-ids", too_long,
                           "--max-new-tokens", "1"], capture_output=True, text=True, timeout=120)
     assert res.returncode != 0 and "takes at most" in res.stderr, res.stderr
+
+
+# ExecuTorch's export with --quantize_kv_cache: the caches int8 with per-token
+# scales and zero points (QuantizedKVCache), attention in
+# llama::custom_quantized_sdpa on the int8 rows (QuantizedSDPA).
+@pytest.fixture(scope="module")
+def et_llm_int8_kv(tmp_path_factory):
+    return _export_et_llm(tmp_path_factory, "llama_small_int8_kv", SMALL, quantize_kv_cache=True)
+
+
+def test_executorch_llm_export_int8_kv_cache(et_llm_int8_kv) -> None:
+    """ember runs ExecuTorch's int8 KV cache: its program holds
+    custom_quantized_sdpa and the per-token quantization ops, and at every
+    step ember's logits equal ExecuTorch's runtime's and the eager model's
+    (the same integer products; seen: 6e-6 of logits around 5); ember-llm
+    picks ExecuTorch's greedy tokens."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+    from executorch.runtime import Runtime
+
+    eager, path = et_llm_int8_kv
+    buf = path.read_bytes()
+    plan = getattr(deserialize_pte_binary(buf), "program", None) or deserialize_pte_binary(buf)
+    ops = {f"{o.name}.{o.overload}" for o in plan.execution_plan[0].operators}
+    assert {"llama::custom_quantized_sdpa.out",
+            "quantized_decomposed::quantize_per_token.out"} <= ops, ops
+    methods = {"ember": ember_runtime.Runtime.get().load_program(buf).load_method("forward"),
+               "executorch": Runtime.get().load_program(buf).load_method("forward")}
+    g = torch.Generator().manual_seed(5)
+    pos = 0
+    for s in (5, 1, 1, 1, 4, 1, 1, 1):
+        tokens = torch.randint(0, SMALL["vocab_size"], (1, s), generator=g)
+        with torch.no_grad():
+            want = eager(tokens, {"input_pos": torch.tensor([pos])})
+        want = want[0] if isinstance(want, tuple) else want
+        outs = {name: m.execute([tokens, torch.tensor([pos])])[0] for name, m in methods.items()}
+        assert want.abs().max() > 0.1
+        for name, got in outs.items():
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4,
+                                       msg=lambda m: f"{name} at pos {pos}: {m}")
+        torch.testing.assert_close(outs["ember"], outs["executorch"], rtol=1e-4, atol=1e-4)
+        pos += s
+
+    exe = _ember_llm()
+    if exe is None:
+        pytest.skip("ember-llm is not built")
+    theirs = Runtime.get().load_program(str(path)).load_method("forward")
+    prompt, n_new = [1, 17, 42, 99, 7, 3], 16
+    pending, pos, want_ids = list(prompt), 0, []
+    for _ in range(n_new):
+        logits = theirs.execute([torch.tensor([pending]), torch.tensor([pos])])[0]
+        pos += len(pending)
+        pending = [int(logits.reshape(-1, logits.shape[-1])[-1].argmax())]
+        want_ids += pending
+    res = subprocess.run([exe, "--model", str(path), "--prompt-ids", " ".join(map(str, prompt)),
+                          "--max-new-tokens", str(n_new), "--temperature", "0", "--stats"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert [int(t) for t in res.stdout.split()] == want_ids
+
+
+@pytest.mark.parametrize("pos,causal,mask,seq_at_2", [(0, True, False, False),
+                                                      (5, True, False, False),
+                                                      (5, False, False, True),
+                                                      (0, False, True, False)])
+def test_quantized_reference_matches_executorch(pos, causal, mask, seq_at_2) -> None:
+    """ember's eager custom_quantized_sdpa (the definition used without the
+    executorch package) gives ExecuTorch's op's numbers."""
+    if not _et_available():
+        pytest.skip("executorch's llama ops not loadable")
+    from ember.llm.llama_ops import custom_quantized_sdpa_reference
+
+    g = torch.Generator().manual_seed(pos * 4 + causal * 2 + mask)
+    b, s, h, hkv, d, length = 1, 3, 4, 2, 16, 12
+
+    def rows(*shape):
+        x = torch.randint(-128, 128, shape, generator=g, dtype=torch.int8)
+        sc = torch.rand(*shape[:-1], 1, generator=g) * 0.02 + 0.001
+        zp = torch.randint(-20, 20, (*shape[:-1], 1), generator=g, dtype=torch.int8)
+        return x, sc, zp
+
+    def lay(t):
+        return t.transpose(1, 2).contiguous() if seq_at_2 else t
+
+    (q, qs, qz), (k, ks, kz), (v, vs, vz) = rows(b, s, h, d), rows(b, length, hkv, d), \
+        rows(b, length, hkv, d)
+    m = torch.where(torch.rand(s, length, generator=g) < 0.3, float("-inf"), 0.0) if mask else None
+    if m is not None:
+        m[:, 0] = 0.0
+    args = (lay(q), lay(k), lay(v), pos, m, 0.0, causal, None, lay(qz), lay(qs), lay(kz),
+            lay(ks), lay(vz), lay(vs), seq_at_2)
+    ours = custom_quantized_sdpa_reference(*args)
+    theirs = torch.ops.llama.custom_quantized_sdpa(*args)
+    torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)

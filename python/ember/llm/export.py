@@ -25,6 +25,10 @@ activations, 4-bit weights in groups of --group-size; torchao's quantize_
 as ExecuTorch's LLM export uses it), ``none``. --embedding-quant ("8",
 "4", "bits,group") stores the token embedding quantized (any recipe).
 
+--kv-cache int8 keeps the KV cache in int8, as ExecuTorch's
+--quantize_kv_cache does (per-token scales and zero points,
+llama::custom_quantized_sdpa): a quarter of the float32 cache's memory.
+
 --external-weights keeps the weights out of the program, in "<stem>.ptd"
 beside it (the .pte's name without ".pte"); run it with ``ember-llm --model
 stem.pte --data stem.ptd``, or ExecuTorch's runner with the same data path.
@@ -48,6 +52,7 @@ from .hf import Decoder, load_model
 
 RECIPES = ("portable", "xnnpack")
 QUANTS = ("none", "int8", "8da4w")
+KV_CACHES = ("float", "int8")
 
 
 def _peak_rss_mib() -> float:
@@ -124,12 +129,14 @@ def metadata(model: Decoder) -> Dict[str, Any]:
 
 def export_model(model: Decoder, *, recipe: str = "xnnpack", quant: str = "none",
                  group_size: int = 32, embedding_quant: Optional[str] = None,
-                 external_tag: Optional[str] = None,
+                 external_tag: Optional[str] = None, kv_cache: str = "float",
                  progress: Callable[[str], None] = lambda s: None) -> Any:
     """Exports a Decoder (changed in place by quantization) and returns the
     ExecutorchProgramManager (``.buffer`` is the .pte). With external_tag,
     every weight goes to the data file "<external_tag>.ptd" instead
-    (``.data_files[external_tag]``, or ``write_tensor_data_to_file(dir)``)."""
+    (``.data_files[external_tag]``, or ``write_tensor_data_to_file(dir)``).
+    kv_cache "int8" keeps the KV cache in int8 (Decoder.quantize_kv_cache:
+    ExecuTorch's --quantize_kv_cache form)."""
     from .. import ExecutorchBackendConfig, to_edge_transform_and_lower
     from .quantize import QuantizedEmbedding, parse_embedding_quantize
 
@@ -138,7 +145,12 @@ def export_model(model: Decoder, *, recipe: str = "xnnpack", quant: str = "none"
     if quant != "none" and recipe != "xnnpack":
         raise ValueError(f"quantization {quant} needs the xnnpack recipe: the quantized linear "
                          "layers run in XnnpackBackend")
+    if kv_cache not in KV_CACHES:
+        raise ValueError(f"unknown KV cache type {kv_cache!r}; one of {', '.join(KV_CACHES)}")
     meta = metadata(model)
+    if kv_cache == "int8":
+        progress("the KV cache in int8")
+        model.quantize_kv_cache()
     parsed = parse_embedding_quantize(embedding_quant)
     if parsed is not None:
         progress(f"quantizing the token embedding ({embedding_quant})")
@@ -178,6 +190,7 @@ def export_hf(source: Union[str, os.PathLike, Dict[str, Any]], out: Union[str, o
               recipe: str = "xnnpack", quant: str = "none", group_size: int = 32,
               embedding_quant: Optional[str] = None, max_seq_len: Optional[int] = None,
               seed: Optional[int] = None, external_weights: bool = False,
+              kv_cache: str = "float",
               progress: Callable[[str], None] = lambda s: None) -> Dict[str, Any]:
     """Reads the model (a directory or a config dict), exports it and writes
     the .pte to out (with external_weights, the weights to the .ptd beside
@@ -193,7 +206,8 @@ def export_hf(source: Union[str, os.PathLike, Dict[str, Any]], out: Union[str, o
     stem = os.path.basename(out)[:-4] if out.endswith(".pte") else os.path.basename(out)
     prog = export_model(model, recipe=recipe, quant=quant, group_size=group_size,
                         embedding_quant=embedding_quant,
-                        external_tag=stem if external_weights else None, progress=progress)
+                        external_tag=stem if external_weights else None, kv_cache=kv_cache,
+                        progress=progress)
     t2 = time.perf_counter()
     progress(f"writing {out}")
     data = prog.buffer
@@ -226,6 +240,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     help="cache length and longest prompt (default: max_position_embeddings)")
     ap.add_argument("--seed", type=int, default=None,
                     help="random weights from this seed instead of the directory's")
+    ap.add_argument("--kv-cache", choices=KV_CACHES, default="float",
+                    help="int8: the KV cache quantized per token (ExecuTorch's "
+                         "--quantize_kv_cache), a quarter of float32's memory")
     ap.add_argument("--external-weights", action="store_true",
                     help="write the weights to <out stem>.ptd beside the .pte (ember-llm --data)")
     args = ap.parse_args(argv)
@@ -242,7 +259,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         info = export_hf(args.model, args.out, recipe=args.recipe, quant=args.quant,
                          group_size=args.group_size, embedding_quant=args.embedding_quant,
                          max_seq_len=args.max_seq_len, seed=args.seed,
-                         external_weights=args.external_weights, progress=progress)
+                         external_weights=args.external_weights, kv_cache=args.kv_cache,
+                         progress=progress)
     except (OSError, ValueError, NotImplementedError) as e:
         print(f"ember.llm.export: error: {e}", file=sys.stderr)
         return 1

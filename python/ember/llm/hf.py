@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import torch
+import torch.ao.quantization.fx._decomposed  # noqa: F401  (quantized_decomposed ops)
 import torch.nn as nn
 
 from . import llama_ops  # noqa: F401  (registers torch.ops.llama.*)
@@ -248,6 +249,17 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
     return torch.cat((out, x[..., r:]), dim=-1) if r < x.shape[-1] else out
 
 
+def _quantize_rows(x: torch.Tensor):
+    """x quantized to int8 per token (per last-dim row, asymmetric), with its
+    float32 scales and int8 zero points, as ExecuTorch's QuantizedKVCache
+    quantizes: (int8 x, scales, zero points), the last two of x's shape with
+    a last dimension of 1."""
+    scales, zeros = torch.ops.quantized_decomposed.choose_qparams_per_token_asymmetric.default(
+        x, torch.int8)
+    xq = torch.ops.quantized_decomposed.quantize_per_token(x, scales, zeros, -128, 127, torch.int8)
+    return xq, scales.to(torch.float32), zeros.to(torch.int8)
+
+
 class Attention(nn.Module):
     def __init__(self, cfg: DecoderConfig, max_seq_len: int) -> None:
         super().__init__()
@@ -268,6 +280,37 @@ class Attention(nn.Module):
         self.register_buffer("k_cache", torch.zeros(1, max_seq_len, hkv, d), persistent=False)
         self.register_buffer("v_cache", torch.zeros(1, max_seq_len, hkv, d), persistent=False)
 
+    def quantize_cache(self) -> None:
+        """Keeps the cache in int8, as ExecuTorch's --quantize_kv_cache does
+        (its QuantizedKVCache with QuantizedSDPA, the same buffers and ops):
+        each new key and value row is quantized per token (asymmetric, a
+        float32 scale and an int8 zero point a row, kept in caches of their
+        own), and attention runs on the int8 rows in
+        ``llama::custom_quantized_sdpa``, the query quantized the same way."""
+        shape = (1, self.max_seq_len, self.hkv, self.d)
+        rows = (1, self.max_seq_len, self.hkv, 1)
+        for name in ("k", "v"):
+            self.register_buffer(f"{name}_cache", torch.zeros(shape, dtype=torch.int8),
+                                 persistent=False)
+            self.register_buffer(f"{name}_cache_scales", torch.ones(rows), persistent=False)
+            self.register_buffer(f"{name}_cache_zero_points", torch.ones(rows, dtype=torch.int8),
+                                 persistent=False)
+        self.int8_cache = True
+
+    def _int8_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, start_pos: int,
+                        mask: Optional[torch.Tensor]) -> torch.Tensor:
+        kq, ks, kz = _quantize_rows(k)
+        vq, vs, vz = _quantize_rows(v)
+        for value, cache in ((kq, self.k_cache), (ks, self.k_cache_scales),
+                             (kz, self.k_cache_zero_points), (vq, self.v_cache),
+                             (vs, self.v_cache_scales), (vz, self.v_cache_zero_points)):
+            torch.ops.llama.update_cache(value, cache, start_pos)
+        qq, qs, qz = _quantize_rows(q)
+        return torch.ops.llama.custom_quantized_sdpa(
+            qq, self.k_cache, self.v_cache, 0 if mask is not None else start_pos, mask, 0.0,
+            mask is None, self.scale, qz, qs, self.k_cache_zero_points, self.k_cache_scales,
+            self.v_cache_zero_points, self.v_cache_scales)
+
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, start_pos: int,
                 mask: Optional[torch.Tensor] = None) -> torch.Tensor:
         """mask: None for causal attention over the cache, else the additive
@@ -284,6 +327,9 @@ class Attention(nn.Module):
         if hasattr(self, "q_norm"):
             q, k = self.q_norm(q), self.k_norm(k)
         q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
+        if getattr(self, "int8_cache", False):
+            y = self._int8_attention(q, k, v, start_pos, mask)
+            return self.o_proj(y.reshape(1, t, self.h * self.d))
         torch.ops.llama.update_cache(k, self.k_cache, start_pos)
         torch.ops.llama.update_cache(v, self.v_cache, start_pos)
         if mask is None:
@@ -411,10 +457,17 @@ class Decoder(nn.Module):
             logits = torch.tanh(logits / cap) * cap
         return logits
 
+    def quantize_kv_cache(self) -> "Decoder":
+        """Every layer's cache in int8 (Attention.quantize_cache); returns self."""
+        for layer in self.model.layers:
+            layer.self_attn.quantize_cache()
+        return self
+
     def reset_cache(self) -> None:
         for layer in self.model.layers:
-            layer.self_attn.k_cache.zero_()
-            layer.self_attn.v_cache.zero_()
+            for name, buf in layer.self_attn.named_buffers():
+                if "cache" in name:
+                    buf.fill_(0 if buf.dtype == torch.int8 or not name.endswith("scales") else 1)
 
 
 def read_config(source: Union[str, os.PathLike, Mapping[str, Any]]) -> Dict[str, Any]:

@@ -10,6 +10,12 @@ cache and custom SDPA source transforms) call
         Tensor(a!) key_cache, Tensor(b!) value_cache, SymInt start_pos,
         SymInt seq_len, Tensor? attn_mask=None, float drpout_p=0.,
         bool is_causal=False, float? scale=None) -> Tensor
+    llama::custom_quantized_sdpa(Tensor query, Tensor key, Tensor value,
+        SymInt start_pos, Tensor? attn_mask=None, float drpout_p=0.,
+        bool is_causal=False, float? scale=None, Tensor? q_zero_points=None,
+        Tensor? q_scales=None, Tensor? k_zero_points=None, Tensor? k_scales=None,
+        Tensor? v_zero_points=None, Tensor? v_scales=None,
+        bool is_seq_at_dim_2=False) -> Tensor
     llama::update_cache(Tensor value, Tensor(a!) cache, SymInt start_pos) -> Tensor
     llama::update_cache_with_indices(Tensor value, Tensor(a!) cache,
         SymInt start_pos, Tensor indices) -> Tensor
@@ -53,6 +59,16 @@ _SCHEMAS = (
     "Tensor(b!) value_cache, SymInt start_pos, SymInt seq_len, Tensor? attn_mask=None, "
     "float drpout_p=0., bool is_causal=False, float? scale=None, *, Tensor(c!) out) "
     "-> Tensor(c!)",
+    "custom_quantized_sdpa(Tensor query, Tensor key, Tensor value, SymInt start_pos, "
+    "Tensor? attn_mask=None, float drpout_p=0., bool is_causal=False, float? scale=None, "
+    "Tensor? q_zero_points=None, Tensor? q_scales=None, Tensor? k_zero_points=None, "
+    "Tensor? k_scales=None, Tensor? v_zero_points=None, Tensor? v_scales=None, "
+    "bool is_seq_at_dim_2=False) -> Tensor",
+    "custom_quantized_sdpa.out(Tensor query, Tensor key, Tensor value, SymInt start_pos, "
+    "Tensor? attn_mask=None, float drpout_p=0., bool is_causal=False, float? scale=None, "
+    "Tensor? q_zero_points=None, Tensor? q_scales=None, Tensor? k_zero_points=None, "
+    "Tensor? k_scales=None, Tensor? v_zero_points=None, Tensor? v_scales=None, "
+    "bool is_seq_at_dim_2=False, *, Tensor(a!) out) -> Tensor(a!)",
     "update_cache(Tensor value, Tensor(a!) cache, SymInt start_pos) -> Tensor",
     "update_cache.out(Tensor value, Tensor(a!) cache, SymInt start_pos, *, Tensor(b!) out) "
     "-> Tensor(b!)",
@@ -130,6 +146,68 @@ def custom_sdpa_reference(query: torch.Tensor, key: torch.Tensor, value: torch.T
     return (att @ v).transpose(1, 2).to(query.dtype).contiguous()  # (B, S, H, D)
 
 
+def custom_quantized_sdpa_reference(query: torch.Tensor, key: torch.Tensor,
+                                    value: torch.Tensor, start_pos: int,
+                                    attn_mask: Optional[torch.Tensor] = None,
+                                    drpout_p: float = 0.0, is_causal: bool = False,
+                                    scale: Optional[float] = None,
+                                    q_zero_points: Optional[torch.Tensor] = None,
+                                    q_scales: Optional[torch.Tensor] = None,
+                                    k_zero_points: Optional[torch.Tensor] = None,
+                                    k_scales: Optional[torch.Tensor] = None,
+                                    v_zero_points: Optional[torch.Tensor] = None,
+                                    v_scales: Optional[torch.Tensor] = None,
+                                    is_seq_at_dim_2: bool = False) -> torch.Tensor:
+    """llama::custom_quantized_sdpa in eager PyTorch: int8 query, key and
+    value rows with per-row float32 scales and int8 zero points; the scores
+    from the int32 products of the rows less their zero points, times both
+    scales and `scale`; softmax as custom_sdpa; the weighted sum of the
+    dequantized values. float32 out, in query's layout."""
+    name = "llama::custom_quantized_sdpa"
+    params = (q_zero_points, q_scales, k_zero_points, k_scales, v_zero_points, v_scales)
+    if any(p is None for p in params):
+        raise ValueError(f"{name}: every scale and zero point must be given")
+    for what, t in (("query", query), ("key", key), ("value", value)):
+        if t.dtype != torch.int8 or t.dim() != 4:
+            raise ValueError(f"{name}: {what} must be 4-d int8, got {t.dim()}-d {t.dtype}")
+    if drpout_p != 0.0:
+        raise ValueError(f"{name}: drpout_p must be 0")
+    if attn_mask is not None and is_causal:
+        raise ValueError(f"{name}: attn_mask and is_causal cannot both be set")
+
+    def seq_first(t: torch.Tensor) -> torch.Tensor:  # (B, S, H, X)
+        return t.transpose(1, 2) if is_seq_at_dim_2 else t
+
+    q, k, v = seq_first(query), seq_first(key), seq_first(value)
+    qz, qs, kz, ks, vz, vs = (seq_first(p) for p in params)  # type: ignore[arg-type]
+    s, h, d = q.shape[1], q.shape[2], q.shape[3]
+    length, hkv = k.shape[1], k.shape[2]
+    pos = 0 if attn_mask is not None else int(start_pos)
+    n = length if attn_mask is not None else pos + s
+    if n > length or pos < 0:
+        raise IndexError(f"{name}: start_pos {pos} with {s} query rows does not fit in the "
+                         f"cache of {length} positions")
+    rep = h // hkv
+    qi = (q.to(torch.int64) - qz.to(torch.int64)).transpose(1, 2)  # (B, H, S, D)
+    ki = (k[:, :n].to(torch.int64) - kz[:, :n].to(torch.int64)).transpose(1, 2)
+    ki = ki.repeat_interleave(rep, dim=1)  # (B, H, n, D)
+    dots = (qi @ ki.transpose(-1, -2)).to(torch.float32)  # exact integers
+    qsc = qs.transpose(1, 2)  # (B, H, S, 1)
+    ksc = ks[:, :n].transpose(1, 2).repeat_interleave(rep, dim=1).transpose(-1, -2)  # (B, H, 1, n)
+    sc = scale if scale is not None else 1.0 / math.sqrt(d)
+    scores = dots * (qsc * ksc) * sc
+    if attn_mask is not None:
+        scores = scores + attn_mask.to(torch.float32)
+    elif is_causal:
+        visible = torch.ones(s, n, dtype=torch.bool, device=query.device).tril(pos)
+        scores = scores.masked_fill(~visible, float("-inf"))
+    att = torch.softmax(scores, dim=-1)
+    vf = (v[:, :n].to(torch.float32) - vz[:, :n].to(torch.float32)) * vs[:, :n]
+    vf = vf.transpose(1, 2).repeat_interleave(rep, dim=1)  # (B, H, n, D)
+    out = (att @ vf).transpose(1, 2)  # (B, S, H, D)
+    return (out.transpose(1, 2) if is_seq_at_dim_2 else out).contiguous()
+
+
 def update_cache_reference(value: torch.Tensor, cache: torch.Tensor,
                            start_pos: int) -> torch.Tensor:
     """llama::update_cache in eager PyTorch: cache[:, start_pos:start_pos + S] = value."""
@@ -202,6 +280,10 @@ def _fake_sdpa(query, key, value, *rest, **kwargs):
     return query.new_empty(query.shape)
 
 
+def _fake_quantized_sdpa(query, key, value, *rest, **kwargs):
+    return query.new_empty(query.shape, dtype=torch.float32)
+
+
 def _out(fn):
     def impl(*args, out, **kwargs):
         res = fn(*args, **kwargs)
@@ -241,11 +323,13 @@ def register() -> str:
         lib.define(schema)
     impls = {
         "custom_sdpa": custom_sdpa_reference,
+        "custom_quantized_sdpa": custom_quantized_sdpa_reference,
         "sdpa_with_kv_cache": sdpa_with_kv_cache_reference,
         "update_cache": update_cache_reference,
         "update_cache_with_indices": update_cache_with_indices_reference,
     }
-    fakes = {"custom_sdpa": _fake_sdpa, "sdpa_with_kv_cache": _fake_sdpa,
+    fakes = {"custom_sdpa": _fake_sdpa, "custom_quantized_sdpa": _fake_quantized_sdpa,
+             "sdpa_with_kv_cache": _fake_sdpa,
              "update_cache": _fake_update, "update_cache_with_indices": _fake_update}
     for name, fn in impls.items():
         lib.impl(name, fn, "CompositeExplicitAutograd")
@@ -259,5 +343,6 @@ def register() -> str:
 
 register()
 
-__all__ = ["register", "custom_sdpa_reference", "sdpa_with_kv_cache_reference",
+__all__ = ["register", "custom_sdpa_reference", "custom_quantized_sdpa_reference",
+           "sdpa_with_kv_cache_reference",
            "update_cache_reference", "update_cache_with_indices_reference"]

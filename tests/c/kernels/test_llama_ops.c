@@ -1,7 +1,9 @@
 /*
  * test_llama_ops.c — ExecuTorch's LLM operators as portable kernels:
  * llama::custom_sdpa.out, llama::sdpa_with_kv_cache.out,
- * llama::update_cache.out and llama::update_cache_with_indices.out.
+ * llama::update_cache.out and llama::update_cache_with_indices.out, and
+ * llama::custom_quantized_sdpa.out (int8 rows with per-row scales and zero
+ * points, both layouts, against the double reference on the dequantized rows).
  *
  * Numerics against a reference computed here in double from ExecuTorch's
  * definition (caches (B, L, Hkv, D), sequence at dim 1; query head h reads
@@ -560,6 +562,131 @@ static void test_errors(void) {
     kc_set_scratch(KC_SCRATCH_BYTES);
 }
 
+/* ------------------------------------------------------------------------ */
+/* llama::custom_quantized_sdpa (int8 rows, per-row scales and zero points)  */
+/* ------------------------------------------------------------------------ */
+
+enum { QB = 1, QS = 3, QH = 4, QKV = 2, QD = 8, QL = 10 };
+
+typedef struct qcase {
+    int8_t q[QB * QS * QH * QD], k[QB * QL * QKV * QD], v[QB * QL * QKV * QD];
+    float qs[QB * QS * QH], ks[QB * QL * QKV], vs[QB * QL * QKV];
+    int8_t qz[QB * QS * QH], kz[QB * QL * QKV], vz[QB * QL * QKV];
+    float mask[QS * QL], out[QB * QS * QH * QD];
+} qcase;
+
+static void qcase_fill(qcase *c) {
+    int8_t *bytes[] = {c->q, c->k, c->v, c->qz, c->kz, c->vz};
+    size_t sizes[] = {sizeof c->q, sizeof c->k, sizeof c->v, sizeof c->qz, sizeof c->kz,
+                      sizeof c->vz};
+    for (size_t i = 0; i < 6; i++)
+        for (size_t j = 0; j < sizes[i]; j++)
+            bytes[i][j] = (int8_t)((int)(rng_bits() % 256) - 128);
+    float *scales[] = {c->qs, c->ks, c->vs};
+    size_t n[] = {QB * QS * QH, QB * QL * QKV, QB * QL * QKV};
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = 0; j < n[i]; j++) scales[i][j] = 0.002f + 0.01f * (float)(rng_bits() % 100) / 100;
+    for (size_t j = 0; j < QS * QL; j++) c->mask[j] = j % 3 == 1 ? -INFINITY : 0.1f * (float)(j % 5);
+}
+
+/* The dequantized rows in double, then reference(): the exact products of
+ * the dequantized rows are the kernel's integer products times the scales. */
+static void qcase_reference(const qcase *c, int pos, bool causal, bool mask, double *out) {
+    double q[QB * QS * QH * QD], k[QB * QL * QKV * QD], v[QB * QL * QKV * QD], m[QS * QL];
+    for (int i = 0; i < QB * QS * QH * QD; i++) q[i] = ((double)c->q[i] - c->qz[i / QD]) * c->qs[i / QD];
+    for (int i = 0; i < QB * QL * QKV * QD; i++) {
+        k[i] = ((double)c->k[i] - c->kz[i / QD]) * c->ks[i / QD];
+        v[i] = ((double)c->v[i] - c->vz[i / QD]) * c->vs[i / QD];
+    }
+    for (int i = 0; i < QS * QL; i++) m[i] = c->mask[i];
+    reference(out, q, k, v, QB, QS, QH, QKV, QD, QL, pos, causal, mask ? m : NULL,
+              1.0 / sqrt((double)QD));
+}
+
+/* Calls the kernel; seq_at_2 lays every tensor out as (B, H, S, X). */
+static ember_status qcall(qcase *c, int pos, bool causal, bool mask, bool seq_at_2, int q_dtype,
+                          bool drop_k_scales) {
+    tt q, k, v, qs, ks, vs, qz, kz, vz, m, out;
+    const int hq = seq_at_2 ? QH : QS, sq = seq_at_2 ? QS : QH;
+    const int hk = seq_at_2 ? QKV : QL, sk = seq_at_2 ? QL : QKV;
+    ember_value sp = kt_int(pos), dp = kt_double(0.0), ca = kt_bool(causal), none = kt_none(),
+                s2 = kt_bool(seq_at_2);
+    ember_value *args[17] = {
+        tt_init(&q, q_dtype, DIMS(QB, hq, sq, QD), c->q, sizeof c->q, false, NULL),
+        tt_init(&k, EMBER_INT8, DIMS(QB, hk, sk, QD), c->k, sizeof c->k, false, NULL),
+        tt_init(&v, EMBER_INT8, DIMS(QB, hk, sk, QD), c->v, sizeof c->v, false, NULL),
+        &sp,
+        mask ? tt_init(&m, EMBER_FLOAT32, DIMS(QS, QL), c->mask, sizeof c->mask, false, NULL)
+             : &none,
+        &dp, &ca, &none,
+        tt_init(&qz, EMBER_INT8, DIMS(QB, hq, sq, 1), c->qz, sizeof c->qz, false, NULL),
+        tt_init(&qs, EMBER_FLOAT32, DIMS(QB, hq, sq, 1), c->qs, sizeof c->qs, false, NULL),
+        tt_init(&kz, EMBER_INT8, DIMS(QB, hk, sk, 1), c->kz, sizeof c->kz, false, NULL),
+        drop_k_scales ? &none
+                      : tt_init(&ks, EMBER_FLOAT32, DIMS(QB, hk, sk, 1), c->ks, sizeof c->ks,
+                                false, NULL),
+        tt_init(&vz, EMBER_INT8, DIMS(QB, hk, sk, 1), c->vz, sizeof c->vz, false, NULL),
+        tt_init(&vs, EMBER_FLOAT32, DIMS(QB, hk, sk, 1), c->vs, sizeof c->vs, false, NULL),
+        &s2,
+        tt_init(&out, EMBER_FLOAT32, DIMS(QB, hq, sq, QD), c->out, sizeof c->out, true, NULL),
+        &out.v};
+    return kc_call("llama::custom_quantized_sdpa.out", args, 17);
+}
+
+/* (B, S, H, X) -> (B, H, S, X) of n-byte elements, one batch. */
+static void to_seq_at_2(void *dst, const void *src, int s, int h, int x, size_t n) {
+    for (int i = 0; i < s; i++)
+        for (int j = 0; j < h; j++)
+            memcpy((char *)dst + (((size_t)j * s + i) * x) * n,
+                   (const char *)src + (((size_t)i * h + j) * x) * n, (size_t)x * n);
+}
+
+static void test_quantized_sdpa(void) {
+    check_section("llama::custom_quantized_sdpa");
+    static qcase c, t;
+    double want[QB * QS * QH * QD];
+    qcase_fill(&c);
+    const struct { int pos; bool causal, mask; } cases[] = {
+        {0, true, false}, {4, true, false}, {7, true, false}, {4, false, false}, {0, false, true}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        qcase_reference(&c, cases[i].pos, cases[i].causal, cases[i].mask, want);
+        if (CHECK_OK(qcall(&c, cases[i].pos, cases[i].causal, cases[i].mask, false, EMBER_INT8,
+                           false)))
+            CHECK_MSG(close_fd(c.out, want, QB * QS * QH * QD, 1e-5), "case %zu", i);
+        /* the same rows laid out (B, H, S, D): the same numbers, transposed */
+        t = c;
+        to_seq_at_2(t.q, c.q, QS, QH, QD, 1);
+        to_seq_at_2(t.qz, c.qz, QS, QH, 1, 1);
+        to_seq_at_2(t.qs, c.qs, QS, QH, 1, 4);
+        to_seq_at_2(t.k, c.k, QL, QKV, QD, 1);
+        to_seq_at_2(t.kz, c.kz, QL, QKV, 1, 1);
+        to_seq_at_2(t.ks, c.ks, QL, QKV, 1, 4);
+        to_seq_at_2(t.v, c.v, QL, QKV, QD, 1);
+        to_seq_at_2(t.vz, c.vz, QL, QKV, 1, 1);
+        to_seq_at_2(t.vs, c.vs, QL, QKV, 1, 4);
+        if (CHECK_OK(qcall(&t, cases[i].pos, cases[i].causal, cases[i].mask, true, EMBER_INT8,
+                           false))) {
+            float back[QB * QS * QH * QD];
+            for (int s = 0; s < QS; s++) /* (H, S, D) -> (S, H, D) */
+                for (int h = 0; h < QH; h++)
+                    memcpy(back + ((size_t)s * QH + h) * QD, t.out + ((size_t)h * QS + s) * QD,
+                           sizeof(float) * QD);
+            CHECK_MSG(close_fd(back, want, QB * QS * QH * QD, 1e-5), "case %zu, seq at dim 2", i);
+        }
+    }
+    /* bad input: a float query, a missing scale, rows past the cache */
+    CHECK_ERR(qcall(&c, 0, true, false, false, EMBER_FLOAT32, false), EMBER_ERR_TYPE_MISMATCH,
+              "query must be int8");
+    CHECK_ERR(qcall(&c, 0, true, false, false, EMBER_INT8, true), EMBER_ERR_INVALID_ARGUMENT,
+              "key scales and zero points");
+    CHECK_ERR(qcall(&c, QL - QS + 1, true, false, false, EMBER_INT8, false),
+              EMBER_ERR_DATA_OUT_OF_BOUNDS, "does not fit");
+    CHECK_ERR(qcall(&c, -1, true, false, false, EMBER_INT8, false), EMBER_ERR_DATA_OUT_OF_BOUNDS,
+              "does not fit");
+    CHECK_ERR(qcall(&c, 0, true, true, false, EMBER_INT8, false), EMBER_ERR_INVALID_ARGUMENT,
+              "cannot both be set");
+}
+
 int main(void) {
     kc_init();
     rng_seed(99);
@@ -568,5 +695,6 @@ int main(void) {
     test_update_cache_with_indices();
     test_dtypes();
     test_errors();
+    test_quantized_sdpa();
     return check_finish();
 }
