@@ -154,21 +154,30 @@ ember_status eko_attention(ember_kernel_ctx *ctx, const ek_attn *a) {
     job.blocks = (a->nq + job.rows_per_task - 1) / job.rows_per_task;
 
     /* per thread: rows_per_task rows of scores (n_keys) and of sums (d), and
-     * a block of keys or values (KEYS_PER_BLOCK, d) */
-    size_t bytes, t, p;
+     * a block of keys or values (KEYS_PER_BLOCK, d). A long context may not
+     * fit the method's scratch at that many rows: halve them until it does;
+     * when even one row a thread does not fit, the reference runner needs
+     * one row in all. */
+    size_t p;
     if (!round_floats((size_t)a->n_keys, &job.row_floats) ||
         !round_floats((size_t)a->d, &job.d_floats) ||
-        ember_add_overflow(job.row_floats, job.d_floats, &t) ||
-        ember_mul_overflow(t, (size_t)job.rows_per_task, &t) ||
-        ember_mul_overflow((size_t)a->d, KEYS_PER_BLOCK, &p) ||
-        ember_add_overflow(t, p, &job.thread_floats) ||
-        ember_mul_overflow(job.thread_floats, sizeof(float), &bytes) ||
-        ember_mul_overflow(bytes, threads, &bytes))
+        ember_mul_overflow((size_t)a->d, KEYS_PER_BLOCK, &p))
         return ember_kernel_fail(ctx, EMBER_ERR_OUT_OF_MEMORY, "attention: scratch size overflows");
-    job.scratch = ember_kernel_scratch(ctx, bytes, ROW_ALIGN);
-    if (job.scratch == NULL)
-        return ember_kernel_fail(ctx, EMBER_ERR_OUT_OF_MEMORY,
-                                 "attention: needs %zu bytes of scratch", bytes);
+    for (;;) {
+        size_t bytes, t;
+        if (ember_add_overflow(job.row_floats, job.d_floats, &t) ||
+            ember_mul_overflow(t, (size_t)job.rows_per_task, &t) ||
+            ember_add_overflow(t, p, &job.thread_floats) ||
+            ember_mul_overflow(job.thread_floats, sizeof(float), &bytes) ||
+            ember_mul_overflow(bytes, threads, &bytes))
+            return ember_kernel_fail(ctx, EMBER_ERR_OUT_OF_MEMORY,
+                                     "attention: scratch size overflows");
+        job.scratch = ember_kernel_scratch(ctx, bytes, ROW_ALIGN);
+        if (job.scratch != NULL) break;
+        if (job.rows_per_task == 1) return ek_attn_reference(ctx, a);
+        job.rows_per_task = (job.rows_per_task + 1) / 2;
+        job.blocks = (a->nq + job.rows_per_task - 1) / job.rows_per_task;
+    }
     ember_parallel_1d(pool, attn_tasks, &job, (size_t)(pairs * job.blocks), 1);
     return EMBER_OK;
 }

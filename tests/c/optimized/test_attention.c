@@ -28,6 +28,7 @@
 
 static uint8_t g_scratch[1 << 20];
 static ember_arena g_arena;
+static size_t g_fast_scratch; /* nonzero: the fast run gets only this much scratch */
 
 static float *rand_buf(size_t n, float amp) {
     float *p = malloc(sizeof(float) * (n ? n : 1));
@@ -102,6 +103,11 @@ static double run_case(const shape *s, ember_threadpool *pool) {
     if (ek_attn_reference(&ctx, &a) == EMBER_OK) {
         ctx.threadpool = pool;
         ember_arena_reset(&g_arena);
+        ember_arena limited;
+        if (g_fast_scratch > 0) {
+            ember_arena_init(&limited, g_scratch, g_fast_scratch);
+            ctx.scratch = &limited;
+        }
         a.out = fast;
         if (eko_attention(&ctx, &a) == EMBER_OK) worst = compare(fast, ref, nqe, 2e-5);
     }
@@ -317,6 +323,22 @@ static void test_all_masked(ember_threadpool *pool) {
     CHECK(!isnan(fast[NH * D]) && compare(fast, ref, sizeof ref / sizeof *ref, 2e-5) <= 1.0);
 }
 
+/* A long context in a small scratch: fewer query rows a task, and at
+ * last the reference's single row, give the same numbers. */
+static void test_scratch_limited(ember_threadpool *pool) {
+    check_section("long context, limited scratch");
+    const shape s = {1, 40, 4, 2, 64, 2048, 2000, true, true, false};
+    /* 270 KB at the usual 14 rows a task on 2 threads; 100 KB takes 4 rows;
+     * 12 KB not even one row a thread, but the reference's one row */
+    const size_t limits[] = {0, 100 * 1024, 12 * 1024};
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        g_fast_scratch = limits[i];
+        const double e = run_case(&s, pool);
+        CHECK_MSG(e <= 1.0, "scratch limit %zu: error %.3g", limits[i], e);
+    }
+    g_fast_scratch = 0;
+}
+
 /* Scratch too small for the rows of scores: a clean status. */
 static void test_scratch_exhausted(void) {
     check_section("scratch exhausted");
@@ -344,6 +366,7 @@ int main(void) {
     eko_isa_set(start);
     test_twins(pools[npools - 1]);
     test_all_masked(pools[npools - 1]);
+    test_scratch_limited(pools[npools - 1]);
     test_scratch_exhausted();
     for (size_t p = 1; p < npools; p++) ember_threadpool_destroy(pools[p]);
     return check_finish();
