@@ -34,7 +34,7 @@ EMSCRIPTEN_KEEPALIVE int ew_model_load(const char *path, const char *method, ew_
     *out = NULL;
     ew_model *m = calloc(1, sizeof *m);
     if (m == NULL) return ember_error_set(EMBER_ERR_OUT_OF_MEMORY, "out of memory");
-    ember_module_options opts = {sizeof opts, 1, NULL, 0};
+    ember_module_options opts = {.struct_size = sizeof opts, .num_threads = 1};
     ember_status st = ember_module_load_with(path, &opts, &m->module);
     if (st == EMBER_OK) st = ember_module_method(m->module, method, &m->method);
     if (st != EMBER_OK) {
