@@ -110,15 +110,15 @@ static void open_cache(ember_module *mod, const char *model_path, const char *di
     size_t stem = strlen(base);
     if (stem > 4 && strcmp(base + stem - 4, ".pte") == 0) stem -= 4;
     if (stem > 100) stem = 100;
+    const uint64_t hash = ember_program_hash(mod->program);
     char path[4096];
     const int n = snprintf(path, sizeof path, "%s/%.*s-%016llx.ewc", dir, (int)stem, base,
-                           (unsigned long long)ember_program_hash(mod->program));
+                           (unsigned long long)hash);
     if (n < 0 || (size_t)n >= sizeof path) {
         snprintf(mod->cache_message, sizeof mod->cache_message, "the cache path is too long");
         return;
     }
-    if (ember_file_weight_cache_open(path, ember_program_hash(mod->program), min_bytes,
-                                     &mod->cache) != EMBER_OK)
+    if (ember_file_weight_cache_open(path, hash, min_bytes, &mod->cache) != EMBER_OK)
         snprintf(mod->cache_message, sizeof mod->cache_message, "%s", ember_last_error());
     ember_clear_error();
 }

@@ -57,6 +57,16 @@ typedef struct ek_attn {
  */
 ember_status ek_attn_reference(ember_kernel_ctx *ctx, const ek_attn *a);
 
+/** The checks every attention operator makes on what its queries see:
+ * query heads (nh) a multiple of kv heads (nkvh), no dropout, not both a
+ * mask and is_causal, a float mask of (nq, len), contiguous, or else
+ * start_pos with nq rows inside the len cache positions. *n_keys: the keys
+ * read (len with a mask, start_pos + nq without). */
+ember_status ek_attn_check_keys(ember_kernel_ctx *ctx, const char *op, int64_t nq, int64_t nh,
+                                int64_t nkvh, int64_t len, int64_t start_pos,
+                                const ember_tensor *mask, double dropout, bool causal,
+                                int64_t *n_keys);
+
 /** ember::sdpa_with_kv_cache.out: checks the 9 arguments, appends k and v to
  * the caches, and describes the attention left to do (a->out resized). */
 ember_status ek_sdpa_with_kv_cache_setup(ember_kernel_ctx *ctx, ember_value **args, size_t nargs,

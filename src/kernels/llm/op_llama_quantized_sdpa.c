@@ -31,6 +31,7 @@
 
 #include "../portable/kernel_util.h"
 #include "../portable/ops.h"
+#include "attention.h"
 
 static const char OP[] = "llama::custom_quantized_sdpa";
 
@@ -191,41 +192,17 @@ ember_status ek_op_llama_custom_quantized_sdpa_out(ember_kernel_ctx *ctx, ember_
                                  OP, ek_shape_str(kq, sizeof kq, k->sizes, 4),
                                  ek_shape_str(vq, sizeof vq, v->sizes, 4));
     }
-    if (nkvh == 0 || nh % nkvh != 0)
-        return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
-                                 "%s: %lld query heads are not a multiple of %lld key/value heads",
-                                 OP, (long long)nh, (long long)nkvh);
     if (d > 32768)
         return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED,
                                  "%s: head size %lld (at most 32768: int32 products)", OP,
                                  (long long)d);
-    if (dropout != 0.0)
-        return ember_kernel_fail(ctx, EMBER_ERR_NOT_SUPPORTED,
-                                 "%s: drpout_p is %g; only 0 (inference) is supported", OP,
-                                 dropout);
-    if (mask != NULL && causal)
-        return ember_kernel_fail(ctx, EMBER_ERR_INVALID_ARGUMENT,
-                                 "%s: attn_mask and is_causal cannot both be set", OP);
-    int64_t n_keys = len;
-    if (mask != NULL) {
-        if (mask->dtype != EMBER_FLOAT32 || mask->dim != 2 || mask->sizes[0] != nq ||
-            mask->sizes[1] != len) {
-            char got[64];
-            return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
-                                     "%s: attn_mask must be float32 (%lld, %lld), got %s %s", OP,
-                                     (long long)nq, (long long)len,
-                                     ember_dtype_name(mask->dtype),
-                                     ek_shape_str(got, sizeof got, mask->sizes, mask->dim));
-        }
-        EK_TRY(ek_check_contiguous(ctx, mask, OP));
-    } else {
-        if (start_pos < 0 || start_pos > len - nq)
-            return ember_kernel_fail(ctx, EMBER_ERR_DATA_OUT_OF_BOUNDS,
-                                     "%s: start_pos %lld with %lld query rows does not fit in "
-                                     "the cache of %lld positions",
-                                     OP, (long long)start_pos, (long long)nq, (long long)len);
-        n_keys = start_pos + nq;
-    }
+    if (mask != NULL && mask->dtype != EMBER_FLOAT32)
+        return ember_kernel_fail(ctx, EMBER_ERR_TYPE_MISMATCH,
+                                 "%s: attn_mask must be float32, got %s", OP,
+                                 ember_dtype_name(mask->dtype));
+    int64_t n_keys;
+    EK_TRY(ek_attn_check_keys(ctx, OP, nq, nh, nkvh, len, start_pos, mask, dropout, causal,
+                              &n_keys));
     if (out->dtype != EMBER_FLOAT32)
         return ember_kernel_fail(ctx, EMBER_ERR_TYPE_MISMATCH, "%s: out must be float32, got %s",
                                  OP, ember_dtype_name(out->dtype));

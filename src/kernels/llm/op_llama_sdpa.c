@@ -74,16 +74,10 @@ static ember_status check_sizes(ember_kernel_ctx *ctx, const char *op, const emb
     return EMBER_OK;
 }
 
-/*
- * The part both operators share: query against the caches kc, vc (B, L, Hkv,
- * D), after any cache update. Checks the attention arguments and fills *a.
- */
-static ember_status describe(ember_kernel_ctx *ctx, const char *op, const ember_tensor *q,
-                             const ember_tensor *kc, const ember_tensor *vc, int64_t start_pos,
-                             const ember_tensor *mask, double dropout, bool causal,
-                             bool has_scale, double scale, ember_tensor *out, ek_attn *a) {
-    int64_t nb = q->sizes[0], nq = q->sizes[1], nh = q->sizes[2], d = q->sizes[3];
-    int64_t len = kc->sizes[1], nkvh = kc->sizes[2];
+ember_status ek_attn_check_keys(ember_kernel_ctx *ctx, const char *op, int64_t nq, int64_t nh,
+                                int64_t nkvh, int64_t len, int64_t start_pos,
+                                const ember_tensor *mask, double dropout, bool causal,
+                                int64_t *n_keys_out) {
     if (nkvh == 0 || nh % nkvh != 0)
         return ember_kernel_fail(ctx, EMBER_ERR_SHAPE_MISMATCH,
                                  "%s: %lld query heads are not a multiple of %lld key/value heads",
@@ -122,6 +116,23 @@ static ember_status describe(ember_kernel_ctx *ctx, const char *op, const ember_
                                      op, (long long)start_pos, (long long)nq, (long long)len);
         n_keys = start_pos + nq;
     }
+    *n_keys_out = n_keys;
+    return EMBER_OK;
+}
+
+/*
+ * The part both operators share: query against the caches kc, vc (B, L, Hkv,
+ * D), after any cache update. Checks the attention arguments and fills *a.
+ */
+static ember_status describe(ember_kernel_ctx *ctx, const char *op, const ember_tensor *q,
+                             const ember_tensor *kc, const ember_tensor *vc, int64_t start_pos,
+                             const ember_tensor *mask, double dropout, bool causal,
+                             bool has_scale, double scale, ember_tensor *out, ek_attn *a) {
+    int64_t nb = q->sizes[0], nq = q->sizes[1], nh = q->sizes[2], d = q->sizes[3];
+    int64_t len = kc->sizes[1], nkvh = kc->sizes[2];
+    int64_t n_keys;
+    EK_TRY(ek_attn_check_keys(ctx, op, nq, nh, nkvh, len, start_pos, mask, dropout, causal,
+                              &n_keys));
     /* out is written while the others are read */
     if (out == q || out == kc || out == vc || (mask != NULL && out == mask))
         return ember_kernel_fail(ctx, EMBER_ERR_INVALID_PROGRAM,
