@@ -251,28 +251,17 @@ def _export_et_llm(tmp_path_factory, name: str, sizes: Dict[str, int], **options
     return export_executorch_llm(sizes, path, weight_std=0.2, **options), path
 
 
-@pytest.fixture(scope="module")
-def et_llm(tmp_path_factory):
-    eager, path = _export_et_llm(tmp_path_factory, "llama_small", SMALL)
-    return eager, path.read_bytes()
-
-
-def test_executorch_llm_export(et_llm) -> None:
-    from executorch.exir._serialize._program import deserialize_pte_binary
+def _steps_match_eager(eager, buf: bytes, chunks, seed: int) -> None:
+    """ember's runtime and ExecuTorch's on the program `buf`, fed random
+    chunks of tokens (prefill, then decode steps): at every step both give
+    the eager model's logits."""
     from executorch.runtime import Runtime
-
-    eager, buf = et_llm
-    pte = deserialize_pte_binary(buf)
-    plan = getattr(pte, "program", pte).execution_plan[0]
-    ops = {f"{o.name}.{o.overload}" for o in plan.operators}
-    assert {"llama::custom_sdpa.out", "llama::update_cache.out"} <= ops
-    assert any(d.id == "XnnpackBackend" for d in plan.delegates)
 
     methods = {"ember": ember_runtime.Runtime.get().load_program(buf).load_method("forward"),
                "executorch": Runtime.get().load_program(buf).load_method("forward")}
-    g = torch.Generator().manual_seed(3)
+    g = torch.Generator().manual_seed(seed)
     pos = 0
-    for s in (5, 1, 1, 1, 1, 1, 4, 1):
+    for s in chunks:
         tokens = torch.randint(0, SMALL["vocab_size"], (1, s), generator=g)
         with torch.no_grad():
             want = eager(tokens, {"input_pos": torch.tensor([pos])})
@@ -284,6 +273,39 @@ def test_executorch_llm_export(et_llm) -> None:
                                        msg=lambda m: f"{name} at pos {pos}: {m}")
         torch.testing.assert_close(outs["ember"], outs["executorch"], rtol=1e-4, atol=1e-4)
         pos += s
+
+
+def _executorch_greedy(path, prompt, n_new: int) -> list:
+    """The n_new greedy tokens ExecuTorch's runtime picks after prompt."""
+    from executorch.runtime import Runtime
+
+    method = Runtime.get().load_program(str(path)).load_method("forward")
+    pending, pos, ids = list(prompt), 0, []
+    for _ in range(n_new):
+        logits = method.execute([torch.tensor([pending]), torch.tensor([pos])])[0]
+        pos += len(pending)
+        pending = [int(logits.reshape(-1, logits.shape[-1])[-1].argmax())]
+        ids += pending
+    return ids
+
+
+@pytest.fixture(scope="module")
+def et_llm(tmp_path_factory):
+    eager, path = _export_et_llm(tmp_path_factory, "llama_small", SMALL)
+    return eager, path.read_bytes()
+
+
+def test_executorch_llm_export(et_llm) -> None:
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    eager, buf = et_llm
+    pte = deserialize_pte_binary(buf)
+    plan = getattr(pte, "program", pte).execution_plan[0]
+    ops = {f"{o.name}.{o.overload}" for o in plan.operators}
+    assert {"llama::custom_sdpa.out", "llama::update_cache.out"} <= ops
+    assert any(d.id == "XnnpackBackend" for d in plan.delegates)
+
+    _steps_match_eager(eager, buf, (5, 1, 1, 1, 1, 1, 4, 1), seed=3)
 
 
 # ExecuTorch's LLM export with 8da4w linear layers (its qmode 8da4w: torchao's
@@ -381,23 +403,12 @@ def test_executorch_llm_export_8da4w_in_ember_llm(et_llm_8da4w) -> None:
     """ember-llm on ExecuTorch's quantized export, token ids in and out (no
     tokenizer fits its random vocabulary): the same greedy tokens as
     ExecuTorch's runtime, and the file's own limits (get_max_seq_len)."""
-    from executorch.runtime import Runtime
-
     exe = _ember_llm()
     if exe is None:
         pytest.skip("ember-llm is not built")
     prompt = [1, 17, 42, 99, 7, 3]
     n_new = 20
-    method = Runtime.get().load_program(str(et_llm_8da4w)).load_method("forward")
-    tokens, pos, want = list(prompt), 0, []
-    pending = list(prompt)
-    for _ in range(n_new):
-        logits = method.execute([torch.tensor([pending]), torch.tensor([pos])])[0]
-        pos += len(pending)
-        nxt = int(logits.reshape(-1, logits.shape[-1])[-1].argmax())
-        want.append(nxt)
-        tokens.append(nxt)
-        pending = [nxt]
+    want = _executorch_greedy(et_llm_8da4w, prompt, n_new)
     res = subprocess.run([exe, "--model", str(et_llm_8da4w), "--prompt-ids",
                           " ".join(map(str, prompt)), "--max-new-tokens", str(n_new),
                           "--temperature", "0", "--threads", "1"],
@@ -428,42 +439,21 @@ def test_executorch_llm_export_int8_kv_cache(et_llm_int8_kv) -> None:
     (the same integer products; seen: 6e-6 of logits around 5); ember-llm
     picks ExecuTorch's greedy tokens."""
     from executorch.exir._serialize._program import deserialize_pte_binary
-    from executorch.runtime import Runtime
 
     eager, path = et_llm_int8_kv
     buf = path.read_bytes()
-    plan = getattr(deserialize_pte_binary(buf), "program", None) or deserialize_pte_binary(buf)
-    ops = {f"{o.name}.{o.overload}" for o in plan.execution_plan[0].operators}
+    pte = deserialize_pte_binary(buf)
+    ops = {f"{o.name}.{o.overload}"
+           for o in getattr(pte, "program", pte).execution_plan[0].operators}
     assert {"llama::custom_quantized_sdpa.out",
             "quantized_decomposed::quantize_per_token.out"} <= ops, ops
-    methods = {"ember": ember_runtime.Runtime.get().load_program(buf).load_method("forward"),
-               "executorch": Runtime.get().load_program(buf).load_method("forward")}
-    g = torch.Generator().manual_seed(5)
-    pos = 0
-    for s in (5, 1, 1, 1, 4, 1, 1, 1):
-        tokens = torch.randint(0, SMALL["vocab_size"], (1, s), generator=g)
-        with torch.no_grad():
-            want = eager(tokens, {"input_pos": torch.tensor([pos])})
-        want = want[0] if isinstance(want, tuple) else want
-        outs = {name: m.execute([tokens, torch.tensor([pos])])[0] for name, m in methods.items()}
-        assert want.abs().max() > 0.1
-        for name, got in outs.items():
-            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4,
-                                       msg=lambda m: f"{name} at pos {pos}: {m}")
-        torch.testing.assert_close(outs["ember"], outs["executorch"], rtol=1e-4, atol=1e-4)
-        pos += s
+    _steps_match_eager(eager, buf, (5, 1, 1, 1, 4, 1, 1, 1), seed=5)
 
     exe = _ember_llm()
     if exe is None:
         pytest.skip("ember-llm is not built")
-    theirs = Runtime.get().load_program(str(path)).load_method("forward")
     prompt, n_new = [1, 17, 42, 99, 7, 3], 16
-    pending, pos, want_ids = list(prompt), 0, []
-    for _ in range(n_new):
-        logits = theirs.execute([torch.tensor([pending]), torch.tensor([pos])])[0]
-        pos += len(pending)
-        pending = [int(logits.reshape(-1, logits.shape[-1])[-1].argmax())]
-        want_ids += pending
+    want_ids = _executorch_greedy(path, prompt, n_new)
     res = subprocess.run([exe, "--model", str(path), "--prompt-ids", " ".join(map(str, prompt)),
                           "--max-new-tokens", str(n_new), "--temperature", "0", "--stats"],
                          capture_output=True, text=True, timeout=120)
