@@ -52,7 +52,10 @@ for jar in "${junit_jars[@]}"; do
 done
 
 scripts/build.sh "$BUILD" -- ember_core >/dev/null # configures it
-if ! cmake --build "$BUILD" --target help 2>/dev/null | grep -q 'ember_jni'; then
+# (the target list read whole: grep -q would stop reading early, and under
+# pipefail cmake's broken pipe would read as "no JDK")
+targets=$(cmake --build "$BUILD" --target help 2>/dev/null || true)
+if [[ "$targets" != *ember_jni* ]]; then
   skip "CMake found no JDK in $BUILD (see its configure output)"
 fi
 scripts/build.sh "$BUILD" -- ember_jni ember_java ember-llm | tail -n 1

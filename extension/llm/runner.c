@@ -468,7 +468,8 @@ static ember_status generate(ember_llm_runner *r, const int32_t *prompt, size_t 
 
     /* Prefill: the prompt from the first position the cache does not hold. */
     size_t pos = n_prompt; /* kv: cache positions filled */
-    if (o.max_new_tokens > 0) st = run_model(r, history + keep, n_prompt - keep, keep);
+    if (o.max_new_tokens > 0 || (r->kind == EMBER_LLM_KV && reuse))
+        st = run_model(r, history + keep, n_prompt - keep, keep);
     s.prefill_ms = ms_since(t_start);
 
     for (size_t step = 0; st == EMBER_OK && step < o.max_new_tokens; step++) {
@@ -521,6 +522,15 @@ ember_status ember_llm_runner_generate_ids(ember_llm_runner *r, const int32_t *p
     if (r == NULL || (prompt == NULL && n_prompt != 0))
         return ember_error_set(EMBER_ERR_INVALID_ARGUMENT, "ember_llm_runner_generate: NULL argument");
     return generate(r, prompt, n_prompt, false, options, stats, NULL);
+}
+
+ember_status ember_llm_runner_continue_ids(ember_llm_runner *r, const int32_t *tokens,
+                                           size_t n_tokens, const ember_llm_options *options,
+                                           ember_llm_stats *stats) {
+    if (r == NULL || (tokens == NULL && n_tokens != 0))
+        return ember_error_set(EMBER_ERR_INVALID_ARGUMENT,
+                               "ember_llm_runner_continue_ids: NULL argument");
+    return generate(r, tokens, n_tokens, true, options, stats, NULL);
 }
 
 ember_status ember_llm_runner_encode(const ember_llm_runner *r, const char *text, size_t len,

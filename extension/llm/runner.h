@@ -241,6 +241,21 @@ ember_status ember_llm_runner_generate_ids(ember_llm_runner *runner, const int32
                                            size_t n_prompt, const ember_llm_options *options,
                                            ember_llm_stats *stats);
 
+/**
+ * Generates from token ids as ember_llm_runner_generate_ids() does, except
+ * that the program's cache is not started over: the positions it holds
+ * where they equal the first of these tokens are kept, and only the rest
+ * run. A caller that keeps a conversation's tokens (what ran, the tokens
+ * chosen, then the next turn's) passes them all each time and pays only for
+ * the new ones, as a chat does. With options->max_new_tokens 0 the tokens
+ * are run and nothing is generated (a prefill). For a "seq" program this is
+ * ember_llm_runner_generate_ids().
+ * @return as ember_llm_runner_generate_ids().
+ */
+ember_status ember_llm_runner_continue_ids(ember_llm_runner *runner, const int32_t *tokens,
+                                           size_t n_tokens, const ember_llm_options *options,
+                                           ember_llm_stats *stats);
+
 /* ------------------------------------------------------------------------ */
 /* Chat                                                                      */
 /* ------------------------------------------------------------------------ */

@@ -389,13 +389,21 @@ static const char *const END_OF_TURN[] = {
 
 static bool is_file(const char *path);
 
+/* path = dir/name when it fits in cap bytes and names a file. */
+static bool side_file(char *path, size_t cap, const char *dir, const char *name) {
+    size_t d = strlen(dir), n = strlen(name);
+    if (d >= cap || n >= cap - d - 1) return false;
+    memcpy(path, dir, d);
+    path[d] = '/';
+    memcpy(path + d + 1, name, n + 1);
+    return is_file(path);
+}
+
 static ember_status read_side_files(const char *dir, tok_common *c) {
     char path[4096];
     ember_status st = EMBER_OK;
-    int w = snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-    if (w > 0 && (size_t)w < sizeof path && is_file(path)) st = read_config(path, c);
-    w = snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
-    if (st == EMBER_OK && w > 0 && (size_t)w < sizeof path && is_file(path)) {
+    if (side_file(path, sizeof path, dir, "tokenizer_config.json")) st = read_config(path, c);
+    if (st == EMBER_OK && side_file(path, sizeof path, dir, "chat_template.jinja")) {
         char *data;
         size_t len;
         st = tok_read_file(path, &data, &len);
@@ -411,8 +419,7 @@ static ember_status read_side_files(const char *dir, tok_common *c) {
     if (st == EMBER_OK && c->eos_text != NULL &&
         (id = tok_vocab_find(c->spellings, c->eos_text, strlen(c->eos_text))) != TOK_NO_ID)
         st = add_eos(c, id);
-    w = snprintf(path, sizeof path, "%s/generation_config.json", dir);
-    if (st == EMBER_OK && w > 0 && (size_t)w < sizeof path && is_file(path))
+    if (st == EMBER_OK && side_file(path, sizeof path, dir, "generation_config.json"))
         st = read_generation_config(path, c);
     return st;
 }

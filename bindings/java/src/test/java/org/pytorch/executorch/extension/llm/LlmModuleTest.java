@@ -98,6 +98,7 @@ public class LlmModuleTest {
 
   @Test
   public void greedyMatchesEmberLlm() throws IOException {
+    llm.resetContext();
     Collector c = new Collector();
     LlmGenerationConfig cfg =
         LlmGenerationConfig.create().maxNewTokens(NEW_TOKENS).temperature(0.0f).build();
@@ -111,11 +112,13 @@ public class LlmModuleTest {
     // The same text through generate(prompt, seqLen, callback): seqLen counts the prompt.
     int promptTokens = (int) c.stat("prompt_tokens");
     Collector d = new Collector();
+    llm.resetContext();
     assertEquals(0, llm.generate(PROMPT, promptTokens + NEW_TOKENS, d));
     assertEquals(expected(), d.text.toString());
 
     // Without echo: the generated text alone.
     Collector e = new Collector();
+    llm.resetContext();
     assertEquals(0, llm.generate(PROMPT, promptTokens + NEW_TOKENS, e, false));
     assertEquals(expected().substring(PROMPT.length()), e.text.toString());
   }
@@ -132,6 +135,7 @@ public class LlmModuleTest {
       assertEquals(want, c.text.toString());
       assertNotEquals(expected(), want);
       // The temperature of a config overrides the module's.
+      sampled.resetContext();
       Collector g = new Collector();
       assertEquals(0, sampled.generate(PROMPT,
           LlmGenerationConfig.create().maxNewTokens(NEW_TOKENS).temperature(0.0f).build(), g));
@@ -170,6 +174,7 @@ public class LlmModuleTest {
     String prompt = "Caf\u00e9 \u2014 \u2603 \ud83d\ude00 said Emma";
     Collector c = new Collector();
     LlmGenerationConfig cfg = LlmGenerationConfig.create().maxNewTokens(8).build();
+    llm.resetContext();
     assertEquals(0, llm.generate(prompt, cfg, c));
     assertEquals(prompt, c.pieces.get(0));
     for (String p : c.pieces) {
@@ -179,6 +184,7 @@ public class LlmModuleTest {
 
   @Test
   public void errorsReachTheCallbackAndTheCaller() {
+    llm.resetContext();
     Collector c = new Collector();
     // seqLen 3 leaves no room after an 11-token prompt
     int rc = llm.generate(PROMPT, 3, c);
@@ -210,6 +216,7 @@ public class LlmModuleTest {
       assertEquals("enough", e.getMessage());
     }
     Collector ok = new Collector();
+    llm.resetContext();
     assertEquals(0, llm.generate(PROMPT, 20, ok));
 
     // generate() from inside its own callback is refused.
@@ -220,6 +227,116 @@ public class LlmModuleTest {
       assertTrue(e.getMessage(), e.getMessage().contains("own callback"));
     }
     assertEquals(0, llm.generate(PROMPT, 20, new Collector()));
+  }
+
+  static LlmGenerationConfig greedy(int newTokens, boolean echo) {
+    return LlmGenerationConfig.create().maxNewTokens(newTokens).temperature(0.0f).echo(echo)
+        .build();
+  }
+
+  static String repeat(String s, int n) {
+    StringBuilder b = new StringBuilder();
+    for (int i = 0; i < n; i++) {
+      b.append(s);
+    }
+    return b.toString();
+  }
+
+  /**
+   * A second generate() continues the conversation: it runs only its own tokens (and the last
+   * token chosen before it), and answers as the whole conversation given at once does.
+   */
+  @Test
+  public void generateContinuesTheConversation() {
+    llm.resetContext();
+    Collector first = new Collector();
+    assertEquals(0, llm.generate(PROMPT, greedy(12, true), first));
+    String next = " Emma said to her sister,";
+    Collector second = new Collector();
+    assertEquals(0, llm.generate(next, greedy(12, false), second));
+
+    // On a module of its own: the first turn, then the whole conversation as one new prompt.
+    // Its positions in the cache already hold the first turn, so it runs the same tokens as the
+    // second turn did, and answers the same.
+    LlmModule fresh = new LlmModule(MODEL, TOKENIZER, 0.0f);
+    Collector freshFirst = new Collector();
+    Collector whole = new Collector();
+    try {
+      assertEquals(0, fresh.generate(PROMPT, greedy(12, true), freshFirst));
+      fresh.resetContext();
+      assertEquals(0, fresh.generate(first.text + next, greedy(12, false), whole));
+    } finally {
+      fresh.resetNative();
+    }
+    assertEquals(first.text.toString(), freshFirst.text.toString());
+    assertEquals(whole.text.toString(), second.text.toString());
+    assertEquals(whole.stat("prompt_tokens"), second.stat("prompt_tokens"));
+    assertTrue(second.stat("prompt_tokens") < freshFirst.stat("prompt_tokens"));
+
+    // After resetContext() the same prompt gives the first answer again (the positions the
+    // cache holds for the same tokens are not run again).
+    llm.resetContext();
+    Collector again = new Collector();
+    assertEquals(0, llm.generate(PROMPT, greedy(12, true), again));
+    assertEquals(first.text.toString(), again.text.toString());
+    assertEquals(1, again.stat("prompt_tokens"));
+  }
+
+  /** prefillPrompt() runs text ahead of the generate() that answers it. */
+  @Test
+  public void prefillThenGenerate() throws IOException {
+    int cut = PROMPT.lastIndexOf(' ');
+    String head = PROMPT.substring(0, cut);
+    String tail = PROMPT.substring(cut);
+    llm.resetContext();
+    assertEquals(0, llm.prefillPrompt(head, 0, 0, 0));
+    Collector c = new Collector();
+    assertEquals(0, llm.generate(tail, greedy(NEW_TOKENS, false), c));
+    assertEquals(expected().substring(PROMPT.length()), c.text.toString());
+    assertTrue(c.stat("prompt_tokens") < 5);
+
+    // startPos 0 starts over: the same again, though a conversation was under way.
+    assertEquals(0, llm.prefillPrompt(head, 0, 0, 0));
+    Collector d = new Collector();
+    assertEquals(0, llm.generate(tail, greedy(NEW_TOKENS, false), d));
+    assertEquals(c.text.toString(), d.text.toString());
+  }
+
+  /** Text past the model's context is refused with ember's message; the conversation stays. */
+  @Test
+  public void aConversationPastTheContextIsRefused() {
+    llm.resetContext();
+    try {
+      llm.prefillPrompt(repeat(" Emma", 400), 0, 0, 0);
+      fail("prefilled past the context");
+    } catch (ExecutorchRuntimeException e) {
+      assertEquals(ExecutorchRuntimeException.INVALID_ARGUMENT, e.getErrorCode());
+      assertTrue(e.getMessage(), e.getMessage().contains("at most"));
+    }
+    // The model names no BOS token for nanoGPT's GPT-2 tokenizer.
+    try {
+      llm.prefillPrompt(PROMPT, 0, 1, 0);
+      fail("prefilled a BOS token no one names");
+    } catch (ExecutorchRuntimeException e) {
+      assertTrue(e.getMessage(), e.getMessage().contains("BOS"));
+    }
+    try {
+      llm.prefillPrompt(PROMPT, 0, -1, 0);
+      fail("prefilled -1 BOS tokens");
+    } catch (ExecutorchRuntimeException e) {
+      assertEquals(ExecutorchRuntimeException.INVALID_ARGUMENT, e.getErrorCode());
+    }
+
+    llm.resetContext();
+    assertEquals(0, llm.prefillPrompt(repeat(" Emma", 70), 0, 0, 0));
+    Collector c = new Collector();
+    int rc = llm.generate(repeat(" Emma", 70), greedy(4, false), c);
+    assertEquals(ExecutorchRuntimeException.INVALID_ARGUMENT, rc);
+    assertTrue(c.errorMessage, c.errorMessage.contains("resetContext()"));
+    // The refused turn left the conversation as it was: a short turn still fits.
+    Collector ok = new Collector();
+    assertEquals(0, llm.generate(" Emma", greedy(4, false), ok));
+    assertEquals(1, ok.stat("prompt_tokens")); // the cache held the rest
   }
 
   @Test
