@@ -468,6 +468,18 @@ static void print_weight_cache(const app *a) {
         if (w.misses > 0) fprintf(stderr, " (%zu weights not there, packed now)", w.misses);
         fputc('\n', stderr);
         break;
+    case EMBER_WEIGHT_CACHE_EXTENDED:
+        fprintf(stderr,
+                "weight cache:        mapped %s; packed %zu weights it lacked and kept them with "
+                "its own (%.1f MiB)\n",
+                w.path, w.added, mib);
+        break;
+    case EMBER_WEIGHT_CACHE_MAPPED_ONLY:
+        fprintf(stderr,
+                "weight cache:        mapped %s; %zu weights not there, packed now, not kept "
+                "(%s)\n",
+                w.path, w.misses, w.message);
+        break;
     case EMBER_WEIGHT_CACHE_WRITTEN:
         fprintf(stderr, "weight cache:        packed %.1f MiB of weights, kept in %s", mib, w.path);
         if (w.message[0] != '\0') fprintf(stderr, " (replacing a file that was %s)", w.message);

@@ -1,7 +1,10 @@
 /*
  * A weight cache in one file per program (ember/weight_cache.h): mapped
  * when a complete file for the program is there, written beside the packing
- * otherwise.
+ * otherwise. What a mapped file lacks (a weight packed for another CPU, a
+ * method loaded for the first time) is written to a new file with what the
+ * old one holds, renamed into its place at the commit; the old mapping
+ * stays valid for the methods that use it.
  */
 #ifndef EMBER_PLATFORM_BAREMETAL
 #define _POSIX_C_SOURCE 200809L
@@ -28,11 +31,12 @@
 #define WC_ALIGN 64u
 
 /* One entry: where its bytes are in the file, and its key (in the mapped
- * file's index, or a copy while writing). */
+ * file's index, or a copy of the caller's: owned). */
 typedef struct wc_entry {
     uint64_t offset, size;
     const uint8_t *key;
     size_t key_len;
+    bool owned;
 } wc_entry;
 
 struct ember_file_weight_cache {
@@ -42,17 +46,22 @@ struct ember_file_weight_cache {
     ember_weight_cache_state state;
     size_t hits, misses;
     char message[256];
-    /* mapped */
+    /* mapped: the file and its entries, sorted by key */
     const uint8_t *map;
     size_t map_size;
-    /* entries: the mapped file's, sorted by key, or those written so far */
     wc_entry *entries;
-    size_t count, cap;
+    size_t count;
     uint64_t bytes;
-    /* writing: the temporary file and its next free offset */
+    /* writing: the temporary file, its next free offset, and the entries
+     * written to it (then, at the commit, the index of the new file) */
     int fd;
     char *tmp_path;
     uint64_t end;
+    wc_entry *wr;
+    size_t n_wr, cap_wr;
+    uint64_t wr_bytes;
+    size_t added; /* entries a mapped file lacked, written to the new one */
+    bool committed; /* later adds are ignored */
 };
 
 static uint64_t get64(const uint8_t *p) {
@@ -141,7 +150,7 @@ static bool index_file(ember_file_weight_cache *c) {
         }
         c->bytes += e->size;
     }
-    c->count = c->cap = (size_t)count;
+    c->count = (size_t)count;
     return true;
 }
 
@@ -167,7 +176,7 @@ static bool map_file(ember_file_weight_cache *c) {
     c->map_size = 0;
     ember_platform_free(c->entries);
     c->entries = NULL;
-    c->count = c->cap = 0;
+    c->count = 0;
     c->bytes = 0;
     return false;
 }
@@ -200,22 +209,76 @@ static bool write_all(int fd, const void *data, size_t n, uint64_t at) {
     return true;
 }
 
-/* Gives up writing: the temporary file goes, the message says why. */
+/* Gives up writing: the temporary file goes, the message says why. A
+ * mapped file stays mapped (and is not extended). */
 static void abandon(ember_file_weight_cache *c, const char *why) {
     if (c->fd >= 0) {
         close(c->fd);
         c->fd = -1;
         unlink(c->tmp_path);
     }
+    for (size_t i = 0; i < c->n_wr; i++)
+        if (c->wr[i].owned) ember_platform_free((void *)c->wr[i].key);
+    ember_platform_free(c->wr);
+    c->wr = NULL;
+    c->n_wr = c->cap_wr = 0;
+    c->wr_bytes = 0;
+    c->added = 0;
     if (why != NULL) {
-        c->state = EMBER_WEIGHT_CACHE_NOT_WRITTEN;
+        if (c->state == EMBER_WEIGHT_CACHE_PENDING) c->state = EMBER_WEIGHT_CACHE_NOT_WRITTEN;
+        if (c->state == EMBER_WEIGHT_CACHE_MAPPED) c->state = EMBER_WEIGHT_CACHE_MAPPED_ONLY;
         snprintf(c->message, sizeof c->message, "%s", why);
     }
 }
 
+/* Appends an entry to the written list; false when out of memory. */
+static bool wr_push(ember_file_weight_cache *c, wc_entry e) {
+    if (c->n_wr == c->cap_wr) {
+        const size_t cap = c->cap_wr ? 2 * c->cap_wr : 64;
+        wc_entry *grown = cap <= SIZE_MAX / sizeof *grown
+                              ? ember_platform_alloc(cap * sizeof *grown, _Alignof(wc_entry))
+                              : NULL;
+        if (grown == NULL) return false;
+        if (c->n_wr > 0) memcpy(grown, c->wr, c->n_wr * sizeof *grown);
+        ember_platform_free(c->wr);
+        c->wr = grown;
+        c->cap_wr = cap;
+    }
+    c->wr[c->n_wr++] = e;
+    c->wr_bytes += e.size;
+    return true;
+}
+
+/* Writes size bytes at the next 64-byte offset of the temporary file
+ * (created on the first write); false (abandoned, with a message) on
+ * failure. */
+static bool wr_data(ember_file_weight_cache *c, const void *data, uint64_t size, uint64_t *at) {
+    if (c->fd < 0) {
+        make_parents(c->tmp_path);
+        c->fd = open(c->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (c->fd < 0) {
+            char why[200];
+            snprintf(why, sizeof why, "cannot create it: %s", strerror(errno));
+            abandon(c, why);
+            return false;
+        }
+        c->end = WC_HEADER;
+    }
+    *at = (c->end + WC_ALIGN - 1) / WC_ALIGN * WC_ALIGN;
+    if (size > SIZE_MAX || !write_all(c->fd, data, (size_t)size, *at)) {
+        char why[200];
+        snprintf(why, sizeof why, "cannot write it: %s", strerror(errno));
+        abandon(c, why);
+        return false;
+    }
+    c->end = *at + size;
+    return true;
+}
+
 static const void *wc_find(void *ctx, const void *key, size_t key_len, size_t size) {
     ember_file_weight_cache *c = ctx;
-    if (c->state != EMBER_WEIGHT_CACHE_MAPPED) return NULL;
+    if (c->state != EMBER_WEIGHT_CACHE_MAPPED && c->state != EMBER_WEIGHT_CACHE_MAPPED_ONLY)
+        return NULL;
     size_t lo = 0, hi = c->count;
     while (lo < hi) {
         const size_t mid = lo + (hi - lo) / 2;
@@ -237,48 +300,28 @@ static const void *wc_find(void *ctx, const void *key, size_t key_len, size_t si
 
 static void wc_add(void *ctx, const void *key, size_t key_len, const void *data, size_t size) {
     ember_file_weight_cache *c = ctx;
-    if (c->state != EMBER_WEIGHT_CACHE_PENDING) return;
-    for (size_t i = 0; i < c->count; i++) /* one weight packed twice is kept once */
-        if (key_cmp(c->entries[i].key, c->entries[i].key_len, key, key_len) == 0) return;
-    if (c->fd < 0) {
-        make_parents(c->tmp_path);
-        c->fd = open(c->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (c->fd < 0) {
-            char why[200];
-            snprintf(why, sizeof why, "cannot create it: %s", strerror(errno));
-            abandon(c, why);
-            return;
-        }
-        c->end = WC_HEADER;
-    }
-    if (c->count == c->cap) {
-        const size_t cap = c->cap ? 2 * c->cap : 64;
-        wc_entry *grown = cap <= SIZE_MAX / sizeof *grown
-                              ? ember_platform_alloc(cap * sizeof *grown, _Alignof(wc_entry))
-                              : NULL;
-        if (grown == NULL) {
-            abandon(c, "no memory for its index");
-            return;
-        }
-        if (c->count > 0) memcpy(grown, c->entries, c->count * sizeof *grown);
-        ember_platform_free(c->entries);
-        c->entries = grown;
-        c->cap = cap;
-    }
+    if (c->committed ||
+        (c->state != EMBER_WEIGHT_CACHE_PENDING && c->state != EMBER_WEIGHT_CACHE_MAPPED))
+        return;
+    for (size_t i = 0; i < c->n_wr; i++) /* one weight packed twice is kept once */
+        if (key_cmp(c->wr[i].key, c->wr[i].key_len, key, key_len) == 0) return;
     uint8_t *key_copy = ember_platform_alloc(key_len, 1);
-    const uint64_t at = (c->end + WC_ALIGN - 1) / WC_ALIGN * WC_ALIGN;
-    if (key_copy == NULL || !write_all(c->fd, data, size, at)) {
+    uint64_t at;
+    if (key_copy == NULL) {
+        abandon(c, "no memory for its index");
+        return;
+    }
+    if (!wr_data(c, data, size, &at)) {
         ember_platform_free(key_copy);
-        char why[200];
-        snprintf(why, sizeof why, "cannot write it: %s",
-                 key_copy == NULL ? "no memory" : strerror(errno));
-        abandon(c, why);
         return;
     }
     memcpy(key_copy, key, key_len);
-    c->entries[c->count++] = (wc_entry){at, size, key_copy, key_len};
-    c->end = at + size;
-    c->bytes += size;
+    if (!wr_push(c, (wc_entry){at, size, key_copy, key_len, true})) {
+        ember_platform_free(key_copy);
+        abandon(c, "no memory for its index");
+        return;
+    }
+    if (c->state == EMBER_WEIGHT_CACHE_MAPPED) c->added++;
 }
 
 static int entry_order(const void *a, const void *b) {
@@ -286,23 +329,47 @@ static int entry_order(const void *a, const void *b) {
     return key_cmp(x->key, x->key_len, y->key, y->key_len);
 }
 
+/* A mapped file's entries that the new one keeps (those not packed again
+ * under the same key), copied after what was added. */
+static bool copy_mapped(ember_file_weight_cache *c) {
+    const size_t n_new = c->n_wr;
+    for (size_t i = 0; i < c->count; i++) {
+        const wc_entry *e = &c->entries[i];
+        bool again = false;
+        for (size_t j = 0; j < n_new && !again; j++)
+            again = key_cmp(c->wr[j].key, c->wr[j].key_len, e->key, e->key_len) == 0;
+        if (again) continue;
+        uint64_t at;
+        if (!wr_data(c, c->map + e->offset, e->size, &at)) return false;
+        if (!wr_push(c, (wc_entry){at, e->size, e->key, e->key_len, false})) {
+            abandon(c, "no memory for its index");
+            return false;
+        }
+    }
+    return true;
+}
+
 void ember_file_weight_cache_commit(ember_file_weight_cache *c) {
-    if (c == NULL || c->state != EMBER_WEIGHT_CACHE_PENDING) return;
-    if (c->count == 0 || c->bytes < c->min_bytes) {
+    if (c == NULL || c->committed) return;
+    c->committed = true;
+    const bool extend = c->state == EMBER_WEIGHT_CACHE_MAPPED && c->n_wr > 0;
+    if (c->state != EMBER_WEIGHT_CACHE_PENDING && !extend) return;
+    if (!extend && (c->n_wr == 0 || c->wr_bytes < c->min_bytes)) {
         char why[160];
-        if (c->count == 0)
+        if (c->n_wr == 0)
             snprintf(why, sizeof why, "no delegate packed weights it could keep");
         else
             snprintf(why, sizeof why, "%.1f MiB of packed weights, under the %.1f MiB worth keeping",
-                     (double)c->bytes / 1048576.0, (double)c->min_bytes / 1048576.0);
+                     (double)c->wr_bytes / 1048576.0, (double)c->min_bytes / 1048576.0);
         abandon(c, why);
         return;
     }
-    qsort(c->entries, c->count, sizeof *c->entries, entry_order);
+    if (extend && !copy_mapped(c)) return;
+    qsort(c->wr, c->n_wr, sizeof *c->wr, entry_order);
     /* the index: records, then the keys */
     uint64_t keys = 0;
-    for (size_t i = 0; i < c->count; i++) keys += c->entries[i].key_len;
-    const uint64_t index_at = c->end, records = (uint64_t)c->count * WC_RECORD;
+    for (size_t i = 0; i < c->n_wr; i++) keys += c->wr[i].key_len;
+    const uint64_t index_at = c->end, records = (uint64_t)c->n_wr * WC_RECORD;
     const uint64_t index_bytes = records + keys;
     uint8_t *index = index_bytes <= SIZE_MAX ? ember_platform_alloc((size_t)index_bytes, 8) : NULL;
     if (index == NULL) {
@@ -310,8 +377,8 @@ void ember_file_weight_cache_commit(ember_file_weight_cache *c) {
         return;
     }
     uint64_t key_at = index_at + records;
-    for (size_t i = 0; i < c->count; i++) {
-        const wc_entry *e = &c->entries[i];
+    for (size_t i = 0; i < c->n_wr; i++) {
+        const wc_entry *e = &c->wr[i];
         uint8_t *rec = index + i * WC_RECORD;
         put64(rec, e->offset);
         put64(rec + 8, e->size);
@@ -325,7 +392,7 @@ void ember_file_weight_cache_commit(ember_file_weight_cache *c) {
     memcpy(header, WC_MAGIC, 8);
     put64(header + 8, WC_VERSION);
     put64(header + 16, c->program_hash);
-    put64(header + 24, c->count);
+    put64(header + 24, c->n_wr);
     put64(header + 32, index_at);
     put64(header + 40, index_bytes);
     put64(header + 48, index_at + index_bytes);
@@ -338,11 +405,13 @@ void ember_file_weight_cache_commit(ember_file_weight_cache *c) {
         char why[200];
         snprintf(why, sizeof why, "cannot write it: %s", strerror(errno));
         unlink(c->tmp_path);
-        c->state = EMBER_WEIGHT_CACHE_NOT_WRITTEN;
-        snprintf(c->message, sizeof c->message, "%s", why);
+        abandon(c, why);
         return;
     }
-    c->state = EMBER_WEIGHT_CACHE_WRITTEN;
+    c->state = extend ? EMBER_WEIGHT_CACHE_EXTENDED : EMBER_WEIGHT_CACHE_WRITTEN;
+    if (extend)
+        snprintf(c->message, sizeof c->message, "%zu packed weight%s it lacked added", c->added,
+                 c->added == 1 ? "" : "s");
 }
 
 ember_status ember_file_weight_cache_open(const char *path, uint64_t program_hash,
@@ -378,11 +447,10 @@ void ember_file_weight_cache_close(ember_file_weight_cache *c) {
         close(c->fd);
         unlink(c->tmp_path);
     }
-    if (c->map != NULL) {
-        munmap((void *)c->map, c->map_size);
-    } else {
-        for (size_t i = 0; i < c->count; i++) ember_platform_free((void *)c->entries[i].key);
-    }
+    for (size_t i = 0; i < c->n_wr; i++)
+        if (c->wr[i].owned) ember_platform_free((void *)c->wr[i].key);
+    ember_platform_free(c->wr);
+    if (c->map != NULL) munmap((void *)c->map, c->map_size);
     ember_platform_free(c->entries);
     ember_platform_free(c->path);
     ember_platform_free(c->tmp_path);
@@ -417,7 +485,10 @@ void ember_file_weight_cache_info(const ember_file_weight_cache *c, ember_weight
     out->path = c->path;
     out->hits = c->hits;
     out->misses = c->misses;
-    out->entries = c->count;
-    out->bytes = c->bytes;
+    const bool written =
+        c->state == EMBER_WEIGHT_CACHE_WRITTEN || c->state == EMBER_WEIGHT_CACHE_EXTENDED;
+    out->entries = written ? c->n_wr : c->count;
+    out->bytes = written ? c->wr_bytes : c->bytes;
+    out->added = c->added;
     out->message = c->message;
 }

@@ -8,7 +8,9 @@
  * and ember_program_hash()) and records that hash: a file written for
  * another program is not used. Entries are found by the backends' keys,
  * which name the packed bytes' sources by content hash (see
- * ember_weight_cache). A file that is not whole (wrong magic, version or
+ * ember_weight_cache). Weights a mapped file lacks (packed for another CPU,
+ * or by a method it was not written for) are written with the file's own to
+ * a new file that replaces it at the commit. A file that is not whole (wrong magic, version or
  * hash, a size or an entry out of range) is ignored and replaced. It is
  * written to a temporary name beside it and renamed when complete, so
  * another process never maps half a file; a cache that cannot be written
@@ -43,7 +45,11 @@ typedef enum ember_weight_cache_state {
     EMBER_WEIGHT_CACHE_MAPPED,      /**< a complete file was found and mapped */
     EMBER_WEIGHT_CACHE_PENDING,     /**< none found: collecting what is packed */
     EMBER_WEIGHT_CACHE_WRITTEN,     /**< none found: the packed weights were written */
-    EMBER_WEIGHT_CACHE_NOT_WRITTEN  /**< none found, none written (see message) */
+    EMBER_WEIGHT_CACHE_NOT_WRITTEN, /**< none found, none written (see message) */
+    EMBER_WEIGHT_CACHE_EXTENDED,    /**< a file was mapped, and the weights it lacked
+                                         were written with its own to a new one */
+    EMBER_WEIGHT_CACHE_MAPPED_ONLY  /**< a file was mapped; what it lacked could
+                                         not be written (see message) */
 } ember_weight_cache_state;
 
 /** A report on a weight cache (ember_file_weight_cache_info()). */
@@ -53,6 +59,7 @@ typedef struct ember_weight_cache_info {
     size_t hits, misses;   /**< lookups answered from the file, and not */
     size_t entries;        /**< packed weights in the file (mapped or written) */
     uint64_t bytes;        /**< their bytes */
+    size_t added;          /**< EXTENDED: entries the mapped file lacked */
     const char *message;   /**< why a file found was not used, or why none was
                                 written; "" otherwise */
 } ember_weight_cache_info;
@@ -75,8 +82,10 @@ const ember_weight_cache *ember_file_weight_cache_get(ember_file_weight_cache *c
 
 /**
  * Writes the file from what was added, when no complete file was found and
- * at least min_bytes were added, and renames it into place. Call it once the
- * methods are loaded; later adds are ignored. A failure to write is
+ * at least min_bytes were added, and renames it into place; when a file was
+ * mapped and weights it lacked were added, writes them with its own to a new
+ * file in its place (the mapping stays valid). Call it once the methods are
+ * loaded; later adds are ignored. A failure to write is
  * reported by the state and message, not by a status: the methods run the
  * same from their own packed weights.
  */

@@ -9,11 +9,13 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "ember/backend.h"
 #include "ember/module.h"
+#include "kernels/optimized/cpu.h"
 #include "npy.h"
 #include "test_util.h"
 
@@ -112,6 +114,43 @@ static void test_cold_warm(const char *name) {
     free(plain);
     free(cold);
     free(warm);
+}
+
+/* A file written at the best ISA, loaded at another: the float32 panels it
+ * lacks (their keys name the ISA) are packed and added, and a load at
+ * either ISA then maps everything. */
+static void test_other_isa(const char *name) {
+    check_section("a cache file extended at another ISA");
+    const eko_isa best = eko_isa_active();
+    eko_isa other = best;
+    for (int i = 0; i < EKO_ISA_COUNT && other == best; i++)
+        if ((eko_isa)i != best && eko_isa_supported((eko_isa)i)) other = (eko_isa)i;
+    size_t n0 = 0, n1 = 0, n2 = 0, n3 = 0;
+    ember_weight_cache_info info;
+    uint8_t *first = run(name, g_dir, 0, &info, &n0); /* written or mapped already */
+    const size_t entries = info.entries;
+    CHECK(entries > 0);
+    if (!CHECK(eko_isa_set(other))) return;
+    uint8_t *plain = run(name, NULL, 0, &info, &n1);
+    uint8_t *extended = run(name, g_dir, 0, &info, &n2);
+    if (other != best) {
+        CHECK_MSG(info.state == EMBER_WEIGHT_CACHE_EXTENDED, "state %d: %s", (int)info.state,
+                  info.message);
+        CHECK(info.added > 0 && info.entries == entries + info.added);
+    }
+    uint8_t *mapped = run(name, g_dir, 0, &info, &n3);
+    CHECK_MSG(info.state == EMBER_WEIGHT_CACHE_MAPPED && info.misses == 0, "state %d: %s",
+              (int)info.state, info.message);
+    CHECK(n1 == n2 && n2 == n3 && same(plain, extended, n1) && same(plain, mapped, n1));
+    eko_isa_set(best);
+    free(mapped);
+    mapped = run(name, g_dir, 0, &info, &n3);
+    CHECK(info.state == EMBER_WEIGHT_CACHE_MAPPED && info.misses == 0);
+    CHECK(n0 == n3 && same(first, mapped, n0));
+    free(first);
+    free(plain);
+    free(extended);
+    free(mapped);
 }
 
 /* Every kind of damage to the file: never a crash; a header that is not
@@ -260,6 +299,63 @@ static void test_api(void) {
     ember_file_weight_cache_info(c, &info);
     CHECK(info.state == EMBER_WEIGHT_CACHE_MAPPED && info.hits == 3 && info.misses == 3);
     ember_file_weight_cache_close(c);
+
+    /* What a mapped file lacks is added: a new file with its entries and
+     * the new ones replaces it, and the old mapping stays readable. */
+    static uint8_t e[300], d2[1000];
+    memset(e, 0x5e, sizeof e);
+    for (size_t i = 0; i < sizeof d2; i++) d2[i] = (uint8_t)(i * 13 + 1);
+    if (!CHECK_OK(ember_file_weight_cache_open(path, 0x1234, 1u << 30, &c))) return;
+    w = ember_file_weight_cache_get(c);
+    pa = w->find(w->ctx, "key-a", 5, sizeof a);
+    CHECK(pa != NULL && w->find(w->ctx, "key-e", 5, sizeof e) == NULL);
+    w->add(w->ctx, "key-e", 5, e, sizeof e);
+    /* key-d-longer packed again at another size: the new bytes replace it */
+    CHECK(w->find(w->ctx, "key-d-longer", 12, sizeof d2 - 1) == NULL);
+    w->add(w->ctx, "key-d-longer", 12, d2, sizeof d2 - 1);
+    ember_file_weight_cache_commit(c);
+    w->add(w->ctx, "late", 4, a, sizeof a); /* after the commit: ignored */
+    ember_file_weight_cache_info(c, &info);
+    CHECK(info.state == EMBER_WEIGHT_CACHE_EXTENDED && info.added == 2 && info.entries == 4);
+    CHECK(info.bytes == sizeof a + sizeof b + sizeof e + sizeof d2 - 1);
+    CHECK_CONTAINS(info.message, "2 packed weights");
+    CHECK(memcmp(pa, a, sizeof a) == 0); /* the old mapping, still there */
+    ember_file_weight_cache_close(c);
+    if (!CHECK_OK(ember_file_weight_cache_open(path, 0x1234, 0, &c))) return;
+    w = ember_file_weight_cache_get(c);
+    const uint8_t *pe = w->find(w->ctx, "key-e", 5, sizeof e);
+    pa = w->find(w->ctx, "key-a", 5, sizeof a);
+    pb = w->find(w->ctx, "key-b", 5, sizeof b);
+    pd = w->find(w->ctx, "key-d-longer", 12, sizeof d2 - 1);
+    CHECK(pe != NULL && memcmp(pe, e, sizeof e) == 0 && (uintptr_t)pe % 64 == 0);
+    CHECK(pa != NULL && memcmp(pa, a, sizeof a) == 0 && (uintptr_t)pa % 64 == 0);
+    CHECK(pb != NULL && memcmp(pb, b, sizeof b) == 0);
+    CHECK(pd != NULL && memcmp(pd, d2, sizeof d2 - 1) == 0);
+    CHECK(w->find(w->ctx, "key-d-longer", 12, sizeof d) == NULL); /* replaced */
+    CHECK(w->find(w->ctx, "late", 4, sizeof a) == NULL);
+    ember_file_weight_cache_commit(c); /* nothing lacked: the file is left as it is */
+    ember_file_weight_cache_info(c, &info);
+    CHECK(info.state == EMBER_WEIGHT_CACHE_MAPPED && info.entries == 4 && info.misses == 2);
+    ember_file_weight_cache_close(c);
+    /* A mapped file whose additions cannot be written stays in use (a
+     * directory in the way of the temporary file stops root too). */
+    char tmp_path[160];
+    snprintf(tmp_path, sizeof tmp_path, "%s.%ld.tmp", path, (long)getpid());
+    if (CHECK(mkdir(tmp_path, 0755) == 0) &&
+        CHECK_OK(ember_file_weight_cache_open(path, 0x1234, 0, &c))) {
+        w = ember_file_weight_cache_get(c);
+        CHECK(w->find(w->ctx, "key-f", 5, sizeof a) == NULL);
+        w->add(w->ctx, "key-f", 5, a, sizeof a);
+        ember_file_weight_cache_commit(c);
+        ember_file_weight_cache_info(c, &info);
+        CHECK(info.state == EMBER_WEIGHT_CACHE_MAPPED_ONLY && info.added == 0);
+        CHECK_CONTAINS(info.message, "cannot create it");
+        CHECK(info.entries == 4);
+        pa = w->find(w->ctx, "key-a", 5, sizeof a);
+        CHECK(pa != NULL && memcmp(pa, a, sizeof a) == 0);
+        ember_file_weight_cache_close(c);
+    }
+    CHECK(rmdir(tmp_path) == 0);
     /* the same file for another program: not used, rewritten on commit */
     if (!CHECK_OK(ember_file_weight_cache_open(path, 0x9999, 0, &c))) return;
     ember_file_weight_cache_info(c, &info);
@@ -327,6 +423,7 @@ int main(void) {
     test_cold_warm("xnnpack_8da4w_mlp");   /* int4 groupwise products */
     test_cold_warm("xnnpack_qd8_conv");    /* int8 per-channel convolutions */
     test_cold_warm("xnnpack_transformer"); /* float32 products */
+    test_other_isa("xnnpack_transformer");
     test_damage();
     test_not_written();
     test_api();
