@@ -5,6 +5,7 @@
  */
 #include "attention.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -27,6 +28,9 @@
 /* Blocks of strided keys read in place (at most PACK_ROWS_MIN rows). */
 #define KEYS_PER_SHORT_BLOCK 16
 #define PACK_ROWS_MIN 4
+/* Keys per chunk of the online softmax (a multiple of both block sizes):
+ * the scores a row keeps in scratch at once. */
+#define KEYS_PER_CHUNK 512
 
 typedef struct attn_job {
     const ek_attn *a;
@@ -52,11 +56,13 @@ static const float *pack_rows(float *dst, const float *src, int64_t stride, int6
 /*
  * One task: rows [r0, r1) of one (batch, kv head). The rows of a kv head
  * are those of every query head that reads it (grouped-query attention),
- * head by head: row r is query row r % S of head g * reps + r / S. Scores
- * of every row, block of keys by block of keys (each block read from
- * memory once for all the rows, so a decode step reads each kv head once
- * for all its query heads), the softmax of each row, then the values block
- * by block, each row's sums carried from block to block in acc.
+ * head by head: row r is query row r % S of head g * reps + r / S. The keys
+ * go chunk by chunk: the scores of every row, block of keys by block of
+ * keys (each block read from memory once for all the rows, so a decode step
+ * reads each kv head once for all its query heads); each row's softmax
+ * against its running maximum, the sums so far rescaled when it grows
+ * (online softmax); then the chunk's values block by block, each row's sums
+ * carried in acc to its last block, which divides by the row's total.
  */
 static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, int64_t b,
                       int64_t g, int64_t r0, int64_t r1) {
@@ -68,13 +74,17 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, in
     const float *v = (const float *)a->v + b * a->v_sb + g * a->v_sh;
     const float *qrow[ROWS_MAX];
     float *orow[ROWS_MAX];
-    int64_t trow[ROWS_MAX], nmax = 0;
+    int64_t nrow[ROWS_MAX], trow[ROWS_MAX], nmax = 0;
+    float rmax[ROWS_MAX], total[ROWS_MAX];
     for (int64_t r = 0; r < nr; r++) {
         const int64_t h = g * reps + (r0 + r) / a->nq, t = (r0 + r) % a->nq;
         qrow[r] = (const float *)a->q + b * a->q_sb + h * a->q_sh + t * a->q_st;
         orow[r] = (float *)a->out + b * a->o_sb + h * a->o_sh + t * a->o_st;
         trow[r] = t;
-        if (visible(a, t) > nmax) nmax = visible(a, t);
+        nrow[r] = visible(a, t);
+        rmax[r] = -INFINITY;
+        total[r] = 0.0f;
+        if (nrow[r] > nmax) nmax = nrow[r];
     }
     /* Rows of a block that are far apart in memory (ExecuTorch's layout puts
      * every head's row of a position together) are copied next to each other
@@ -82,49 +92,63 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, in
      * the block, the rows then share L1 without conflicts. A few rows (the
      * query heads of a decode step) read them in place, in short blocks
      * whose strided rows still fit L1's ways. One row streams its keys and
-     * values once: no blocks. */
+     * values once a chunk: no blocks. */
     const bool packed = nr > PACK_ROWS_MIN && a->k_sn != a->d;
     const int64_t blk = packed || a->k_sn == a->d ? KEYS_PER_BLOCK : KEYS_PER_SHORT_BLOCK;
-    const int64_t kb = nr > 1 && nmax > blk ? blk : (nmax > 0 ? nmax : 1);
-    float inv[ROWS_MAX];
-    for (int64_t j0 = 0; j0 < nmax; j0 += kb) {
-        const float *kblk = k + j0 * a->k_sn;
-        size_t ks = (size_t)a->k_sn;
-        if (packed) {
-            kblk = pack_rows(pack, kblk, a->k_sn, nmax - j0 < kb ? nmax - j0 : kb, d);
-            ks = d;
+    for (int64_t c0 = 0; c0 < (nmax > 0 ? nmax : 1); c0 += KEYS_PER_CHUNK) {
+        const int64_t c1 = nmax - c0 < KEYS_PER_CHUNK ? nmax : c0 + KEYS_PER_CHUNK;
+        const int64_t kb = nr > 1 && c1 - c0 > blk ? blk : (c1 > c0 ? c1 - c0 : 1);
+        for (int64_t j0 = c0; j0 < c1; j0 += kb) {
+            const float *kblk = k + j0 * a->k_sn;
+            size_t ks = (size_t)a->k_sn;
+            if (packed) {
+                kblk = pack_rows(pack, kblk, a->k_sn, c1 - j0 < kb ? c1 - j0 : kb, d);
+                ks = d;
+            }
+            for (int64_t r = 0; r < nr; r++) {
+                if (j0 >= nrow[r]) continue;
+                const int64_t cnt = nrow[r] - j0 < kb ? nrow[r] - j0 : kb;
+                cfg->scores(qrow[r], kblk, ks, (size_t)cnt, d, (float)a->scale,
+                            s + (size_t)r * job->row_floats + (j0 - c0));
+            }
         }
         for (int64_t r = 0; r < nr; r++) {
-            const int64_t n = visible(a, trow[r]);
-            if (j0 >= n) continue;
-            const int64_t cnt = n - j0 < kb ? n - j0 : kb;
-            cfg->scores(qrow[r], kblk, ks, (size_t)cnt, d, (float)a->scale,
-                        s + (size_t)r * job->row_floats + j0);
+            if (c0 >= nrow[r]) continue;
+            const int64_t cnt = (nrow[r] < c1 ? nrow[r] : c1) - c0;
+            const float *mask = a->mask != NULL
+                                    ? (const float *)a->mask + trow[r] * a->mask_st + c0
+                                    : NULL;
+            const float before = rmax[r];
+            const float sum = cfg->softmax(s + (size_t)r * job->row_floats, mask, (size_t)cnt,
+                                           &rmax[r]);
+            if (c0 > 0 && rmax[r] > before) {
+                /* the maximum grew: what was summed so far counts for less */
+                const float f = before == -INFINITY ? 0.0f : expf(before - rmax[r]);
+                float *acc_r = acc + (size_t)r * job->d_floats;
+                for (size_t i = 0; i < d; i++) acc_r[i] *= f;
+                total[r] *= f;
+            }
+            total[r] += sum;
         }
-    }
-    for (int64_t r = 0; r < nr; r++) {
-        const float *mask = a->mask != NULL ? (const float *)a->mask + trow[r] * a->mask_st
-                                            : NULL;
-        /* a row that sees nothing (sum 0) gives 0 * inf = NaN, as the reference */
-        inv[r] = 1.0f / cfg->softmax(s + (size_t)r * job->row_floats, mask,
-                                     (size_t)visible(a, trow[r]));
-    }
-    for (int64_t j0 = 0; j0 < (nmax > 0 ? nmax : 1); j0 += kb) {
-        const float *vblk = v + j0 * a->v_sn;
-        size_t vs = (size_t)a->v_sn;
-        if (packed) {
-            vblk = pack_rows(pack, vblk, a->v_sn, nmax - j0 < kb ? nmax - j0 : kb, d);
-            vs = d;
-        }
-        for (int64_t r = 0; r < nr; r++) {
-            const int64_t n = visible(a, trow[r]);
-            if (j0 >= n && !(j0 == 0 && n == 0)) continue;
-            const int64_t cnt = n - j0 < kb ? n - j0 : kb;
-            const bool last = j0 + kb >= n;
-            float *acc_r = acc + (size_t)r * job->d_floats;
-            cfg->weighted_sum(s + (size_t)r * job->row_floats + j0, vblk, vs, (size_t)cnt, d,
-                              j0 == 0 ? NULL : acc_r, last ? inv[r] : 1.0f,
-                              last ? orow[r] : acc_r);
+        for (int64_t j0 = c0; j0 < (c1 > c0 ? c1 : c0 + 1); j0 += kb) {
+            const float *vblk = v + j0 * a->v_sn;
+            size_t vs = (size_t)a->v_sn;
+            if (packed) {
+                vblk = pack_rows(pack, vblk, a->v_sn, c1 - j0 < kb ? c1 - j0 : kb, d);
+                vs = d;
+            }
+            for (int64_t r = 0; r < nr; r++) {
+                const int64_t n = nrow[r];
+                if (j0 >= n && !(j0 == 0 && n == 0)) continue;
+                const int64_t cnt = n - j0 < kb ? n - j0 : kb;
+                const bool last = j0 + kb >= n;
+                float *acc_r = acc + (size_t)r * job->d_floats;
+                /* a row that sees nothing (total 0) gives 0 * inf = NaN, as
+                 * the reference */
+                cfg->weighted_sum(s + (size_t)r * job->row_floats + (j0 - c0), vblk, vs,
+                                  (size_t)cnt, d, j0 == 0 ? NULL : acc_r,
+                                  last ? 1.0f / total[r] : 1.0f, last ? orow[r] : acc_r);
+            }
         }
     }
 }
@@ -172,13 +196,14 @@ ember_status eko_attention(ember_kernel_ctx *ctx, const ek_attn *a) {
     job.rows_per_task = (rows + per_pair - 1) / per_pair;
     job.blocks = (rows + job.rows_per_task - 1) / job.rows_per_task;
 
-    /* per thread: rows_per_task rows of scores (n_keys) and of sums (d), and
-     * a block of keys or values (KEYS_PER_BLOCK, d). A long context may not
-     * fit the method's scratch at that many rows: halve them until it does;
-     * when even one row a thread does not fit, the reference runner needs
-     * one row in all. */
+    /* per thread: rows_per_task rows of scores (a chunk of keys) and of sums
+     * (d), and a block of keys or values (KEYS_PER_BLOCK, d). A small
+     * scratch may not hold that many rows: halve them until it does; when
+     * even one row a thread does not fit, the reference runner needs one
+     * row in all. */
     size_t p;
-    if (!round_floats((size_t)a->n_keys, &job.row_floats) ||
+    const int64_t chunk = a->n_keys < KEYS_PER_CHUNK ? a->n_keys : KEYS_PER_CHUNK;
+    if (!round_floats((size_t)chunk, &job.row_floats) ||
         !round_floats((size_t)a->d, &job.d_floats) ||
         ember_mul_overflow((size_t)a->d, KEYS_PER_BLOCK, &p))
         return ember_kernel_fail(ctx, EMBER_ERR_OUT_OF_MEMORY, "attention: scratch size overflows");

@@ -11,10 +11,14 @@
  *   weighted_sum  out = (sum_j s[j] * v_j) / sum  (vectorized rows of v, in
  *                 blocks of keys whose partial sums carry over)
  *
- * Two passes over rows of scores that live in scratch (per thread, up to 16
- * rows of n_keys floats and their sums, from the kernel context): a decode
- * step (one query row) streams each key and each value once; a block of
- * prefill rows shares each block of 64 keys and values while it is in L1.
+ * The keys go in chunks of 512: the scores of a chunk, their softmax
+ * against the running maximum (online softmax: the sums so far are rescaled
+ * when the maximum grows), then the chunk's values, so scratch is bounded
+ * by the chunk whatever the context (per thread, up to 16 rows of 512
+ * scores and their sums, from the kernel context). The rows of a task (the
+ * query heads that share a kv head, or a block of prefill rows) share each
+ * block of keys and values while it is in L1, so a decode step reads each
+ * kv head once.
  * Other dtypes, and masks that are not float32, go to the reference.
  */
 #ifndef EMBER_KERNELS_OPTIMIZED_ATTENTION_H
@@ -30,9 +34,11 @@ typedef struct eko_f32_attn {
     /* s[j] = scale * sum_i q[i] * k[j * ks + i], for j < n, i < d */
     void (*scores)(const float *q, const float *k, size_t ks, size_t n, size_t d, float scale,
                    float *s);
-    /* adds mask[0..n) to s when mask is not NULL, then s[j] = exp(s[j] - max)
-     * and returns their sum; 0 (and s all 0) when every s[j] is -inf */
-    float (*softmax)(float *s, const float *mask, size_t n);
+    /* adds mask[0..n) to s when mask is not NULL; max = the larger of
+     * *running_max and every s[j], stored back in *running_max; then
+     * s[j] = exp(s[j] - max), and returns their sum; 0 (and s all 0) when
+     * max is -inf (-inf on entry: the softmax of these n scores alone) */
+    float (*softmax)(float *s, const float *mask, size_t n, float *running_max);
     /* out[i] = inv * (acc[i] + sum_j p[j] * v[j * vs + i]), for i < d, j < n;
      * acc NULL counts as zeros, and may be out itself */
     void (*weighted_sum)(const float *p, const float *v, size_t vs, size_t n, size_t d,
@@ -49,8 +55,8 @@ const eko_f32_attn *eko_f32_attn_active(void);
 /**
  * Runs a on the kernel's thread pool with the level in use (float32 with a
  * float32 mask or none), or with ek_attn_reference (anything else). Scratch:
- * up to 16 (n_keys + d) floats per thread. Fails EMBER_ERR_OUT_OF_MEMORY if the scratch is
- * too small.
+ * up to 16 (512 + d) + 64 d floats per thread, fewer rows a task when that
+ * does not fit, and the reference's one row when even one does not.
  */
 ember_status eko_attention(ember_kernel_ctx *ctx, const ek_attn *a);
 

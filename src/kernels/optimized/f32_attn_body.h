@@ -119,8 +119,10 @@ static float attn_mask_max(float *s, const float *mask, size_t n) {
     return max;
 }
 
-static float attn_softmax(float *s, const float *mask, size_t n) {
-    const float max = attn_mask_max(s, mask, n);
+static float attn_softmax(float *s, const float *mask, size_t n, float *running_max) {
+    float max = attn_mask_max(s, mask, n);
+    if (*running_max > max) max = *running_max;
+    *running_max = max;
     if (max == -INFINITY) {
         /* every key hidden: weights 0, and the caller's 1 / 0 makes NaN */
         for (size_t j = 0; j < n; j++) s[j] = 0.0f;

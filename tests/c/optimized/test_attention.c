@@ -328,15 +328,68 @@ static void test_all_masked(ember_threadpool *pool) {
 static void test_scratch_limited(ember_threadpool *pool) {
     check_section("long context, limited scratch");
     const shape s = {1, 40, 4, 2, 64, 2048, 2000, true, true, false};
-    /* 270 KB at the usual 14 rows a task on 2 threads; 100 KB takes 4 rows;
-     * 12 KB not even one row a thread, but the reference's one row */
-    const size_t limits[] = {0, 100 * 1024, 12 * 1024};
+    /* 96 KB at the usual 14 rows a task (of a 512-key chunk) on 2 threads;
+     * 60 KB takes 4 rows; 12 KB not even one row a thread, but the
+     * reference's one row */
+    const size_t limits[] = {0, 60 * 1024, 12 * 1024};
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
         g_fast_scratch = limits[i];
         const double e = run_case(&s, pool);
         CHECK_MSG(e <= 1.0, "scratch limit %zu: error %.3g", limits[i], e);
     }
     g_fast_scratch = 0;
+}
+
+/* Keys in several chunks of the online softmax (512 keys each): the largest
+ * score in a late chunk (the sums of the early ones rescaled), early chunks
+ * hidden whole (-inf: nothing to rescale), rows that end inside a chunk,
+ * and a decode step of a 1B model's shape at 8k keys. */
+static void test_chunks(ember_threadpool *pool) {
+    check_section("keys in several chunks (online softmax)");
+    enum { D = 64 };
+    const struct {
+        int nq, nh, nkvh, len;
+        int mode; /* 0: rising mask; 1: first 700 keys hidden; 2: causal, no mask */
+    } cases[] = {{3, 4, 2, 1500, 0}, {2, 2, 2, 1300, 1}, {17, 4, 1, 1100, 2},
+                 {1, 32, 8, 8200, 2}, {1, 4, 4, 2049, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const int nq = cases[c].nq, nh = cases[c].nh, nkvh = cases[c].nkvh, len = cases[c].len;
+        const size_t nqe = (size_t)nq * nh * D, nce = (size_t)len * nkvh * D;
+        float *q = rand_buf(nqe, 1.0f), *k = rand_buf(nce, 1.0f), *v = rand_buf(nce, 1.0f);
+        float *mask = rand_buf((size_t)nq * len, 0.0f);
+        float *ref = rand_buf(nqe, 0.0f), *fast = rand_buf(nqe, 0.0f);
+        for (int t = 0; t < nq; t++)
+            for (int j = 0; j < len; j++)
+                mask[t * len + j] = cases[c].mode == 0 ? 12.0f * (float)j / (float)len - 12.0f
+                                    : j < 700          ? -INFINITY
+                                                       : 0.0f;
+        ek_attn a = {.dtype = EMBER_FLOAT32, .q = q, .k = k, .v = v,
+                     .mask = cases[c].mode == 2 ? NULL : mask, .mask_dtype = EMBER_FLOAT32,
+                     .mask_st = len, .nb = 1, .nq = nq, .nh = nh, .nkvh = nkvh, .d = D,
+                     .n_keys = len, .start_pos = len - nq, .causal = cases[c].mode == 2,
+                     .scale = 0.125, .q_sb = nq * nh * D, .q_st = nh * D, .q_sh = D,
+                     .k_sb = len * nkvh * D, .k_sn = nkvh * D, .k_sh = D,
+                     .v_sb = len * nkvh * D, .v_sn = nkvh * D, .v_sh = D,
+                     .o_sb = nq * nh * D, .o_st = nh * D, .o_sh = D};
+        struct ember_kernel_ctx ctx = {&g_arena, "attention", 0, NULL};
+        a.out = ref;
+        ember_arena_reset(&g_arena);
+        if (CHECK_OK(ek_attn_reference(&ctx, &a))) {
+            ctx.threadpool = pool;
+            a.out = fast;
+            ember_arena_reset(&g_arena);
+            if (CHECK_OK(eko_attention(&ctx, &a))) {
+                const double e = compare(fast, ref, nqe, 2e-5);
+                CHECK_MSG(e <= 1.0, "case %zu (%d keys): error %.3g", c, len, e);
+            }
+        }
+        free(q);
+        free(k);
+        free(v);
+        free(mask);
+        free(ref);
+        free(fast);
+    }
 }
 
 /* Scratch too small for the rows of scores: a clean status. */
@@ -367,6 +420,7 @@ int main(void) {
     test_twins(pools[npools - 1]);
     test_all_masked(pools[npools - 1]);
     test_scratch_limited(pools[npools - 1]);
+    test_chunks(pools[npools - 1]);
     test_scratch_exhausted();
     for (size_t p = 1; p < npools; p++) ember_threadpool_destroy(pools[p]);
     return check_finish();
