@@ -45,6 +45,12 @@ typedef struct ek_attn {
     int64_t k_sb, k_sn, k_sh;
     int64_t v_sb, v_sn, v_sh;
     int64_t o_sb, o_st, o_sh;
+    /* dtype EMBER_INT8 (q, k, v int8; out float32): every row of D has a
+     * float32 scale and an int8 zero point, at its first element's index
+     * / D; scores are exact int32 products of the rows, zero points taken
+     * out, times both scales and scale (llama::custom_quantized_sdpa) */
+    const float *q_scale, *k_scale, *v_scale;
+    const int8_t *q_zero, *k_zero, *v_zero;
 } ek_attn;
 
 /**
@@ -81,6 +87,19 @@ ember_status ek_llama_custom_sdpa_setup(ember_kernel_ctx *ctx, ember_value **arg
  * to the caches, and describes the attention left to do. */
 ember_status ek_llama_sdpa_with_kv_cache_setup(ember_kernel_ctx *ctx, ember_value **args,
                                                size_t nargs, ek_attn *a);
+
+/** llama::custom_quantized_sdpa.out: checks the 17 arguments and describes
+ * the int8 attention (dtype EMBER_INT8, a->out resized). */
+ember_status ek_llama_custom_quantized_sdpa_setup(ember_kernel_ctx *ctx, ember_value **args,
+                                                  size_t nargs, ek_attn *a);
+
+/**
+ * Computes an int8 attention (dtype EMBER_INT8) row by row: exact int32
+ * products for the scores, float softmax and weighted sum of the
+ * dequantized values. Scratch: one row of scores and one of accumulators.
+ * Fails EMBER_ERR_OUT_OF_MEMORY if the scratch is too small.
+ */
+ember_status ek_attn_quantized_reference(ember_kernel_ctx *ctx, const ek_attn *a);
 
 /* Copies value (B, S, Hkv, D) into rows [start_pos, start_pos + S) of cache
  * (B, L, Hkv, D), both contiguous and already checked to fit

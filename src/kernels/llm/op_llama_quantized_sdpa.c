@@ -84,38 +84,36 @@ static ember_status check_qparams(ember_kernel_ctx *ctx, const ember_tensor *t,
     return EMBER_OK;
 }
 
-typedef struct qsdpa {
-    const int8_t *q, *k, *v;
-    const float *qs, *ks, *vs;
-    const int8_t *qz, *kz, *vz;
-    const float *mask;
-    int64_t mask_st;
-    float *out;
-    int64_t nb, nq, nh, nkvh, d, n_keys, start_pos;
-    bool causal;
-    float scale;
-    qs_strides qst, kst, vst, ost; /* per element; the qparams' are these / d */
-} qsdpa;
-
-static void run(const qsdpa *a, float *score, float *acc) {
+ember_status ek_attn_quantized_reference(ember_kernel_ctx *ctx, const ek_attn *a) {
     const int64_t d = a->d, reps = a->nh / a->nkvh;
+    size_t count, bytes;
+    if (ember_add_overflow((size_t)a->n_keys, (size_t)d, &count) ||
+        ember_mul_overflow(count, sizeof(float), &bytes))
+        return ember_kernel_fail(ctx, EMBER_ERR_OUT_OF_MEMORY, "%s: scratch size overflows", OP);
+    float *score = ember_kernel_scratch(ctx, bytes, sizeof(float));
+    if (score == NULL)
+        return ember_kernel_fail(ctx, EMBER_ERR_OUT_OF_MEMORY, "%s: needs %zu bytes of scratch",
+                                 OP, bytes);
+    float *acc = score + a->n_keys;
+    const int8_t *q = a->q, *k = a->k, *v = a->v;
+    const float *mask = a->mask;
     for (int64_t b = 0; b < a->nb; b++)
         for (int64_t h = 0; h < a->nh; h++) {
             const int64_t g = h / reps;
             for (int64_t t = 0; t < a->nq; t++) {
-                const int64_t qi = b * a->qst.b + t * a->qst.s + h * a->qst.h;
-                const int8_t *qr = a->q + qi;
-                const int32_t zq = a->qz[qi / d];
-                const float sq = a->qs[qi / d];
+                const int64_t qi = b * a->q_sb + t * a->q_st + h * a->q_sh;
+                const int8_t *qr = q + qi;
+                const int32_t zq = a->q_zero[qi / d];
+                const float sq = a->q_scale[qi / d];
                 int32_t qsum = 0;
                 for (int64_t i = 0; i < d; i++) qsum += qr[i];
                 int64_t n = a->n_keys;
                 if (a->causal && a->start_pos + t + 1 < n) n = a->start_pos + t + 1;
                 float max = -INFINITY;
                 for (int64_t j = 0; j < n; j++) {
-                    const int64_t ki = b * a->kst.b + j * a->kst.s + g * a->kst.h;
-                    const int8_t *kr = a->k + ki;
-                    const int32_t zk = a->kz[ki / d];
+                    const int64_t ki = b * a->k_sb + j * a->k_sn + g * a->k_sh;
+                    const int8_t *kr = k + ki;
+                    const int32_t zk = a->k_zero[ki / d];
                     int32_t dot = 0, ksum = 0;
                     for (int64_t i = 0; i < d; i++) {
                         dot += (int32_t)qr[i] * kr[i];
@@ -125,8 +123,8 @@ static void run(const qsdpa *a, float *score, float *acc) {
                      * int32 for D <= 32768, the corrections in int64) */
                     const int64_t prod = (int64_t)dot - (int64_t)zk * qsum - (int64_t)zq * ksum +
                                          (int64_t)d * zq * zk;
-                    float s = (float)prod * (sq * a->ks[ki / d]) * a->scale;
-                    if (a->mask != NULL) s += a->mask[t * a->mask_st + j];
+                    float s = (float)prod * (sq * a->k_scale[ki / d]) * (float)a->scale;
+                    if (mask != NULL) s += mask[t * a->mask_st + j];
                     score[j] = s;
                     if (s > max) max = s;
                 }
@@ -137,20 +135,21 @@ static void run(const qsdpa *a, float *score, float *acc) {
                 }
                 for (int64_t i = 0; i < d; i++) acc[i] = 0.0f;
                 for (int64_t j = 0; j < n; j++) {
-                    const int64_t vi = b * a->vst.b + j * a->vst.s + g * a->vst.h;
-                    const int8_t *vr = a->v + vi;
-                    const float w = score[j] * a->vs[vi / d], zv = (float)a->vz[vi / d];
+                    const int64_t vi = b * a->v_sb + j * a->v_sn + g * a->v_sh;
+                    const int8_t *vr = v + vi;
+                    const float w = score[j] * a->v_scale[vi / d], zv = (float)a->v_zero[vi / d];
                     for (int64_t i = 0; i < d; i++) acc[i] += w * ((float)vr[i] - zv);
                 }
-                float *orow = a->out + b * a->ost.b + t * a->ost.s + h * a->ost.h;
+                float *orow = (float *)a->out + b * a->o_sb + t * a->o_st + h * a->o_sh;
                 const float inv = 1.0f / sum;
                 for (int64_t i = 0; i < d; i++) orow[i] = acc[i] * inv;
             }
         }
+    return EMBER_OK;
 }
 
-ember_status ek_op_llama_custom_quantized_sdpa_out(ember_kernel_ctx *ctx, ember_value **args,
-                                                   size_t nargs) {
+ember_status ek_llama_custom_quantized_sdpa_setup(ember_kernel_ctx *ctx, ember_value **args,
+                                                  size_t nargs, ek_attn *a) {
     ember_tensor *q, *k, *v, *mask, *qz, *qs, *kz, *ks, *vz, *vs, *out;
     int64_t start_pos;
     double dropout, scale = 0.0;
@@ -208,28 +207,29 @@ ember_status ek_op_llama_custom_quantized_sdpa_out(ember_kernel_ctx *ctx, ember_
                                  OP, ember_dtype_name(out->dtype));
     EK_TRY(ek_resize_like(ctx, out, q));
     EK_TRY(ek_check_contiguous(ctx, out, OP));
-    if (nb == 0 || nq == 0 || nh == 0 || d == 0) return EMBER_OK;
 
-    size_t count, bytes;
-    if (ember_add_overflow((size_t)n_keys, (size_t)d, &count) ||
-        ember_mul_overflow(count, sizeof(float), &bytes))
-        return ember_kernel_fail(ctx, EMBER_ERR_OUT_OF_MEMORY, "%s: scratch size overflows", OP);
-    float *scratch = ember_kernel_scratch(ctx, bytes, sizeof(float));
-    if (scratch == NULL)
-        return ember_kernel_fail(ctx, EMBER_ERR_OUT_OF_MEMORY, "%s: needs %zu bytes of scratch",
-                                 OP, bytes);
-    const qsdpa a = {
-        .q = q->data, .k = k->data, .v = v->data,
-        .qs = qs->data, .ks = ks->data, .vs = vs->data,
-        .qz = qz->data, .kz = kz->data, .vz = vz->data,
-        .mask = mask != NULL ? mask->data : NULL, .mask_st = len,
-        .out = out->data,
+    const qs_strides qst = strides_of(q, seq_at_2), kst = strides_of(k, seq_at_2),
+                     vst = strides_of(v, seq_at_2), ost = strides_of(out, seq_at_2);
+    *a = (ek_attn){
+        .dtype = EMBER_INT8, .q = q->data, .k = k->data, .v = v->data, .out = out->data,
+        .mask = mask != NULL ? mask->data : NULL, .mask_dtype = EMBER_FLOAT32, .mask_st = len,
         .nb = nb, .nq = nq, .nh = nh, .nkvh = nkvh, .d = d, .n_keys = n_keys,
         .start_pos = mask != NULL ? 0 : start_pos, .causal = causal,
-        .scale = (float)(has_scale ? scale : 1.0 / sqrt((double)d)),
-        .qst = strides_of(q, seq_at_2), .kst = strides_of(k, seq_at_2),
-        .vst = strides_of(v, seq_at_2), .ost = strides_of(out, seq_at_2),
+        .scale = has_scale ? scale : 1.0 / sqrt((double)d),
+        .q_sb = qst.b, .q_st = qst.s, .q_sh = qst.h,
+        .k_sb = kst.b, .k_sn = kst.s, .k_sh = kst.h,
+        .v_sb = vst.b, .v_sn = vst.s, .v_sh = vst.h,
+        .o_sb = ost.b, .o_st = ost.s, .o_sh = ost.h,
+        .q_scale = qs->data, .k_scale = ks->data, .v_scale = vs->data,
+        .q_zero = qz->data, .k_zero = kz->data, .v_zero = vz->data,
     };
-    run(&a, scratch, scratch + n_keys);
     return EMBER_OK;
+}
+
+ember_status ek_op_llama_custom_quantized_sdpa_out(ember_kernel_ctx *ctx, ember_value **args,
+                                                   size_t nargs) {
+    ek_attn a;
+    EK_TRY(ek_llama_custom_quantized_sdpa_setup(ctx, args, nargs, &a));
+    if (a.nb == 0 || a.nq == 0 || a.nh == 0 || a.d == 0) return EMBER_OK;
+    return ek_attn_quantized_reference(ctx, &a);
 }

@@ -38,6 +38,7 @@ typedef struct attn_job {
     int64_t rows_per_task, blocks; /* rows per task; tasks per (batch, kv head) */
     float *scratch;                /* (threads, thread_floats) */
     size_t row_floats, d_floats, thread_floats;
+    bool int8;                     /* q, k and v int8 with row scales (ek_attn) */
 } attn_job;
 
 /* Keys query row t sees. */
@@ -53,6 +54,19 @@ static const float *pack_rows(float *dst, const float *src, int64_t stride, int6
     return dst;
 }
 
+/* int8 rows [0, cnt) from element index e (stride apart) to dst as floats
+ * less their zero points (zero[index / d]): exact small integers. */
+static const float *int8_rows(float *dst, const int8_t *base, int64_t e, int64_t stride,
+                              int64_t cnt, size_t d, const int8_t *zero) {
+    for (int64_t j = 0; j < cnt; j++, e += stride) {
+        const int8_t *src = base + e;
+        const float z = (float)zero[e / (int64_t)d];
+        float *row = dst + (size_t)j * d;
+        for (size_t i = 0; i < d; i++) row[i] = (float)src[i] - z;
+    }
+    return dst;
+}
+
 /*
  * One task: rows [r0, r1) of one (batch, kv head). The rows of a kv head
  * are those of every query head that reads it (grouped-query attention),
@@ -64,21 +78,30 @@ static const float *pack_rows(float *dst, const float *src, int64_t stride, int6
  * (online softmax); then the chunk's values block by block, each row's sums
  * carried in acc to its last block, which divides by the row's total.
  */
-static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, int64_t b,
-                      int64_t g, int64_t r0, int64_t r1) {
+static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, float *qbuf,
+                      int64_t b, int64_t g, int64_t r0, int64_t r1) {
     const ek_attn *a = job->a;
     const eko_f32_attn *cfg = job->cfg;
     const int64_t reps = a->nh / a->nkvh, nr = r1 - r0;
     const size_t d = (size_t)a->d;
-    const float *k = (const float *)a->k + b * a->k_sb + g * a->k_sh;
-    const float *v = (const float *)a->v + b * a->v_sb + g * a->v_sh;
+    const bool q8 = job->int8;
+    const int64_t k0 = b * a->k_sb + g * a->k_sh, v0 = b * a->v_sb + g * a->v_sh;
+    const float *k = q8 ? NULL : (const float *)a->k + k0;
+    const float *v = q8 ? NULL : (const float *)a->v + v0;
     const float *qrow[ROWS_MAX];
     float *orow[ROWS_MAX];
     int64_t nrow[ROWS_MAX], trow[ROWS_MAX], nmax = 0;
-    float rmax[ROWS_MAX], total[ROWS_MAX];
+    float rmax[ROWS_MAX], total[ROWS_MAX], qmul[ROWS_MAX];
     for (int64_t r = 0; r < nr; r++) {
         const int64_t h = g * reps + (r0 + r) / a->nq, t = (r0 + r) % a->nq;
-        qrow[r] = (const float *)a->q + b * a->q_sb + h * a->q_sh + t * a->q_st;
+        const int64_t qi = b * a->q_sb + h * a->q_sh + t * a->q_st;
+        if (q8) {
+            /* the row less its zero point, exactly; its scale with the keys' */
+            qrow[r] = int8_rows(qbuf + (size_t)r * job->d_floats, a->q, qi, 0, 1, d, a->q_zero);
+            qmul[r] = a->q_scale[qi / a->d];
+        } else {
+            qrow[r] = (const float *)a->q + qi;
+        }
         orow[r] = (float *)a->out + b * a->o_sb + h * a->o_sh + t * a->o_st;
         trow[r] = t;
         nrow[r] = visible(a, t);
@@ -93,23 +116,34 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, in
      * query heads of a decode step) read them in place, in short blocks
      * whose strided rows still fit L1's ways. One row streams its keys and
      * values once a chunk: no blocks. */
-    const bool packed = nr > PACK_ROWS_MIN && a->k_sn != a->d;
+    /* int8 keys and values are always converted, a block at a time, into
+     * floats less their zero points (exact), and their scales applied to
+     * the scores and weights: the reference's exact int32 products. */
+    const bool packed = q8 || (nr > PACK_ROWS_MIN && a->k_sn != a->d);
     const int64_t blk = packed || a->k_sn == a->d ? KEYS_PER_BLOCK : KEYS_PER_SHORT_BLOCK;
     for (int64_t c0 = 0; c0 < (nmax > 0 ? nmax : 1); c0 += KEYS_PER_CHUNK) {
         const int64_t c1 = nmax - c0 < KEYS_PER_CHUNK ? nmax : c0 + KEYS_PER_CHUNK;
-        const int64_t kb = nr > 1 && c1 - c0 > blk ? blk : (c1 > c0 ? c1 - c0 : 1);
+        const int64_t kb = (nr > 1 || q8) && c1 - c0 > blk ? blk : (c1 > c0 ? c1 - c0 : 1);
         for (int64_t j0 = c0; j0 < c1; j0 += kb) {
-            const float *kblk = k + j0 * a->k_sn;
+            const int64_t nb = c1 - j0 < kb ? c1 - j0 : kb;
+            const float *kblk = q8 ? NULL : k + j0 * a->k_sn;
             size_t ks = (size_t)a->k_sn;
-            if (packed) {
-                kblk = pack_rows(pack, kblk, a->k_sn, c1 - j0 < kb ? c1 - j0 : kb, d);
+            if (q8) {
+                kblk = int8_rows(pack, a->k, k0 + j0 * a->k_sn, a->k_sn, nb, d, a->k_zero);
+                ks = d;
+            } else if (packed) {
+                kblk = pack_rows(pack, kblk, a->k_sn, nb, d);
                 ks = d;
             }
             for (int64_t r = 0; r < nr; r++) {
                 if (j0 >= nrow[r]) continue;
                 const int64_t cnt = nrow[r] - j0 < kb ? nrow[r] - j0 : kb;
-                cfg->scores(qrow[r], kblk, ks, (size_t)cnt, d, (float)a->scale,
-                            s + (size_t)r * job->row_floats + (j0 - c0));
+                float *sr = s + (size_t)r * job->row_floats + (j0 - c0);
+                cfg->scores(qrow[r], kblk, ks, (size_t)cnt, d, q8 ? 1.0f : (float)a->scale, sr);
+                if (q8)
+                    for (int64_t j = 0; j < cnt; j++)
+                        sr[j] = sr[j] * (qmul[r] * a->k_scale[(k0 + (j0 + j) * a->k_sn) / a->d]) *
+                                (float)a->scale;
             }
         }
         for (int64_t r = 0; r < nr; r++) {
@@ -131,10 +165,14 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, in
             total[r] += sum;
         }
         for (int64_t j0 = c0; j0 < (c1 > c0 ? c1 : c0 + 1); j0 += kb) {
-            const float *vblk = v + j0 * a->v_sn;
+            const int64_t nb = c1 - j0 < kb ? c1 - j0 : kb;
+            const float *vblk = q8 ? NULL : v + j0 * a->v_sn;
             size_t vs = (size_t)a->v_sn;
-            if (packed) {
-                vblk = pack_rows(pack, vblk, a->v_sn, c1 - j0 < kb ? c1 - j0 : kb, d);
+            if (q8 && nb > 0) {
+                vblk = int8_rows(pack, a->v, v0 + j0 * a->v_sn, a->v_sn, nb, d, a->v_zero);
+                vs = d;
+            } else if (packed && !q8) {
+                vblk = pack_rows(pack, vblk, a->v_sn, nb, d);
                 vs = d;
             }
             for (int64_t r = 0; r < nr; r++) {
@@ -143,6 +181,10 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, in
                 const int64_t cnt = n - j0 < kb ? n - j0 : kb;
                 const bool last = j0 + kb >= n;
                 float *acc_r = acc + (size_t)r * job->d_floats;
+                if (q8) /* the values' scales go with the weights */
+                    for (int64_t j = 0; j < cnt; j++)
+                        s[(size_t)r * job->row_floats + (size_t)(j0 - c0 + j)] *=
+                            a->v_scale[(v0 + (j0 + j) * a->v_sn) / a->d];
                 /* a row that sees nothing (total 0) gives 0 * inf = NaN, as
                  * the reference */
                 cfg->weighted_sum(s + (size_t)r * job->row_floats + (j0 - c0), vblk, vs,
@@ -160,12 +202,13 @@ static void attn_tasks(void *ctx, size_t thread, size_t start, size_t count) {
     float *s = job->scratch + thread * job->thread_floats;         /* (rows, row_floats) */
     float *acc = s + (size_t)job->rows_per_task * job->row_floats; /* (rows, d_floats) */
     float *pack = acc + (size_t)job->rows_per_task * job->d_floats; /* (KEYS_PER_BLOCK, d) */
+    float *qbuf = pack + (size_t)KEYS_PER_BLOCK * (size_t)a->d;      /* int8: (rows, d_floats) */
     for (size_t task = start; task < start + count; task++) {
         const int64_t block = (int64_t)task % job->blocks;
         const int64_t bg = (int64_t)task / job->blocks;
         const int64_t r0 = block * job->rows_per_task;
         const int64_t r1 = r0 + job->rows_per_task < rows ? r0 + job->rows_per_task : rows;
-        attn_rows(job, s, acc, pack, bg / a->nkvh, bg % a->nkvh, r0, r1);
+        attn_rows(job, s, acc, pack, qbuf, bg / a->nkvh, bg % a->nkvh, r0, r1);
     }
 }
 
@@ -177,7 +220,12 @@ static bool round_floats(size_t n, size_t *out) {
 }
 
 ember_status eko_attention(ember_kernel_ctx *ctx, const ek_attn *a) {
-    if (a->dtype != EMBER_FLOAT32 || (a->mask != NULL && a->mask_dtype != EMBER_FLOAT32))
+    /* int8 rows of up to 256 keep every partial sum of a product an exact
+     * float (255 * 255 * 256 < 2^24), as the reference's int32 */
+    const bool int8 = a->dtype == EMBER_INT8;
+    if (int8 && (a->d > 256 || (a->mask != NULL && a->mask_dtype != EMBER_FLOAT32)))
+        return ek_attn_quantized_reference(ctx, a);
+    if (!int8 && (a->dtype != EMBER_FLOAT32 || (a->mask != NULL && a->mask_dtype != EMBER_FLOAT32)))
         return ek_attn_reference(ctx, a);
     if (a->nb == 0 || a->nq == 0 || a->nh == 0 || a->d == 0 || a->nkvh == 0) return EMBER_OK;
     ember_threadpool *pool = ember_kernel_threadpool(ctx);
@@ -187,7 +235,7 @@ ember_status eko_attention(ember_kernel_ctx *ctx, const ek_attn *a) {
      * heads that read that kv head, split in blocks of at most ROWS_MAX
      * rows, and in smaller blocks when that gives fewer than about four
      * tasks per thread. */
-    attn_job job = {a, eko_f32_attn_active(), 0, 0, NULL, 0, 0, 0};
+    attn_job job = {a, eko_f32_attn_active(), 0, 0, NULL, 0, 0, 0, int8};
     const int64_t pairs = a->nb * a->nkvh, want = (int64_t)threads * 4;
     const int64_t rows = (a->nh / a->nkvh) * a->nq;
     int64_t per_pair = (rows + ROWS_MAX - 1) / ROWS_MAX;
@@ -209,7 +257,7 @@ ember_status eko_attention(ember_kernel_ctx *ctx, const ek_attn *a) {
         return ember_kernel_fail(ctx, EMBER_ERR_OUT_OF_MEMORY, "attention: scratch size overflows");
     for (;;) {
         size_t bytes, t;
-        if (ember_add_overflow(job.row_floats, job.d_floats, &t) ||
+        if (ember_add_overflow(job.row_floats, job.d_floats * (int8 ? 2 : 1), &t) ||
             ember_mul_overflow(t, (size_t)job.rows_per_task, &t) ||
             ember_add_overflow(t, p, &job.thread_floats) ||
             ember_mul_overflow(job.thread_floats, sizeof(float), &bytes) ||
@@ -218,7 +266,8 @@ ember_status eko_attention(ember_kernel_ctx *ctx, const ek_attn *a) {
                                      "attention: scratch size overflows");
         job.scratch = ember_kernel_scratch(ctx, bytes, ROW_ALIGN);
         if (job.scratch != NULL) break;
-        if (job.rows_per_task == 1) return ek_attn_reference(ctx, a);
+        if (job.rows_per_task == 1)
+            return int8 ? ek_attn_quantized_reference(ctx, a) : ek_attn_reference(ctx, a);
         job.rows_per_task = (job.rows_per_task + 1) / 2;
         job.blocks = (rows + job.rows_per_task - 1) / job.rows_per_task;
     }
@@ -237,6 +286,13 @@ ember_status eko_op_llama_custom_sdpa_out(ember_kernel_ctx *ctx, ember_value **a
                                           size_t nargs) {
     ek_attn a;
     EK_TRY(ek_llama_custom_sdpa_setup(ctx, args, nargs, &a));
+    return eko_attention(ctx, &a);
+}
+
+ember_status eko_op_llama_custom_quantized_sdpa_out(ember_kernel_ctx *ctx, ember_value **args,
+                                                    size_t nargs) {
+    ek_attn a;
+    EK_TRY(ek_llama_custom_quantized_sdpa_setup(ctx, args, nargs, &a));
     return eko_attention(ctx, &a);
 }
 

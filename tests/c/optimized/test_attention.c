@@ -297,6 +297,102 @@ static void test_twins(ember_threadpool *pool) {
     twin_llama_kv(pool, 2, 2, 2, 8, 12, 5, 2, true, false, 0.1);
 }
 
+/*
+ * llama::custom_quantized_sdpa.out (int8 q, k, v with per-row scales and
+ * zero points), portable and optimized: same status, outputs within
+ * tolerance (both compute the exact int32 products; the sums differ in
+ * order). seq2: the (B, H, S, D) layout.
+ */
+static void twin_quantized(ember_threadpool *pool, int nq, int nh, int nkvh, int d, int len,
+                           int64_t pos, bool seq2, bool use_mask) {
+    const size_t nqe = (size_t)nq * nh * d, nce = (size_t)len * nkvh * d;
+    const size_t nqr = (size_t)nq * nh, ncr = (size_t)len * nkvh;
+    int8_t *q = malloc(nqe), *k = malloc(nce), *v = malloc(nce);
+    int8_t *qz = malloc(nqr), *kz = malloc(ncr), *vz = malloc(ncr);
+    float *qs = rand_buf(nqr, 0.0f), *ks = rand_buf(ncr, 0.0f), *vs = rand_buf(ncr, 0.0f);
+    float *out[2] = {rand_buf(nqe, 0), rand_buf(nqe, 0)};
+    float *mask = rand_buf((size_t)nq * len, 1);
+    for (size_t i = 0; i < nqe; i++) q[i] = (int8_t)(rng_bits() & 0xff);
+    for (size_t i = 0; i < nce; i++) k[i] = (int8_t)(rng_bits() & 0xff);
+    for (size_t i = 0; i < nce; i++) v[i] = (int8_t)(rng_bits() & 0xff);
+    for (size_t i = 0; i < nqr; i++) qz[i] = (int8_t)(rng_bits() % 41) - 20;
+    for (size_t i = 0; i < ncr; i++) kz[i] = (int8_t)(rng_bits() % 41) - 20;
+    for (size_t i = 0; i < ncr; i++) vz[i] = (int8_t)(rng_bits() % 41) - 20;
+    for (size_t i = 0; i < nqr; i++) qs[i] = 0.002f + 0.01f * fabsf(rng_float());
+    for (size_t i = 0; i < ncr; i++) ks[i] = 0.002f + 0.01f * fabsf(rng_float());
+    for (size_t i = 0; i < ncr; i++) vs[i] = 0.002f + 0.01f * fabsf(rng_float());
+    ember_status st[2];
+    const char *key = "llama::custom_quantized_sdpa.out";
+    ember_kernel_fn fns[2] = {kt_kernel(key), optimized(key)};
+    if (CHECK(fns[0] != NULL && fns[1] != NULL)) {
+        for (int w = 0; w < 2; w++) {
+            tt tq, tk, tv, tqz, tqs, tkz, tks, tvz, tvs, tm, to;
+            const int s_q = seq2 ? nh : nq, h_q = seq2 ? nq : nh;       /* dims 1, 2 of q */
+            const int s_c = seq2 ? nkvh : len, h_c = seq2 ? len : nkvh; /* of the caches */
+            ember_value sp = kt_int(pos), dp = kt_double(0.0), ca = kt_bool(!use_mask),
+                        sc = kt_none(), s2 = kt_bool(seq2), none = kt_none();
+            const int32_t ms[2] = {nq, len};
+            ember_value *args[17] = {
+                tt_4d(&tq, EMBER_INT8, 1, s_q, h_q, d, q, false),
+                tt_4d(&tk, EMBER_INT8, 1, s_c, h_c, d, k, false),
+                tt_4d(&tv, EMBER_INT8, 1, s_c, h_c, d, v, false),
+                &sp,
+                use_mask ? tt_init(&tm, EMBER_FLOAT32, ms, 2, mask,
+                                   (size_t)nq * len * sizeof(float), false, NULL)
+                         : &none,
+                &dp,
+                &ca,
+                &sc,
+                tt_4d(&tqz, EMBER_INT8, 1, s_q, h_q, 1, qz, false),
+                tt_4d(&tqs, EMBER_FLOAT32, 1, s_q, h_q, 1, qs, false),
+                tt_4d(&tkz, EMBER_INT8, 1, s_c, h_c, 1, kz, false),
+                tt_4d(&tks, EMBER_FLOAT32, 1, s_c, h_c, 1, ks, false),
+                tt_4d(&tvz, EMBER_INT8, 1, s_c, h_c, 1, vz, false),
+                tt_4d(&tvs, EMBER_FLOAT32, 1, s_c, h_c, 1, vs, false),
+                &s2,
+                tt_4d(&to, EMBER_FLOAT32, 1, s_q, h_q, d, out[w], true),
+                &to.v};
+            struct ember_kernel_ctx ctx = {&g_arena, key, 0, w == 1 ? pool : NULL};
+            ember_arena_reset(&g_arena);
+            ember_clear_error();
+            st[w] = fns[w](&ctx, args, 17);
+        }
+        CHECK_MSG(st[0] == EMBER_OK && st[1] == EMBER_OK, "portable %s, optimized %s (%s)",
+                  ember_status_str(st[0]), ember_status_str(st[1]), ember_last_error());
+        if (st[0] == EMBER_OK) {
+            const double e = compare(out[1], out[0], nqe, 2e-5);
+            CHECK_MSG(e <= 1.0, "int8 nq %d nh %d/%d d %d len %d pos %lld%s%s: error %.3g", nq,
+                      nh, nkvh, d, len, (long long)pos, seq2 ? " seq2" : "",
+                      use_mask ? " mask" : "", e);
+        }
+    }
+    free(q);
+    free(k);
+    free(v);
+    free(qz);
+    free(kz);
+    free(vz);
+    free(qs);
+    free(ks);
+    free(vs);
+    free(out[0]);
+    free(out[1]);
+    free(mask);
+}
+
+static void test_quantized(ember_threadpool *pool) {
+    check_section("int8 attention (llama::custom_quantized_sdpa) against the portable kernel");
+    CHECK(optimized("llama::custom_quantized_sdpa.out") != NULL);
+    for (int seq2 = 0; seq2 < 2; seq2++) {
+        twin_quantized(pool, 1, 4, 1, 64, 40, 17, seq2, false);     /* decode, grouped */
+        twin_quantized(pool, 1, 32, 8, 64, 1300, 1299, seq2, false); /* 1B decode, 3 chunks */
+        twin_quantized(pool, 9, 4, 2, 64, 700, 600, seq2, false);   /* prefill rows */
+        twin_quantized(pool, 5, 2, 2, 7, 64, 0, seq2, true);        /* odd head, mask */
+        twin_quantized(pool, 3, 2, 1, 128, 600, 0, seq2, true);     /* mask, 2 chunks */
+    }
+    twin_quantized(pool, 1, 2, 2, 300, 20, 5, false, false); /* head over 256: the reference */
+}
+
 /* A mask hiding every key of a row: NaN in the reference and the fast path. */
 static void test_all_masked(ember_threadpool *pool) {
     check_section("a row with every key masked");
@@ -421,6 +517,7 @@ int main(void) {
     test_all_masked(pools[npools - 1]);
     test_scratch_limited(pools[npools - 1]);
     test_chunks(pools[npools - 1]);
+    test_quantized(pools[npools - 1]);
     test_scratch_exhausted();
     for (size_t p = 1; p < npools; p++) ember_threadpool_destroy(pools[p]);
     return check_finish();
