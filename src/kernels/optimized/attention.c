@@ -56,14 +56,11 @@ static const float *pack_rows(float *dst, const float *src, int64_t stride, int6
 
 /* int8 rows [0, cnt) from element index e (stride apart) to dst as floats
  * less their zero points (zero[index / d]): exact small integers. */
-static const float *int8_rows(float *dst, const int8_t *base, int64_t e, int64_t stride,
-                              int64_t cnt, size_t d, const int8_t *zero) {
-    for (int64_t j = 0; j < cnt; j++, e += stride) {
-        const int8_t *src = base + e;
-        const float z = (float)zero[e / (int64_t)d];
-        float *row = dst + (size_t)j * d;
-        for (size_t i = 0; i < d; i++) row[i] = (float)src[i] - z;
-    }
+static const float *int8_rows(const eko_f32_attn *cfg, float *dst, const int8_t *base,
+                              int64_t e, int64_t stride, int64_t cnt, size_t d,
+                              const int8_t *zero) {
+    for (int64_t j = 0; j < cnt; j++, e += stride)
+        cfg->int8_row(base + e, d, (float)zero[e / (int64_t)d], dst + (size_t)j * d);
     return dst;
 }
 
@@ -97,7 +94,8 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, fl
         const int64_t qi = b * a->q_sb + h * a->q_sh + t * a->q_st;
         if (q8) {
             /* the row less its zero point, exactly; its scale with the keys' */
-            qrow[r] = int8_rows(qbuf + (size_t)r * job->d_floats, a->q, qi, 0, 1, d, a->q_zero);
+            qrow[r] =
+                int8_rows(cfg, qbuf + (size_t)r * job->d_floats, a->q, qi, 0, 1, d, a->q_zero);
             qmul[r] = a->q_scale[qi / a->d];
         } else {
             qrow[r] = (const float *)a->q + qi;
@@ -129,7 +127,7 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, fl
             const float *kblk = q8 ? NULL : k + j0 * a->k_sn;
             size_t ks = (size_t)a->k_sn;
             if (q8) {
-                kblk = int8_rows(pack, a->k, k0 + j0 * a->k_sn, a->k_sn, nb, d, a->k_zero);
+                kblk = int8_rows(cfg, pack, a->k, k0 + j0 * a->k_sn, a->k_sn, nb, d, a->k_zero);
                 ks = d;
             } else if (packed) {
                 kblk = pack_rows(pack, kblk, a->k_sn, nb, d);
@@ -169,7 +167,7 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, fl
             const float *vblk = q8 ? NULL : v + j0 * a->v_sn;
             size_t vs = (size_t)a->v_sn;
             if (q8 && nb > 0) {
-                vblk = int8_rows(pack, a->v, v0 + j0 * a->v_sn, a->v_sn, nb, d, a->v_zero);
+                vblk = int8_rows(cfg, pack, a->v, v0 + j0 * a->v_sn, a->v_sn, nb, d, a->v_zero);
                 vs = d;
             } else if (packed && !q8) {
                 vblk = pack_rows(pack, vblk, a->v_sn, nb, d);

@@ -25,6 +25,7 @@
 #define EMBER_KERNELS_OPTIMIZED_ATTENTION_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cpu.h"
 #include "kernels/llm/attention.h"
@@ -43,6 +44,8 @@ typedef struct eko_f32_attn {
      * acc NULL counts as zeros, and may be out itself */
     void (*weighted_sum)(const float *p, const float *v, size_t vs, size_t n, size_t d,
                          const float *acc, float inv, float *out);
+    /* dst[i] = src[i] - zero, for i < d (an int8 row as exact floats) */
+    void (*int8_row)(const int8_t *src, size_t d, float zero, float *dst);
 } eko_f32_attn;
 
 /** The micro-kernels of an instruction set (NULL if this build lacks it;

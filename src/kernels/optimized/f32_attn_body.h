@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gemm.h" /* EKO_UNROLL */
 
@@ -197,6 +198,15 @@ static void attn_weighted_sum(const float *p, const float *v, size_t vs, size_t 
         default: attn_ws_chunk(8, 0, p, vc, vs, n, ac, inv, oc); break;
         }
     }
+}
+
+/* dst[i] = src[i] - zero for i < d: an int8 row as exact floats, in runs
+ * of 16 the compiler turns into the level's vector conversions. */
+static void attn_int8_row(const int8_t *restrict src, size_t d, float zero, float *restrict dst) {
+    size_t i = 0;
+    for (; i + 16 <= d; i += 16)
+        for (size_t l = 0; l < 16; l++) dst[i + l] = (float)src[i + l] - zero;
+    for (; i < d; i++) dst[i] = (float)src[i] - zero;
 }
 
 #undef V
