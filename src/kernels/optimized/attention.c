@@ -54,13 +54,13 @@ static const float *pack_rows(float *dst, const float *src, int64_t stride, int6
     return dst;
 }
 
-/* int8 rows [0, cnt) from element index e (stride apart) to dst as floats
- * less their zero points (zero[index / d]): exact small integers. */
-static const float *int8_rows(const eko_f32_attn *cfg, float *dst, const int8_t *base,
-                              int64_t e, int64_t stride, int64_t cnt, size_t d,
-                              const int8_t *zero) {
-    for (int64_t j = 0; j < cnt; j++, e += stride)
-        cfg->int8_row(base + e, d, (float)zero[e / (int64_t)d], dst + (size_t)j * d);
+/* int8 rows [0, cnt) of src (stride elements apart) to dst as floats less
+ * their zero points (zero[j * zstride]): exact small integers. */
+static const float *int8_rows(const eko_f32_attn *cfg, float *dst, const int8_t *src,
+                              int64_t stride, int64_t cnt, size_t d, const int8_t *zero,
+                              int64_t zstride) {
+    for (int64_t j = 0; j < cnt; j++)
+        cfg->int8_row(src + j * stride, d, (float)zero[j * zstride], dst + (size_t)j * d);
     return dst;
 }
 
@@ -85,6 +85,13 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, fl
     const int64_t k0 = b * a->k_sb + g * a->k_sh, v0 = b * a->v_sb + g * a->v_sh;
     const float *k = q8 ? NULL : (const float *)a->k + k0;
     const float *v = q8 ? NULL : (const float *)a->v + v0;
+    /* int8: the rows' scales and zero points, one a row of d elements (row
+     * strides are whole rows) */
+    const int64_t ksr = a->k_sn / a->d, vsr = a->v_sn / a->d;
+    const float *ksc = q8 ? a->k_scale + k0 / a->d : NULL;
+    const float *vsc = q8 ? a->v_scale + v0 / a->d : NULL;
+    const int8_t *kzp = q8 ? a->k_zero + k0 / a->d : NULL;
+    const int8_t *vzp = q8 ? a->v_zero + v0 / a->d : NULL;
     const float *qrow[ROWS_MAX];
     float *orow[ROWS_MAX];
     int64_t nrow[ROWS_MAX], trow[ROWS_MAX], nmax = 0;
@@ -94,8 +101,8 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, fl
         const int64_t qi = b * a->q_sb + h * a->q_sh + t * a->q_st;
         if (q8) {
             /* the row less its zero point, exactly; its scale with the keys' */
-            qrow[r] =
-                int8_rows(cfg, qbuf + (size_t)r * job->d_floats, a->q, qi, 0, 1, d, a->q_zero);
+            qrow[r] = int8_rows(cfg, qbuf + (size_t)r * job->d_floats, (const int8_t *)a->q + qi,
+                                0, 1, d, a->q_zero + qi / a->d, 0);
             qmul[r] = a->q_scale[qi / a->d];
         } else {
             qrow[r] = (const float *)a->q + qi;
@@ -127,7 +134,8 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, fl
             const float *kblk = q8 ? NULL : k + j0 * a->k_sn;
             size_t ks = (size_t)a->k_sn;
             if (q8) {
-                kblk = int8_rows(cfg, pack, a->k, k0 + j0 * a->k_sn, a->k_sn, nb, d, a->k_zero);
+                kblk = int8_rows(cfg, pack, (const int8_t *)a->k + k0 + j0 * a->k_sn, a->k_sn, nb,
+                                 d, kzp + j0 * ksr, ksr);
                 ks = d;
             } else if (packed) {
                 kblk = pack_rows(pack, kblk, a->k_sn, nb, d);
@@ -140,8 +148,7 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, fl
                 cfg->scores(qrow[r], kblk, ks, (size_t)cnt, d, q8 ? 1.0f : (float)a->scale, sr);
                 if (q8)
                     for (int64_t j = 0; j < cnt; j++)
-                        sr[j] = sr[j] * (qmul[r] * a->k_scale[(k0 + (j0 + j) * a->k_sn) / a->d]) *
-                                (float)a->scale;
+                        sr[j] = sr[j] * (qmul[r] * ksc[(j0 + j) * ksr]) * (float)a->scale;
             }
         }
         for (int64_t r = 0; r < nr; r++) {
@@ -167,7 +174,8 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, fl
             const float *vblk = q8 ? NULL : v + j0 * a->v_sn;
             size_t vs = (size_t)a->v_sn;
             if (q8 && nb > 0) {
-                vblk = int8_rows(cfg, pack, a->v, v0 + j0 * a->v_sn, a->v_sn, nb, d, a->v_zero);
+                vblk = int8_rows(cfg, pack, (const int8_t *)a->v + v0 + j0 * a->v_sn, a->v_sn, nb,
+                                 d, vzp + j0 * vsr, vsr);
                 vs = d;
             } else if (packed && !q8) {
                 vblk = pack_rows(pack, vblk, a->v_sn, nb, d);
@@ -182,7 +190,7 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, fl
                 if (q8) /* the values' scales go with the weights */
                     for (int64_t j = 0; j < cnt; j++)
                         s[(size_t)r * job->row_floats + (size_t)(j0 - c0 + j)] *=
-                            a->v_scale[(v0 + (j0 + j) * a->v_sn) / a->d];
+                            vsc[(j0 + j) * vsr];
                 /* a row that sees nothing (total 0) gives 0 * inf = NaN, as
                  * the reference */
                 cfg->weighted_sum(s + (size_t)r * job->row_floats + (j0 - c0), vblk, vs,
