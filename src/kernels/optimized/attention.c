@@ -59,8 +59,11 @@ static const float *pack_rows(float *dst, const float *src, int64_t stride, int6
 static const float *int8_rows(const eko_f32_attn *cfg, float *dst, const int8_t *src,
                               int64_t stride, int64_t cnt, size_t d, const int8_t *zero,
                               int64_t zstride) {
-    for (int64_t j = 0; j < cnt; j++)
+    for (int64_t j = 0; j < cnt; j++) {
+        /* rows a cache line or two long, far apart: ask for later ones early */
+        __builtin_prefetch(src + (j + 16) * stride);
         cfg->int8_row(src + j * stride, d, (float)zero[j * zstride], dst + (size_t)j * d);
+    }
     return dst;
 }
 
