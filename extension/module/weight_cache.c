@@ -209,8 +209,9 @@ static bool write_all(int fd, const void *data, size_t n, uint64_t at) {
     return true;
 }
 
-/* Gives up writing: the temporary file goes, the message says why. A
- * mapped file stays mapped (and is not extended). */
+/* Gives up writing: the temporary file goes, the message says why (NULL:
+ * state and message stay). A mapped file stays mapped (and is not
+ * extended). */
 static void abandon(ember_file_weight_cache *c, const char *why) {
     if (c->fd >= 0) {
         close(c->fd);
@@ -443,13 +444,7 @@ ember_status ember_file_weight_cache_open(const char *path, uint64_t program_has
 
 void ember_file_weight_cache_close(ember_file_weight_cache *c) {
     if (c == NULL) return;
-    if (c->fd >= 0) {
-        close(c->fd);
-        unlink(c->tmp_path);
-    }
-    for (size_t i = 0; i < c->n_wr; i++)
-        if (c->wr[i].owned) ember_platform_free((void *)c->wr[i].key);
-    ember_platform_free(c->wr);
+    abandon(c, NULL); /* a pending write and its entries go */
     if (c->map != NULL) munmap((void *)c->map, c->map_size);
     ember_platform_free(c->entries);
     ember_platform_free(c->path);

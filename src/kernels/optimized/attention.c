@@ -232,10 +232,10 @@ ember_status eko_attention(ember_kernel_ctx *ctx, const ek_attn *a) {
     /* int8 rows of up to 256 keep every partial sum of a product an exact
      * float (255 * 255 * 256 < 2^24), as the reference's int32 */
     const bool int8 = a->dtype == EMBER_INT8;
-    if (int8 && (a->d > 256 || (a->mask != NULL && a->mask_dtype != EMBER_FLOAT32)))
-        return ek_attn_quantized_reference(ctx, a);
-    if (!int8 && (a->dtype != EMBER_FLOAT32 || (a->mask != NULL && a->mask_dtype != EMBER_FLOAT32)))
-        return ek_attn_reference(ctx, a);
+    ember_status (*const reference)(ember_kernel_ctx *, const ek_attn *) =
+        int8 ? ek_attn_quantized_reference : ek_attn_reference;
+    const bool float_mask = a->mask == NULL || a->mask_dtype == EMBER_FLOAT32;
+    if (!float_mask || (int8 ? a->d > 256 : a->dtype != EMBER_FLOAT32)) return reference(ctx, a);
     if (a->nb == 0 || a->nq == 0 || a->nh == 0 || a->d == 0 || a->nkvh == 0) return EMBER_OK;
     ember_threadpool *pool = ember_kernel_threadpool(ctx);
     const size_t threads = ember_threadpool_size(pool);
@@ -275,8 +275,7 @@ ember_status eko_attention(ember_kernel_ctx *ctx, const ek_attn *a) {
                                      "attention: scratch size overflows");
         job.scratch = ember_kernel_scratch(ctx, bytes, ROW_ALIGN);
         if (job.scratch != NULL) break;
-        if (job.rows_per_task == 1)
-            return int8 ? ek_attn_quantized_reference(ctx, a) : ek_attn_reference(ctx, a);
+        if (job.rows_per_task == 1) return reference(ctx, a);
         job.rows_per_task = (job.rows_per_task + 1) / 2;
         job.blocks = (rows + job.rows_per_task - 1) / job.rows_per_task;
     }
