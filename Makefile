@@ -81,9 +81,9 @@ wasm: ## Build ember for WebAssembly (emscripten) in build-wasm/; a model and na
 web: wasm ## Serve examples/web (nanoGPT generating in the browser) at http://127.0.0.1:8000/
 	.venv/bin/python examples/web/test_browser.py build-wasm --serve 8000
 
-bench: bench-roofline bench-kernels bench-llm bench-llm-quant bench-cnn bench-tracer ## Run every benchmark (tables into bench/RESULTS.md; llama.cpp rows need `make bench-peers` once)
+bench: bench-roofline bench-kernels bench-llm bench-llm-quant bench-llm-1b bench-cnn bench-tracer ## Run every benchmark (tables into bench/RESULTS.md; llama.cpp rows need `make bench-peers` once)
 
-.PHONY: bench-roofline bench-kernels bench-llm bench-llm-quant bench-cnn bench-tracer bench-peers
+.PHONY: bench-roofline bench-kernels bench-llm bench-llm-quant bench-llm-1b bench-cnn bench-tracer bench-peers
 bench-roofline: ## Measure read bandwidth and fp32 FMA peak on 1 and 2 threads; into bench/RESULTS.md
 	@scripts/bootstrap.sh >/dev/null
 	.venv/bin/python bench/roofline/bench_roofline.py --write bench/RESULTS.md
@@ -95,6 +95,11 @@ bench-llm: ## GPT-2 124M: ember (xnnpack, portable), eager, ExecuTorch, llama.cp
 bench-llm-quant: ## GPT-2 124M with int8 and 4-bit weights: ember vs llama.cpp q8_0/q4_0 vs ExecuTorch 8da4w vs eager, % of roofline
 	@scripts/bootstrap.sh >/dev/null
 	PYTHONWARNINGS=ignore .venv/bin/python bench/llm/bench_llm.py --quant
+
+bench-llm-1b: ## Llama 3.2 1B and Qwen 3 0.6B shapes (8da4w): ember vs ExecuTorch vs llama.cpp Q4_0/Q8_0, 1 and 2 threads, % of roofline (about an hour; peers: `make bench-peers`)
+	@scripts/bootstrap.sh >/dev/null
+	scripts/build.sh $(BUILD) -- ember-llm
+	BUILD=$(BUILD) PYTHONWARNINGS=ignore .venv/bin/python bench/llm/bench_llm_1b.py
 
 bench-tracer: ## nanoGPT decode with and without the event tracer (ember-llm --etdump), 1 and 2 threads
 	@scripts/bootstrap.sh >/dev/null

@@ -57,8 +57,12 @@ def _sizes(model_or_config: Any) -> Dict[str, int]:
 
 def load_runtime_ops() -> None:
     """Registers ExecuTorch's llama::* kernels with its runtime (and the ops
-    with torch): loading its ahead-of-time library does both."""
+    with torch): loading its ahead-of-time library does both; and its
+    quantized_decomposed kernels (the 4-bit embedding of
+    --embedding-quantize), which its Python runtime lacks until the quantized
+    ops library is loaded."""
     from executorch.extension.llm.custom_ops import custom_ops  # noqa: F401
+    import executorch.kernels.quantized  # noqa: F401
 
 
 def export_executorch_llm(model_or_config: Any, path: Union[str, os.PathLike], *,
@@ -101,6 +105,44 @@ def export_executorch_llm(model_or_config: Any, path: Union[str, os.PathLike], *
                                         qmode=qmode, group_size=group_size,
                                         embedding_quantize=embedding_quantize,
                                         quantize_kv_cache=quantize_kv_cache)
+
+
+def interleave_rotary(w: Any, n: int) -> Any:
+    """The rows of a q or k projection of n heads (a tensor) from Hugging
+    Face's rotary layout (each head's two halves) to Meta's (interleaved
+    pairs), which ExecuTorch's Llama and llama.cpp's llama graph use."""
+    rows, cols = w.shape
+    return w.view(n, 2, rows // n // 2, cols).transpose(1, 2).reshape(rows, cols)
+
+
+def checkpoint_from_hf(hf_state: Mapping[str, Any], layers: int, heads: int, kv_heads: int,
+                       permute: bool) -> Dict[str, Any]:
+    """A transformers Llama/Qwen 3 state dict (name -> tensor) in
+    ExecuTorch's checkpoint layout. With `permute`, q/k rows go to the
+    interleaved rotary layout (interleave_rotary)."""
+    unpermute = interleave_rotary
+
+    out = {"tok_embeddings.weight": hf_state["model.embed_tokens.weight"],
+           "norm.weight": hf_state["model.norm.weight"],
+           "output.weight": hf_state.get("lm_head.weight", hf_state["model.embed_tokens.weight"])}
+    for i in range(layers):
+        h = f"model.layers.{i}."
+        q, k = hf_state[h + "self_attn.q_proj.weight"], hf_state[h + "self_attn.k_proj.weight"]
+        out.update({
+            f"layers.{i}.attention.wq.weight": unpermute(q, heads) if permute else q,
+            f"layers.{i}.attention.wk.weight": unpermute(k, kv_heads) if permute else k,
+            f"layers.{i}.attention.wv.weight": hf_state[h + "self_attn.v_proj.weight"],
+            f"layers.{i}.attention.wo.weight": hf_state[h + "self_attn.o_proj.weight"],
+            f"layers.{i}.attention_norm.weight": hf_state[h + "input_layernorm.weight"],
+            f"layers.{i}.ffn_norm.weight": hf_state[h + "post_attention_layernorm.weight"],
+            f"layers.{i}.feed_forward.w1.weight": hf_state[h + "mlp.gate_proj.weight"],
+            f"layers.{i}.feed_forward.w2.weight": hf_state[h + "mlp.down_proj.weight"],
+            f"layers.{i}.feed_forward.w3.weight": hf_state[h + "mlp.up_proj.weight"],
+        })
+        if h + "self_attn.q_norm.weight" in hf_state:
+            out[f"layers.{i}.attention.q_norm_fn.weight"] = hf_state[h + "self_attn.q_norm.weight"]
+            out[f"layers.{i}.attention.k_norm_fn.weight"] = hf_state[h + "self_attn.k_norm.weight"]
+    return {k: v.detach().clone().contiguous() for k, v in out.items()}
 
 
 def export_executorch_checkpoint(params: Mapping[str, Any], state_dict: Mapping[str, Any],

@@ -68,9 +68,12 @@ EXE = _exe()
 pytestmark = pytest.mark.skipif(not EXE, reason="ember-llm is not built")
 
 
+sys.path.insert(0, os.path.join(ROOT, "bench", "llm"))
+from et_llm_export import checkpoint_from_hf  # noqa: E402  (imports nothing of executorch)
+
+
 def _et_export():
     try:
-        sys.path.insert(0, os.path.join(ROOT, "bench", "llm"))
         from et_llm_export import export_executorch_checkpoint, load_runtime_ops
 
         load_runtime_ops()
@@ -104,38 +107,6 @@ def _randomize(model: torch.nn.Module, seed: int) -> None:
                 p.copy_(torch.randn(p.shape, generator=g) * 0.2)
             else:
                 p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))
-
-
-def _meta_from_hf(hf_state: Dict[str, torch.Tensor], layers: int, heads: int, kv_heads: int,
-                  permute: bool) -> Dict[str, torch.Tensor]:
-    """A transformers Llama/Qwen 3 state dict in ExecuTorch's checkpoint
-    layout. With `permute`, q/k rows go from Hugging Face's rotary layout
-    (halves) to Meta's (interleaved pairs), which ExecuTorch's Llama uses."""
-    def unpermute(w: torch.Tensor, n: int) -> torch.Tensor:
-        rows, cols = w.shape
-        return w.view(n, 2, rows // n // 2, cols).transpose(1, 2).reshape(rows, cols)
-
-    out = {"tok_embeddings.weight": hf_state["model.embed_tokens.weight"],
-           "norm.weight": hf_state["model.norm.weight"],
-           "output.weight": hf_state.get("lm_head.weight", hf_state["model.embed_tokens.weight"])}
-    for i in range(layers):
-        h = f"model.layers.{i}."
-        q, k = hf_state[h + "self_attn.q_proj.weight"], hf_state[h + "self_attn.k_proj.weight"]
-        out.update({
-            f"layers.{i}.attention.wq.weight": unpermute(q, heads) if permute else q,
-            f"layers.{i}.attention.wk.weight": unpermute(k, kv_heads) if permute else k,
-            f"layers.{i}.attention.wv.weight": hf_state[h + "self_attn.v_proj.weight"],
-            f"layers.{i}.attention.wo.weight": hf_state[h + "self_attn.o_proj.weight"],
-            f"layers.{i}.attention_norm.weight": hf_state[h + "input_layernorm.weight"],
-            f"layers.{i}.ffn_norm.weight": hf_state[h + "post_attention_layernorm.weight"],
-            f"layers.{i}.feed_forward.w1.weight": hf_state[h + "mlp.gate_proj.weight"],
-            f"layers.{i}.feed_forward.w2.weight": hf_state[h + "mlp.down_proj.weight"],
-            f"layers.{i}.feed_forward.w3.weight": hf_state[h + "mlp.up_proj.weight"],
-        })
-        if h + "self_attn.q_norm.weight" in hf_state:
-            out[f"layers.{i}.attention.q_norm_fn.weight"] = hf_state[h + "self_attn.q_norm.weight"]
-            out[f"layers.{i}.attention.k_norm_fn.weight"] = hf_state[h + "self_attn.k_norm.weight"]
-    return {k: v.detach().clone().contiguous() for k, v in out.items()}
 
 
 def _fast_tokenizer(tok, template: str, bos: str, eos: str):
@@ -186,7 +157,7 @@ def make_llama3_family(tmp: Path) -> Family:
     fast = _fast_tokenizer(hf, template, "<|begin_of_text|>", "<|eot_id|>")
     return Family("llama3", tok_dir, lambda s: enc.encode(s, allowed_special="all"), enc.decode,
                   fast, stop, model, params,
-                  _meta_from_hf(model.state_dict(), layers, heads, kv_heads, permute=True),
+                  checkpoint_from_hf(model.state_dict(), layers, heads, kv_heads, permute=True),
                   {"get_bos_id": specials["<|begin_of_text|>"], "get_eos_ids": stop})
 
 
@@ -219,7 +190,7 @@ def make_qwen3_family(tmp: Path) -> Family:
     stop = [hf.token_to_id(s) for s in ("<|im_end|>", "<|endoftext|>")]
     return Family("qwen3", tok_dir, lambda s: hf.encode(s, add_special_tokens=False).ids,
                   lambda ids: hf.decode(ids, skip_special_tokens=False), fast, stop, model, params,
-                  _meta_from_hf(model.state_dict(), layers, heads, kv_heads, permute=False),
+                  checkpoint_from_hf(model.state_dict(), layers, heads, kv_heads, permute=False),
                   {"get_eos_ids": stop})
 
 

@@ -54,6 +54,15 @@ static const float *pack_rows(float *dst, const float *src, int64_t stride, int6
     return dst;
 }
 
+/* Asks for float rows [0, cnt) of src (stride floats apart, d floats each)
+ * ahead of their use: a kv head's rows of successive positions lie far
+ * apart (ExecuTorch's layout keeps every head of a position together), a
+ * pattern the hardware prefetchers follow badly. */
+static void prefetch_rows(const float *src, int64_t stride, int64_t cnt, size_t d) {
+    for (int64_t j = 0; j < cnt; j++)
+        for (size_t i = 0; i < d; i += ALIGN_FLOATS) __builtin_prefetch(src + j * stride + i);
+}
+
 /* int8 rows [0, cnt) of src (stride elements apart) to dst as floats less
  * their zero points (zero[j * zstride]): exact small integers. */
 static const float *int8_rows(const eko_f32_attn *cfg, float *dst, const int8_t *src,
@@ -99,6 +108,7 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, fl
     float *orow[ROWS_MAX];
     int64_t nrow[ROWS_MAX], trow[ROWS_MAX], nmax = 0;
     float rmax[ROWS_MAX], total[ROWS_MAX], qmul[ROWS_MAX];
+    float bscale[KEYS_PER_BLOCK]; /* int8: the scales of a block's rows */
     for (int64_t r = 0; r < nr; r++) {
         const int64_t h = g * reps + (r0 + r) / a->nq, t = (r0 + r) % a->nq;
         const int64_t qi = b * a->q_sb + h * a->q_sh + t * a->q_st;
@@ -136,10 +146,17 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, fl
             const int64_t nb = c1 - j0 < kb ? c1 - j0 : kb;
             const float *kblk = q8 ? NULL : k + j0 * a->k_sn;
             size_t ks = (size_t)a->k_sn;
+            if (!q8 && a->k_sn != a->d && j0 + kb < c1) /* the next block's keys */
+                prefetch_rows(kblk + kb * a->k_sn, a->k_sn, c1 - j0 - kb < kb ? c1 - j0 - kb : kb,
+                              d);
             if (q8) {
                 kblk = int8_rows(cfg, pack, (const int8_t *)a->k + k0 + j0 * a->k_sn, a->k_sn, nb,
                                  d, kzp + j0 * ksr, ksr);
                 ks = d;
+                /* the keys' scales (far apart) with the softmax scale, once
+                 * for every row */
+                for (int64_t j = 0; j < nb; j++)
+                    bscale[j] = ksc[(j0 + j) * ksr] * (float)a->scale;
             } else if (packed) {
                 kblk = pack_rows(pack, kblk, a->k_sn, nb, d);
                 ks = d;
@@ -150,8 +167,7 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, fl
                 float *sr = s + (size_t)r * job->row_floats + (j0 - c0);
                 cfg->scores(qrow[r], kblk, ks, (size_t)cnt, d, q8 ? 1.0f : (float)a->scale, sr);
                 if (q8)
-                    for (int64_t j = 0; j < cnt; j++)
-                        sr[j] = sr[j] * (qmul[r] * ksc[(j0 + j) * ksr]) * (float)a->scale;
+                    for (int64_t j = 0; j < cnt; j++) sr[j] *= qmul[r] * bscale[j];
             }
         }
         for (int64_t r = 0; r < nr; r++) {
@@ -176,10 +192,14 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, fl
             const int64_t nb = c1 - j0 < kb ? c1 - j0 : kb;
             const float *vblk = q8 ? NULL : v + j0 * a->v_sn;
             size_t vs = (size_t)a->v_sn;
+            if (!q8 && a->v_sn != a->d && j0 + kb < c1) /* the next block's values */
+                prefetch_rows(vblk + kb * a->v_sn, a->v_sn, c1 - j0 - kb < kb ? c1 - j0 - kb : kb,
+                              d);
             if (q8 && nb > 0) {
                 vblk = int8_rows(cfg, pack, (const int8_t *)a->v + v0 + j0 * a->v_sn, a->v_sn, nb,
                                  d, vzp + j0 * vsr, vsr);
                 vs = d;
+                for (int64_t j = 0; j < nb; j++) bscale[j] = vsc[(j0 + j) * vsr];
             } else if (packed && !q8) {
                 vblk = pack_rows(pack, vblk, a->v_sn, nb, d);
                 vs = d;
@@ -190,10 +210,10 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, fl
                 const int64_t cnt = n - j0 < kb ? n - j0 : kb;
                 const bool last = j0 + kb >= n;
                 float *acc_r = acc + (size_t)r * job->d_floats;
-                if (q8) /* the values' scales go with the weights */
-                    for (int64_t j = 0; j < cnt; j++)
-                        s[(size_t)r * job->row_floats + (size_t)(j0 - c0 + j)] *=
-                            vsc[(j0 + j) * vsr];
+                if (q8) { /* the values' scales go with the weights */
+                    float *w = s + (size_t)r * job->row_floats + (j0 - c0);
+                    for (int64_t j = 0; j < cnt; j++) w[j] *= bscale[j];
+                }
                 /* a row that sees nothing (total 0) gives 0 * inf = NaN, as
                  * the reference */
                 cfg->weighted_sum(s + (size_t)r * job->row_floats + (j0 - c0), vblk, vs,

@@ -80,18 +80,23 @@ static inline qd8_acc qd8_dot4(qd8_acc acc, qd8_xv4 x, qd8_w w) { return qd8_dot
 #endif
 
 /* A decode step streams each weight matrix once, from memory, and on one
- * core the hardware prefetcher alone does not keep up: each block asks for
- * the line this far ahead (measured on a GPT-2-sized int4 stream of 450 MB:
- * from about 65% to about 90% of the plain read bandwidth on 1 thread,
- * 14 -> 20 GB/s on 2).
+ * core the hardware prefetchers alone do not keep up: a tile asks for the
+ * panel at least QD8_PREFETCH_BYTES ahead (a whole number of panels), each
+ * weight block for its twin there, each slice for that panel's scales (a
+ * line every slice or two) and the tile for its tail (ksums, biases), so
+ * every line of the panel is asked for once, in time. Measured with
+ * bench/kernels/bench_qd8.c ("stream", int4 g32 at a 1B model's sizes) on
+ * one Zen 4 core: the weights alone 16 KiB ahead, 55% of the plain read
+ * bandwidth; with the scales and tails, 66%; whole panels, about 70%.
  * A prefetch never faults, so running past the weights' end is harmless;
  * the address is formed as an integer, not as a pointer past the array. */
 #define QD8_PREFETCH_BYTES 16384
-static inline void qd8_prefetch(const uint8_t *p) {
+static inline void qd8_prefetch(const uint8_t *p, size_t ahead) {
 #if defined(__GNUC__) || defined(__clang__)
-    __builtin_prefetch((const void *)((uintptr_t)p + QD8_PREFETCH_BYTES));
+    __builtin_prefetch((const void *)((uintptr_t)p + ahead));
 #else
     (void)p;
+    (void)ahead;
 #endif
 }
 
@@ -121,14 +126,17 @@ static inline __attribute__((always_inline)) void QD8_TILE(const size_t MR, size
     for (size_t r = 0; r < MR; r++) accf[r] = qd8_f_zero();
     const uint8_t *panel = p;
     const int32_t offset = w->int4 ? QD8_X_OFFSET4 : QD8_X_OFFSET;
+    const size_t ahead = w->panel_bytes * (1 + (QD8_PREFETCH_BYTES - 1) / w->panel_bytes);
+    for (size_t t = 0; t < 3; t++) qd8_prefetch(panel + w->tail_at + 64 * t, ahead);
     for (size_t s = 0; s < w->slices; s++) {
+        qd8_prefetch(panel + w->scales_at + s * w->scale_bytes, ahead);
         qd8_acc acc[QD8_MR];
         EKO_UNROLL
         for (size_t r = 0; r < MR; r++) acc[r] = qd8_acc_zero();
         const int8_t *xs = x + s * w->slice_k;
         if (!w->int4) {
             for (size_t b = 0; b < w->slice_blocks; b++, p += EKO_QD8_BLOCK_BYTES) {
-                qd8_prefetch(p);
+                qd8_prefetch(p, ahead);
                 const qd8_w wv = qd8_w_load(p);
                 EKO_UNROLL
                 for (size_t r = 0; r < MR; r++)
@@ -144,7 +152,7 @@ static inline __attribute__((always_inline)) void QD8_TILE(const size_t MR, size
                 for (size_t r = 0; r < MR; r++) sum[r] = qd8_nacc_zero();
                 for (; b < end; b++, p += EKO_QD8_BLOCK_BYTES) {
                     qd8_w lo, hi;
-                    qd8_prefetch(p);
+                    qd8_prefetch(p, ahead);
                     qd8_w_unpack4(p, &lo, &hi);
                     EKO_UNROLL
                     for (size_t r = 0; r < MR; r++) {
@@ -162,7 +170,7 @@ static inline __attribute__((always_inline)) void QD8_TILE(const size_t MR, size
                 for (size_t r = 0; r < MR; r++) acc2[r] = qd8_acc_zero();
                 for (size_t b = 0; b < w->slice_blocks; b++, p += EKO_QD8_BLOCK_BYTES) {
                     qd8_w lo, hi;
-                    qd8_prefetch(p);
+                    qd8_prefetch(p, ahead);
                     qd8_w_unpack4(p, &lo, &hi);
                     EKO_UNROLL
                     for (size_t r = 0; r < MR; r++) {
@@ -175,7 +183,7 @@ static inline __attribute__((always_inline)) void QD8_TILE(const size_t MR, size
             } else {
                 for (size_t b = 0; b < w->slice_blocks; b++, p += EKO_QD8_BLOCK_BYTES) {
                     qd8_w lo, hi;
-                    qd8_prefetch(p);
+                    qd8_prefetch(p, ahead);
                     qd8_w_unpack4(p, &lo, &hi);
                     EKO_UNROLL
                     for (size_t r = 0; r < MR; r++) {
