@@ -84,10 +84,12 @@ static inline qd8_acc qd8_dot4(qd8_acc acc, qd8_xv4 x, qd8_w w) { return qd8_dot
  * panel at least QD8_PREFETCH_BYTES ahead (a whole number of panels), each
  * weight block for its twin there, each slice for that panel's scales (a
  * line every slice or two) and the tile for its tail (ksums, biases), so
- * every line of the panel is asked for once, in time. Measured with
- * bench/kernels/bench_qd8.c ("stream", int4 g32 at a 1B model's sizes) on
- * one Zen 4 core: the weights alone 16 KiB ahead, 55% of the plain read
- * bandwidth; with the scales and tails, 66%; whole panels, about 70%.
+ * every line of the panel is asked for once, in time. The weights' line
+ * alone took a GPT-2-sized int4 stream of 450 MB on an Intel core from
+ * about 65% to 90% of the plain read bandwidth (14 -> 20 GB/s on 2
+ * threads); with bench/kernels/bench_qd8.c ("stream", int4 g32 at a 1B
+ * model's sizes) on one Zen 4 core: the weights alone, 55%; with the
+ * scales and tails, 66%; whole panels ahead, about 70%.
  * A prefetch never faults, so running past the weights' end is harmless;
  * the address is formed as an integer, not as a pointer past the array. */
 #define QD8_PREFETCH_BYTES 16384
