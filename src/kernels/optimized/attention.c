@@ -153,10 +153,8 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, fl
                 kblk = int8_rows(cfg, pack, (const int8_t *)a->k + k0 + j0 * a->k_sn, a->k_sn, nb,
                                  d, kzp + j0 * ksr, ksr);
                 ks = d;
-                /* the keys' scales (far apart) with the softmax scale, once
-                 * for every row */
-                for (int64_t j = 0; j < nb; j++)
-                    bscale[j] = ksc[(j0 + j) * ksr] * (float)a->scale;
+                /* the keys' scales (far apart), once for every row */
+                for (int64_t j = 0; j < nb; j++) bscale[j] = ksc[(j0 + j) * ksr];
             } else if (packed) {
                 kblk = pack_rows(pack, kblk, a->k_sn, nb, d);
                 ks = d;
@@ -167,7 +165,8 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, fl
                 float *sr = s + (size_t)r * job->row_floats + (j0 - c0);
                 cfg->scores(qrow[r], kblk, ks, (size_t)cnt, d, q8 ? 1.0f : (float)a->scale, sr);
                 if (q8)
-                    for (int64_t j = 0; j < cnt; j++) sr[j] *= qmul[r] * bscale[j];
+                    for (int64_t j = 0; j < cnt; j++)
+                        sr[j] = sr[j] * (qmul[r] * bscale[j]) * (float)a->scale;
             }
         }
         for (int64_t r = 0; r < nr; r++) {

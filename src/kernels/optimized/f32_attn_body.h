@@ -48,19 +48,6 @@ static inline void attn_hsum4(eko_v a0, eko_v a1, eko_v a2, eko_v a3, float scal
     const __m128 sum = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
     _mm_storeu_ps(s, _mm_mul_ps(sum, _mm_set1_ps(scale)));
 }
-
-/* Keys per group of attn_scores: as many as a vector has lanes. */
-#define ATTN_KEYS 8
-/* s[0..8) = scale * the sums of a[0..8): hadds within 128-bit lanes leave
- * each key's two half sums in one lane of x or y, the last add joins the
- * halves (nine operations for eight keys). */
-static inline void attn_hsum_keys(const eko_v *a, float scale, float *s) {
-    const __m256 x = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
-    const __m256 y = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
-    const __m256 sum = _mm256_add_ps(_mm256_permute2f128_ps(x, y, 0x20),
-                                     _mm256_permute2f128_ps(x, y, 0x31));
-    _mm256_storeu_ps(s, _mm256_mul_ps(sum, _mm256_set1_ps(scale)));
-}
 #else
 static inline void attn_hsum4(eko_v a0, eko_v a1, eko_v a2, eko_v a3, float scale, float *s) {
     s[0] = scale * eko_v_hsum(a0);
@@ -68,74 +55,17 @@ static inline void attn_hsum4(eko_v a0, eko_v a1, eko_v a2, eko_v a3, float scal
     s[2] = scale * eko_v_hsum(a2);
     s[3] = scale * eko_v_hsum(a3);
 }
-
-#if EKO_VLEN == 16 && defined(__AVX512F__)
-#define ATTN_KEYS 16
-/* s[0..16) = scale * the sums of a[0..16), each in its own lane: four
- * levels that add pairs of vectors after shuffling them, halving the count
- * each time (within 128-bit lanes, then across them), 45 operations for
- * sixteen keys instead of sixteen reductions of eight. */
-static inline void attn_hsum_keys(const eko_v *a, float scale, float *s) {
-    __m512 t1[8], t2[4], t3[2];
-    EKO_UNROLL
-    for (int i = 0; i < 8; i++) /* (a0+a2, a1+a3, b0+b2, b1+b3) in each 128-bit lane */
-        t1[i] = _mm512_add_ps(_mm512_shuffle_ps(a[2 * i], a[2 * i + 1], 0x44),
-                              _mm512_shuffle_ps(a[2 * i], a[2 * i + 1], 0xEE));
-    EKO_UNROLL
-    for (int i = 0; i < 4; i++) /* four keys' sums over each 128-bit lane */
-        t2[i] = _mm512_add_ps(_mm512_shuffle_ps(t1[2 * i], t1[2 * i + 1], 0x88),
-                              _mm512_shuffle_ps(t1[2 * i], t1[2 * i + 1], 0xDD));
-    EKO_UNROLL
-    for (int i = 0; i < 2; i++) /* 128-bit lanes 0+2 and 1+3 */
-        t3[i] = _mm512_add_ps(_mm512_shuffle_f32x4(t2[2 * i], t2[2 * i + 1], 0x44),
-                              _mm512_shuffle_f32x4(t2[2 * i], t2[2 * i + 1], 0xEE));
-    const __m512 sum = _mm512_add_ps(_mm512_shuffle_f32x4(t3[0], t3[1], 0x88),
-                                     _mm512_shuffle_f32x4(t3[0], t3[1], 0xDD));
-    _mm512_storeu_ps(s, _mm512_mul_ps(sum, _mm512_set1_ps(scale)));
-}
-#endif
-#endif
-
-#ifdef ATTN_KEYS
-/* ATTN_KEYS keys of a head of d floats: a sum per key in registers (the
- * query vector loaded once for all of them, from L1), then one tree that
- * leaves every key's sum in its lane. */
-static inline __attribute__((always_inline)) void attn_scores_keys(const float *q,
-                                                                  const float *k, size_t ks,
-                                                                  size_t d, float scale,
-                                                                  float *s) {
-    const size_t dv = d - d % V, tail = d % V;
-    eko_v acc[ATTN_KEYS];
-    EKO_UNROLL
-    for (size_t x = 0; x < ATTN_KEYS; x++) acc[x] = eko_v_set1(0.0f);
-    for (size_t i = 0; i < dv; i += V) {
-        const eko_v qv = eko_v_load(q + i);
-        EKO_UNROLL
-        for (size_t x = 0; x < ATTN_KEYS; x++)
-            acc[x] = eko_v_fma(qv, eko_v_load(k + x * ks + i), acc[x]);
-    }
-    if (tail != 0) {
-        const eko_v qv = eko_v_load_part(q + dv, tail, 0.0f);
-        EKO_UNROLL
-        for (size_t x = 0; x < ATTN_KEYS; x++)
-            acc[x] = eko_v_fma(qv, eko_v_load_part(k + x * ks + dv, tail, 0.0f), acc[x]);
-    }
-    attn_hsum_keys(acc, scale, s);
-}
 #endif
 
 /*
- * Groups of keys (ATTN_KEYS where the level has a tree for them, then
- * fours): independent sums, each key row read once, the query vector loaded
- * once for all of a group; the horizontal sums at the end of each group.
+ * Four keys per step: four independent sums, each key row read once, the
+ * query vector loaded once for all four (from L1: a head is at most a few
+ * hundred floats). One horizontal sum per key at the end.
  */
 static void attn_scores(const float *q, const float *k, size_t ks, size_t n, size_t d, float scale,
                         float *s) {
     const size_t dv = d - d % V, tail = d % V;
     size_t j = 0;
-#ifdef ATTN_KEYS
-    for (; j + ATTN_KEYS <= n; j += ATTN_KEYS) attn_scores_keys(q, k + j * ks, ks, d, scale, s + j);
-#endif
     for (; j + 4 <= n; j += 4) {
         const float *k0 = k + j * ks, *k1 = k0 + ks, *k2 = k1 + ks, *k3 = k2 + ks;
         eko_v a0 = eko_v_set1(0.0f), a1 = a0, a2 = a0, a3 = a0;
@@ -166,7 +96,6 @@ static void attn_scores(const float *q, const float *k, size_t ks, size_t n, siz
         s[j] = scale * eko_v_hsum(a0);
     }
 }
-#undef ATTN_KEYS
 #endif
 
 /* s += mask (when given) and the maximum of s, in one pass. NaN scores are
