@@ -88,9 +88,7 @@ static double best_of(void (*fn)(const job *), const job *j) {
 typedef struct stream_job {
     const eko_qd8_gemm_config *cfg;
     ember_threadpool *pool;
-    const eko_qd8_weights *w;
-    const uint8_t *const *p;
-    size_t bytes;
+    const eko_qd8_weights *w; /* SL matrices */
 } stream_job;
 
 static void run_stream(const stream_job *j) {
@@ -145,12 +143,15 @@ static void stream(ember_threadpool *const pools[2]) {
     }
     for (size_t i = 0; i < SN * (SK / 32); i++) sc[i] = 0x3c23; /* bfloat16 0.00995 */
     eko_qd8_weights w[SL];
-    uint8_t *p[SL];
+    uint8_t *p[SL] = {NULL};
     size_t bytes = 0;
     for (size_t l = 0; l < SL; l++) {
-        if (!eko_qd8_weights_init(&w[l], SN, SK, 32, true, true, &bytes)) return;
-        p[l] = aligned_alloc(64, (bytes + 63) / 64 * 64);
-        if (p[l] == NULL) return;
+        if (!eko_qd8_weights_init(&w[l], SN, SK, 32, true, true, &bytes) ||
+            (p[l] = aligned_alloc(64, (bytes + 63) / 64 * 64)) == NULL) {
+            fprintf(stderr, "stream: no memory for %d matrices\n", SL);
+            for (size_t i = 0; i < l; i++) free(p[i]);
+            return;
+        }
         eko_qd8_pack(&w[l], w4, sc, bias, p[l]);
     }
     printf("\nstream: 1 x %d @ [%d, %d]^T int4 g32, %d matrices (%zu MB)\n", SK, SN, SK, SL,
@@ -161,7 +162,7 @@ static void stream(ember_threadpool *const pools[2]) {
         for (size_t i = 0; eko_qd8_gemm_config_at(i) != NULL; i++) {
             const eko_qd8_gemm_config *cfg = eko_qd8_gemm_config_at(i);
             if (!eko_qd8_gemm_config_supported(cfg)) continue;
-            stream_job j = {cfg, pools[t], w, (const uint8_t *const *)p, bytes};
+            stream_job j = {cfg, pools[t], w};
             double best = 1e30;
             for (int it = 0; it < 5; it++) {
                 const double t0 = now_us();
