@@ -99,20 +99,21 @@ class Unavailable(Exception):
     """A row that cannot run here; the message says why (it goes in the table)."""
 
 
-def _peak_rss_mib() -> float:
+def _status_mib(field: str) -> float:
+    """A memory line of /proc/self/status (VmHWM: peak RSS, VmRSS: now) in MiB."""
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024.0
     return 0.0
+
+
+def _peak_rss_mib() -> float:
+    return _status_mib("VmHWM")
 
 
 def _rss_mib() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return 0.0
+    return _status_mib("VmRSS")
 
 
 def drop_page_cache() -> bool:
@@ -553,10 +554,10 @@ def run_child(kind: str, path: Path, threads: int, plan: Dict[str, Any]) -> Dict
 
 
 def llama_bench_exe() -> Path:
-    env = os.environ.get("LLAMA_BENCH")
-    exe = Path(env) if env else ROOT / "build-bench" / "peers" / "llama-cpp-build" / "bin" / \
-        "llama-bench"
-    if not exe.exists():
+    from bench_llm import llama_bench_exe as built  # where bench-peers puts it
+
+    exe = built()
+    if exe is None or not exe.exists():
         raise Unavailable("llama-bench was not built (make bench-peers)")
     return exe
 
