@@ -103,7 +103,7 @@ static bool packed_role(const xnn_node *n, uint32_t k, const xnn_const_source *s
 /* ---------------------------------------------------------------------- */
 
 /* Bump a version when its packed layout changes. */
-#define PACK_QD8_VERSION 1
+#define PACK_QD8_VERSION 2
 #define PACK_F32_VERSION 1
 
 typedef struct pack_key {

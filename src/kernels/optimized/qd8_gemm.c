@@ -14,8 +14,6 @@
 #include "core/internal.h"
 #include "ember/threadpool.h"
 
-static size_t round64(size_t n) { return (n + 63) / 64 * 64; }
-
 bool eko_qd8_weights_init(eko_qd8_weights *w, size_t n, size_t k, size_t slice_k, bool int4,
                           bool scales_bf16, size_t *bytes) {
     memset(w, 0, sizeof *w);
@@ -30,16 +28,18 @@ bool eko_qd8_weights_init(eko_qd8_weights *w, size_t n, size_t k, size_t slice_k
     w->scales_bf16 = scales_bf16;
     w->scale_bytes = EKO_QD8_NR * (scales_bf16 ? 2 : 4);
     w->panels = n / EKO_QD8_NR + (n % EKO_QD8_NR != 0);
-    size_t blocks, scales;
-    /* per panel: every slice's blocks, their scales (to 64 bytes), ksums,
-     * biases, isums */
+    w->group_slices = EKO_QD8_BLOCK_BYTES / w->scale_bytes;
+    const size_t groups = w->slices / w->group_slices + (w->slices % w->group_slices != 0);
+    size_t blocks, lines;
+    /* per panel: each group's line of scales and its slices' blocks; ksums,
+     * biases, isums (slice_k <= EKO_QD8_MAX_K bounds a group) */
+    w->group_bytes = EKO_QD8_BLOCK_BYTES * (1 + w->group_slices * w->slice_blocks);
     if (ember_mul_overflow(w->slice_blocks, (size_t)EKO_QD8_BLOCK_BYTES * w->slices, &blocks) ||
-        ember_mul_overflow(w->scale_bytes, w->slices, &scales) || scales > SIZE_MAX - 63 ||
-        ember_add_overflow(blocks, round64(scales), &w->tail_at) ||
+        ember_mul_overflow(groups, (size_t)EKO_QD8_BLOCK_BYTES, &lines) ||
+        ember_add_overflow(blocks, lines, &w->tail_at) ||
         ember_add_overflow(w->tail_at, 3 * EKO_QD8_BLOCK_BYTES, &w->panel_bytes) ||
         ember_mul_overflow(w->panel_bytes, w->panels, bytes))
         return false;
-    w->scales_at = blocks;
     return true;
 }
 
@@ -128,7 +128,7 @@ static bool pack_panels(const eko_qd8_weights *w, const uint8_t *src, const uint
         double ksum[EKO_QD8_NR] = {0};
         int32_t isum[EKO_QD8_NR] = {0};
         for (size_t s = 0; s < w->slices; s++) {
-            uint8_t *blocks = panel + s * slice_bytes;
+            uint8_t *blocks = panel + eko_qd8_blocks_at(w, s);
             /* zero weights first, for the padding and the columns past n
              * (an int4 zero is a nibble of 8) */
             if (w->int4) memset(blocks, 0x88, slice_bytes);
@@ -148,7 +148,7 @@ static bool pack_panels(const eko_qd8_weights *w, const uint8_t *src, const uint
                 ksum[c] += (double)sc * (double)sum;
                 isum[c] = (int32_t)sum; /* |sum| <= 127 * EKO_QD8_MAX_K */
                 /* the scale as the source gives it */
-                memcpy(panel + w->scales_at + s * w->scale_bytes + c * (w->scale_bytes / EKO_QD8_NR),
+                memcpy(panel + eko_qd8_scales_at(w, s) + c * (w->scale_bytes / EKO_QD8_NR),
                        scales + (n0 + c) * w->slices * (w->scale_bytes / EKO_QD8_NR) +
                            s * (w->scale_bytes / EKO_QD8_NR),
                        w->scale_bytes / EKO_QD8_NR);

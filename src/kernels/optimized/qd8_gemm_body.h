@@ -79,17 +79,18 @@ static inline qd8_xv4 qd8_x_load4(const int8_t *p) { return qd8_x_load(p); }
 static inline qd8_acc qd8_dot4(qd8_acc acc, qd8_xv4 x, qd8_w w) { return qd8_dot(acc, x, w); }
 #endif
 
-/* A decode step streams each weight matrix once, from memory, and on one
- * core the hardware prefetchers alone do not keep up: a tile asks for the
- * panel at least QD8_PREFETCH_BYTES ahead (a whole number of panels), each
- * weight block for its twin there, each slice for that panel's scales (a
- * line every slice or two) and the tile for its tail (ksums, biases), so
- * every line of the panel is asked for once, in time. The weights' line
- * alone took a GPT-2-sized int4 stream of 450 MB on an Intel core from
- * about 65% to 90% of the plain read bandwidth (14 -> 20 GB/s on 2
- * threads); with bench/kernels/bench_qd8.c ("stream", int4 g32 at a 1B
- * model's sizes) on one Zen 4 core: the weights alone, 55%; with the
- * scales and tails, 66%; whole panels ahead, about 70%.
+/* A decode step streams each weight matrix once, from memory. The panels
+ * lie front to back without a gap (qd8_gemm.h), and besides the hardware
+ * prefetchers a tile asks for the panel at least QD8_PREFETCH_BYTES ahead
+ * (a whole number of panels): each weight block for its twin there, each
+ * group for its line of scales and the tile for its tail (ksums, biases),
+ * so every line of the panel is asked for once, in time. With the scales
+ * in a run at each panel's end (the former layout), the weights' line took
+ * a GPT-2-sized int4 stream of 450 MB on an Intel core from about 65% to
+ * 90% of the plain read bandwidth (14 -> 20 GB/s on 2 threads), and whole
+ * panels ahead a 1B model's int4 stream on one Zen 4 core from 55% to 70%
+ * (bench/kernels/bench_qd8.c, "stream"). With the gapless layout that
+ * Zen 4 core reads 85-95% with or without the prefetches.
  * A prefetch never faults, so running past the weights' end is harmless;
  * the address is formed as an integer, not as a pointer past the array. */
 #define QD8_PREFETCH_BYTES 16384
@@ -126,12 +127,17 @@ static inline __attribute__((always_inline)) void QD8_TILE(const size_t MR, size
     qd8_f accf[QD8_MR];
     EKO_UNROLL
     for (size_t r = 0; r < MR; r++) accf[r] = qd8_f_zero();
-    const uint8_t *panel = p;
+    const uint8_t *panel = p, *line = p;
     const int32_t offset = w->int4 ? QD8_X_OFFSET4 : QD8_X_OFFSET;
     const size_t ahead = w->panel_bytes * (1 + (QD8_PREFETCH_BYTES - 1) / w->panel_bytes);
     for (size_t t = 0; t < 3; t++) qd8_prefetch(panel + w->tail_at + 64 * t, ahead);
-    for (size_t s = 0; s < w->slices; s++) {
-        qd8_prefetch(panel + w->scales_at + s * w->scale_bytes, ahead);
+    for (size_t s = 0, j = w->group_slices; s < w->slices; s++, j++) {
+        if (j == w->group_slices) { /* a group's line of scales, then its slices' blocks */
+            qd8_prefetch(p, ahead);
+            line = p;
+            p += EKO_QD8_BLOCK_BYTES;
+            j = 0;
+        }
         qd8_acc acc[QD8_MR];
         EKO_UNROLL
         for (size_t r = 0; r < MR; r++) acc[r] = qd8_acc_zero();
@@ -200,7 +206,7 @@ static inline __attribute__((always_inline)) void QD8_TILE(const size_t MR, size
             EKO_UNROLL
             for (size_t r = 0; r < MR; r++)
                 acc[r] = qd8_acc_zc(acc[r], panel + w->tail_at + 128, rows[r].zero_point + offset);
-        const qd8_f sc = qd8_scales_load(panel + w->scales_at + s * w->scale_bytes, w->scales_bf16);
+        const qd8_f sc = qd8_scales_load(line + j * w->scale_bytes, w->scales_bf16);
         EKO_UNROLL
         for (size_t r = 0; r < MR; r++) accf[r] = qd8_f_slice(accf[r], acc[r], sc);
     }

@@ -173,7 +173,7 @@ static void test_config(const eko_qd8_gemm_config *cfg, ember_threadpool *pool2)
         {1, 1, 0},   {3, 3, 0},    {4, 4, 0},    {17, 17, 0},  {64, 64, 0},  {101, 101, 0},
         {1, 1, 1},   {7, 7, 1},    {8, 8, 1},    {33, 33, 1},  {64, 32, 1},  {96, 32, 1},
         {24, 8, 1},  {36, 12, 1},  {15, 5, 1},   {6, 2, 1},    {256, 64, 1}, {256, 128, 1},
-        {200, 200, 1}, {80, 40, 1}};
+        {200, 200, 1}, {80, 40, 1}, {96, 32, 0}, {48, 16, 0}};
     int cases = 0, failures = 0;
     for (size_t a = 0; a < sizeof ms / sizeof *ms; a++)
         for (size_t b = 0; b < sizeof ns / sizeof *ns; b++)
@@ -234,9 +234,10 @@ static void test_pack(void) {
     CHECK(eko_qd8_weights_init(&w, 17, 10, 5, true, false, &bytes));
     CHECK_EQ_INT(w.panels, 2);
     CHECK_EQ_INT(w.slices, 2);
-    /* a panel: 2 slices of one block, 2 x 16 float scales, ksums, biases, isums */
+    /* a panel: 2 groups of a line of 16 float scales and one slice's block;
+     * ksums, biases, isums */
     CHECK_EQ_INT(bytes, 2 * (2 * 64 + 2 * 64 + 3 * 64));
-    /* bfloat16 scales take half: 2 x 32 bytes, in one 64-byte line */
+    /* bfloat16 scales take half: both slices' in one line, one group */
     CHECK(eko_qd8_weights_init(&w, 17, 10, 5, true, true, &bytes));
     CHECK_EQ_INT(bytes, 2 * (2 * 64 + 64 + 3 * 64));
     /* -128 in an int8 weight is refused (outside symmetric int8) */
@@ -257,7 +258,7 @@ static void test_pack(void) {
     CHECK(eko_qd8_weights_init(&w, 16, 4, 4, false, true, &bytes));
     CHECK(eko_qd8_pack(&w, src, bf, NULL, packed));
     uint16_t sc[16];
-    memcpy(sc, packed + 64, sizeof sc); /* after the one block */
+    memcpy(sc, packed, sizeof sc); /* the group's line of scales, before its block */
     CHECK(sc[0] == 0x3f80 && sc[1] == 0x4040);
     /* one slice: the int32 weight sums (4 ones), no ksums */
     int32_t is[16];
@@ -272,8 +273,8 @@ static void test_pack(void) {
     free(packed);
     packed = aligned_alloc(64, (bytes + 63) / 64 * 64);
     CHECK(eko_qd8_pack(&w, src, bf2, NULL, packed));
-    memcpy(ks, packed + 2 * 64 + 64, sizeof ks); /* after 2 blocks and 2 x 32 bytes of scales */
-    memcpy(is, packed + 2 * 64 + 64 + 128, sizeof is);
+    memcpy(ks, packed + 64 + 2 * 64, sizeof ks); /* after the line of scales and 2 blocks */
+    memcpy(is, packed + 64 + 2 * 64 + 128, sizeof is);
     CHECK(ks[0] == 4.0f && ks[1] == 12.0f && is[0] == 0);
     free(packed);
 }
