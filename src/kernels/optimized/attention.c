@@ -22,6 +22,8 @@
 /* Rows (query rows of the heads that share a kv head) of one task at most:
  * the rows that share each block of keys and values while it is in L1. */
 #define ROWS_MAX 16
+/* Rows of a task of whole kv heads (a decode step's) at most. */
+#define GROUP_ROWS_MAX 32
 /* Keys per block when several rows share them: 64 keys of a 64-float head
  * are 16 KiB of keys and 16 KiB of values. */
 #define KEYS_PER_BLOCK 64
@@ -36,6 +38,7 @@ typedef struct attn_job {
     const ek_attn *a;
     const eko_f32_attn *cfg;
     int64_t rows_per_task, blocks; /* rows per task; tasks per (batch, kv head) */
+    int64_t heads;                 /* > 1: tasks of that many whole kv heads */
     float *scratch;                /* (threads, thread_floats) */
     size_t row_floats, d_floats, thread_floats;
     bool int8;                     /* q, k and v int8 with row scales (ek_attn) */
@@ -54,13 +57,19 @@ static const float *pack_rows(float *dst, const float *src, int64_t stride, int6
     return dst;
 }
 
-/* Asks for float rows [0, cnt) of src (stride floats apart, d floats each)
- * ahead of their use: a kv head's rows of successive positions lie far
- * apart (ExecuTorch's layout keeps every head of a position together), a
- * pattern the hardware prefetchers follow badly. */
-static void prefetch_rows(const float *src, int64_t stride, int64_t cnt, size_t d) {
+/* Asks for rows [0, cnt) of src (stride bytes apart, row_bytes each) ahead
+ * of their use: in ExecuTorch's layout (every head of a position together)
+ * one kv head's float rows of successive positions lie far apart, a pattern
+ * the hardware prefetchers follow badly. A task of several kv heads reads
+ * their rows of a position together and needs none of this: there, asking
+ * for the next block stalled on the prefetches themselves (Llama 1B at 4k
+ * on 2 Zen 4 threads: 22 tok/s with them, 25 without). Int8 rows are asked
+ * for row by row in int8_rows instead (a whole block ahead made them
+ * slower). */
+static void prefetch_rows(const void *src, int64_t stride, int64_t cnt, size_t row_bytes) {
     for (int64_t j = 0; j < cnt; j++)
-        for (size_t i = 0; i < d; i += ALIGN_FLOATS) __builtin_prefetch(src + j * stride + i);
+        for (size_t i = 0; i < row_bytes; i += ROW_ALIGN)
+            __builtin_prefetch((const char *)src + j * stride + i);
 }
 
 /* int8 rows [0, cnt) of src (stride elements apart) to dst as floats less
@@ -69,48 +78,63 @@ static const float *int8_rows(const eko_f32_attn *cfg, float *dst, const int8_t 
                               int64_t stride, int64_t cnt, size_t d, const int8_t *zero,
                               int64_t zstride) {
     for (int64_t j = 0; j < cnt; j++) {
-        /* rows a cache line or two long, far apart: ask for later ones early */
-        __builtin_prefetch(src + (j + 16) * stride);
+        /* rows a cache line or two long, far apart: ask for later ones
+         * early (past the last row too: a prefetch never faults, and its
+         * address is an integer, not a pointer past the array) */
+        __builtin_prefetch((const void *)((uintptr_t)src + (uintptr_t)((j + 16) * stride)));
         cfg->int8_row(src + j * stride, d, (float)zero[j * zstride], dst + (size_t)j * d);
     }
     return dst;
 }
 
+/* The keys or the values of one task: kv head g0 + g's row of position j
+ * at base + (j * sn + g * sh) elements of esize bytes; int8 rows have a
+ * scale and a zero point each, at the row's first element's index / d. */
+typedef struct attn_kv {
+    const char *base;
+    int64_t sn, sh;
+    size_t esize;
+    const float *scale;
+    const int8_t *zero;
+} attn_kv;
+
 /*
- * One task: rows [r0, r1) of one (batch, kv head). The rows of a kv head
- * are those of every query head that reads it (grouped-query attention),
- * head by head: row r is query row r % S of head g * reps + r / S. The keys
- * go chunk by chunk: the scores of every row, block of keys by block of
- * keys (each block read from memory once for all the rows, so a decode step
- * reads each kv head once for all its query heads); each row's softmax
- * against its running maximum, the sums so far rescaled when it grows
- * (online softmax); then the chunk's values block by block, each row's sums
- * carried in acc to its last block, which divides by the row's total.
+ * One task: the rows of kv heads [g0, g1) of batch b, rows [r0, r1) of
+ * each. The rows of a kv head are those of every query head that reads it
+ * (grouped-query attention), head by head: row r is query row r % S of
+ * head g * reps + r / S. A task of several kv heads (a decode step's) has
+ * all their rows, and reads each block of positions for all its heads in
+ * turn, so the cache is read once, front to back.
+ * The keys go chunk by chunk: the scores of every row, block of keys by
+ * block of keys (each kv head's block read from memory once for all its
+ * rows); each row's softmax against its running maximum, the sums so far
+ * rescaled when it grows (online softmax); then the chunk's values block by
+ * block, each row's sums carried in acc to its last block, which divides by
+ * the row's total. A row's arithmetic is the same whatever the task it is
+ * in and whatever else that task holds.
  */
 static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, float *qbuf,
-                      int64_t b, int64_t g, int64_t r0, int64_t r1) {
+                      int64_t b, int64_t g0, int64_t g1, int64_t r0, int64_t r1) {
     const ek_attn *a = job->a;
     const eko_f32_attn *cfg = job->cfg;
-    const int64_t reps = a->nh / a->nkvh, nr = r1 - r0;
+    const int64_t reps = a->nh / a->nkvh, per = r1 - r0, ng = g1 - g0, nr = ng * per;
     const size_t d = (size_t)a->d;
     const bool q8 = job->int8;
-    const int64_t k0 = b * a->k_sb + g * a->k_sh, v0 = b * a->v_sb + g * a->v_sh;
-    const float *k = q8 ? NULL : (const float *)a->k + k0;
-    const float *v = q8 ? NULL : (const float *)a->v + v0;
-    /* int8: the rows' scales and zero points, one a row of d elements (row
-     * strides are whole rows) */
-    const int64_t ksr = a->k_sn / a->d, vsr = a->v_sn / a->d;
-    const float *ksc = q8 ? a->k_scale + k0 / a->d : NULL;
-    const float *vsc = q8 ? a->v_scale + v0 / a->d : NULL;
-    const int8_t *kzp = q8 ? a->k_zero + k0 / a->d : NULL;
-    const int8_t *vzp = q8 ? a->v_zero + v0 / a->d : NULL;
-    const float *qrow[ROWS_MAX];
-    float *orow[ROWS_MAX];
-    int64_t nrow[ROWS_MAX], trow[ROWS_MAX], nmax = 0;
-    float rmax[ROWS_MAX], total[ROWS_MAX], qmul[ROWS_MAX];
+    const size_t esize = q8 ? 1 : sizeof(float);
+    const int64_t k0 = b * a->k_sb + g0 * a->k_sh, v0 = b * a->v_sb + g0 * a->v_sh;
+    const attn_kv kv[2] = {
+        {(const char *)a->k + k0 * (int64_t)esize, a->k_sn, a->k_sh, esize,
+         q8 ? a->k_scale + k0 / a->d : NULL, q8 ? a->k_zero + k0 / a->d : NULL},
+        {(const char *)a->v + v0 * (int64_t)esize, a->v_sn, a->v_sh, esize,
+         q8 ? a->v_scale + v0 / a->d : NULL, q8 ? a->v_zero + v0 / a->d : NULL}};
+    const float *qrow[GROUP_ROWS_MAX];
+    float *orow[GROUP_ROWS_MAX];
+    int64_t nrow[GROUP_ROWS_MAX], trow[GROUP_ROWS_MAX], nmax = 0;
+    float rmax[GROUP_ROWS_MAX], total[GROUP_ROWS_MAX], qmul[GROUP_ROWS_MAX];
     float bscale[KEYS_PER_BLOCK]; /* int8: the scales of a block's rows */
     for (int64_t r = 0; r < nr; r++) {
-        const int64_t h = g * reps + (r0 + r) / a->nq, t = (r0 + r) % a->nq;
+        const int64_t rl = r0 + r % per;
+        const int64_t h = (g0 + r / per) * reps + rl / a->nq, t = rl % a->nq;
         const int64_t qi = b * a->q_sb + h * a->q_sh + t * a->q_st;
         if (q8) {
             /* the row less its zero point, exactly; its scale with the keys' */
@@ -137,87 +161,93 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, fl
     /* int8 keys and values are always converted, a block at a time, into
      * floats less their zero points (exact), and their scales applied to
      * the scores and weights: the reference's exact int32 products. */
-    const bool packed = q8 || (nr > PACK_ROWS_MIN && a->k_sn != a->d);
+    const bool packed = q8 || (per > PACK_ROWS_MIN && a->k_sn != a->d);
     const int64_t blk = packed || a->k_sn == a->d ? KEYS_PER_BLOCK : KEYS_PER_SHORT_BLOCK;
     for (int64_t c0 = 0; c0 < (nmax > 0 ? nmax : 1); c0 += KEYS_PER_CHUNK) {
         const int64_t c1 = nmax - c0 < KEYS_PER_CHUNK ? nmax : c0 + KEYS_PER_CHUNK;
-        const int64_t kb = (nr > 1 || q8) && c1 - c0 > blk ? blk : (c1 > c0 ? c1 - c0 : 1);
-        for (int64_t j0 = c0; j0 < c1; j0 += kb) {
-            const int64_t nb = c1 - j0 < kb ? c1 - j0 : kb;
-            const float *kblk = q8 ? NULL : k + j0 * a->k_sn;
-            size_t ks = (size_t)a->k_sn;
-            if (!q8 && a->k_sn != a->d && j0 + kb < c1) /* the next block's keys */
-                prefetch_rows(kblk + kb * a->k_sn, a->k_sn, c1 - j0 - kb < kb ? c1 - j0 - kb : kb,
-                              d);
-            if (q8) {
-                kblk = int8_rows(cfg, pack, (const int8_t *)a->k + k0 + j0 * a->k_sn, a->k_sn, nb,
-                                 d, kzp + j0 * ksr, ksr);
-                ks = d;
-                /* the keys' scales (far apart), once for every row */
-                for (int64_t j = 0; j < nb; j++) bscale[j] = ksc[(j0 + j) * ksr];
-            } else if (packed) {
-                kblk = pack_rows(pack, kblk, a->k_sn, nb, d);
-                ks = d;
-            }
-            for (int64_t r = 0; r < nr; r++) {
-                if (j0 >= nrow[r]) continue;
-                const int64_t cnt = nrow[r] - j0 < kb ? nrow[r] - j0 : kb;
-                float *sr = s + (size_t)r * job->row_floats + (j0 - c0);
-                cfg->scores(qrow[r], kblk, ks, (size_t)cnt, d, q8 ? 1.0f : (float)a->scale, sr);
-                if (q8)
-                    for (int64_t j = 0; j < cnt; j++)
-                        sr[j] = sr[j] * (qmul[r] * bscale[j]) * (float)a->scale;
-            }
-        }
-        for (int64_t r = 0; r < nr; r++) {
-            if (c0 >= nrow[r]) continue;
-            const int64_t cnt = (nrow[r] < c1 ? nrow[r] : c1) - c0;
-            const float *mask = a->mask != NULL
-                                    ? (const float *)a->mask + trow[r] * a->mask_st + c0
-                                    : NULL;
-            const float before = rmax[r];
-            const float sum = cfg->softmax(s + (size_t)r * job->row_floats, mask, (size_t)cnt,
-                                           &rmax[r]);
-            if (c0 > 0 && rmax[r] > before) {
-                /* the maximum grew: what was summed so far counts for less */
-                const float f = before == -INFINITY ? 0.0f : expf(before - rmax[r]);
-                float *acc_r = acc + (size_t)r * job->d_floats;
-                for (size_t i = 0; i < d; i++) acc_r[i] *= f;
-                total[r] *= f;
-            }
-            total[r] += sum;
-        }
-        for (int64_t j0 = c0; j0 < (c1 > c0 ? c1 : c0 + 1); j0 += kb) {
-            const int64_t nb = c1 - j0 < kb ? c1 - j0 : kb;
-            const float *vblk = q8 ? NULL : v + j0 * a->v_sn;
-            size_t vs = (size_t)a->v_sn;
-            if (!q8 && a->v_sn != a->d && j0 + kb < c1) /* the next block's values */
-                prefetch_rows(vblk + kb * a->v_sn, a->v_sn, c1 - j0 - kb < kb ? c1 - j0 - kb : kb,
-                              d);
-            if (q8 && nb > 0) {
-                vblk = int8_rows(cfg, pack, (const int8_t *)a->v + v0 + j0 * a->v_sn, a->v_sn, nb,
-                                 d, vzp + j0 * vsr, vsr);
-                vs = d;
-                for (int64_t j = 0; j < nb; j++) bscale[j] = vsc[(j0 + j) * vsr];
-            } else if (packed && !q8) {
-                vblk = pack_rows(pack, vblk, a->v_sn, nb, d);
-                vs = d;
-            }
-            for (int64_t r = 0; r < nr; r++) {
-                const int64_t n = nrow[r];
-                if (j0 >= n && !(j0 == 0 && n == 0)) continue;
-                const int64_t cnt = n - j0 < kb ? n - j0 : kb;
-                const bool last = j0 + kb >= n;
-                float *acc_r = acc + (size_t)r * job->d_floats;
-                if (q8) { /* the values' scales go with the weights */
-                    float *w = s + (size_t)r * job->row_floats + (j0 - c0);
-                    for (int64_t j = 0; j < cnt; j++) w[j] *= bscale[j];
+        const int64_t kb = (per > 1 || q8) && c1 - c0 > blk ? blk : (c1 > c0 ? c1 - c0 : 1);
+        /* keys, then values: each block of each head, the next one asked for */
+        for (int pass = 0; pass < 2; pass++) {
+            const attn_kv *x = &kv[pass];
+            if (pass == 1) {
+                for (int64_t r = 0; r < nr; r++) {
+                    if (c0 >= nrow[r]) continue;
+                    const int64_t cnt = (nrow[r] < c1 ? nrow[r] : c1) - c0;
+                    const float *mask = a->mask != NULL
+                                            ? (const float *)a->mask + trow[r] * a->mask_st + c0
+                                            : NULL;
+                    const float before = rmax[r];
+                    const float sum = cfg->softmax(s + (size_t)r * job->row_floats, mask,
+                                                   (size_t)cnt, &rmax[r]);
+                    if (c0 > 0 && rmax[r] > before) {
+                        /* the maximum grew: what was summed so far counts for less */
+                        const float f = before == -INFINITY ? 0.0f : expf(before - rmax[r]);
+                        float *acc_r = acc + (size_t)r * job->d_floats;
+                        for (size_t i = 0; i < d; i++) acc_r[i] *= f;
+                        total[r] *= f;
+                    }
+                    total[r] += sum;
                 }
-                /* a row that sees nothing (total 0) gives 0 * inf = NaN, as
-                 * the reference */
-                cfg->weighted_sum(s + (size_t)r * job->row_floats + (j0 - c0), vblk, vs,
-                                  (size_t)cnt, d, j0 == 0 ? NULL : acc_r,
-                                  last ? 1.0f / total[r] : 1.0f, last ? orow[r] : acc_r);
+            }
+            for (int64_t j0 = c0; j0 < (c1 > c0 ? c1 : c0 + 1); j0 += kb) {
+                const int64_t nb = c1 - j0 < kb ? c1 - j0 : kb;
+                /* what comes next: this chunk's next block, else the
+                 * chunk's first of values, else the next chunk's first of keys */
+                const attn_kv *nx = x;
+                int64_t nj = j0 + kb, nend = c1;
+                if (nj >= c1) {
+                    nx = &kv[1 - pass];
+                    nj = pass == 0 ? c0 : c1;
+                    nend = pass == 0 ? c1 : nmax;
+                }
+                const int64_t ncnt = nend - nj < kb ? nend - nj : kb;
+                for (int64_t gi = 0; gi < ng; gi++) {
+                    if (!q8 && ng == 1 && a->k_sn != a->d && ncnt > 0)
+                        prefetch_rows(nx->base + (nj * nx->sn + gi * nx->sh) * (int64_t)esize,
+                                      nx->sn * (int64_t)esize, ncnt, d * esize);
+                    const int64_t at = j0 * x->sn + gi * x->sh;
+                    const float *blkp = NULL;
+                    size_t bs = (size_t)x->sn;
+                    if (q8 && nb > 0) {
+                        blkp = int8_rows(cfg, pack, (const int8_t *)(const void *)x->base + at,
+                                         x->sn, nb, d, x->zero + at / a->d, x->sn / a->d);
+                        bs = d;
+                        /* the rows' scales (far apart), once for every row */
+                        for (int64_t j = 0; j < nb; j++)
+                            bscale[j] = x->scale[at / a->d + j * (x->sn / a->d)];
+                    } else if (!q8) {
+                        blkp = (const float *)(const void *)x->base + at;
+                        if (packed && nb > 0) {
+                            blkp = pack_rows(pack, blkp, x->sn, nb, d);
+                            bs = d;
+                        }
+                    }
+                    for (int64_t r = gi * per; r < (gi + 1) * per; r++) {
+                        float *sr = s + (size_t)r * job->row_floats + (j0 - c0);
+                        if (pass == 0) {
+                            if (j0 >= nrow[r]) continue;
+                            const int64_t cnt = nrow[r] - j0 < kb ? nrow[r] - j0 : kb;
+                            cfg->scores(qrow[r], blkp, bs, (size_t)cnt, d,
+                                        q8 ? 1.0f : (float)a->scale, sr);
+                            if (q8)
+                                for (int64_t j = 0; j < cnt; j++)
+                                    sr[j] = sr[j] * (qmul[r] * bscale[j]) * (float)a->scale;
+                            continue;
+                        }
+                        const int64_t n = nrow[r];
+                        if (j0 >= n && !(j0 == 0 && n == 0)) continue;
+                        const int64_t cnt = n - j0 < kb ? n - j0 : kb;
+                        const bool last = j0 + kb >= n;
+                        float *acc_r = acc + (size_t)r * job->d_floats;
+                        if (q8) /* the values' scales go with the weights */
+                            for (int64_t j = 0; j < cnt; j++) sr[j] *= bscale[j];
+                        /* a row that sees nothing (total 0) gives 0 * inf =
+                         * NaN, as the reference */
+                        cfg->weighted_sum(sr, blkp, bs, (size_t)cnt, d, j0 == 0 ? NULL : acc_r,
+                                          last ? 1.0f / total[r] : 1.0f,
+                                          last ? orow[r] : acc_r);
+                    }
+                }
             }
         }
     }
@@ -232,11 +262,18 @@ static void attn_tasks(void *ctx, size_t thread, size_t start, size_t count) {
     float *pack = acc + (size_t)job->rows_per_task * job->d_floats; /* (KEYS_PER_BLOCK, d) */
     float *qbuf = pack + (size_t)KEYS_PER_BLOCK * (size_t)a->d;      /* int8: (rows, d_floats) */
     for (size_t task = start; task < start + count; task++) {
+        if (job->heads > 1) { /* whole kv heads, `heads` of them */
+            const int64_t groups = a->nkvh / job->heads;
+            const int64_t g0 = (int64_t)task % groups * job->heads;
+            attn_rows(job, s, acc, pack, qbuf, (int64_t)task / groups, g0, g0 + job->heads, 0,
+                      rows);
+            continue;
+        }
         const int64_t block = (int64_t)task % job->blocks;
         const int64_t bg = (int64_t)task / job->blocks;
         const int64_t r0 = block * job->rows_per_task;
         const int64_t r1 = r0 + job->rows_per_task < rows ? r0 + job->rows_per_task : rows;
-        attn_rows(job, s, acc, pack, qbuf, bg / a->nkvh, bg % a->nkvh, r0, r1);
+        attn_rows(job, s, acc, pack, qbuf, bg / a->nkvh, bg % a->nkvh, bg % a->nkvh + 1, r0, r1);
     }
 }
 
@@ -263,7 +300,7 @@ ember_status eko_attention(ember_kernel_ctx *ctx, const ek_attn *a) {
      * heads that read that kv head, split in blocks of at most ROWS_MAX
      * rows, and in smaller blocks when that gives fewer than about four
      * tasks per thread. */
-    attn_job job = {a, eko_f32_attn_active(), 0, 0, NULL, 0, 0, 0, int8};
+    attn_job job = {a, eko_f32_attn_active(), 0, 0, 1, NULL, 0, 0, 0, int8};
     const int64_t pairs = a->nb * a->nkvh, want = (int64_t)threads * 4;
     const int64_t rows = (a->nh / a->nkvh) * a->nq;
     int64_t per_pair = (rows + ROWS_MAX - 1) / ROWS_MAX;
@@ -271,6 +308,17 @@ ember_status eko_attention(ember_kernel_ctx *ctx, const ek_attn *a) {
     if (per_pair > rows) per_pair = rows;
     job.rows_per_task = (rows + per_pair - 1) / per_pair;
     job.blocks = (rows + job.rows_per_task - 1) / job.rows_per_task;
+    /* A decode step (one query row a head): tasks of whole kv heads, as many
+     * as GROUP_ROWS_MAX rows hold while every thread gets as many tasks, so
+     * each reads its heads' part of every position at once. */
+    if (a->nq == 1)
+        for (int64_t hg = GROUP_ROWS_MAX / rows; hg >= 2; hg--)
+            if (a->nkvh % hg == 0 && (a->nb * (a->nkvh / hg)) % (int64_t)threads == 0) {
+                job.heads = hg;
+                break;
+            }
+    const int64_t split_rows = job.rows_per_task;
+    if (job.heads > 1) job.rows_per_task = job.heads * rows;
 
     /* per thread: rows_per_task rows of scores (a chunk of keys) and of sums
      * (d), and a block of keys or values (KEYS_PER_BLOCK, d). A small
@@ -294,11 +342,17 @@ ember_status eko_attention(ember_kernel_ctx *ctx, const ek_attn *a) {
                                      "attention: scratch size overflows");
         job.scratch = ember_kernel_scratch(ctx, bytes, ROW_ALIGN);
         if (job.scratch != NULL) break;
+        if (job.heads > 1) { /* a kv head's rows a task, as without groups */
+            job.heads = 1;
+            job.rows_per_task = split_rows;
+            continue;
+        }
         if (job.rows_per_task == 1) return reference(ctx, a);
         job.rows_per_task = (job.rows_per_task + 1) / 2;
         job.blocks = (rows + job.rows_per_task - 1) / job.rows_per_task;
     }
-    ember_parallel_1d(pool, attn_tasks, &job, (size_t)(pairs * job.blocks), 1);
+    const int64_t tasks = job.heads > 1 ? pairs / job.heads : pairs * job.blocks;
+    ember_parallel_1d(pool, attn_tasks, &job, (size_t)tasks, 1);
     return EMBER_OK;
 }
 

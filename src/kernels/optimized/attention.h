@@ -18,7 +18,10 @@
  * scores and their sums, from the kernel context). The rows of a task (the
  * query heads that share a kv head, or a block of prefill rows) share each
  * block of keys and values while it is in L1, so a decode step reads each
- * kv head once.
+ * kv head once. A decode step whose kv heads split evenly over the threads
+ * gives each task whole kv heads, read position by position together (the
+ * cache front to back). Every split gives the same results: a row's
+ * arithmetic does not depend on its task.
  * Other dtypes, and masks that are not float32, go to the reference.
  */
 #ifndef EMBER_KERNELS_OPTIMIZED_ATTENTION_H

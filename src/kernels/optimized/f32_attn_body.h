@@ -200,12 +200,11 @@ static void attn_weighted_sum(const float *p, const float *v, size_t vs, size_t 
     }
 }
 
-/* dst[i] = src[i] - zero for i < d: an int8 row as exact floats, in runs
- * of 16 the compiler turns into the level's vector conversions. */
+/* dst[i] = src[i] - zero for i < d: an int8 row as exact floats. */
 static void attn_int8_row(const int8_t *restrict src, size_t d, float zero, float *restrict dst) {
+    const eko_v z = eko_v_set1(zero);
     size_t i = 0;
-    for (; i + 16 <= d; i += 16)
-        for (size_t l = 0; l < 16; l++) dst[i + l] = (float)src[i + l] - zero;
+    for (; i + V <= d; i += V) eko_v_store(dst + i, eko_v_sub(eko_v_load_i8(src + i), z));
     for (; i < d; i++) dst[i] = (float)src[i] - zero;
 }
 

@@ -36,6 +36,9 @@ static inline eko_v eko_v_load_part(const float *p, size_t n, float fill) {
 static inline void eko_v_store_part(float *p, eko_v v, size_t n) {
     _mm256_maskstore_ps(p, eko_avx2_head_mask(n), v);
 }
+static inline eko_v eko_v_load_i8(const int8_t *p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)));
+}
 
 static inline eko_v eko_v_add(eko_v a, eko_v b) { return _mm256_add_ps(a, b); }
 static inline eko_v eko_v_sub(eko_v a, eko_v b) { return _mm256_sub_ps(a, b); }

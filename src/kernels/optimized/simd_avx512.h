@@ -31,6 +31,9 @@ static inline eko_v eko_v_load_part(const float *p, size_t n, float fill) {
 static inline void eko_v_store_part(float *p, eko_v v, size_t n) {
     _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1u), v);
 }
+static inline eko_v eko_v_load_i8(const int8_t *p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)));
+}
 
 static inline eko_v eko_v_add(eko_v a, eko_v b) { return _mm512_add_ps(a, b); }
 static inline eko_v eko_v_sub(eko_v a, eko_v b) { return _mm512_sub_ps(a, b); }

@@ -17,6 +17,7 @@
 #include <arm_neon.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef float32x4_t eko_v;
 typedef uint32x4_t eko_vi;
@@ -36,6 +37,12 @@ static inline void eko_v_store_part(float *p, eko_v v, size_t n) {
     float buf[4];
     vst1q_f32(buf, v);
     for (size_t i = 0; i < n; i++) p[i] = buf[i];
+}
+static inline eko_v eko_v_load_i8(const int8_t *p) {
+    int32_t w;
+    memcpy(&w, p, sizeof w);
+    const int16x8_t h = vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(w)));
+    return vcvtq_f32_s32(vmovl_s16(vget_low_s16(h)));
 }
 
 static inline eko_v eko_v_add(eko_v a, eko_v b) { return vaddq_f32(a, b); }

@@ -15,6 +15,7 @@
  *   eko_v_fma(a, b, c) = a * b + c (fused where the ISA has it);
  *   eko_v_load_part / eko_v_store_part touch only lanes [0, n), n < EKO_VLEN,
  *     and loads fill the other lanes with `fill`;
+ *   eko_v_load_i8 reads EKO_VLEN int8 values, each an exact float;
  *   integer lanes wrap on overflow; shifts are logical.
  */
 #ifndef EMBER_KERNELS_OPTIMIZED_SIMD_SCALAR_H
@@ -46,6 +47,8 @@ static inline eko_v eko_v_load_part(const float *p, size_t n, float fill) {
 static inline void eko_v_store_part(float *p, eko_v v, size_t n) {
     if (n > 0) *p = v;
 }
+/* EKO_VLEN int8 values as floats (exact). */
+static inline eko_v eko_v_load_i8(const int8_t *p) { return (float)*p; }
 
 static inline eko_v eko_v_add(eko_v a, eko_v b) { return a + b; }
 static inline eko_v eko_v_sub(eko_v a, eko_v b) { return a - b; }

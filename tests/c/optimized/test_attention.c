@@ -503,6 +503,89 @@ static void test_scratch_exhausted(void) {
     CHECK_ERR(eko_attention(&ctx, &a), EMBER_ERR_OUT_OF_MEMORY, "scratch");
 }
 
+/* Every thread count gives the same bits: a row's arithmetic does not
+ * depend on how rows and kv heads are split into tasks (decode steps group
+ * whole kv heads when they split evenly over the threads, else split each
+ * head's rows). Float and int8, both cache layouts, decode and prefill. */
+static void same_bits_case(ember_threadpool **pools, size_t npools, bool int8, bool llama_layout,
+                           int nq, int nh, int nkvh, int len, int pos) {
+    const int d = 64;
+    const size_t nqe = (size_t)nq * nh * d, nce = (size_t)len * nkvh * d;
+    const size_t esize = int8 ? 1 : sizeof(float);
+    unsigned char *q = malloc(nqe * esize), *k = malloc(nce * esize), *v = malloc(nce * esize);
+    float *scales = rand_buf((size_t)(nq * nh + 2 * len * nkvh), 0.0f);
+    int8_t *zeros = malloc((size_t)(nq * nh + 2 * len * nkvh));
+    for (size_t i = 0; i < nqe * esize; i++) q[i] = (unsigned char)(rng_bits() & 0xff);
+    for (size_t i = 0; i < nce * esize; i++) k[i] = (unsigned char)(rng_bits() & 0xff);
+    for (size_t i = 0; i < nce * esize; i++) v[i] = (unsigned char)(rng_bits() & 0xff);
+    if (!int8) { /* finite floats of moderate size */
+        for (size_t i = 0; i < nqe; i++) ((float *)(void *)q)[i] = rng_float();
+        for (size_t i = 0; i < nce; i++) ((float *)(void *)k)[i] = rng_float();
+        for (size_t i = 0; i < nce; i++) ((float *)(void *)v)[i] = rng_float();
+    }
+    for (int i = 0; i < nq * nh + 2 * len * nkvh; i++) {
+        scales[i] = 0.002f + 0.01f * fabsf(rng_float());
+        zeros[i] = (int8_t)(rng_bits() % 41) - 20;
+    }
+    ek_attn a = {.dtype = int8 ? EMBER_INT8 : EMBER_FLOAT32,
+                 .q = q,
+                 .k = k,
+                 .v = v,
+                 .nb = 1,
+                 .nq = nq,
+                 .nh = nh,
+                 .nkvh = nkvh,
+                 .d = d,
+                 .n_keys = pos + nq,
+                 .start_pos = pos,
+                 .causal = true,
+                 .scale = 0.125,
+                 .q_sb = (int64_t)nq * nh * d,
+                 .q_st = (int64_t)nh * d,
+                 .q_sh = d,
+                 .o_sb = (int64_t)nq * nh * d,
+                 .o_st = (int64_t)nh * d,
+                 .o_sh = d,
+                 .q_scale = scales,
+                 .k_scale = scales + nq * nh,
+                 .v_scale = scales + nq * nh + len * nkvh,
+                 .q_zero = zeros,
+                 .k_zero = zeros + nq * nh,
+                 .v_zero = zeros + nq * nh + len * nkvh};
+    a.k_sb = a.v_sb = (int64_t)len * nkvh * d;
+    a.k_sn = a.v_sn = llama_layout ? (int64_t)nkvh * d : d;
+    a.k_sh = a.v_sh = llama_layout ? d : (int64_t)len * d;
+    float *out[4];
+    for (size_t p = 0; p < npools; p++) {
+        out[p] = rand_buf(nqe, 0.0f);
+        struct ember_kernel_ctx ctx = {&g_arena, "attention", 0, pools[p]};
+        ember_arena_reset(&g_arena);
+        a.out = out[p];
+        CHECK(eko_attention(&ctx, &a) == EMBER_OK);
+        CHECK_MSG(memcmp(out[p], out[0], nqe * sizeof(float)) == 0,
+                  "%s %s nq %d heads %d/%d len %d: %zu threads differ from 1",
+                  int8 ? "int8" : "float", llama_layout ? "(B, L, Hkv, D)" : "(B, H, L, D)", nq,
+                  nh, nkvh, len, ember_threadpool_size(pools[p]));
+    }
+    for (size_t p = 0; p < npools; p++) free(out[p]);
+    free(q);
+    free(k);
+    free(v);
+    free(scales);
+    free(zeros);
+}
+
+static void test_same_bits(ember_threadpool **pools, size_t npools) {
+    check_section("the same bits on 1, 2, 3 and 4 threads");
+    for (int int8 = 0; int8 < 2; int8++)
+        for (int layout = 0; layout < 2; layout++) {
+            same_bits_case(pools, npools, int8, layout, 1, 32, 8, 1300, 1299); /* 1B decode */
+            same_bits_case(pools, npools, int8, layout, 1, 16, 8, 700, 650);   /* 2 rows a head */
+            same_bits_case(pools, npools, int8, layout, 1, 12, 12, 600, 599);  /* 1 row a head */
+            same_bits_case(pools, npools, int8, layout, 9, 32, 8, 700, 600);   /* prefill */
+        }
+}
+
 int main(void) {
     rng_seed(4242);
     ember_arena_init(&g_arena, g_scratch, sizeof g_scratch);
@@ -518,6 +601,12 @@ int main(void) {
     test_scratch_limited(pools[npools - 1]);
     test_chunks(pools[npools - 1]);
     test_quantized(pools[npools - 1]);
+    ember_threadpool *four = NULL;
+    if (npools == 3 && ember_threadpool_create(4, &four) == EMBER_OK) {
+        ember_threadpool *all[4] = {pools[0], pools[1], pools[2], four};
+        test_same_bits(all, 4);
+        ember_threadpool_destroy(four);
+    }
     test_scratch_exhausted();
     for (size_t p = 1; p < npools; p++) ember_threadpool_destroy(pools[p]);
     return check_finish();
