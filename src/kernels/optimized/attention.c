@@ -99,6 +99,49 @@ typedef struct attn_kv {
 } attn_kv;
 
 /*
+ * One block of int8 keys (pass 0) or values (pass 1) of one kv head, at
+ * element `at`, for rows [r0, r1) (their scores s + r * row_floats): the
+ * micro-kernels convert each row once for up to four query rows that see
+ * as many keys (all of a decode step's).
+ */
+static void int8_block(const attn_job *job, const attn_kv *x, int64_t at, int pass, float *s,
+                       float *acc, const float *const *qrow, const float *qmul,
+                       float *const *orow, const int64_t *nrow, const float *total, int64_t r0,
+                       int64_t r1, int64_t j0, int64_t kb) {
+    const ek_attn *a = job->a;
+    const size_t d = (size_t)a->d;
+    const int8_t *rows = (const int8_t *)(const void *)x->base + at;
+    const int64_t zr = at / a->d, zs = x->sn / a->d;
+    for (int64_t r = r0; r < r1;) {
+        int64_t e = r + 1;
+        while (e < r1 && e - r < 4 && nrow[e] == nrow[r]) e++;
+        const int64_t n = nrow[r];
+        const size_t cnt = (size_t)(n - j0 < kb ? n - j0 : kb);
+        float *sr = s + (size_t)r * job->row_floats;
+        if (pass == 0 && j0 < n) {
+            job->cfg->scores_i8(qrow[r], job->d_floats, (size_t)(e - r), qmul + r, rows,
+                                (size_t)x->sn, x->zero + zr, x->scale + zr, (size_t)zs, cnt, d,
+                                (float)a->scale, sr, job->row_floats);
+        } else if (pass == 1 && (j0 < n || (j0 == 0 && n == 0))) {
+            /* a row that sees nothing (total 0) gives 0 * inf = NaN, as
+             * the reference */
+            float *accs[4], *outs[4], inv[4];
+            const bool last = j0 + kb >= n;
+            for (int64_t i = r; i < e; i++) {
+                float *acc_i = acc + (size_t)i * job->d_floats;
+                accs[i - r] = j0 == 0 ? NULL : acc_i;
+                outs[i - r] = last ? orow[i] : acc_i;
+                inv[i - r] = last ? 1.0f / total[i] : 1.0f;
+            }
+            job->cfg->weighted_sum_i8(sr, job->row_floats, (size_t)(e - r), rows, (size_t)x->sn,
+                                      x->zero + zr, x->scale + zr, (size_t)zs, cnt, d, accs, inv,
+                                      outs);
+        }
+        r = e;
+    }
+}
+
+/*
  * One task: the rows of kv heads [g0, g1) of batch b, rows [r0, r1) of
  * each. The rows of a kv head are those of every query head that reads it
  * (grouped-query attention), head by head: row r is query row r % S of
@@ -131,7 +174,7 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, fl
     float *orow[GROUP_ROWS_MAX];
     int64_t nrow[GROUP_ROWS_MAX], trow[GROUP_ROWS_MAX], nmax = 0;
     float rmax[GROUP_ROWS_MAX], total[GROUP_ROWS_MAX], qmul[GROUP_ROWS_MAX];
-    float bscale[KEYS_PER_BLOCK]; /* int8: the scales of a block's rows */
+    float bscale[KEYS_PER_BLOCK]; /* int8, many rows: the scales of a block's rows */
     for (int64_t r = 0; r < nr; r++) {
         const int64_t rl = r0 + r % per;
         const int64_t h = (g0 + r / per) * reps + rl / a->nq, t = rl % a->nq;
@@ -206,21 +249,23 @@ static void attn_rows(const attn_job *job, float *s, float *acc, float *pack, fl
                         prefetch_rows(nx->base + (nj * nx->sn + gi * nx->sh) * (int64_t)esize,
                                       nx->sn * (int64_t)esize, ncnt, d * esize);
                     const int64_t at = j0 * x->sn + gi * x->sh;
-                    const float *blkp = NULL;
+                    if (q8 && per <= 4) {
+                        int8_block(job, x, at, pass, s + (j0 - c0), acc, qrow, qmul, orow, nrow,
+                                   total, gi * per, (gi + 1) * per, j0, kb);
+                        continue;
+                    }
+                    const float *blkp = (const float *)(const void *)x->base + at;
                     size_t bs = (size_t)x->sn;
-                    if (q8 && nb > 0) {
+                    if (q8 && nb > 0) { /* many rows: the block converted once */
                         blkp = int8_rows(cfg, pack, (const int8_t *)(const void *)x->base + at,
                                          x->sn, nb, d, x->zero + at / a->d, x->sn / a->d);
                         bs = d;
                         /* the rows' scales (far apart), once for every row */
                         for (int64_t j = 0; j < nb; j++)
                             bscale[j] = x->scale[at / a->d + j * (x->sn / a->d)];
-                    } else if (!q8) {
-                        blkp = (const float *)(const void *)x->base + at;
-                        if (packed && nb > 0) {
-                            blkp = pack_rows(pack, blkp, x->sn, nb, d);
-                            bs = d;
-                        }
+                    } else if (packed && nb > 0) {
+                        blkp = pack_rows(pack, blkp, x->sn, nb, d);
+                        bs = d;
                     }
                     for (int64_t r = gi * per; r < (gi + 1) * per; r++) {
                         float *sr = s + (size_t)r * job->row_floats + (j0 - c0);

@@ -22,6 +22,12 @@
  * gives each task whole kv heads, read position by position together (the
  * cache front to back). Every split gives the same results: a row's
  * arithmetic does not depend on its task.
+ * Int8 caches (llama::custom_quantized_sdpa): a few rows a kv head (decode)
+ * go through scores_i8 and weighted_sum_i8, which convert each key and
+ * value row in registers once for up to four rows; many rows (prefill)
+ * convert each block once (int8_row) for the float kernels. Both give the
+ * same bits (the scores' sums are exact integers; the weighted sums add the
+ * same products in the same order).
  * Other dtypes, and masks that are not float32, go to the reference.
  */
 #ifndef EMBER_KERNELS_OPTIMIZED_ATTENTION_H
@@ -49,6 +55,19 @@ typedef struct eko_f32_attn {
                          const float *acc, float inv, float *out);
     /* dst[i] = src[i] - zero, for i < d (an int8 row as exact floats) */
     void (*int8_row)(const int8_t *src, size_t d, float zero, float *dst);
+    /* int8 keys, nr (<= 4) query rows that hold integers (int8 rows less
+     * their zero points), d <= 256: s[r * ss + j] =
+     * (sum_i q[r * qs + i] * (k[j * ks + i] - kz[j * zs])) * (qmul[r] * ksc[j * zs]) * scale,
+     * the sum exact (an integer below 2^24), j < n */
+    void (*scores_i8)(const float *q, size_t qs, size_t nr, const float *qmul, const int8_t *k,
+                      size_t ks, const int8_t *kz, const float *ksc, size_t zs, size_t n,
+                      size_t d, float scale, float *s, size_t ss);
+    /* int8 values: p[r * ps + j] *= vsc[j * zs], then as weighted_sum for
+     * each of nr (<= 4) rows r on the rows v[j * vs + i] - vz[j * zs]
+     * (exact floats), from acc[r] (NULL: zeros) into out[r] times inv[r] */
+    void (*weighted_sum_i8)(float *p, size_t ps, size_t nr, const int8_t *v, size_t vs,
+                            const int8_t *vz, const float *vsc, size_t zs, size_t n, size_t d,
+                            float *const *acc, const float *inv, float *const *out);
 } eko_f32_attn;
 
 /** The micro-kernels of an instruction set (NULL if this build lacks it;

@@ -208,4 +208,204 @@ static void attn_int8_row(const int8_t *restrict src, size_t d, float zero, floa
     for (; i < d; i++) dst[i] = (float)src[i] - zero;
 }
 
+/*
+ * Int8 keys and values (attention.h): the rows converted in registers, each
+ * once for up to four query rows.
+ *
+ * Scores: the query rows hold integers (an int8 row less its zero point),
+ * so sum_i q[i] (k[i] - z) = sum_i q[i] k[i] - z sum_i q[i] is an integer
+ * below 2^24 (|q| <= 255, |k - z| <= 255, d <= 256) whatever the order of
+ * its additions, and exact in float: the scores are the same bits as from
+ * rows converted first, however the sums are formed.
+ */
+/* Rows a cache line or two long, far apart in the cache: each asks for the
+ * one ATTN_AHEAD rows on (past the last row too: a prefetch never faults,
+ * and its address is an integer, not a pointer past the array). */
+#define ATTN_AHEAD 16
+static inline void attn_prefetch_row(const int8_t *base, size_t offset) {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch((const void *)((uintptr_t)base + offset));
+#else
+    (void)base;
+    (void)offset;
+#endif
+}
+
+static inline __attribute__((always_inline)) void attn_si8_rows(
+    const size_t NR, const float *q, size_t qs, const float *qsum, const float *qmul,
+    const int8_t *k, size_t ks, const int8_t *kz, const float *ksc, size_t zs, size_t n,
+    size_t d, float scale, float *s, size_t ss) {
+    const size_t dv = d - d % V;
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        EKO_UNROLL
+        for (size_t x = 0; x < 4; x++) attn_prefetch_row(k, (j + ATTN_AHEAD + x) * ks);
+        attn_prefetch_row((const int8_t *)(const void *)ksc, (j + ATTN_AHEAD) * zs * sizeof(float));
+        attn_prefetch_row(kz, (j + ATTN_AHEAD) * zs);
+        eko_v acc[4][4];
+        EKO_UNROLL
+        for (size_t r = 0; r < NR; r++)
+            EKO_UNROLL
+            for (size_t x = 0; x < 4; x++) acc[r][x] = eko_v_set1(0.0f);
+        for (size_t i = 0; i < dv; i += V) {
+            eko_v kv[4];
+            EKO_UNROLL
+            for (size_t x = 0; x < 4; x++) kv[x] = eko_v_load_i8(k + (j + x) * ks + i);
+            EKO_UNROLL
+            for (size_t r = 0; r < NR; r++) {
+                const eko_v qv = eko_v_load(q + r * qs + i);
+                EKO_UNROLL
+                for (size_t x = 0; x < 4; x++) acc[r][x] = eko_v_fma(qv, kv[x], acc[r][x]);
+            }
+        }
+        EKO_UNROLL
+        for (size_t r = 0; r < NR; r++) {
+            float sum[4];
+#if EKO_VLEN == 1
+            for (size_t x = 0; x < 4; x++) sum[x] = acc[r][x];
+#else
+            attn_hsum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3], 1.0f, sum);
+#endif
+            for (size_t x = 0; x < 4; x++) {
+                const int8_t *kj = k + (j + x) * ks;
+                for (size_t i = dv; i < d; i++) sum[x] += q[r * qs + i] * (float)kj[i];
+                const float dot = sum[x] - (float)kz[(j + x) * zs] * qsum[r];
+                s[r * ss + j + x] = dot * (qmul[r] * ksc[(j + x) * zs]) * scale;
+            }
+        }
+    }
+    for (; j < n; j++) {
+        const int8_t *kj = k + j * ks;
+        EKO_UNROLL
+        for (size_t r = 0; r < NR; r++) {
+            eko_v a0 = eko_v_set1(0.0f);
+            for (size_t i = 0; i < dv; i += V)
+                a0 = eko_v_fma(eko_v_load(q + r * qs + i), eko_v_load_i8(kj + i), a0);
+            float sum = eko_v_hsum(a0);
+            for (size_t i = dv; i < d; i++) sum += q[r * qs + i] * (float)kj[i];
+            const float dot = sum - (float)kz[j * zs] * qsum[r];
+            s[r * ss + j] = dot * (qmul[r] * ksc[j * zs]) * scale;
+        }
+    }
+}
+
+static void attn_scores_i8(const float *q, size_t qs, size_t nr, const float *qmul,
+                           const int8_t *k, size_t ks, const int8_t *kz, const float *ksc,
+                           size_t zs, size_t n, size_t d, float scale, float *s, size_t ss) {
+    float qsum[4]; /* integers: exact in any order */
+    const size_t dv = d - d % V;
+    for (size_t r = 0; r < nr; r++) {
+        eko_v sv = eko_v_set1(0.0f);
+        for (size_t i = 0; i < dv; i += V) sv = eko_v_add(sv, eko_v_load(q + r * qs + i));
+        qsum[r] = eko_v_hsum(sv);
+        for (size_t i = dv; i < d; i++) qsum[r] += q[r * qs + i];
+    }
+    switch (nr) {
+    case 1: attn_si8_rows(1, q, qs, qsum, qmul, k, ks, kz, ksc, zs, n, d, scale, s, ss); break;
+    case 2: attn_si8_rows(2, q, qs, qsum, qmul, k, ks, kz, ksc, zs, n, d, scale, s, ss); break;
+    case 3: attn_si8_rows(3, q, qs, qsum, qmul, k, ks, kz, ksc, zs, n, d, scale, s, ss); break;
+    default: attn_si8_rows(4, q, qs, qsum, qmul, k, ks, kz, ksc, zs, n, d, scale, s, ss); break;
+    }
+}
+
+/*
+ * Weighted sums of int8 values: each row's weights times the values'
+ * scales, then per output element the products added in key order with the
+ * same fused multiply-adds as attn_weighted_sum on the rows converted first
+ * (a converted element, an int8 less its zero point, is exact): the same
+ * bits. NV vectors of the output at a time for NR rows, in registers.
+ */
+#if EKO_VLEN == 8
+#define ATTN_WI8_NV 2 /* 16 registers: 8 sums, 2 values, a weight */
+#else
+#define ATTN_WI8_NV 4
+#endif
+
+static inline __attribute__((always_inline)) void attn_wi8_chunk(
+    const size_t NR, const size_t NV, size_t tail, const float *p, size_t ps, const int8_t *v,
+    size_t vs, const int8_t *vz, size_t zs, size_t n, size_t i0, float *const *acc0,
+    const float *inv, float *const *out) {
+    eko_v acc[4][ATTN_WI8_NV + 1];
+    EKO_UNROLL
+    for (size_t r = 0; r < NR; r++) {
+        EKO_UNROLL
+        for (size_t x = 0; x < NV; x++)
+            acc[r][x] = acc0[r] != NULL ? eko_v_load(acc0[r] + i0 + x * V) : eko_v_set1(0.0f);
+        acc[r][NV] = acc0[r] != NULL && tail != 0
+                         ? eko_v_load_part(acc0[r] + i0 + NV * V, tail, 0.0f)
+                         : eko_v_set1(0.0f);
+    }
+    for (size_t j = 0; j < n; j++) {
+        if (i0 == 0) attn_prefetch_row(v, (j + ATTN_AHEAD) * vs);
+        const int8_t *row = v + j * vs + i0;
+        const eko_v z = eko_v_set1((float)vz[j * zs]);
+        eko_v x8[ATTN_WI8_NV + 1];
+        EKO_UNROLL
+        for (size_t x = 0; x < NV; x++) x8[x] = eko_v_sub(eko_v_load_i8(row + x * V), z);
+        if (tail != 0) {
+            float t[V];
+            for (size_t i = 0; i < tail; i++) t[i] = (float)row[NV * V + i] - (float)vz[j * zs];
+            x8[NV] = eko_v_load_part(t, tail, 0.0f);
+        }
+        EKO_UNROLL
+        for (size_t r = 0; r < NR; r++) {
+            const eko_v w = eko_v_set1(p[r * ps + j]);
+            EKO_UNROLL
+            for (size_t x = 0; x < NV; x++) acc[r][x] = eko_v_fma(w, x8[x], acc[r][x]);
+            if (tail != 0) acc[r][NV] = eko_v_fma(w, x8[NV], acc[r][NV]);
+        }
+    }
+    EKO_UNROLL
+    for (size_t r = 0; r < NR; r++) {
+        const eko_v iv = eko_v_set1(inv[r]);
+        EKO_UNROLL
+        for (size_t x = 0; x < NV; x++) eko_v_store(out[r] + i0 + x * V, eko_v_mul(acc[r][x], iv));
+        if (tail != 0) eko_v_store_part(out[r] + i0 + NV * V, eko_v_mul(acc[r][NV], iv), tail);
+    }
+}
+
+/* nv full vectors (fewer than ATTN_WI8_NV only in the last chunk, with a
+ * tail) for NR rows */
+#if ATTN_WI8_NV == 4
+#define ATTN_WI8_NVS(NR)                                                                        \
+    switch (nv) {                                                                               \
+    case 0: attn_wi8_chunk(NR, 0, tail, p, ps, v, vs, vz, zs, n, i0, acc, inv, out); break;     \
+    case 1: attn_wi8_chunk(NR, 1, tail, p, ps, v, vs, vz, zs, n, i0, acc, inv, out); break;     \
+    case 2: attn_wi8_chunk(NR, 2, tail, p, ps, v, vs, vz, zs, n, i0, acc, inv, out); break;     \
+    case 3: attn_wi8_chunk(NR, 3, tail, p, ps, v, vs, vz, zs, n, i0, acc, inv, out); break;     \
+    default: attn_wi8_chunk(NR, 4, 0, p, ps, v, vs, vz, zs, n, i0, acc, inv, out); break;      \
+    }
+#else
+#define ATTN_WI8_NVS(NR)                                                                        \
+    switch (nv) {                                                                               \
+    case 0: attn_wi8_chunk(NR, 0, tail, p, ps, v, vs, vz, zs, n, i0, acc, inv, out); break;     \
+    case 1: attn_wi8_chunk(NR, 1, tail, p, ps, v, vs, vz, zs, n, i0, acc, inv, out); break;     \
+    default: attn_wi8_chunk(NR, 2, 0, p, ps, v, vs, vz, zs, n, i0, acc, inv, out); break;      \
+    }
+#endif
+
+static void attn_weighted_sum_i8(float *p, size_t ps, size_t nr, const int8_t *v, size_t vs,
+                                 const int8_t *vz, const float *vsc, size_t zs, size_t n,
+                                 size_t d, float *const *acc, const float *inv,
+                                 float *const *out) {
+    for (size_t j = 0; j < n; j++) {
+        attn_prefetch_row((const int8_t *)(const void *)vsc, (j + ATTN_AHEAD) * zs * sizeof(float));
+        attn_prefetch_row(vz, (j + ATTN_AHEAD) * zs);
+        for (size_t r = 0; r < nr; r++) p[r * ps + j] *= vsc[j * zs]; /* the values' scales */
+    }
+    for (size_t i0 = 0; i0 < d; i0 += ATTN_WI8_NV * V) {
+        const size_t w = d - i0 < ATTN_WI8_NV * V ? d - i0 : ATTN_WI8_NV * V;
+        const size_t nv = w / V, tail = w % V;
+        switch (nr) {
+        case 1: ATTN_WI8_NVS(1) break;
+        case 2: ATTN_WI8_NVS(2) break;
+        case 3: ATTN_WI8_NVS(3) break;
+        default: ATTN_WI8_NVS(4) break;
+        }
+    }
+}
+#undef ATTN_WI8_NVS
+#undef ATTN_WI8_NV
+#undef ATTN_AHEAD
+
 #undef V

@@ -11,5 +11,6 @@
 #include "f32_attn_body.h"
 
 const eko_f32_attn eko_f32_attn_neon = {EKO_ISA_NEON, attn_scores, attn_softmax,
-                                               attn_weighted_sum, attn_int8_row};
+                                               attn_weighted_sum, attn_int8_row,
+                                          attn_scores_i8, attn_weighted_sum_i8};
 #endif

@@ -503,6 +503,75 @@ static void test_scratch_exhausted(void) {
     CHECK_ERR(eko_attention(&ctx, &a), EMBER_ERR_OUT_OF_MEMORY, "scratch");
 }
 
+/* The int8 micro-kernels, which convert rows in registers, give the same
+ * bits as converting the rows first (int8_row) and using the float ones:
+ * the scores' sums are exact integers, the weighted sums add the same
+ * products in the same order. Every level this CPU has; head sizes across
+ * the vector widths, 1 to 4 rows, keys across the 4-key steps. */
+static void test_int8_kernels(void) {
+    check_section("int8 micro-kernels against converting first");
+    enum { MAXD = 256, MAXN = 67, ZS = 3 };
+    static const size_t ds[] = {1, 7, 8, 16, 33, 64, 80, 130, 256};
+    static const size_t ns[] = {1, 3, 4, 5, 17, 67};
+    static int8_t k[MAXN * MAXD], kz[MAXN * ZS];
+    static float ksc[MAXN * ZS], q[4 * MAXD], qmul[4], conv[MAXN * MAXD], p[4 * MAXN],
+        p2[4 * MAXN], s1[4 * MAXN], s2[4 * MAXN], acc1[4 * MAXD], out1[4 * MAXD],
+        out2[4 * MAXD], tmp[MAXN];
+    int bad = 0, cases = 0;
+    for (int isa = 0; isa < EKO_ISA_COUNT; isa++) {
+        const eko_f32_attn *cfg = eko_f32_attn_for((eko_isa)isa);
+        if (!eko_isa_supported((eko_isa)isa) || cfg == NULL) continue;
+        for (size_t di = 0; di < sizeof ds / sizeof *ds; di++)
+            for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+                for (size_t nr = 1; nr <= 4; nr++) {
+                    const size_t d = ds[di], n = ns[ni];
+                    for (size_t i = 0; i < n * d; i++) k[i] = (int8_t)(rng_bits() & 0xff);
+                    for (size_t j = 0; j < n * ZS; j++) {
+                        kz[j] = (int8_t)(rng_bits() & 0xff);
+                        ksc[j] = 0.001f + 0.01f * fabsf(rng_float());
+                    }
+                    for (size_t i = 0; i < nr * d; i++) /* int8 rows less zero points */
+                        q[i] = (float)((int)(rng_bits() % 511) - 255);
+                    for (size_t r = 0; r < nr; r++) qmul[r] = 0.002f + 0.01f * fabsf(rng_float());
+                    for (size_t j = 0; j < n; j++)
+                        cfg->int8_row(k + j * d, d, (float)kz[j * ZS], conv + j * d);
+                    /* scores: converted, scale 1, then the scales */
+                    for (size_t r = 0; r < nr; r++) {
+                        cfg->scores(q + r * d, conv, d, n, d, 1.0f, tmp);
+                        for (size_t j = 0; j < n; j++)
+                            s1[r * n + j] = tmp[j] * (qmul[r] * ksc[j * ZS]) * 0.125f;
+                    }
+                    cfg->scores_i8(q, d, nr, qmul, k, d, kz, ksc, ZS, n, d, 0.125f, s2, n);
+                    cases++;
+                    if (memcmp(s1, s2, nr * n * sizeof(float)) != 0 && bad++ < 5)
+                        printf("  %s scores d %zu n %zu rows %zu differ\n",
+                               eko_isa_name((eko_isa)isa), d, n, nr);
+                    /* weighted sums: weights times scales, then converted rows;
+                     * from sums carried in (acc) and from none */
+                    for (size_t i = 0; i < nr * n; i++) p[i] = p2[i] = fabsf(rng_float());
+                    for (size_t i = 0; i < nr * d; i++) acc1[i] = rng_float();
+                    const bool carried = (n + d + nr) % 2 == 0;
+                    float inv[4], *accs[4], *outs[4];
+                    for (size_t r = 0; r < nr; r++) {
+                        inv[r] = r % 2 ? 1.0f : 0.37f;
+                        for (size_t j = 0; j < n; j++) p[r * n + j] *= ksc[j * ZS];
+                        cfg->weighted_sum(p + r * n, conv, d, n, d, carried ? acc1 + r * d : NULL,
+                                          inv[r], out1 + r * d);
+                        accs[r] = carried ? acc1 + r * d : NULL;
+                        outs[r] = out2 + r * d;
+                    }
+                    cfg->weighted_sum_i8(p2, n, nr, k, d, kz, ksc, ZS, n, d, accs, inv, outs);
+                    cases++;
+                    if ((memcmp(p, p2, nr * n * sizeof(float)) != 0 ||
+                         memcmp(out1, out2, nr * d * sizeof(float)) != 0) &&
+                        bad++ < 5)
+                        printf("  %s weighted sums d %zu n %zu rows %zu differ\n",
+                               eko_isa_name((eko_isa)isa), d, n, nr);
+                }
+    }
+    CHECK_MSG(bad == 0, "%d of %d cases differ", bad, cases);
+}
+
 /* Every thread count gives the same bits: a row's arithmetic does not
  * depend on how rows and kv heads are split into tasks (decode steps group
  * whole kv heads when they split evenly over the threads, else split each
@@ -601,6 +670,7 @@ int main(void) {
     test_scratch_limited(pools[npools - 1]);
     test_chunks(pools[npools - 1]);
     test_quantized(pools[npools - 1]);
+    test_int8_kernels();
     ember_threadpool *four = NULL;
     if (npools == 3 && ember_threadpool_create(4, &four) == EMBER_OK) {
         ember_threadpool *all[4] = {pools[0], pools[1], pools[2], four};
