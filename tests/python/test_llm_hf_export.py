@@ -15,7 +15,8 @@ weights, small sizes), per family:
 float32 (xnnpack recipe): logits within 1e-4 of transformers' model built
 from the same directory at a prefill and 16 decode steps, and greedy tokens
 equal, in ember's runtime and through ember-llm; ExecuTorch's runtime runs
-the same file to the same logits. 8da4w (with 4-bit embeddings): logits
+the same file to the same logits. The vulkan recipe: the same, on the GPU
+(lavapipe in CI). 8da4w (with 4-bit embeddings): logits
 close to the same quantization in eager PyTorch, no further from
 transformers' than the quantization itself takes them, and equal to
 ExecuTorch's runtime on the same file. The metadata methods, the
@@ -227,6 +228,22 @@ def test_executorch_runs_the_file(family) -> None:
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4, msg=lambda m: f"{name}: {m}")
         pos += len(pending)
         pending = [int(b.reshape(-1).argmax())]
+
+
+def test_vulkan_recipe_matches_transformers(family, tmp_path) -> None:
+    """--recipe vulkan: the layers run in VulkanBackend (the KV cache and
+    attention stay on the CPU) at a prefill and 16 decode steps, float32."""
+    if not ember_runtime.backend_available("VulkanBackend"):
+        pytest.skip("no Vulkan device")
+    name, model, d, _ = family
+    pte = tmp_path / "model_vulkan.pte"
+    export_hf(str(d), pte, recipe="vulkan", max_seq_len=CONTEXT)
+    assert b"VulkanBackend" in pte.read_bytes()
+    seq, pairs = run_steps(_load(pte), model, PROMPT, STEPS)
+    for k, (got, want) in enumerate(pairs):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4,
+                                   msg=lambda m: f"{name} step {k}: {m}")
+        assert int(got.argmax()) == int(want.argmax()), f"{name} step {k}"
 
 
 @pytest.mark.parametrize("name", ["llama3", "qwen3"])

@@ -153,6 +153,8 @@ UNARY = {
     "relu6": F.relu6, "clamp": lambda x: torch.clamp(x, -0.3, 0.7), "sin": torch.sin,
     "cos": torch.cos, "sqrt": lambda x: torch.sqrt(x.abs() + 0.1),
     "rsqrt": lambda x: torch.rsqrt(x.abs() + 0.1),
+    # negative bases: integer powers keep their sign (an RMSNorm's x ** 2)
+    "square": lambda x: x.pow(2), "cube": lambda x: x ** 3, "pow_neg": lambda x: x ** -2,
 }
 
 BINARY = {

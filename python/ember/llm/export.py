@@ -6,7 +6,8 @@
     from ember.llm.export import export_hf
     info = export_hf("DIR", "model.pte", recipe="xnnpack", quant="8da4w")
 
-The model (ember.llm.hf: Llama 3.x, SmolLM2, Qwen 2.5, Qwen 3, Phi-4-mini) is
+The model (ember.llm.hf: Llama 3.x, SmolLM2, Qwen 2.5, Qwen 3, Phi-4-mini,
+Gemma 3 text) is
 read from config.json and its safetensors weights (without weights, or with
 --seed, random weights from the seed). The program has one method, ``forward(tokens
 int64 [1, T], input_pos int64 [1])`` with T dynamic in 1..max_seq_len, for
@@ -16,9 +17,11 @@ get_bos_id, get_eos_ids, get_vocab_size, get_n_layers, use_kv_cache,
 use_sdpa_with_kv_cache, enable_dynamic_shape. It runs in ember's runtime,
 ember-llm, and ExecuTorch's runtime.
 
-Recipes: ``portable`` (every op a portable kernel) and ``xnnpack`` (the
-matrix products and what surrounds them in XnnpackBackend; attention with
-its cache stays the llama::custom_sdpa kernel). Quantization (xnnpack):
+Recipes: ``portable`` (every op a portable kernel), ``xnnpack`` (the
+matrix products and what surrounds them in XnnpackBackend) and ``vulkan``
+(float32; the layers between one attention and the next in VulkanBackend,
+on the GPU). In each, the KV cache and attention (llama::update_cache,
+llama::custom_sdpa) run on the CPU. Quantization (xnnpack):
 ``int8`` (dynamic int8 activations per token, int8 weights per channel; the
 pt2e flow with ember's XNNPACKQuantizer), ``8da4w`` (dynamic int8
 activations, 4-bit weights in groups of --group-size; torchao's quantize_
@@ -50,7 +53,7 @@ import torch
 
 from .hf import Decoder, load_model
 
-RECIPES = ("portable", "xnnpack")
+RECIPES = ("portable", "xnnpack", "vulkan")
 QUANTS = ("none", "int8", "8da4w")
 KV_CACHES = ("float", "int8")
 
@@ -179,6 +182,10 @@ def export_model(model: Decoder, *, recipe: str = "xnnpack", quant: str = "none"
         from ..backends.xnnpack import XnnpackPartitioner
 
         parts = [XnnpackPartitioner()]
+    elif recipe == "vulkan":
+        from ..backends.vulkan import VulkanPartitioner
+
+        parts = [VulkanPartitioner({"require_dynamic_shapes": True})]
     edge = to_edge_transform_and_lower(ep, partitioner=parts, constant_methods=meta)
     external: Any = False if external_tag is None else (lambda node: external_tag)
     return edge.to_executorch(ExecutorchBackendConfig(init_mutable_buffers=False,

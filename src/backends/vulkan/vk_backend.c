@@ -44,15 +44,31 @@ static ember_status load_weights(vk_graph *g, const ember_backend_init_ctx *ctx,
     return EMBER_OK;
 }
 
+static void dims_at_bounds(vk_graph *g) {
+    for (uint32_t vi = 0; vi < g->num_values; vi++) {
+        vk_value *v = &g->values[vi];
+        if (v->kind == VK_V_TENSOR) memcpy(v->dims, v->bound, sizeof v->dims);
+    }
+}
+
 /* Runs the shape rules at init. A symbolic int that comes in from outside
- * (a size another delegate measured) has no recorded bound, so it takes the
- * largest input dim (or 1) that makes every rule hold at the upper-bound
- * shapes. */
+ * (a size or an offset another part of the program computed) starts at the
+ * value the payload gives it: ember's exporter writes the one that fits the
+ * tensors' upper-bound shapes. Where that fails or every such value is 0
+ * (ExecuTorch writes 0), each takes the largest input dim (or 1) that makes
+ * every rule hold at those shapes. */
 static ember_status prepare_at_bounds(vk_graph *g) {
-    bool has_sym = false;
-    for (uint32_t k = 0; k < g->num_inputs; k++)
-        has_sym |= g->values[g->inputs[k]].kind != VK_V_TENSOR;
+    bool has_sym = false, has_start = false;
+    for (uint32_t k = 0; k < g->num_inputs; k++) {
+        const vk_value *v = &g->values[g->inputs[k]];
+        has_sym |= v->kind != VK_V_TENSOR;
+        has_start |= v->kind != VK_V_TENSOR && v->i != 0;
+    }
     if (!has_sym) return vk_ops_prepare(g);
+    if (has_start) {
+        dims_at_bounds(g);
+        if (vk_ops_prepare(g) == EMBER_OK) return EMBER_OK;
+    }
     int64_t tried = INT64_MAX;
     ember_status st = EMBER_OK;
     for (;;) {
@@ -68,10 +84,7 @@ static ember_status prepare_at_bounds(vk_graph *g) {
             vk_value *v = &g->values[g->inputs[k]];
             if (v->kind != VK_V_TENSOR) v->i = cand;
         }
-        for (uint32_t vi = 0; vi < g->num_values; vi++) {
-            vk_value *v = &g->values[vi];
-            if (v->kind == VK_V_TENSOR) memcpy(v->dims, v->bound, sizeof v->dims);
-        }
+        dims_at_bounds(g);
         st = vk_ops_prepare(g);
         if (st == EMBER_OK || cand == 1) return st;
         tried = cand;

@@ -535,6 +535,31 @@ def _bounds(v: torch.Tensor) -> List[int]:
     return [upper_bound(s) for s in v.shape]
 
 
+def _start_value(v: torch.SymInt) -> int:
+    """The value of a symbolic int at the shapes a delegate is allocated
+    for: sizes (backed symbols) at their upper bound, data-dependent values
+    (unbacked symbols: positions read from a tensor) at their lower bound,
+    so that a slice [start, start + T) of a table covers T rows."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    expr = v.node.expr
+    if expr.is_number:
+        return int(expr)
+    unbacked = free_unbacked_symbols(expr)
+    ranges = v.node.shape_env.var_to_range
+    at = {}
+    for sym in expr.free_symbols:
+        r = ranges.get(sym)
+        if r is None:
+            return upper_bound(v)
+        at[sym] = r.lower if sym in unbacked else r.upper
+    try:
+        value = int(expr.subs(at))
+    except (TypeError, ValueError):
+        return upper_bound(v)
+    return max(-2**31, min(2**31 - 1, value))
+
+
 def _pick(cand: frozenset) -> Tuple[str, str]:
     """Texture before buffer, then width, height, channels packed."""
     for st in ("T", "B"):
@@ -782,15 +807,20 @@ class Emitter:
                                            "C": vs.CHANNELS_PACKED}[lay]
                         t.storage_type = self.lw.storage.get((key, j), self.lw.storage.get(
                             key, vs.TEXTURE_3D))
-            elif isinstance(v, torch.SymInt) or isinstance(v, int):
-                vid = self.add(vs.SymInt(0))
+            elif isinstance(v, torch.SymInt):
+                # an int from outside the delegate (the first execute sets
+                # it): at init, the value that fits the allocated shapes
+                vid = self.add(vs.SymInt(_start_value(v)))
+            elif isinstance(v, int):
+                vid = self.add(vs.SymInt(v))
             else:
                 raise ExportError(f"vulkan: cannot make a value for {key}")
         self.ids[key] = vid
         return vid
 
     def scalar(self, s: Any) -> int:
-        key = str(s) if isinstance(s, bool) else s
+        # by type as well: 0, 0.0 and False are one dict key but three values
+        key = (type(s).__name__, s)
         if key in self.scalars:
             return self.scalars[key]
         if isinstance(s, bool):

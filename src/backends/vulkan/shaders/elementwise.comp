@@ -32,6 +32,20 @@ float gelu_erf(float x) {
     return 0.5 * x * (1.0 + e);
 }
 
+// pow as C and torch define it: a negative base with an integer exponent
+// keeps the sign of its odd powers (GLSL's pow is undefined below 0);
+// squares and square roots exactly
+float power(float x, float y) {
+    if (y == 0.0) return 1.0;
+    if (y == 1.0) return x;
+    if (y == 2.0) return x * x;
+    if (y == 0.5 && x >= 0.0) return sqrt(x);
+    float m = x == 0.0 ? (y > 0.0 ? 0.0 : uintBitsToFloat(0x7f800000u)) : pow(abs(x), y);
+    if (x >= 0.0) return m;
+    if (trunc(y) != y) return uintBitsToFloat(0x7fc00000u);
+    return mod(y, 2.0) == 1.0 ? -m : m;
+}
+
 void main() {
     uint i = invocation();
     if (i >= u[0]) return;
@@ -89,7 +103,7 @@ void main() {
     case OR: r = (x != 0.0 || y != 0.0) ? 1.0 : 0.0; break;
     case MAX: r = max(x, y); break;
     case MIN: r = min(x, y); break;
-    case POW: r = pow(x, y); break;
+    case POW: r = power(x, y); break;
     case WHERE: r = x != 0.0 ? y : ld3(c); break;
     default: r = 0.0; break;
     }
