@@ -333,6 +333,44 @@ def test_command_line(tmp_path, capsys) -> None:
     fails(tmp_path / "smol", "mlp", "the config makes it")
 
 
+def test_weights_read_in_slices(tmp_path, monkeypatch) -> None:
+    """The safetensors reader: read a few values at a time, every weight
+    equals what the safetensors package reads, a tied head shares the
+    embedding's storage, the 4-bit embedding quantized a few rows at a time
+    equals the whole table at once; damaged files end with an error that
+    names the file."""
+    from safetensors.torch import load_file
+
+    from ember.llm import hf, quantize
+
+    model = _hf_model("smollm2")
+    model.save_pretrained(str(tmp_path))
+    [path] = list(tmp_path.glob("*.safetensors"))
+    monkeypatch.setattr(hf, "_CHUNK_BYTES", 100)  # 50 bfloat16 / 25 float32 values a read
+    ours = hf.load_model(str(tmp_path), max_seq_len=CONTEXT)
+    theirs = load_file(str(path))
+    params = ours.state_dict()
+    assert theirs and set(theirs) <= set(params)
+    for name, t in theirs.items():
+        assert torch.equal(params[name], t.to(params[name].dtype)), name
+    assert ours.lm_head.weight.data_ptr() == ours.model.embed_tokens.weight.data_ptr()
+
+    emb = ours.model.embed_tokens
+    whole = quantize.QuantizedEmbedding.from_float(emb, 4, 32)
+    monkeypatch.setattr(quantize, "_BLOCK_BYTES", 3 * emb.weight.shape[1] * 4)
+    rows = quantize.QuantizedEmbedding.from_float(emb, 4, 32)
+    assert torch.equal(whole.weight, rows.weight) and torch.equal(whole.scales, rows.scales)
+
+    data = path.read_bytes()
+    for damaged, words in ((data[:-7], "does not fit"), (data[:5], "not a safetensors file"),
+                           (data[:8] + b"#" + data[9:], "not JSON"),
+                           ((2**40).to_bytes(8, "little") + data[8:], "header length")):
+        path.write_bytes(damaged)
+        with pytest.raises(ValueError, match=words) as e:
+            hf.load_model(str(tmp_path), max_seq_len=CONTEXT)
+        assert str(path) in str(e.value)
+
+
 def test_external_weights_and_weight_cache(tmp_path, capsys) -> None:
     """--external-weights: the program keeps only its graph, the weights go
     to <stem>.ptd, and ember-llm --data gives transformers' greedy tokens;

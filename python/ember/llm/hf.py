@@ -414,8 +414,12 @@ class Decoder(nn.Module):
         self.config = cfg
         self.max_seq_len = max_seq_len
         self.model = Body(cfg, max_seq_len)
-        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
-        if cfg.tie_word_embeddings:
+        # a tied head shares the embedding's table (never allocates its own:
+        # 1 GB in float32 for a 128k vocabulary)
+        tied = cfg.tie_word_embeddings
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False,
+                                 device="meta" if tied else None)
+        if tied:
             self.lm_head.weight = self.model.embed_tokens.weight
         # one rotary table per kind of layer; a window as long as the context
         # is no window
@@ -480,6 +484,73 @@ def read_config(source: Union[str, os.PathLike, Mapping[str, Any]]) -> Dict[str,
         return json.load(f)
 
 
+_CHUNK_BYTES = 32 << 20
+
+# safetensors' dtype names (the format: an 8-byte little-endian header
+# length, a JSON header naming each tensor's dtype, shape and byte range,
+# then the data, little-endian)
+_ST_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16,
+              "BF16": torch.bfloat16, "I64": torch.int64, "I32": torch.int32,
+              "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8, "BOOL": torch.bool}
+
+
+def _safetensors_index(path: str) -> Dict[str, Tuple[torch.dtype, Tuple[int, ...], int, int]]:
+    """name -> (dtype, shape, first byte, end byte) of each tensor in a
+    .safetensors file, checked against the file's size."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        head = f.read(8)
+        n = int.from_bytes(head, "little") if len(head) == 8 else -1
+        if n < 2 or n > size - 8:
+            raise ValueError(f"{path}: not a safetensors file (header length {n}, "
+                             f"file {size} bytes)")
+        try:
+            meta = json.loads(f.read(n))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ValueError(f"{path}: the safetensors header is not JSON ({e})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: the safetensors header is not a JSON object")
+    index = {}
+    for name, spec in meta.items():
+        if name == "__metadata__":
+            continue
+        try:
+            dtype = _ST_DTYPES[spec["dtype"]]
+            shape = tuple(int(d) for d in spec["shape"])
+            a, b = (int(x) for x in spec["data_offsets"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"{path}: tensor {name}: a dtype, shape and data_offsets "
+                             f"safetensors knows, got {spec!r}") from None
+        nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+        if min(shape, default=0) < 0 or a < 0 or b - a != nbytes or 8 + n + b > size:
+            raise ValueError(f"{path}: tensor {name}: {shape} {spec['dtype']} does not fit "
+                             f"bytes {a}..{b} of the data ({size - 8 - n} bytes)")
+        index[name] = (dtype, shape, 8 + n + a, 8 + n + b)
+    return index
+
+
+def _read_into(param: torch.Tensor, f: Any, entry: Tuple[torch.dtype, Tuple[int, ...], int, int],
+               name: str, path: str) -> None:
+    """Reads one tensor of an open .safetensors file into param, a slice at
+    a time, converting as it goes: the weights never lie in memory twice (a
+    1B model's embedding is 1 GB in bfloat16), nor are the file's pages
+    mapped into the process."""
+    dtype, shape, start, end = entry
+    if shape != tuple(param.shape):
+        raise ValueError(f"{path}: {name} is {shape}, the config makes it {tuple(param.shape)}")
+    item = torch.empty((), dtype=dtype).element_size()
+    flat = param.view(-1)
+    step = max(1, _CHUNK_BYTES // item)
+    buf = torch.empty(min(flat.numel(), step) * item, dtype=torch.uint8)
+    f.seek(start)
+    for a in range(0, flat.numel(), step):
+        count = min(step, flat.numel() - a)
+        view = buf[:count * item]
+        if f.readinto(memoryview(view.numpy())) != count * item:
+            raise ValueError(f"{path}: {name}: the file ends inside the tensor")
+        flat[a:a + count].copy_(view.view(dtype))
+
+
 def load_model(source: Union[str, os.PathLike, Mapping[str, Any]], max_seq_len: Optional[int] = None,
                seed: Optional[int] = None, dtype: torch.dtype = torch.float32) -> Decoder:
     """A Decoder from a model directory (config.json and its *.safetensors
@@ -493,10 +564,8 @@ def load_model(source: Union[str, os.PathLike, Mapping[str, Any]], max_seq_len: 
     files = [] if isinstance(source, Mapping) or seed is not None else sorted(
         glob.glob(os.path.join(os.fspath(source), "*.safetensors")))
     if files:
-        # tensor by tensor into the model's own storage: no second copy of
+        # slice by slice into the model's own storage: no second copy of
         # the weights in memory
-        from safetensors import safe_open
-
         params = model.state_dict()
         expected = set(params)
         if cfg.tie_word_embeddings:
@@ -504,18 +573,15 @@ def load_model(source: Union[str, os.PathLike, Mapping[str, Any]], max_seq_len: 
         seen = set()
         with torch.no_grad():
             for f in files:
-                with safe_open(f, framework="pt") as st:
-                    for name in st.keys():
+                index = _safetensors_index(f)
+                with open(f, "rb") as fh:
+                    for name, entry in index.items():
                         if name not in expected:
                             if name == "lm_head.weight" and cfg.tie_word_embeddings:
                                 continue
                             raise ValueError(f"{f}: {name} is not a weight of a {cfg.family} "
                                              "model with this config")
-                        t = st.get_tensor(name)
-                        if tuple(t.shape) != tuple(params[name].shape):
-                            raise ValueError(f"{f}: {name} is {tuple(t.shape)}, the config "
-                                             f"makes it {tuple(params[name].shape)}")
-                        params[name].copy_(t.to(params[name].dtype))
+                        _read_into(params[name], fh, entry, name, f)
                         seen.add(name)
         missing = sorted(expected - seen)
         if missing:

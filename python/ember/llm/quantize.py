@@ -66,6 +66,9 @@ def quantize_rows(weight: torch.Tensor, bits: int, group_size: int = 0,
     return q.reshape(v, d), (scales.reshape(v) if gs == d else scales)
 
 
+_BLOCK_BYTES = 16 << 20
+
+
 class QuantizedEmbedding(nn.Module):
     """An embedding table stored quantized (see the module doc); inference only."""
 
@@ -96,9 +99,15 @@ class QuantizedEmbedding(nn.Module):
                    scales_dtype: torch.dtype = torch.float16) -> "QuantizedEmbedding":
         v, d = emb.weight.shape
         m = cls(v, d, bits, group_size, emb.weight.dtype, scales_dtype)
-        q, scales = quantize_rows(emb.weight, bits, m.group_size, scales_dtype)
-        m.weight.copy_(qe.pack(q, bits))
-        m.scales.copy_(scales.reshape(m.scales.shape))
+        # rows are quantized on their own: a block at a time, so that a
+        # large table's temporaries stay small
+        step = max(1, _BLOCK_BYTES // max(1, d * 4))
+        with torch.no_grad():
+            for a in range(0, v, step):
+                b = min(v, a + step)
+                q, scales = quantize_rows(emb.weight[a:b], bits, m.group_size, scales_dtype)
+                m.weight[a:b].copy_(qe.pack(q, bits))
+                m.scales[a:b].copy_(scales.reshape((b - a,) + tuple(m.scales.shape[1:])))
         return m
 
     def dequantized(self) -> torch.Tensor:
