@@ -96,7 +96,7 @@ bench-llm-quant: ## GPT-2 124M with int8 and 4-bit weights: ember vs llama.cpp q
 	@scripts/bootstrap.sh >/dev/null
 	PYTHONWARNINGS=ignore .venv/bin/python bench/llm/bench_llm.py --quant
 
-bench-llm-1b: ## Llama 3.2 1B and Qwen 3 0.6B shapes (8da4w): ember vs ExecuTorch vs llama.cpp Q4_0/Q8_0, 1 and 2 threads, % of roofline (about an hour; peers: `make bench-peers`)
+bench-llm-1b: ## Llama 3.2 1B and Qwen 3 0.6B shapes (8da4w): ember vs ExecuTorch vs llama.cpp Q4_0/Q8_0, 1 and 2 threads, % of roofline; ember decode at 128-8k context (about 70 minutes; peers: `make bench-peers`)
 	@scripts/bootstrap.sh >/dev/null
 	scripts/build.sh $(BUILD) -- ember-llm
 	BUILD=$(BUILD) PYTHONWARNINGS=ignore .venv/bin/python bench/llm/bench_llm_1b.py

@@ -29,6 +29,8 @@ cache dropped; ember's packed-weight cache file already written) and a warm
 one, ember's first load ever (no packed-weight cache), peak RSS, file size,
 and bytes read per decoded token (counted from each file, plus the KV cache
 at that context), with the DRAM read roofline measured in the same run.
+Then ember's Llama alone, exported with max-seq-len 8192 (float32 and int8
+KV cache): decode at 128, 1k, 4k and 8k tokens of context.
 
 Runners: ember through `ember-llm --stats`; ExecuTorch through its Python
 runtime (`executorch.runtime`; the time counted starts at load_program);
@@ -37,8 +39,10 @@ cache) and `llama-cpp-python` (start-up and peak RSS). Peers need `make
 bench-peers` once; a row that cannot run says why in the table.
 
 usage: bench/llm/bench_llm_1b.py [--models llama3.2-1b,qwen3-0.6b]
-           [--threads 1,2] [--reps 3] [--quick] [--no-write]
-(`make bench-llm-1b`; --quick: two layers of each model, one rep, no 4k rows)
+           [--threads 1,2] [--runtimes ...] [--merge] [--reps 3] [--quick]
+           [--no-sweep] [--no-write]
+(`make bench-llm-1b`; --quick: two layers of each model, one rep, no 4k rows
+and no sweep; --merge --runtimes '' measures only the sweep)
 """
 
 from __future__ import annotations
@@ -69,6 +73,12 @@ PREFILL = 512
 SHORT, LONG = 128, 4096
 STEPS = {SHORT: 64, LONG: 32}
 TTFT_PROMPT = 8
+# the context sweep: ember's Llama decode at these contexts, files exported
+# with max-seq-len SWEEP_LEN (the last prompt ends SWEEP_STEPS + 1 short of it)
+SWEEP_MODEL, SWEEP_LEN, SWEEP_STEPS = "llama3.2-1b", 8192, 32
+SWEEP = (128, 1024, 4096, 8192)
+SWEEP_RUNTIMES = {"ember": "ember max-seq-len 8192",
+                  "ember int8 kv": "ember int8 kv max-seq-len 8192"}
 WORK = ROOT / "build-bench" / "llm-1b"
 TOKENIZER = ROOT / "examples" / "nanogpt" / "tokenizer"   # GGUF's vocabulary table
 
@@ -178,10 +188,12 @@ def hf_state(hf_dir: Path) -> Dict[str, Any]:
     return {k: v.float() for k, v in load_file(str(hf_dir / "model.safetensors")).items()}
 
 
-def export_ember(hf_dir: Path, out: Path, kv_cache: str = "float") -> Dict[str, Any]:
+def export_ember(hf_dir: Path, out: Path, kv_cache: str = "float",
+                 max_seq_len: int = CONTEXT) -> Dict[str, Any]:
     cmd = [sys.executable, "-m", "ember.llm.export", "--model", str(hf_dir), "--recipe",
            "xnnpack", "--quant", "8da4w", "--group-size", str(GROUP), "--embedding-quant",
-           f"4,{GROUP}", "--max-seq-len", str(CONTEXT), "--kv-cache", kv_cache, "--out", str(out)]
+           f"4,{GROUP}", "--max-seq-len", str(max_seq_len), "--kv-cache", kv_cache,
+           "--out", str(out)]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True,
                           env=dict(os.environ, PYTHONPATH=str(ROOT / "python")))
@@ -355,8 +367,10 @@ def quantize_gguf(src: Path, out: Path, kind: str) -> None:
         raise RuntimeError(f"llama.cpp's quantizer failed ({rc}) for {out.name}")
 
 
-def prepare(name: str, quick: bool, log: Callable[[str], None]) -> Dict[str, Any]:
-    """Writes (or finds) the model's directory and every runtime's file.
+def prepare(name: str, quick: bool, log: Callable[[str], None],
+            sweep: bool = False) -> Dict[str, Any]:
+    """Writes (or finds) the model's directory and every runtime's file
+    (with sweep, also the context sweep's files).
     Returns {"dir", "files": {runtime: path}, "export": {runtime: info},
     "failed": {runtime: why}}."""
     cfg = model_config(name, quick)
@@ -392,6 +406,12 @@ def prepare(name: str, quick: bool, log: Callable[[str], None]) -> Dict[str, Any
 
     step("ember", lambda: export_ember(hf_dir, files["ember"]))
     step("ember int8 kv", lambda: export_ember(hf_dir, files["ember int8 kv"], "int8"))
+    if name == SWEEP_MODEL and not quick:
+        for rt, key in SWEEP_RUNTIMES.items():
+            files[key] = work / f"{files[rt].stem}_{SWEEP_LEN}.pte"
+            if sweep:
+                step(key, lambda rt=rt, key=key: export_ember(
+                    hf_dir, files[key], "int8" if "int8" in rt else "float", SWEEP_LEN))
     step("executorch", lambda: export_et(hf_dir, files["executorch"]))
 
     def gguf(kind: str) -> Dict[str, Any]:
@@ -647,6 +667,64 @@ def measure(runtime: str, path: Path, cfg: Dict[str, Any], threads: int, reps: i
 # Table
 # --------------------------------------------------------------------------- #
 
+def measure_sweep(prep: Dict[str, Any], threads: Sequence[int],
+                  log: Callable[[str], None]) -> List[Dict[str, Any]]:
+    """The context sweep: ember's decode rate at each context of SWEEP (one
+    run each, SWEEP_STEPS greedy steps after a prompt of that length), on
+    the max-seq-len SWEEP_LEN files, float and int8 KV cache."""
+    cfg, rows = prep["cfg"], []
+    for t in threads:
+        for rt, key in SWEEP_RUNTIMES.items():
+            path = prep["files"].get(key)
+            if key in prep["failed"] or path is None or not path.exists():
+                continue
+            cache = path.parent / f"weight-cache-{path.stem}-{t}"
+            cache.mkdir(exist_ok=True)
+            tps = {}
+            for ctx in SWEEP:
+                n = min(ctx, SWEEP_LEN - SWEEP_STEPS - 1)
+                tps[str(ctx)] = run_ember(path, prompt_ids(cfg, n, 5), SWEEP_STEPS + 1, t,
+                                          cache)["decode_tps"]
+            log(f"{SWEEP_MODEL}: sweep {rt} {t}t: {json.dumps(tps)}")
+            rows.append({"runtime": rt, "threads": t, "decode_tps": tps})
+    return rows
+
+
+def format_sweep(prep: Dict[str, Any], rows: List[Dict[str, Any]], roof: Dict[str, Any]) -> str:
+    from tabulate import tabulate
+
+    cfg = prep["cfg"]
+    head = ["runtime", "threads"]
+    for ctx in SWEEP:
+        head += [f"decode @{ctx // 1024}k tok/s" if ctx >= 1024 else f"decode @{ctx} tok/s",
+                 "% roofline"]
+    out = []
+    for r in rows:
+        bw = (r.get("read_gbs") or roof["read_gbs"][r["threads"]]) * 1e9
+        wb = weight_bytes_per_token(r["runtime"], prep["files"][SWEEP_RUNTIMES[r["runtime"]]],
+                                    cfg)
+        elem = 1 + 5 / cfg["head_dim"] if "int8" in r["runtime"] else 4
+        line = [r["runtime"], r["threads"]]
+        for ctx in SWEEP:
+            tps = r["decode_tps"][str(ctx)]
+            line += [f"{tps:.1f}", f"{100 * tps * (wb + kv_bytes(cfg, ctx, elem)) / bw:.0f}%"]
+        out.append(line)
+    return tabulate(out, headers=head, tablefmt="github")
+
+
+def sweep_section(prep: Dict[str, Any], rows: List[Dict[str, Any]], roof: Dict[str, Any]) -> str:
+    runs = sorted({r.get("run", "") for r in rows})
+    gbs = ", ".join(f"{r['read_gbs']:.1f} GB/s on {r['threads']}" for r in rows
+                    if r["runtime"] == "ember" and r.get("read_gbs"))
+    return (f"### {SWEEP_MODEL}: decode against context\n\n"
+            f"ember's files exported with max-seq-len {SWEEP_LEN} (float32 and int8 KV cache); "
+            f"{SWEEP_STEPS} greedy steps after a prompt of each length, one run each (the 8k "
+            f"prompt is {SWEEP_LEN - SWEEP_STEPS - 1} tokens, so that its steps end at the "
+            "limit). % roofline as above, the KV cache counted at the context. Measured in the "
+            f"run of {', '.join(runs)} (read bandwidth {gbs}).\n\n"
+            f"{format_sweep(prep, rows, roof)}\n")
+
+
 def format_table(model: str, prep: Dict[str, Any], rows: List[Dict[str, Any]],
                  roof: Dict[str, Any]) -> str:
     from tabulate import tabulate
@@ -729,6 +807,9 @@ def section(tables: Dict[str, str], preps: Dict[str, Dict[str, Any]], roof: Dict
              "`ember-llm --stats`' whole process. llama.cpp's prefill and decode are "
              "`llama-bench`'s (pp512; tg64 at -d 128, tg32 at -d 4096).\n"]
     for model, table in tables.items():
+        if model == "sweep":
+            parts.append(table)
+            continue
         exp = preps[model]["export"]
         ex = "; ".join(f"{k}: {v['export_s']:.0f} s" +
                        (f", peak RSS {v['export_rss_mib']:.0f} MiB" if v.get("export_rss_mib")
@@ -751,6 +832,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--no-sweep", action="store_true",
+                    help="keep the last context sweep instead of measuring it again")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -777,16 +860,19 @@ def main(argv: Optional[List[str]] = None) -> None:
     tables: Dict[str, str] = {}
     preps: Dict[str, Dict[str, Any]] = {}
     all_rows: Dict[str, List[Dict[str, Any]]] = {}
+    sweep_table = ""
     for model in args.models.split(","):
-        prep = preps[model] = prepare(model, args.quick, log)
+        prep = preps[model] = prepare(model, args.quick, log,
+                                      sweep=not args.quick and not args.no_sweep)
         rows: List[Dict[str, Any]] = []
         results = prep["dir"] / "results.json"
-        again = {(rt, t) for rt in args.runtimes.split(",") for t in threads}
+        runtimes = [rt for rt in args.runtimes.split(",") if rt]
+        again = {(rt, t) for rt in runtimes for t in threads}
         if args.merge and results.exists():  # rows of an earlier run, not re-measured
             rows = [r for r in json.loads(results.read_text())
                     if (r["runtime"], r["threads"]) not in again]
         for t in threads:
-            for rt in args.runtimes.split(","):
+            for rt in runtimes:
                 log(f"{model}: {rt} on {t} thread{'s' if t > 1 else ''}")
                 try:
                     if rt in prep["failed"]:
@@ -807,6 +893,18 @@ def main(argv: Optional[List[str]] = None) -> None:
         tables[model] = format_table(model, prep, rows, roof)
         all_rows[model] = rows
         print(f"\n{model}\n{tables[model]}\n", flush=True)
+        if model == SWEEP_MODEL and not args.quick:
+            saved = prep["dir"] / "sweep.json"
+            if not args.no_sweep:
+                sweep = measure_sweep(prep, threads, log)
+                for r in sweep:
+                    r.update(run=run_id, read_gbs=roof["read_gbs"][r["threads"]])
+                saved.write_text(json.dumps(sweep, indent=1))
+            if saved.exists():
+                sweep_table = sweep_section(prep, json.loads(saved.read_text()), roof)
+                print(sweep_table, flush=True)
+    if sweep_table:
+        tables["sweep"] = sweep_table  # after the models' tables
     if not args.no_write and not args.quick:
         cmd = quote_command([sys.argv[0]] + [shlex.quote(a) for a in sys.argv[1:]],
                             "make bench-llm-1b")
