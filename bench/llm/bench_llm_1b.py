@@ -456,6 +456,12 @@ def weight_bytes_per_token(kind: str, path: Path, cfg: Dict[str, Any]) -> float:
     return float(path.stat().st_size - table + table // v)
 
 
+def ember_kv_elem(runtime: str, cfg: Dict[str, Any]) -> float:
+    """Bytes per cached value in ember's KV cache: float32, or int8 with a
+    float32 scale and an int8 zero point per row."""
+    return 1 + 5 / cfg["head_dim"] if "int8" in runtime else 4
+
+
 def kv_bytes(cfg: Dict[str, Any], positions: int, elem: int) -> float:
     return float(cfg["num_hidden_layers"] * 2 * cfg["num_key_value_heads"] * cfg["head_dim"]
                  * positions * elem)
@@ -630,7 +636,7 @@ def measure(runtime: str, path: Path, cfg: Dict[str, Any], threads: int, reps: i
                                           cache)["decode_tps"] for _ in range(long_reps(reps))]
         # int8 cache: a byte an element, and a float32 scale and an int8
         # zero point a row
-        r["kv_elem"] = 1 + 5 / cfg["head_dim"] if "int8" in runtime else 4
+        r["kv_elem"] = ember_kv_elem(runtime, cfg)
     elif runtime == "executorch":
         r["cold"] = drop_page_cache()
         r["ttft_cold_s"] = run_child("et", path, threads, {"ttft": first_ids})["ttft_s"]
@@ -666,6 +672,11 @@ def measure(runtime: str, path: Path, cfg: Dict[str, Any], threads: int, reps: i
 # --------------------------------------------------------------------------- #
 # Table
 # --------------------------------------------------------------------------- #
+
+def roofline_pct(tps: float, bytes_per_token: float, read_bytes_per_s: float) -> str:
+    """A decode rate as a share of the read roofline."""
+    return f"{100 * tps * bytes_per_token / read_bytes_per_s:.0f}%"
+
 
 def measure_sweep(prep: Dict[str, Any], threads: Sequence[int],
                   log: Callable[[str], None]) -> List[Dict[str, Any]]:
@@ -703,11 +714,11 @@ def format_sweep(prep: Dict[str, Any], rows: List[Dict[str, Any]], roof: Dict[st
         bw = (r.get("read_gbs") or roof["read_gbs"][r["threads"]]) * 1e9
         wb = weight_bytes_per_token(r["runtime"], prep["files"][SWEEP_RUNTIMES[r["runtime"]]],
                                     cfg)
-        elem = 1 + 5 / cfg["head_dim"] if "int8" in r["runtime"] else 4
+        elem = ember_kv_elem(r["runtime"], cfg)
         line = [r["runtime"], r["threads"]]
         for ctx in SWEEP:
             tps = r["decode_tps"][str(ctx)]
-            line += [f"{tps:.1f}", f"{100 * tps * (wb + kv_bytes(cfg, ctx, elem)) / bw:.0f}%"]
+            line += [f"{tps:.1f}", roofline_pct(tps, wb + kv_bytes(cfg, ctx, elem), bw)]
         out.append(line)
     return tabulate(out, headers=head, tablefmt="github")
 
@@ -748,7 +759,7 @@ def format_table(model: str, prep: Dict[str, Any], rows: List[Dict[str, Any]],
             if not tps_list:
                 return ""
             tps = statistics.median(tps_list)
-            return f"{100 * tps * (wb + kv_bytes(cfg, ctx, r['kv_elem'])) / bw:.0f}%"
+            return roofline_pct(tps, wb + kv_bytes(cfg, ctx, r["kv_elem"]), bw)
 
         med = (lambda v: f"{statistics.median(v):.1f}" if v else "")
         ttft_cold = f"{r['ttft_cold_s']:.2f}" + ("" if r.get("cold") else " (not dropped)")
@@ -861,12 +872,12 @@ def main(argv: Optional[List[str]] = None) -> None:
     preps: Dict[str, Dict[str, Any]] = {}
     all_rows: Dict[str, List[Dict[str, Any]]] = {}
     sweep_table = ""
+    runtimes = [rt for rt in args.runtimes.split(",") if rt]
     for model in args.models.split(","):
         prep = preps[model] = prepare(model, args.quick, log,
                                       sweep=not args.quick and not args.no_sweep)
         rows: List[Dict[str, Any]] = []
         results = prep["dir"] / "results.json"
-        runtimes = [rt for rt in args.runtimes.split(",") if rt]
         again = {(rt, t) for rt in runtimes for t in threads}
         if args.merge and results.exists():  # rows of an earlier run, not re-measured
             rows = [r for r in json.loads(results.read_text())

@@ -521,7 +521,7 @@ def _safetensors_index(path: str) -> Dict[str, Tuple[torch.dtype, Tuple[int, ...
         except (KeyError, TypeError, ValueError):
             raise ValueError(f"{path}: tensor {name}: a dtype, shape and data_offsets "
                              f"safetensors knows, got {spec!r}") from None
-        nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+        nbytes = math.prod(shape) * dtype.itemsize
         if min(shape, default=0) < 0 or a < 0 or b - a != nbytes or 8 + n + b > size:
             raise ValueError(f"{path}: tensor {name}: {shape} {spec['dtype']} does not fit "
                              f"bytes {a}..{b} of the data ({size - 8 - n} bytes)")
@@ -535,10 +535,10 @@ def _read_into(param: torch.Tensor, f: Any, entry: Tuple[torch.dtype, Tuple[int,
     a time, converting as it goes: the weights never lie in memory twice (a
     1B model's embedding is 1 GB in bfloat16), nor are the file's pages
     mapped into the process."""
-    dtype, shape, start, end = entry
+    dtype, shape, start, _ = entry
     if shape != tuple(param.shape):
         raise ValueError(f"{path}: {name} is {shape}, the config makes it {tuple(param.shape)}")
-    item = torch.empty((), dtype=dtype).element_size()
+    item = dtype.itemsize
     flat = param.view(-1)
     step = max(1, _CHUNK_BYTES // item)
     buf = torch.empty(min(flat.numel(), step) * item, dtype=torch.uint8)
