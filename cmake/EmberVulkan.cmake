@@ -31,7 +31,7 @@ endif()
 
 # The shaders, in the order of the VK_SH_* enum (vk_graph.h).
 set(EMBER_VULKAN_SHADERS elementwise matmul softmax layer_norm embedding reduce conv2d pool2d sdpa
-  conv_transpose2d group_norm upsample2d gather rotary_emb)
+  conv_transpose2d group_norm upsample2d gather rotary_emb matvec matmul_tiled)
 # Those written against the storage accessors (any subset of the above; the
 # tensors a shader outside it binds are held as float32 words): all of them.
 set(EMBER_VULKAN_STORAGE_SHADERS ${EMBER_VULKAN_SHADERS})
@@ -51,6 +51,7 @@ function(ember_vulkan_sources var)
   list(FILTER vk_sources EXCLUDE REGEX "vk_unavailable\\.c$")
   set(spv_dir "${PROJECT_BINARY_DIR}/vulkan_spirv")
   set(spvs)
+  file(GLOB includes CONFIGURE_DEPENDS "${dir}/shaders/*.glsl")
   foreach(name ${EMBER_VULKAN_SHADERS})
     set(variants "${name}|")
     if(name IN_LIST EMBER_VULKAN_STORAGE_SHADERS)
@@ -65,7 +66,7 @@ function(ember_vulkan_sources var)
         COMMAND "${CMAKE_COMMAND}" -E make_directory "${spv_dir}"
         COMMAND "${Vulkan_GLSLC_EXECUTABLE}" -O --target-env=vulkan1.0 ${define}
                 -I "${dir}/shaders" "${dir}/shaders/${name}.comp" -o "${spv_dir}/${out}.spv"
-        DEPENDS "${dir}/shaders/${name}.comp" "${dir}/shaders/common.glsl"
+        DEPENDS "${dir}/shaders/${name}.comp" ${includes}
         COMMENT "glslc ${out}.comp"
         VERBATIM)
       list(APPEND spvs "${spv_dir}/${out}.spv")

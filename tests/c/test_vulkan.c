@@ -26,7 +26,8 @@
  * with that call's error and leaves nothing behind; a full pipeline cache
  * gives up the pipelines no loaded program uses and fails cleanly where the
  * loaded ones need more; ember_vulkan_device_release() refuses while a
- * delegate is loaded.
+ * delegate is loaded. Every fixture runs under each shader variant
+ * (EMBER_VULKAN_KERNELS=simple|gpu|matvec|tiled).
  */
 #define _POSIX_C_SOURCE 200112L
 #include <math.h>
@@ -428,6 +429,29 @@ static void pipeline_cache(const uint8_t *attn, size_t attn_size) {
     free(ops);
 }
 
+/* The fixtures under each shader variant the device does not choose by
+ * itself: simple (an invocation per output block or row), gpu (workgroups
+ * sharing a block, a row or a head; products by their rows), matvec and
+ * tiled (every product in that shader). */
+static void run_variants(void) {
+    static const char *const variants[] = {"simple", "gpu", "matvec", "tiled"};
+    size_t size, q4_size;
+    uint8_t *pte = test_read_file(DIR "attention.pte", &size);
+    uint8_t *q4 = test_read_file(DIR "q4gsw.pte", &q4_size);
+    for (size_t k = 0; pte != NULL && q4 != NULL && k < sizeof variants / sizeof variants[0];
+         k++) {
+        printf("  %s\n", variants[k]);
+        CHECK(setenv("EMBER_VULKAN_KERNELS", variants[k], 1) == 0);
+        run_lengths(pte, size, 1e-4, 1e-5);
+        run_ops_fixture();
+        (void)run_q4gsw(q4, q4_size);
+        CHECK(unsetenv("EMBER_VULKAN_KERNELS") == 0);
+    }
+    CHECK_MSG(pte != NULL && q4 != NULL, "cannot read the attention and q4gsw fixtures");
+    free(pte);
+    free(q4);
+}
+
 int main(void) {
     if (!CHECK_OK(ember_portable_kernels_register()) ||
         !CHECK_OK(ember_vulkan_backend_register()))
@@ -514,6 +538,9 @@ int main(void) {
     check_section("corrupted force_fp16 payloads");
     corrupt(pte, size, &attention_in);
     free(pte);
+
+    check_section("every shader variant (EMBER_VULKAN_KERNELS)");
+    run_variants();
 
     check_section("one device context for every load above");
     info = vk_info();

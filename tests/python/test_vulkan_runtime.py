@@ -16,6 +16,13 @@ match eager PyTorch.
   devices without it); int8 weight-only linears keep their weights int8 on
   the GPU (a quarter of the widened bytes), with float32 and float16
   activations.
+- Every program runs under each shader variant (EMBER_VULKAN_KERNELS:
+  simple, one invocation per output block or row; gpu, workgroups that share
+  a product's block, a row or an attention head, matvec for few rows and the
+  shared-memory tiled product for many; matvec and tiled, every product in
+  that one shader), whichever the device would choose.
+- Reshapes, squeezes, unsqueezes and clones alias their input (no dispatch)
+  where nothing else writes either tensor.
 - 4-bit groupwise weight-only linears (et_vk.linear_q4gsw, from torchao's
   IntxWeightOnlyConfig as ExecuTorch's Vulkan flow quantizes them) keep
   their weights packed two to a byte on the GPU and match eager on the
@@ -90,10 +97,41 @@ def lower(model: nn.Module, args: tuple, dynamic_shapes: Any = None) -> bytes:
         logging.disable(logging.NOTSET)
 
 
+# The shader variants (EMBER_VULKAN_KERNELS); every program runs under each.
+KERNELS = ("simple", "gpu", "matvec", "tiled")
+
+
+@contextlib.contextmanager
+def env(name: str, value: Any):
+    """Environment variable name set to value (None: unset) while delegates
+    load (VulkanBackend reads its variables at init)."""
+    old = os.environ.pop(name, None)
+    if value is not None:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        os.environ.pop(name, None)
+        if old is not None:
+            os.environ[name] = old
+
+
+def kernels(value: Any):
+    """EMBER_VULKAN_KERNELS set to value (None: unset) while delegates load."""
+    return env("EMBER_VULKAN_KERNELS", value)
+
+
+def load_forward(buffer: bytes, variant: Any = None, **kwargs: Any) -> Any:
+    """The program's forward, its delegates loaded under EMBER_VULKAN_KERNELS=variant."""
+    with kernels(variant):
+        return ember_runtime.Runtime.get().load_program(buffer).load_method("forward", **kwargs)
+
+
 def check(model: nn.Module, example: tuple, runs: Sequence[tuple] = (), dynamic_shapes: Any = None,
           portable_ops: Sequence[str] = ()) -> bytes:
-    """Lowers model, runs every input tuple in ember, compares with eager.
-    portable_ops: operators allowed outside the delegate."""
+    """Lowers model, runs every input tuple in ember under every shader
+    variant, compares with eager. portable_ops: operators allowed outside
+    the delegate."""
     model = model.eval()
     runs = list(runs) or [example]
     buffer = lower(copy.deepcopy(model), example, dynamic_shapes)
@@ -102,19 +140,22 @@ def check(model: nn.Module, example: tuple, runs: Sequence[tuple] = (), dynamic_
     assert meta.num_delegates >= 1, "nothing was delegated"
     outside = [op for op in meta.operators if not op.startswith(tuple(portable_ops))]
     assert not outside, f"left outside the delegate: {outside}"
-    method = program.load_method("forward")
+    expected_runs = []
     for args in runs:
         with torch.no_grad():
-            expected = pytree.tree_leaves(model(*[a.clone() for a in args]))
-        got = method.execute([a.clone() for a in args])
-        assert len(got) == len(expected)
-        for i, (g, e) in enumerate(zip(got, expected)):
-            where = f"output {i} for inputs {[tuple(a.shape) for a in args]}"
-            assert g.shape == e.shape, f"{where}: {tuple(g.shape)} != {tuple(e.shape)}"
-            if e.dtype.is_floating_point:
-                torch.testing.assert_close(g, e, rtol=RTOL, atol=ATOL, msg=where)
-            else:
-                assert torch.equal(g, e), where
+            expected_runs.append(pytree.tree_leaves(model(*[a.clone() for a in args])))
+    for variant in KERNELS:
+        method = load_forward(buffer, variant)
+        for args, expected in zip(runs, expected_runs):
+            got = method.execute([a.clone() for a in args])
+            assert len(got) == len(expected)
+            for i, (g, e) in enumerate(zip(got, expected)):
+                where = f"{variant} shaders, output {i} for inputs {[tuple(a.shape) for a in args]}"
+                assert g.shape == e.shape, f"{where}: {tuple(g.shape)} != {tuple(e.shape)}"
+                if e.dtype.is_floating_point:
+                    torch.testing.assert_close(g, e, rtol=RTOL, atol=ATOL, msg=where)
+                else:
+                    assert torch.equal(g, e), where
     return buffer
 
 
@@ -356,21 +397,48 @@ def test_gpu_times_in_the_event_tracer() -> None:
 
     buffer = lower(nn.Sequential(nn.Linear(24, 40), nn.LayerNorm(40)).eval(), (r(3, 24),),
                    ({0: Dim("rows", min=1, max=16)},))
-    method = ember_runtime.Runtime.get().load_program(buffer).load_method(
-        "forward", event_tracer=ember_runtime.EventTracerConfig())
-    method.execute([r(1, 24)])
-    method.execute([r(9, 24)])
-    runs = [run for run in parse_etdump(method.etdump()).run_data if run.name == "forward"]
-    assert len(runs) == 2
-    shaders = []
-    for run in runs:
-        events = {e.name: e for e in run.profile_events if e.delegate_debug_id_int >= 0}
-        assert {"aten.linear.default", "aten.native_layer_norm.default"} <= set(events)
-        for e in events.values():
-            assert e.end_time >= e.start_time > 0
-        assert events["aten.native_layer_norm.default"].delegate_debug_metadata == b"layer_norm"
-        shaders.append(events["aten.linear.default"].delegate_debug_metadata)
-    assert shaders == [b"matmul", b"matmul"]
+    # the gpu variant picks the product's shader by its rows: one row runs
+    # matvec, nine the tiled product
+    for variant, want in (("simple", [b"matmul", b"matmul"]),
+                          ("gpu", [b"matvec", b"matmul_tiled"])):
+        method = load_forward(buffer, variant, event_tracer=ember_runtime.EventTracerConfig())
+        method.execute([r(1, 24)])
+        method.execute([r(9, 24)])
+        runs = [run for run in parse_etdump(method.etdump()).run_data if run.name == "forward"]
+        assert len(runs) == 2
+        shaders = []
+        for run in runs:
+            events = {e.name: e for e in run.profile_events if e.delegate_debug_id_int >= 0}
+            assert {"aten.linear.default", "aten.native_layer_norm.default"} <= set(events)
+            for e in events.values():
+                assert e.end_time >= e.start_time > 0
+            assert events["aten.native_layer_norm.default"].delegate_debug_metadata == b"layer_norm"
+            shaders.append(events["aten.linear.default"].delegate_debug_metadata)
+        assert shaders == want, variant
+
+
+def test_views_alias_their_input() -> None:
+    """Reshapes, squeezes, unsqueezes and clones between products, and the
+    copies of weights into the arena (et_vk.prepack), run no dispatch (the
+    output shares the input's bytes, so the operator has no GPU-time event),
+    and the results still match eager; a view that is the delegate's output
+    still works."""
+    from ember.devtools.etdump_reader import parse_etdump
+
+    def fn(s, x):
+        h = s.a(x).view(2, 3, 4, 8).unsqueeze(0).squeeze(0).reshape(6, 32)
+        h = torch.clone(h).flatten()
+        return s.b(h.view(6, 32)), h.view(3, 64)
+
+    buffer = check(Fn(fn, a=nn.Linear(16, 32), b=nn.Linear(32, 8)), (r(6, 16),))
+    method = load_forward(buffer, event_tracer=ember_runtime.EventTracerConfig())
+    method.execute([r(6, 16)])
+    names = [e.name for run in parse_etdump(method.etdump()).run_data
+             for e in run.profile_events if e.delegate_debug_id_int >= 0]
+    assert names.count("aten.linear.default") == 2, names
+    assert names.count("et_vk.prepack.default") == 0, names
+    views = [n for n in names if "view" in n or "squeeze" in n or "clone" in n]
+    assert views == [], names
 
 
 @pytest.mark.parametrize("n_embd,n_head", [(256, 2), (60, 5)])
@@ -386,15 +454,17 @@ def test_kv_cache_attention_matches_portable(n_embd: int, n_head: int) -> None:
     torch.manual_seed(1)
     model = GPT(GPTConfig(block_size=160, vocab_size=96, n_layer=1, n_head=n_head,
                           n_embd=n_embd)).eval()
-    methods = [ember_runtime.Runtime.get().load_program(export_kv(model, backend=b).buffer)
-               .load_method("forward") for b in ("vulkan", "portable")]
+    vulkan = export_kv(model, backend="vulkan").buffer
+    portable = load_forward(export_kv(model, backend="portable").buffer)
     tokens = torch.randint(0, 96, (1, 160))
     steps = [(0, 10), (10, 60), (70, 1), (71, 1), (72, 57), (129, 1), (130, 1), (159, 1)]
-    for start, count in steps:
-        args = [tokens[:, start:start + count], torch.tensor([start], dtype=torch.long)]
-        got, want = (m.execute([a.clone() for a in args])[0] for m in methods)
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4,
-                                   msg=f"{count} tokens at {start}")
+    for variant in KERNELS:
+        methods = [load_forward(vulkan, variant), portable]
+        for start, count in steps:
+            args = [tokens[:, start:start + count], torch.tensor([start], dtype=torch.long)]
+            got, want = (m.execute([a.clone() for a in args])[0] for m in methods)
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4,
+                                       msg=f"{variant} shaders, {count} tokens at {start}")
 
 
 # ---------------------------------------------------------------------------
@@ -538,27 +608,19 @@ def test_device_context_lifecycle() -> None:
 # ---------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
 def storage(value: Any):
     """EMBER_VULKAN_STORAGE set to value (None: unset) while delegates load."""
-    old = os.environ.pop("EMBER_VULKAN_STORAGE", None)
-    if value is not None:
-        os.environ["EMBER_VULKAN_STORAGE"] = value
-    try:
-        yield
-    finally:
-        os.environ.pop("EMBER_VULKAN_STORAGE", None)
-        if old is not None:
-            os.environ["EMBER_VULKAN_STORAGE"] = old
+    return env("EMBER_VULKAN_STORAGE", value)
 
 
-def load_measured(buffer: bytes, mode: Any = None) -> tuple:
+def load_measured(buffer: bytes, mode: Any = None, variant: Any = None) -> tuple:
     """(method, weights bytes, arena bytes): the program's forward loaded
-    under EMBER_VULKAN_STORAGE=mode, and the GPU bytes its delegates hold."""
+    under EMBER_VULKAN_STORAGE=mode and EMBER_VULKAN_KERNELS=variant, and the
+    GPU bytes its delegates hold."""
     gc.collect()
     before = ember_runtime.vulkan_info()
     with storage(mode):
-        method = ember_runtime.Runtime.get().load_program(buffer).load_method("forward")
+        method = load_forward(buffer, variant)
     after = ember_runtime.vulkan_info()
     return (method, after["weights_bytes"] - before["weights_bytes"],
             after["arena_bytes"] - before["arena_bytes"])
@@ -583,8 +645,8 @@ def check_fp16(model: nn.Module, example: tuple, runs: Sequence[tuple] = (),
     buffer = lower(model16, half(example), dynamic_shapes)
     assert ember_runtime.Runtime.get().load_program(buffer).metadata("forward").num_delegates >= 1
     sizes = {}
-    for mode in (None, "float32"):
-        method, weights, arena = load_measured(buffer, mode)
+    for mode, variant in [(None, v) for v in KERNELS] + [("float32", "simple")]:
+        method, weights, arena = load_measured(buffer, mode, variant)
         sizes[mode] = (weights, arena)
         for args in runs:
             with torch.no_grad():
@@ -593,7 +655,8 @@ def check_fp16(model: nn.Module, example: tuple, runs: Sequence[tuple] = (),
             got = method.execute([a.clone() for a in args])
             assert len(got) == len(expected)
             for i, (g, e) in enumerate(zip(got, expected)):
-                where = f"storage {mode or 'native'}, output {i}, inputs {[tuple(a.shape) for a in args]}"
+                where = (f"storage {mode or 'native'}, {variant} shaders, output {i}, "
+                         f"inputs {[tuple(a.shape) for a in args]}")
                 assert g.shape == e.shape, where
                 if e.dtype.is_floating_point:
                     assert g.dtype == torch.float16, where
@@ -878,11 +941,13 @@ def test_int8_weight_only_lowered_by_ember(dtype: torch.dtype) -> None:
     assert meta.num_delegates >= 1 and not meta.operators, meta.operators
     rtol, atol = (RTOL, ATOL) if dtype == torch.float32 else (FP16_RTOL, FP16_ATOL)
     weights = {}
-    for mode in (None, "float32"):
-        method, weights[mode], _ = load_measured(buffer, mode)
-        got = method.execute([x])[0]
-        assert got.dtype == dtype
-        torch.testing.assert_close(got.float(), expected, rtol=rtol, atol=atol, msg=str(mode))
+    for mode, variant in [(None, v) for v in KERNELS] + [("float32", v) for v in KERNELS]:
+        method, weights[mode], _ = load_measured(buffer, mode, variant)
+        for rows in (3, 1):
+            got = method.execute([x[:rows]])[0]
+            assert got.dtype == dtype
+            torch.testing.assert_close(got.float(), expected[:rows], rtol=rtol, atol=atol,
+                                       msg=f"storage {mode or 'native'}, {variant} shaders")
     int8_bytes = 64 * 256 + 256 * 32
     # widened: 4 bytes an int8 element; packed: 1 (plus scales, biases, alignment)
     assert weights["float32"] >= 4 * int8_bytes, weights
@@ -953,8 +1018,8 @@ def test_linear_q4gsw(shape: str, dtype: torch.dtype) -> None:
     assert meta.num_delegates == 1 and not meta.operators, meta.operators
     rtol, atol = (RTOL, ATOL) if dtype == torch.float32 else (FP16_RTOL, FP16_ATOL)
     weights = {}
-    for mode in (None, "float32"):
-        method, weights[mode], _ = load_measured(buffer, mode)
+    for mode, variant in [(None, v) for v in KERNELS] + [("float32", v) for v in KERNELS]:
+        method, weights[mode], _ = load_measured(buffer, mode, variant)
         for rows in (5, 1, 8, 3):
             x = r(rows, k).to(dtype)
             with torch.no_grad():
@@ -962,7 +1027,8 @@ def test_linear_q4gsw(shape: str, dtype: torch.dtype) -> None:
             got = method.execute([x])[0]
             assert got.dtype == dtype and got.shape == (rows, n)
             torch.testing.assert_close(got.float(), expected, rtol=rtol, atol=atol,
-                                       msg=f"storage {mode or 'native'}, rows {rows}")
+                                       msg=f"storage {mode or 'native'}, {variant} shaders, "
+                                           f"rows {rows}")
     # packed: [N, K padded to 8 / 2] bytes per weight; the scales [K / group, N]
     # and the biases stay float (padding N to 4 adds nothing here)
     packed = sum(o * (-(-i // 8) * 4) for i, o in ((k, hidden), (hidden, n)))

@@ -249,12 +249,13 @@ static void log_node_times(const vk_graph *g, uint64_t submitted) {
         shaders[0] = '\0';
         for (uint32_t k = 0; k < n->num_dispatch; k++) {
             const vk_dispatch *d = &g->dispatches[n->first_dispatch + k];
-            if (d->groups == 0) continue;
+            if (d->groups == 0 || d->skip) continue;
             int w = snprintf(shaders + len, sizeof shaders - len, "%s%s", len ? "," : "",
                              vk_shader_name[d->shader]);
             if (w < 0 || (size_t)w >= sizeof shaders - len) break;
             len += (size_t)w;
         }
+        if (len == 0) continue; /* a view without a copy, or nothing to do */
         uint64_t start = g->stamps[n->first_dispatch];
         uint64_t end = g->stamps[n->first_dispatch + n->num_dispatch];
         ember_backend_log_event(n->op->name, n->node_id, NULL, submitted + start,

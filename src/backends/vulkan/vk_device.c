@@ -238,12 +238,12 @@ static bool binds_f16(uint16_t storage) {
 }
 
 /* The pipeline of a dispatch: shader module (float16 where it binds a
- * float16 tensor) with specialization constants 0, the elementwise operator,
- * and 1, the storage types of its bindings; made on first use, and counted
+ * float16 tensor) with specialization constants 0, the dispatch's variant
+ * (the elementwise operator; ROWS of the row shaders), and 1, the storage types of its bindings; made on first use, and counted
  * as used by the dispatch until vk_device_close(). Called with g_ctx_lock
  * held. */
 static ember_status get_pipeline(vk_context *c, const vk_dispatch *d, VkPipeline *out) {
-    uint8_t op = d->shader == VK_SH_ELEMENTWISE ? d->variant : 0;
+    uint8_t op = d->variant; /* elementwise: the operator; rows.glsl shaders: ROWS */
     for (uint32_t k = 0; k < c->num_pipelines; k++) {
         vk_pipeline *p = &c->pipelines[k];
         if (p->shader == d->shader && p->op == op && p->storage == d->storage) {
@@ -528,6 +528,21 @@ static ember_status make_buffer(struct vk_device *d, int which, size_t size, VkB
     return EMBER_OK;
 }
 
+/* The shader variants for a delegate: EMBER_VULKAN_KERNELS where it names
+ * one, else VK_KERNELS_GPU on a GPU and VK_KERNELS_SIMPLE on a CPU device. */
+static uint8_t kernels_for(const vk_context *c) {
+    static const struct {
+        const char *name;
+        uint8_t kernels;
+    } names[] = {{"simple", VK_KERNELS_SIMPLE}, {"gpu", VK_KERNELS_GPU},
+                 {"matvec", VK_KERNELS_MATVEC}, {"tiled", VK_KERNELS_TILED}};
+    const char *env = getenv("EMBER_VULKAN_KERNELS");
+    for (size_t k = 0; env != NULL && k < sizeof names / sizeof names[0]; k++)
+        if (strcmp(env, names[k].name) == 0) return names[k].kernels;
+    return c->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? VK_KERNELS_SIMPLE
+                                                                : VK_KERNELS_GPU;
+}
+
 ember_status vk_device_open(vk_graph *g) {
     TRY_RET(context_acquire());
     g->dev = ember_platform_alloc(sizeof(struct vk_device), _Alignof(struct vk_device));
@@ -541,6 +556,7 @@ ember_status vk_device_open(vk_graph *g) {
     g->max_range = (size_t)g_ctx.props.limits.maxStorageBufferRange;
     g->i8_storage = !storage_forced_f32();
     g->f16_storage = g_ctx.f16_storage && g->i8_storage;
+    g->kernels = kernels_for(&g_ctx);
     return EMBER_OK;
 }
 
@@ -614,12 +630,16 @@ static ember_status record(vk_graph *g, VkCommandBuffer cmd, VkQueryPool stamps)
         const vk_dispatch *dp = &g->dispatches[k];
         VkDescriptorSet set = (VkDescriptorSet)dp->set;
         VkPipeline pipe = (VkPipeline)dp->pipe;
-        vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
-        vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->layout, 0, 1, &set, 0,
-                                NULL);
-        vkCmdDispatchIndirect(cmd, d->buf[BUF_CONTROL], dp->indirect_at);
-        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+        if (!dp->skip) {
+            vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+            vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->layout, 0, 1, &set,
+                                    0, NULL);
+            vkCmdDispatchIndirect(cmd, d->buf[BUF_CONTROL], dp->indirect_at);
+            if (!dp->no_barrier)
+                vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0,
+                                     NULL);
+        }
         if (stamps != VK_NULL_HANDLE)
             vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, stamps, k + 1);
     }
@@ -664,6 +684,7 @@ ember_status vk_device_build(vk_graph *g) {
     const VkDeviceSize max_range = c->props.limits.maxStorageBufferRange;
     for (uint32_t k = 0; k < g->num_dispatches; k++) {
         vk_dispatch *dp = &g->dispatches[k];
+        if (dp->skip) continue;
         VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
         VkDescriptorSet set;
         ai.descriptorPool = d->pool;
@@ -677,7 +698,9 @@ ember_status vk_device_build(vk_graph *g) {
         for (uint32_t b = 0; b < BINDINGS; b++) {
             if (b < VK_MAX_BINDINGS && dp->bind[b] != VK_NONE) {
                 const vk_value *v = &g->values[dp->bind[b]];
-                info[b].buffer = d->buf[v->is_const ? BUF_WEIGHTS : BUF_ARENA];
+                bool weight = v->is_const ||
+                              (v->alias_of != VK_NONE && g->values[v->alias_of].is_const);
+                info[b].buffer = d->buf[weight ? BUF_WEIGHTS : BUF_ARENA];
                 size_t bytes = 0;
                 (void)vk_storage_bytes(v->storage, v->bound_numel, &bytes); /* checked at plan */
                 info[b].offset = v->offset;
@@ -727,6 +750,7 @@ ember_status vk_device_build(vk_graph *g) {
     pthread_mutex_lock(&g_ctx_lock);
     for (uint32_t k = 0; k < g->num_dispatches && st == EMBER_OK; k++) {
         VkPipeline pipe = VK_NULL_HANDLE;
+        if (g->dispatches[k].skip) continue;
         st = get_pipeline(&g_ctx, &g->dispatches[k], &pipe);
         g->dispatches[k].pipe = (void *)pipe;
     }

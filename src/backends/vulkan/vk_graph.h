@@ -59,6 +59,18 @@
 /* The largest integer that float32 holds exactly. */
 #define VK_EXACT_INT 16777216.0
 
+/* Shader variants (vk_graph.kernels), chosen when a delegate is loaded:
+ *   VK_KERNELS_SIMPLE  one invocation per output block or row: what runs
+ *                      fastest on a CPU device (Mesa's lavapipe);
+ *   VK_KERNELS_GPU     workgroups that share an output block or row (a GPU's
+ *                      default): products with few rows run matvec.comp,
+ *                      the others matmul_tiled.comp;
+ *   VK_KERNELS_MATVEC, VK_KERNELS_TILED: as VK_KERNELS_GPU, with every
+ *                      product in that one shader (for the tests).
+ * EMBER_VULKAN_KERNELS=simple|gpu|matvec|tiled in the environment overrides
+ * the device's default (vk_device_open). */
+enum { VK_KERNELS_SIMPLE = 0, VK_KERNELS_GPU = 1, VK_KERNELS_MATVEC = 2, VK_KERNELS_TILED = 3 };
+
 /* Returns a failing status from the enclosing function. */
 #define TRY_RET(expr)                                                                             \
     do {                                                                                          \
@@ -88,7 +100,8 @@ enum {
 enum {
     VK_SH_ELEMENTWISE = 0, VK_SH_MATMUL, VK_SH_SOFTMAX, VK_SH_LAYER_NORM, VK_SH_EMBEDDING,
     VK_SH_REDUCE, VK_SH_CONV2D, VK_SH_POOL2D, VK_SH_SDPA, VK_SH_CONV_TRANSPOSE2D,
-    VK_SH_GROUP_NORM, VK_SH_UPSAMPLE2D, VK_SH_GATHER, VK_SH_ROTARY_EMB, VK_SH_COUNT
+    VK_SH_GROUP_NORM, VK_SH_UPSAMPLE2D, VK_SH_GATHER, VK_SH_ROTARY_EMB, VK_SH_MATVEC,
+    VK_SH_MATMUL_TILED, VK_SH_COUNT
 };
 
 typedef struct vk_value {
@@ -108,6 +121,8 @@ typedef struct vk_value {
     size_t bound_numel;
     size_t offset;               /* tensors: bytes into the arena or the weights */
     uint32_t first_use, last_use;
+    uint32_t alias_of;           /* tensors: the value whose bytes it shares (a view that
+                                  * needs no copy, vk_plan.c), VK_NONE: its own */
 } vk_value;
 
 typedef struct vk_dispatch {
@@ -115,6 +130,8 @@ typedef struct vk_dispatch {
     uint8_t variant;                /* elementwise: the operator (a specialization constant) */
     uint16_t storage;               /* VK_ST_* of binding k at bits VK_ST_BITS * k */
     uint32_t bind[VK_MAX_BINDINGS]; /* value index per binding, VK_NONE: unused */
+    bool skip;                      /* not recorded: a view that aliases its input */
+    bool no_barrier;                /* the first of two variants of which only one runs */
     uint32_t groups;                /* workgroups for the current shapes */
     uint32_t max_groups;            /* workgroups at the upper bound, from init */
     size_t params_at;               /* bytes into the control buffer */
@@ -160,6 +177,7 @@ typedef struct vk_graph {
     bool f16_storage;              /* float16 tensors may be VK_ST_F16 */
     bool i8_storage;               /* int8 / uint8 weights may be VK_ST_I8 / VK_ST_U8 */
     bool init_phase;               /* shapes at their upper bounds; checks bounds */
+    uint8_t kernels;               /* VK_KERNELS_* */
     uint64_t *stamps;              /* traced runs: ns from the first stamp to the start of
                                     * each dispatch, then to the end of the last */
     uint32_t *control;             /* mapped control buffer (status word, params, indirect) */
@@ -184,6 +202,10 @@ const char *vk_dtype_name(uint8_t dtype);
 /* The shaders' names, by VK_SH_*. */
 extern const char *const vk_shader_name[VK_SH_COUNT];
 const vk_op *vk_op_find(const char *name, size_t len);
+/* Whether node n only copies its input whole into its output (a view,
+ * squeeze, unsqueeze or clone: the same elements in the same order), and
+ * which values those are. */
+bool vk_op_view_io(const vk_graph *g, const vk_node *n, uint32_t *in, uint32_t *out);
 /* How many dispatches node n needs (fixed at init). */
 ember_status vk_op_count(vk_graph *g, vk_node *n, uint32_t *count);
 /* Fails naming node n (its index, operator and debug handle). */

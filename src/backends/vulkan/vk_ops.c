@@ -30,7 +30,8 @@ enum {
 
 const char *const vk_shader_name[VK_SH_COUNT] = {
     "elementwise", "matmul", "softmax", "layer_norm", "embedding", "reduce", "conv2d", "pool2d",
-    "sdpa",
+    "sdpa", "conv_transpose2d", "group_norm", "upsample2d", "gather", "rotary_emb", "matvec",
+    "matmul_tiled",
 };
 
 ember_status vk_node_fail(const vk_graph *g, const vk_node *n, ember_status st, const char *fmt,
@@ -185,6 +186,15 @@ static uint32_t fbits(double x) {
 static uint32_t groups_for(size_t work) {
     size_t gr = work / VK_GROUP_SIZE + (work % VK_GROUP_SIZE != 0);
     return gr > UINT32_MAX ? UINT32_MAX : (uint32_t)gr;
+}
+
+/* Workgroups of a shader with specialization constant ROWS (rows.glsl)
+ * over `rows` rows: a workgroup each on a GPU (variant 1), else one
+ * invocation each. */
+static uint32_t rows_groups(const vk_graph *g, vk_dispatch *d, size_t rows) {
+    d->variant = g->kernels != VK_KERNELS_SIMPLE;
+    if (!d->variant) return groups_for(rows);
+    return rows > UINT32_MAX ? UINT32_MAX : (uint32_t)rows;
 }
 
 static void bind(vk_dispatch *d, uint8_t shader, uint32_t b0, uint32_t b1, uint32_t b2,
@@ -785,15 +795,12 @@ typedef struct mm_desc {
     bool b_4bit;        /* B holds 4-bit values, two to a byte (linear_q4gsw) */
 } mm_desc;
 
-static ember_status mm_write(vk_graph *g, vk_node *n, vk_dispatch *dp, const mm_desc *m,
-                             uint32_t out, uint32_t a, uint32_t b, uint32_t bias) {
-    bind(dp, VK_SH_MATMUL, out, a, b, bias);
+/* A product's parameter block (shaders/matmul.comp lists it) and bindings. */
+static void mm_params(vk_graph *g, vk_dispatch *dp, const mm_desc *m, uint8_t shader,
+                      uint32_t out, uint32_t a, uint32_t b, uint32_t bias) {
+    bind(dp, shader, out, a, b, bias);
     dp->bind[4] = m->has_scale ? m->scale : VK_NONE;
     uint32_t *p = params(g, dp);
-    size_t work;
-    if (ember_mul_overflow(m->batch * ((m->M + 3) / 4), (m->N + 3) / 4, &work) ||
-        work > UINT32_MAX)
-        FAIL("product too large");
     p[0] = (uint32_t)m->batch;
     p[1] = (uint32_t)m->M;
     p[2] = (uint32_t)m->N;
@@ -811,7 +818,49 @@ static ember_status mm_write(vk_graph *g, vk_node *n, vk_dispatch *dp, const mm_
     p[17] = (uint32_t)(m->group != 0 ? m->group : m->K != 0 ? m->K : 1);
     p[18] = (uint32_t)m->scale_stride;
     p[19] = m->b_4bit;
-    dp->groups = groups_for(work);
+}
+
+/* Rows of a product (per batch) up to which VK_KERNELS_GPU runs matvec. */
+#define VK_MATVEC_ROWS 4
+
+/* Workgroups of shader sh for product m (0 where it is too large). */
+static size_t mm_groups(uint8_t sh, const mm_desc *m) {
+    size_t tile = sh == VK_SH_MATMUL_TILED ? 32 : 4, work;
+    size_t tiles = ((m->M + tile - 1) / tile);
+    if (ember_mul_overflow(m->batch, tiles, &work) ||
+        ember_mul_overflow(work, (m->N + tile - 1) / tile, &work))
+        return 0;
+    if (sh == VK_SH_MATMUL) work = work / VK_GROUP_SIZE + (work % VK_GROUP_SIZE != 0);
+    return work;
+}
+
+/* The product's dispatches: one of matmul (VK_KERNELS_SIMPLE), matvec or
+ * matmul_tiled as g->kernels asks; with VK_KERNELS_GPU two, matvec then
+ * matmul_tiled, recorded without a barrier between them, of which only the
+ * one for the current rows gets workgroups. */
+static ember_status mm_write(vk_graph *g, vk_node *n, vk_dispatch *dp, const mm_desc *m,
+                             uint32_t out, uint32_t a, uint32_t b, uint32_t bias) {
+    uint8_t sh[2] = {VK_SH_MATMUL, VK_SH_MATMUL};
+    if (g->kernels == VK_KERNELS_GPU) {
+        sh[0] = VK_SH_MATVEC;
+        sh[1] = VK_SH_MATMUL_TILED;
+    } else if (g->kernels == VK_KERNELS_MATVEC) {
+        sh[0] = VK_SH_MATVEC;
+    } else if (g->kernels == VK_KERNELS_TILED) {
+        sh[0] = VK_SH_MATMUL_TILED;
+    }
+    if (m->M > UINT32_MAX || m->N > UINT32_MAX || m->K > UINT32_MAX || m->batch > UINT32_MAX)
+        FAIL("product too large");
+    uint32_t run = n->num_dispatch == 2 && m->M > VK_MATVEC_ROWS ? 1 : 0;
+    for (uint32_t k = 0; k < n->num_dispatch; k++) {
+        size_t groups = mm_groups(sh[k], m), work = groups;
+        if (sh[k] == VK_SH_MATMUL) work *= VK_GROUP_SIZE;
+        if (work > UINT32_MAX || (groups == 0 && m->M != 0 && m->N != 0 && m->batch != 0))
+            FAIL("product too large");
+        mm_params(g, &dp[k], m, sh[k], out, a, b, bias);
+        dp[k].groups = k == run ? (uint32_t)groups : 0;
+        dp[k].no_barrier = k + 1 < n->num_dispatch;
+    }
     return EMBER_OK;
 }
 
@@ -1049,7 +1098,7 @@ static ember_status op_softmax(vk_graph *g, vk_node *n, vk_dispatch *dp) {
     p[1] = (uint32_t)size;
     p[2] = (uint32_t)inner;
     p[3] = (uint32_t)n->op->code;
-    dp->groups = groups_for(outer * inner);
+    dp->groups = rows_groups(g, dp, outer * inner);
     return EMBER_OK;
 }
 
@@ -1112,7 +1161,7 @@ static ember_status op_layer_norm(vk_graph *g, vk_node *n, vk_dispatch *dp) {
     p[3] = wb[0] != VK_NONE;
     p[4] = wb[1] != VK_NONE;
     p[5] = stats;
-    dp->groups = groups_for(rows);
+    dp->groups = rows_groups(g, dp, rows);
     return EMBER_OK;
 }
 
@@ -1712,7 +1761,7 @@ static ember_status op_sdpa_kv(vk_graph *g, vk_node *n, vk_dispatch *dp) {
     p[4] = (uint32_t)L;
     p[5] = (uint32_t)start;
     p[6] = fbits(scale);
-    dp[2].groups = groups_for(B * S * H);
+    dp[2].groups = rows_groups(g, &dp[2], B * S * H);
     return EMBER_OK;
 }
 
@@ -1910,6 +1959,15 @@ const vk_op *vk_op_find(const char *name, size_t len) {
     return NULL;
 }
 
+bool vk_op_view_io(const vk_graph *g, const vk_node *n, uint32_t *in, uint32_t *out) {
+    vk_op_fn f = n->op->run;
+    bool copy = f == op_view || f == op_squeeze || f == op_clone;
+    if (!copy || n->nargs < 2) return false;
+    *in = g->args[n->args_at];
+    *out = g->args[n->args_at + n->nargs - 1];
+    return *in < g->num_values && *out < g->num_values;
+}
+
 ember_status vk_op_count(vk_graph *g, vk_node *n, uint32_t *count) {
     if (n->op->run == op_sym_size || n->op->run == op_sym_arith ||
         n->op->run == op_select_as_symint) {
@@ -1918,6 +1976,9 @@ ember_status vk_op_count(vk_graph *g, vk_node *n, uint32_t *count) {
         *count = 3;
     } else if (n->op->run == op_rotary) {
         *count = 2;
+    } else if (n->op->run == op_linear || n->op->run == op_mm || n->op->run == op_int8pack_mm ||
+               n->op->run == op_linear_q4gsw) {
+        *count = g->kernels == VK_KERNELS_GPU ? 2 : 1; /* mm_write */
     } else if (n->op->run == op_cat || n->op->run == op_split) {
         const int64_t *ids;
         uint32_t len;

@@ -37,6 +37,7 @@ static void touch(vk_graph *g, uint32_t vi, uint32_t at) {
         return;
     }
     if (v->kind != VK_V_TENSOR) return;
+    if (v->alias_of != VK_NONE) v = &g->values[v->alias_of]; /* a view keeps its base alive */
     if (at < v->first_use) v->first_use = at;
     if (at > v->last_use) v->last_use = at;
 }
@@ -126,9 +127,73 @@ static void choose_storage(vk_graph *g) {
     }
 }
 
+/* Writers of a value (plan_aliases): none yet, or more than one node. */
+#define NO_WRITER UINT32_MAX
+#define SEVERAL (UINT32_MAX - 1)
+
+static void note_writer(uint32_t *writer, uint32_t vi, uint32_t who) {
+    if (writer[vi] == NO_WRITER) writer[vi] = who;
+    else if (writer[vi] != who) writer[vi] = SEVERAL;
+}
+
+/* Whether value vi is an output of the delegate (the caller reads those
+ * from the arena). */
+static bool is_output(const vk_graph *g, uint32_t vi) {
+    for (uint32_t k = 0; k < g->num_outputs; k++)
+        if (g->outputs[k] == vi) return true;
+    return false;
+}
+
+/* Views without copies. A node that copies its input whole into its output
+ * (view, squeeze, unsqueeze, clone, prepack: vk_op_view_io) need not run
+ * when the output may share the input's bytes: both have one dtype and
+ * storage, and nothing but the input's single producer (or the caller, for
+ * a delegate input) ever writes either of them; a weight may be the input
+ * where no dispatch writes it and the output is not the delegate's. The
+ * output then names its base (alias_of, always a value with its own bytes,
+ * in the arena or among the weights), the base lives as long as any view of
+ * it, and the node's dispatch is skipped. In a decode step of a transformer
+ * that removes every reshape between the products. */
+static ember_status plan_aliases(vk_graph *g, ember_allocator *a) {
+    uint32_t *writer = ember_alloc(a, sizeof(uint32_t) * (g->num_values + 1u), _Alignof(uint32_t));
+    if (writer == NULL)
+        return ember_backend_fail(EMBER_ERR_OUT_OF_MEMORY, "vulkan: no memory for the plan");
+    for (uint32_t vi = 0; vi < g->num_values; vi++) writer[vi] = NO_WRITER;
+    for (uint32_t k = 0; k < g->num_inputs; k++) note_writer(writer, g->inputs[k], g->num_nodes);
+    for (uint32_t ni = 0; ni < g->num_nodes; ni++) {
+        const vk_node *n = &g->nodes[ni];
+        for (uint32_t k = 0; k < n->num_dispatch; k++) {
+            const vk_dispatch *d = &g->dispatches[n->first_dispatch + k];
+            static const uint32_t written[3] = {0, 4, 5};
+            for (int b = 0; b < 3; b++)
+                if (d->bind[written[b]] != VK_NONE) note_writer(writer, d->bind[written[b]], ni);
+        }
+    }
+    for (uint32_t ni = 0; ni < g->num_nodes; ni++) {
+        vk_node *n = &g->nodes[ni];
+        uint32_t in, out;
+        if (n->num_dispatch != 1 || !vk_op_view_io(g, n, &in, &out) || in == out) continue;
+        vk_value *vi = &g->values[in], *vo = &g->values[out];
+        if (vi->kind != VK_V_TENSOR || vo->kind != VK_V_TENSOR || vo->is_const) continue;
+        uint32_t base = vi->alias_of != VK_NONE ? vi->alias_of : in;
+        const vk_value *vb = &g->values[base];
+        /* a weight (prepack's input) may be viewed where nothing writes it
+         * (a KV cache is written) */
+        if (vb->is_const && (writer[base] != NO_WRITER || is_output(g, out))) continue;
+        if (vo->alias_of != VK_NONE || vi->dtype != vo->dtype || vb->storage != vo->storage ||
+            writer[out] != ni || writer[base] == SEVERAL || writer[in] == SEVERAL)
+            continue;
+        vo->alias_of = base;
+        g->dispatches[n->first_dispatch].skip = true;
+    }
+    return EMBER_OK;
+}
+
 ember_status vk_plan_memory(vk_graph *g, ember_allocator *a) {
     const size_t align = g->align;
     choose_storage(g);
+    for (uint32_t vi = 0; vi < g->num_values; vi++) g->values[vi].alias_of = VK_NONE;
+    TRY_RET(plan_aliases(g, a));
 
     /* lifetimes */
     for (uint32_t vi = 0; vi < g->num_values; vi++) {
@@ -174,18 +239,31 @@ ember_status vk_plan_memory(vk_graph *g, ember_allocator *a) {
         const vk_value *v = &g->values[vi];
         if (v->kind == VK_V_TENSOR && !v->is_const && v->first_use != UINT32_MAX) count++;
     }
-    uint32_t *order = ember_alloc(a, sizeof(uint32_t) * (count + 1u), _Alignof(uint32_t));
+    /* a base's bytes hold the largest of its views (their bounds may
+     * differ where a view's size is symbolic) */
     size_t *sizes = ember_alloc(a, sizeof(size_t) * (g->num_values + 1u), _Alignof(size_t));
-    if (order == NULL || sizes == NULL)
+    if (sizes == NULL)
+        return ember_backend_fail(EMBER_ERR_OUT_OF_MEMORY, "vulkan: no memory for the plan");
+    for (uint32_t vi = 0; vi < g->num_values; vi++) {
+        const vk_value *v = &g->values[vi];
+        sizes[vi] = 0;
+        if (v->kind != VK_V_TENSOR || v->is_const) continue;
+        size_t bytes;
+        if (!vk_storage_bytes(v->storage, v->bound_numel, &bytes) || !align_up(bytes, align, &bytes))
+            return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "vulkan: value %u overflows", vi);
+        uint32_t base = v->alias_of != VK_NONE ? v->alias_of : vi;
+        if (bytes > sizes[vi]) sizes[vi] = bytes;
+        if (bytes > sizes[base]) sizes[base] = bytes;
+    }
+    uint32_t *order = ember_alloc(a, sizeof(uint32_t) * (count + 1u), _Alignof(uint32_t));
+    if (order == NULL)
         return ember_backend_fail(EMBER_ERR_OUT_OF_MEMORY, "vulkan: no memory for the plan");
     uint32_t m = 0;
     for (uint32_t vi = 0; vi < g->num_values; vi++) {
         const vk_value *v = &g->values[vi];
-        if (!(v->kind == VK_V_TENSOR && !v->is_const && v->first_use != UINT32_MAX)) continue;
-        size_t bytes;
-        if (!vk_storage_bytes(v->storage, v->bound_numel, &bytes) ||
-            !align_up(bytes, align, &sizes[vi]))
-            return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "vulkan: value %u overflows", vi);
+        if (!(v->kind == VK_V_TENSOR && !v->is_const && v->first_use != UINT32_MAX &&
+              v->alias_of == VK_NONE))
+            continue;
         /* insertion by size, descending */
         uint32_t j = m++;
         while (j > 0 && sizes[order[j - 1]] < sizes[vi]) {
@@ -216,6 +294,10 @@ ember_status vk_plan_memory(vk_graph *g, ember_allocator *a) {
         if (ember_add_overflow(off, size, &end))
             return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "vulkan: arena overflows");
         if (end > arena) arena = end;
+    }
+    for (uint32_t vi = 0; vi < g->num_values; vi++) {
+        vk_value *v = &g->values[vi];
+        if (v->kind == VK_V_TENSOR && v->alias_of != VK_NONE) v->offset = g->values[v->alias_of].offset;
     }
     g->arena_bytes = arena;
     return EMBER_OK;

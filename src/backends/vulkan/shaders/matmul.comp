@@ -6,7 +6,8 @@
 // with its per-channel scales) and the 4-bit groupwise linear (B 4-bit
 // values read from their byte pairs in registers, a scale per group of
 // u[17] rows of K and column) share it. Without scales there is one group.
-// Each invocation computes a 4x4 tile (rows m0.., columns n0..): per k it
+// The simple variant (matvec.comp and matmul_tiled.comp are the others,
+// with the same parameters): each invocation computes a 4x4 tile (rows m0.., columns n0..): per k it
 // loads four values of A and four of B for sixteen products.
 //   u[0] batch, u[1] M, u[2] N, u[3] K
 //   u[4..6] A strides (batch, m, k), u[8..10] B strides (batch, k, n)
@@ -16,12 +17,7 @@
 //         (i odd) half of byte i / 2, less 8 (ExecuTorch's linear_q4gsw packing)
 // bindings: 0 out (contiguous), 1 A, 2 B, 3 bias, 4 scale [groups, stride >= N]
 #include "common.glsl"
-
-float ldb(uint i) {
-    if (u[19] == 0u) return ld2(i);
-    uint byte = uint(ld2(i >> 1u));
-    return float((byte >> (4u * (i & 1u))) & 15u) - 8.0;
-}
+#include "products.glsl"
 
 void main() {
     uint i = invocation();
