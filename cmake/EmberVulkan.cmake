@@ -31,7 +31,7 @@ endif()
 
 # The shaders, in the order of the VK_SH_* enum (vk_graph.h).
 set(EMBER_VULKAN_SHADERS elementwise matmul softmax layer_norm embedding reduce conv2d pool2d sdpa
-  conv_transpose2d group_norm upsample2d gather rotary_emb matvec matmul_tiled)
+  conv_transpose2d group_norm upsample2d gather rotary_emb matvec matmul_tiled matvec_sg)
 # Those written against the storage accessors (any subset of the above; the
 # tensors a shader outside it binds are held as float32 words): all of them.
 set(EMBER_VULKAN_STORAGE_SHADERS ${EMBER_VULKAN_SHADERS})
@@ -57,6 +57,11 @@ function(ember_vulkan_sources var)
     if(name IN_LIST EMBER_VULKAN_STORAGE_SHADERS)
       list(APPEND variants "${name}_f16|-DSTORAGE_F16")
     endif()
+    # subgroup operations (the *_sg shaders) need SPIR-V 1.3: Vulkan 1.1
+    set(target vulkan1.0)
+    if(name MATCHES "_sg$")
+      set(target vulkan1.1)
+    endif()
     foreach(variant ${variants})
       string(REPLACE "|" ";" parts "${variant}")
       list(GET parts 0 out)
@@ -64,7 +69,7 @@ function(ember_vulkan_sources var)
       add_custom_command(
         OUTPUT "${spv_dir}/${out}.spv"
         COMMAND "${CMAKE_COMMAND}" -E make_directory "${spv_dir}"
-        COMMAND "${Vulkan_GLSLC_EXECUTABLE}" -O --target-env=vulkan1.0 ${define}
+        COMMAND "${Vulkan_GLSLC_EXECUTABLE}" -O --target-env=${target} ${define}
                 -I "${dir}/shaders" "${dir}/shaders/${name}.comp" -o "${spv_dir}/${out}.spv"
         DEPENDS "${dir}/shaders/${name}.comp" ${includes}
         COMMENT "glslc ${out}.comp"

@@ -66,6 +66,8 @@ typedef struct vk_context {
     VkShaderModule modules[VK_SH_COUNT];
     VkShaderModule modules_f16[VK_SH_COUNT]; /* where the device has 16-bit storage */
     bool f16_storage;                        /* storageBuffer16BitAccess, enabled */
+    bool subgroups;                          /* subgroup arithmetic in compute shaders,
+                                              * subgroups that divide a workgroup */
     vk_pipeline pipelines[VK_MAX_PIPELINES];
     uint32_t num_pipelines;
     size_t weights_bytes, arena_bytes;       /* of the delegates open now */
@@ -317,6 +319,7 @@ static ember_status create_pipelines(vk_context *c) {
     r = VK_MAKE(vkCreatePipelineLayout(c->device, &pl, NULL, &c->layout));
     if (r != VK_SUCCESS) return vk_fail(r, "vkCreatePipelineLayout");
     for (int k = 0; k < VK_SH_COUNT; k++) {
+        if (k == VK_SH_MATVEC_SG && !c->subgroups) continue; /* SPIR-V 1.3, subgroups */
         r = make_module(c, vk_shader_code[k], vk_shader_size[k], &c->modules[k]);
         if (r == VK_SUCCESS && c->f16_storage && vk_shader_code_f16[k] != NULL)
             r = make_module(c, vk_shader_code_f16[k], vk_shader_size_f16[k], &c->modules_f16[k]);
@@ -347,6 +350,22 @@ static bool query_f16_storage(const vk_context *c, uint32_t api) {
     return f16.storageBuffer16BitAccess == VK_TRUE;
 }
 
+/* Whether the picked device adds across subgroups in compute shaders, with
+ * subgroups that divide a workgroup of VK_GROUP_SIZE (matvec_sg.comp). */
+static bool query_subgroups(const vk_context *c, uint32_t api) {
+    if (api < VK_API_VERSION_1_1 || c->props.apiVersion < VK_API_VERSION_1_1) return false;
+    VkPhysicalDeviceSubgroupProperties sg = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceProperties2 p = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p.pNext = &sg;
+    vkGetPhysicalDeviceProperties2(c->phys, &p);
+    const VkSubgroupFeatureFlags need = VK_SUBGROUP_FEATURE_BASIC_BIT |
+                                        VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+    return (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+           (sg.supportedOperations & need) == need && sg.subgroupSize >= 1 &&
+           sg.subgroupSize <= VK_GROUP_SIZE && VK_GROUP_SIZE % sg.subgroupSize == 0;
+}
+
 static ember_status context_create(vk_context *c) {
     VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO};
     app.pApplicationName = "ember";
@@ -364,6 +383,7 @@ static ember_status context_create(vk_context *c) {
     atomic_fetch_add(&g_instances_made, 1);
     TRY_RET(pick_device(c));
     c->f16_storage = query_f16_storage(c, app.apiVersion);
+    c->subgroups = query_subgroups(c, app.apiVersion);
     float prio = 1.0f;
     VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
     qi.queueFamilyIndex = c->family;
@@ -557,6 +577,8 @@ ember_status vk_device_open(vk_graph *g) {
     g->i8_storage = !storage_forced_f32();
     g->f16_storage = g_ctx.f16_storage && g->i8_storage;
     g->kernels = kernels_for(&g_ctx);
+    const char *sg = getenv("EMBER_VULKAN_SUBGROUPS");
+    g->subgroups = g_ctx.subgroups && !(sg != NULL && strcmp(sg, "off") == 0);
     return EMBER_OK;
 }
 

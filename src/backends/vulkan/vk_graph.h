@@ -7,7 +7,8 @@
  * exporters keep the weights in the program's named data instead, naming
  * them by key. vk_read.c decodes and verifies the payload into the structures
  * below; vk_ops.c gives every operator its shape rule and its dispatches;
- * vk_plan.c plans the GPU memory; vk_device.c owns the Vulkan objects.
+ * vk_plan.c plans the GPU memory; vk_device.c owns the Vulkan objects;
+ * vk_value.c holds the value helpers they share (it calls none of them).
  *
  * Storage. Each tensor is held on the device in one of four storage types
  * (vk_value.storage, chosen by vk_plan.c before memory is planned):
@@ -101,7 +102,7 @@ enum {
     VK_SH_ELEMENTWISE = 0, VK_SH_MATMUL, VK_SH_SOFTMAX, VK_SH_LAYER_NORM, VK_SH_EMBEDDING,
     VK_SH_REDUCE, VK_SH_CONV2D, VK_SH_POOL2D, VK_SH_SDPA, VK_SH_CONV_TRANSPOSE2D,
     VK_SH_GROUP_NORM, VK_SH_UPSAMPLE2D, VK_SH_GATHER, VK_SH_ROTARY_EMB, VK_SH_MATVEC,
-    VK_SH_MATMUL_TILED, VK_SH_COUNT
+    VK_SH_MATMUL_TILED, VK_SH_MATVEC_SG, VK_SH_COUNT
 };
 
 typedef struct vk_value {
@@ -155,6 +156,8 @@ typedef struct vk_node {
     uint32_t node_id;              /* debug handle */
     uint32_t args_at, nargs;       /* value indices in g->args */
     uint32_t first_dispatch, num_dispatch;
+    uint32_t scratch;              /* a float32 value of its own its dispatches pass partial
+                                    * results through (vk_op_scratch), VK_NONE: none */
 } vk_node;
 
 struct vk_device;
@@ -178,6 +181,9 @@ typedef struct vk_graph {
     bool i8_storage;               /* int8 / uint8 weights may be VK_ST_I8 / VK_ST_U8 */
     bool init_phase;               /* shapes at their upper bounds; checks bounds */
     uint8_t kernels;               /* VK_KERNELS_* */
+    bool subgroups;                /* products may add partial sums with subgroup operations
+                                    * (matvec_sg.comp): the device has them in compute shaders
+                                    * and EMBER_VULKAN_SUBGROUPS is not "off" */
     uint64_t *stamps;              /* traced runs: ns from the first stamp to the start of
                                     * each dispatch, then to the end of the last */
     uint32_t *control;             /* mapped control buffer (status word, params, indirect) */
@@ -185,7 +191,15 @@ typedef struct vk_graph {
     struct vk_device *dev;
 } vk_graph;
 
-/* ---- vk_read.c ---- */
+/* ---- vk_value.c (calls none of the files below) ---- */
+const char *vk_dtype_name(uint8_t dtype);
+/* Bytes a tensor of n elements takes in storage type st (a multiple of 4);
+ * false on overflow. */
+bool vk_storage_bytes(uint8_t st, size_t n, size_t *bytes);
+/* Element i of a tensor in the mapped arena, as float. */
+float vk_arena_get(const vk_graph *g, const vk_value *v, size_t i);
+
+/* ---- vk_read.c (calls vk_value.c, vk_op_find) ---- */
 /* Decodes and verifies the payload into g (allocating from the method
  * allocator); constant i's bytes are located in *consts (key or bytes). */
 typedef struct vk_const_source {
@@ -196,9 +210,8 @@ typedef struct vk_const_source {
 } vk_const_source;
 ember_status vk_read(const ember_backend_init_ctx *ctx, const void *payload, size_t size,
                      vk_graph *g, vk_const_source **consts, uint32_t *num_consts);
-const char *vk_dtype_name(uint8_t dtype);
 
-/* ---- vk_ops.c ---- */
+/* ---- vk_ops.c (calls vk_value.c) ---- */
 /* The shaders' names, by VK_SH_*. */
 extern const char *const vk_shader_name[VK_SH_COUNT];
 const vk_op *vk_op_find(const char *name, size_t len);
@@ -206,6 +219,9 @@ const vk_op *vk_op_find(const char *name, size_t len);
  * squeeze, unsqueeze or clone: the same elements in the same order), and
  * which values those are. */
 bool vk_op_view_io(const vk_graph *g, const vk_node *n, uint32_t *in, uint32_t *out);
+/* Float32 elements of scratch node n needs between its dispatches (0:
+ * none), at most, for the payload's upper-bound shapes. */
+size_t vk_op_scratch(const vk_graph *g, const vk_node *n);
 /* How many dispatches node n needs (fixed at init). */
 ember_status vk_op_count(vk_graph *g, vk_node *n, uint32_t *count);
 /* Fails naming node n (its index, operator and debug handle). */
@@ -219,18 +235,13 @@ ember_status vk_node_fail(const vk_graph *g, const vk_node *n, ember_status st, 
  * writes every dispatch's parameters and workgroup count. */
 ember_status vk_ops_prepare(vk_graph *g);
 
-/* ---- vk_plan.c ---- */
+/* ---- vk_plan.c (calls vk_value.c, vk_ops.c) ---- */
 /* The dispatches of every node and the control-buffer layout. */
 ember_status vk_plan_dispatches(vk_graph *g, ember_allocator *a);
 /* After the shape rules have bound every dispatch: each tensor's storage
  * type, lifetimes and arena offsets of the intermediate tensors, weight
  * offsets. */
 ember_status vk_plan_memory(vk_graph *g, ember_allocator *a);
-/* Bytes a tensor of n elements takes in storage type st (a multiple of 4);
- * false on overflow. */
-bool vk_storage_bytes(uint8_t st, size_t n, size_t *bytes);
-/* Element i of a tensor in the mapped arena, as float. */
-float vk_arena_get(const vk_graph *g, const vk_value *v, size_t i);
 
 /* ---- vk_device.c ---- */
 bool vk_device_available(void);

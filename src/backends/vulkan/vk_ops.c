@@ -31,7 +31,7 @@ enum {
 const char *const vk_shader_name[VK_SH_COUNT] = {
     "elementwise", "matmul", "softmax", "layer_norm", "embedding", "reduce", "conv2d", "pool2d",
     "sdpa", "conv_transpose2d", "group_norm", "upsample2d", "gather", "rotary_emb", "matvec",
-    "matmul_tiled",
+    "matmul_tiled", "matvec_sg",
 };
 
 ember_status vk_node_fail(const vk_graph *g, const vk_node *n, ember_status st, const char *fmt,
@@ -825,7 +825,7 @@ static void mm_params(vk_graph *g, vk_dispatch *dp, const mm_desc *m, uint8_t sh
 
 /* Workgroups of shader sh for product m (0 where it is too large). */
 static size_t mm_groups(uint8_t sh, const mm_desc *m) {
-    size_t tile = sh == VK_SH_MATMUL_TILED ? 32 : 4, work;
+    size_t tile = sh == VK_SH_MATMUL_TILED ? 32 : 4, work; /* matmul, matvec, matvec_sg: 4 */
     size_t tiles = ((m->M + tile - 1) / tile);
     if (ember_mul_overflow(m->batch, tiles, &work) ||
         ember_mul_overflow(work, (m->N + tile - 1) / tile, &work))
@@ -837,7 +837,8 @@ static size_t mm_groups(uint8_t sh, const mm_desc *m) {
 /* The product's dispatches: one of matmul (VK_KERNELS_SIMPLE), matvec or
  * matmul_tiled as g->kernels asks; with VK_KERNELS_GPU two, matvec then
  * matmul_tiled, recorded without a barrier between them, of which only the
- * one for the current rows gets workgroups. */
+ * one for the current rows gets workgroups. matvec adds its partial sums
+ * with subgroup operations where g->subgroups (matvec_sg). */
 static ember_status mm_write(vk_graph *g, vk_node *n, vk_dispatch *dp, const mm_desc *m,
                              uint32_t out, uint32_t a, uint32_t b, uint32_t bias) {
     uint8_t sh[2] = {VK_SH_MATMUL, VK_SH_MATMUL};
@@ -849,6 +850,7 @@ static ember_status mm_write(vk_graph *g, vk_node *n, vk_dispatch *dp, const mm_
     } else if (g->kernels == VK_KERNELS_TILED) {
         sh[0] = VK_SH_MATMUL_TILED;
     }
+    if (sh[0] == VK_SH_MATVEC && g->subgroups) sh[0] = VK_SH_MATVEC_SG;
     if (m->M > UINT32_MAX || m->N > UINT32_MAX || m->K > UINT32_MAX || m->batch > UINT32_MAX)
         FAIL("product too large");
     uint32_t run = n->num_dispatch == 2 && m->M > VK_MATVEC_ROWS ? 1 : 0;
@@ -1706,13 +1708,22 @@ static ember_status op_rotary(vk_graph *g, vk_node *n, vk_dispatch *dp) {
 /* Attention with a KV cache                                              */
 /* ---------------------------------------------------------------------- */
 
+/* Workgroups up to which a GPU's attention splits each head's keys into
+ * parts (flash-decoding: a decode step has only B * H heads), and the
+ * fewest keys a part takes. */
+#define VK_SDPA_PARTS 256u
+#define VK_SDPA_PART_KEYS 64u
+
 /* sdpa_with_kv_cache(q, k, v, k_cache, v_cache, start_pos, seq_len, mask,
  * dropout, is_causal, scale, out), q/k/v [B, S, H, D], caches [B, L, H, D]:
  * k and v are written into the caches at [start_pos, start_pos + S) (two
  * copies), then each query at absolute position start_pos + s attends to
  * cache positions [0, start_pos + s]. The caches are the payload's
  * constants (zeros at load), updated in place, so they live as long as the
- * method. */
+ * method. With the GPU variants a workgroup takes each head; where there
+ * are fewer heads than VK_SDPA_PARTS, the keys are split into parts, one
+ * workgroup each, which leave their running maximum, sum and weighted
+ * values in the node's scratch, and a fourth dispatch combines them. */
 static ember_status op_sdpa_kv(vk_graph *g, vk_node *n, vk_dispatch *dp) {
     TRY_RET(want_args(g, n, 12, 12));
     vk_value *q, *k, *v, *kc, *vc, *out;
@@ -1752,16 +1763,33 @@ static ember_status op_sdpa_kv(vk_graph *g, vk_node *n, vk_dispatch *dp) {
         w.out_offset = (size_t)start * H * D;
         TRY_RET(copy_view(g, n, &dp[c], arg_id(g, n, 3 + c), arg_id(g, n, 1 + c), &w));
     }
-    bind(&dp[2], VK_SH_SDPA, arg_id(g, n, 11), arg_id(g, n, 0), arg_id(g, n, 3), arg_id(g, n, 4));
-    uint32_t *p = params(g, &dp[2]);
-    p[0] = (uint32_t)B;
-    p[1] = (uint32_t)S;
-    p[2] = (uint32_t)H;
-    p[3] = (uint32_t)D;
-    p[4] = (uint32_t)L;
-    p[5] = (uint32_t)start;
-    p[6] = fbits(scale);
-    dp[2].groups = rows_groups(g, &dp[2], B * S * H);
+    size_t heads = B * S * H, keys = (size_t)start + S, parts = 1;
+    if (n->num_dispatch == 4 && heads > 0 && heads < VK_SDPA_PARTS) {
+        size_t by_keys = (keys + VK_SDPA_PART_KEYS - 1) / VK_SDPA_PART_KEYS;
+        parts = VK_SDPA_PARTS / heads;
+        if (by_keys < parts) parts = by_keys;
+        if (parts == 0) parts = 1;
+    }
+    for (uint32_t k = 2; k < n->num_dispatch; k++) {
+        bind(&dp[k], VK_SH_SDPA, arg_id(g, n, 11), arg_id(g, n, 0), arg_id(g, n, 3),
+             arg_id(g, n, 4));
+        dp[k].bind[4] = n->scratch;
+        uint32_t *p = params(g, &dp[k]);
+        p[0] = (uint32_t)B;
+        p[1] = (uint32_t)S;
+        p[2] = (uint32_t)H;
+        p[3] = (uint32_t)D;
+        p[4] = (uint32_t)L;
+        p[5] = (uint32_t)start;
+        p[6] = fbits(scale);
+        p[7] = (uint32_t)parts;
+        p[8] = (uint32_t)((keys + parts - 1) / parts); /* keys of a part */
+    }
+    dp[2].groups = rows_groups(g, &dp[2], heads * parts);
+    if (n->num_dispatch == 4) {
+        dp[3].variant = 2; /* combine the parts: a workgroup per head */
+        dp[3].groups = parts > 1 ? (uint32_t)heads : 0;
+    }
     return EMBER_OK;
 }
 
@@ -1968,12 +1996,19 @@ bool vk_op_view_io(const vk_graph *g, const vk_node *n, uint32_t *in, uint32_t *
     return *in < g->num_values && *out < g->num_values;
 }
 
+size_t vk_op_scratch(const vk_graph *g, const vk_node *n) {
+    if (n->op->run != op_sdpa_kv || g->kernels == VK_KERNELS_SIMPLE || n->nargs < 1) return 0;
+    uint32_t q = g->args[n->args_at];
+    if (q >= g->num_values || g->values[q].kind != VK_V_TENSOR || g->values[q].rank != 4) return 0;
+    return (size_t)VK_SDPA_PARTS * ((size_t)g->values[q].bound[3] + 2u); /* m, l, D sums */
+}
+
 ember_status vk_op_count(vk_graph *g, vk_node *n, uint32_t *count) {
     if (n->op->run == op_sym_size || n->op->run == op_sym_arith ||
         n->op->run == op_select_as_symint) {
         *count = 0;
     } else if (n->op->run == op_sdpa_kv) {
-        *count = 3;
+        *count = g->kernels == VK_KERNELS_SIMPLE ? 3 : 4; /* the copies, attention, combine */
     } else if (n->op->run == op_rotary) {
         *count = 2;
     } else if (n->op->run == op_linear || n->op->run == op_mm || n->op->run == op_int8pack_mm ||

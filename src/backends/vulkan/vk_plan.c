@@ -42,26 +42,44 @@ static void touch(vk_graph *g, uint32_t vi, uint32_t at) {
     if (at > v->last_use) v->last_use = at;
 }
 
-bool vk_storage_bytes(uint8_t st, size_t n, size_t *bytes) {
-    size_t b = n == 0 ? 1 : n;
-    bool one_byte = st == VK_ST_I8 || st == VK_ST_U8; /* 8-bit weights */
-    if (!one_byte && ember_mul_overflow(b, st == VK_ST_F16 ? 2 : 4, &b)) return false;
-    return align_up(b, 4, bytes);
-}
-
-float vk_arena_get(const vk_graph *g, const vk_value *v, size_t i) {
-    const uint8_t *p = g->arena + v->offset;
-    if (v->storage == VK_ST_F16) {
-        uint16_t h;
-        memcpy(&h, p + 2 * i, 2);
-        return ember_half_to_float(h);
+/* A scratch value (float32 [count]) for each node that needs one
+ * (vk_op_scratch): g->values grows by one value per such node. */
+static ember_status add_scratch(vk_graph *g, ember_allocator *a) {
+    uint32_t extra = 0;
+    for (uint32_t ni = 0; ni < g->num_nodes; ni++) {
+        g->nodes[ni].scratch = VK_NONE;
+        extra += vk_op_scratch(g, &g->nodes[ni]) != 0;
     }
-    float f;
-    memcpy(&f, p + 4 * i, 4);
-    return f;
+    if (extra == 0) return EMBER_OK;
+    if (g->num_values > UINT32_MAX - 1u - extra)
+        return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "vulkan: too many values");
+    uint32_t total = g->num_values + extra;
+    vk_value *values = ember_alloc(a, sizeof(vk_value) * (total + 1u), _Alignof(vk_value));
+    if (values == NULL)
+        return ember_backend_fail(EMBER_ERR_OUT_OF_MEMORY, "vulkan: no memory for scratch values");
+    memcpy(values, g->values, sizeof(vk_value) * g->num_values);
+    for (uint32_t ni = 0; ni < g->num_nodes; ni++) {
+        size_t count = vk_op_scratch(g, &g->nodes[ni]);
+        if (count == 0) continue;
+        if (count > UINT32_MAX)
+            return vk_node_fail(g, &g->nodes[ni], EMBER_ERR_INVALID_PROGRAM, "scratch too large");
+        vk_value *v = &values[g->num_values];
+        memset(v, 0, sizeof *v);
+        v->kind = VK_V_TENSOR;
+        v->dtype = VK_DT_FLOAT32;
+        v->rank = 1;
+        v->written = true;
+        v->constant_id = -1;
+        v->bound[0] = v->dims[0] = (uint32_t)count;
+        v->bound_numel = count;
+        g->nodes[ni].scratch = g->num_values++;
+    }
+    g->values = values;
+    return EMBER_OK;
 }
 
 ember_status vk_plan_dispatches(vk_graph *g, ember_allocator *a) {
+    TRY_RET(add_scratch(g, a));
     size_t total = 0;
     for (uint32_t ni = 0; ni < g->num_nodes; ni++) {
         vk_node *n = &g->nodes[ni];
@@ -201,9 +219,11 @@ ember_status vk_plan_memory(vk_graph *g, ember_allocator *a) {
         g->values[vi].last_use = 0;
     }
     for (uint32_t k = 0; k < g->num_inputs; k++) touch(g, g->inputs[k], 0);
-    for (uint32_t ni = 0; ni < g->num_nodes; ni++)
-        for (uint32_t k = 0; k < g->nodes[ni].nargs; k++)
-            touch(g, g->args[g->nodes[ni].args_at + k], ni);
+    for (uint32_t ni = 0; ni < g->num_nodes; ni++) {
+        const vk_node *n = &g->nodes[ni];
+        for (uint32_t k = 0; k < n->nargs; k++) touch(g, g->args[n->args_at + k], ni);
+        if (n->scratch != VK_NONE) touch(g, n->scratch, ni);
+    }
     for (uint32_t k = 0; k < g->num_outputs; k++) touch(g, g->outputs[k], g->num_nodes);
 
     /* every tensor must fit one binding: checked before anything is allocated */

@@ -28,20 +28,6 @@ enum {
 /* A defect of the payload: "vulkan payload: <detail>", EMBER_ERR_INVALID_PROGRAM. */
 #define bad(...) ember_backend_bad_payload("vulkan", __VA_ARGS__)
 
-const char *vk_dtype_name(uint8_t dtype) {
-    switch (dtype) {
-    case VK_DT_BOOL: return "bool";
-    case VK_DT_UINT8: return "uint8";
-    case VK_DT_INT8: return "int8";
-    case VK_DT_INT32: return "int32";
-    case VK_DT_FLOAT16: return "float16";
-    case VK_DT_FLOAT32: return "float32";
-    case VK_DT_FLOAT64: return "float64";
-    case VK_DT_INT64: return "int64";
-    default: return "unknown";
-    }
-}
-
 typedef struct reader {
     fb_reader r;
     const uint8_t *payload;

@@ -1,16 +1,23 @@
 #version 450
 // Attention over a KV cache: query s of a call at start position `start`
 // attends causally to cache positions [0, start + s].
-//   u[0] B, u[1] S, u[2] H, u[3] D (<= 128), u[4] L (cache length), u[5] start, u[6] scale
-// bindings: 0 out [B, S, H, D], 1 q [B, S, H, D], 2 k cache [B, L, H, D], 3 v cache
+//   u[0] B, u[1] S, u[2] H, u[3] D (<= 128), u[4] L (cache length), u[5] start, u[6] scale,
+//   u[7] parts P (ROWS = 1, 2), u[8] keys per part
+// bindings: 0 out [B, S, H, D], 1 q [B, S, H, D], 2 k cache [B, L, H, D], 3 v cache,
+//   4 scratch [B * S * H * P, D + 2] (ROWS = 1, 2 with P > 1)
 //
-// One invocation per (batch, query, head), two passes over the keys (max,
-// then weighted sum); or (ROWS, a GPU) one workgroup per (batch, query,
-// head) that splits the keys over its invocations: it takes the keys 64 at
-// a time, one key's score per invocation, keeps a running maximum and sum
-// (the weights seen so far are rescaled when the maximum grows), and adds
-// the 64 weighted value rows with each invocation holding two of the D
-// output elements, so neighbouring invocations read neighbouring values.
+// ROWS = 0: one invocation per (batch, query, head), two passes over the
+// keys (max, then weighted sum).
+// ROWS = 1 (a GPU): one workgroup per (batch, query, head) and part of its
+// keys (P parts of u[8] keys: flash-decoding, so that a decode step's few
+// heads still fill the device). It takes its keys 64 at a time, one key's
+// score per invocation, keeps a running maximum and sum (the weights seen
+// so far are rescaled when the maximum grows), and adds the 64 weighted
+// value rows with each invocation holding two of the D output elements, so
+// neighbouring invocations read neighbouring values. With one part it
+// writes the output; with more, its maximum, sum and D unnormalized sums go
+// to the scratch.
+// ROWS = 2: one workgroup per (batch, query, head) combines its P parts.
 #include "common.glsl"
 #include "rows.glsl"
 
@@ -47,34 +54,36 @@ void per_invocation() {
 }
 
 void per_workgroup() {
-    uint i = row_group(), t = gl_LocalInvocationID.x;
+    uint P = u[7];
+    uint i = row_group() / P, part = row_group() % P, t = gl_LocalInvocationID.x;
     uint S = u[1], H = u[2], D = u[3], L = u[4], start = u[5];
     if (i >= u[0] * S * H) return; // the whole workgroup
     uint h = i % H, s = (i / H) % S, b = i / (H * S);
     float scale = pf(6u);
     uint qb = ((b * S + s) * H + h) * D;
     uint n = min(start + s + 1u, L);
+    uint first = part * u[8], last = min(n, first + u[8]);
     for (uint d = t; d < D; d += 64u) qs[d] = ld1(qb + d);
     barrier();
     uint row = H * D, base = b * L * row + h * D; // key j at base + j * row
     float mx = -1.0 / 0.0, sum = 0.0, acc0 = 0.0, acc1 = 0.0;
-    for (uint j0 = 0u; j0 < n; j0 += 64u) {
+    for (uint j0 = first; j0 < last; j0 += 64u) {
         uint j = j0 + t;
         float score = -1.0 / 0.0;
-        if (j < n) {
+        if (j < last) {
             float dot = 0.0;
             for (uint d = 0u; d < D; d++) dot += qs[d] * ld2(base + j * row + d);
             score = dot * scale;
         }
         float m = max(mx, row_max(score));
-        float w = j < n ? exp(score - m) : 0.0;
+        float w = j < last ? exp(score - m) : 0.0;
         float keep = exp(mx - m); // 0 on the first block (mx is -inf)
         sum = sum * keep + row_sum(w);
         ws[t] = w;
         barrier();
         acc0 *= keep;
         acc1 *= keep;
-        uint count = min(64u, n - j0);
+        uint count = min(64u, last - j0);
         for (uint k = 0u; k < count; k++) {
             uint vb = base + (j0 + k) * row;
             float wk = ws[k];
@@ -84,11 +93,43 @@ void per_workgroup() {
         barrier();
         mx = m;
     }
+    if (P == 1u) {
+        if (t < D) st0(qb + t, acc0 / sum);
+        if (t + 64u < D) st0(qb + t + 64u, acc1 / sum);
+        return;
+    }
+    // a part past the last key leaves maximum -inf and sum 0
+    uint at = row_group() * (D + 2u);
+    if (t == 0u) {
+        st4(at, mx);
+        st4(at + 1u, sum);
+    }
+    if (t < D) st4(at + 2u + t, acc0);
+    if (t + 64u < D) st4(at + 2u + t + 64u, acc1);
+}
+
+void combine() {
+    uint P = u[7], i = row_group(), t = gl_LocalInvocationID.x;
+    uint S = u[1], H = u[2], D = u[3];
+    if (i >= u[0] * S * H) return;
+    uint at = i * P * (D + 2u);
+    float mx = -1.0 / 0.0;
+    for (uint p = 0u; p < P; p++) mx = max(mx, ld4(at + p * (D + 2u)));
+    float sum = 0.0, acc0 = 0.0, acc1 = 0.0;
+    for (uint p = 0u; p < P; p++) {
+        uint pa = at + p * (D + 2u);
+        float w = exp(ld4(pa) - mx); // 0 for an empty part
+        sum += w * ld4(pa + 1u);
+        if (t < D) acc0 += w * ld4(pa + 2u + t);
+        if (t + 64u < D) acc1 += w * ld4(pa + 2u + t + 64u);
+    }
+    uint qb = i * D; // out [B, S, H, D]: head i's row
     if (t < D) st0(qb + t, acc0 / sum);
     if (t + 64u < D) st0(qb + t + 64u, acc1 / sum);
 }
 
 void main() {
-    if (ROWS != 0u) per_workgroup();
+    if (ROWS == 2u) combine();
+    else if (ROWS == 1u) per_workgroup();
     else per_invocation();
 }
