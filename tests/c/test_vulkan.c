@@ -27,7 +27,8 @@
  * gives up the pipelines no loaded program uses and fails cleanly where the
  * loaded ones need more; ember_vulkan_device_release() refuses while a
  * delegate is loaded. Every fixture runs under each shader variant
- * (EMBER_VULKAN_KERNELS=simple|gpu|matvec|tiled).
+ * (EMBER_VULKAN_KERNELS=simple|gpu|matvec|tiled) and with unmapped device
+ * memory (EMBER_VULKAN_MEMORY=staged).
  */
 #define _POSIX_C_SOURCE 200112L
 #include <math.h>
@@ -429,23 +430,35 @@ static void pipeline_cache(const uint8_t *attn, size_t attn_size) {
     free(ops);
 }
 
-/* The fixtures under each shader variant the device does not choose by
- * itself: simple (an invocation per output block or row), gpu (workgroups
- * sharing a block, a row or a head; products by their rows), matvec and
- * tiled (every product in that shader). */
+/* The fixtures under each shader variant: simple (an invocation per output
+ * block or row), gpu (workgroups sharing a block, a row or a head; products
+ * by their rows), matvec and tiled (every product in that shader), and
+ * matvec's partial sums in shared memory (EMBER_VULKAN_SUBGROUPS=off) as
+ * well as with subgroup operations (where the device has them); then with
+ * the arena and the weights unmapped (EMBER_VULKAN_MEMORY=staged: inputs
+ * and outputs copied through the I/O buffer, weights through staging). */
 static void run_variants(void) {
-    static const char *const variants[] = {"simple", "gpu", "matvec", "tiled"};
+    static const struct {
+        const char *kernels, *subgroups, *memory;
+    } variants[] = {{"simple", NULL, NULL}, {"gpu", NULL, NULL},    {"matvec", NULL, NULL},
+                    {"tiled", NULL, NULL},  {"matvec", "off", NULL}, {"simple", NULL, "staged"},
+                    {"gpu", NULL, "staged"}};
     size_t size, q4_size;
     uint8_t *pte = test_read_file(DIR "attention.pte", &size);
     uint8_t *q4 = test_read_file(DIR "q4gsw.pte", &q4_size);
     for (size_t k = 0; pte != NULL && q4 != NULL && k < sizeof variants / sizeof variants[0];
          k++) {
-        printf("  %s\n", variants[k]);
-        CHECK(setenv("EMBER_VULKAN_KERNELS", variants[k], 1) == 0);
+        printf("  %s%s%s\n", variants[k].kernels,
+               variants[k].subgroups ? ", EMBER_VULKAN_SUBGROUPS=off" : "",
+               variants[k].memory ? ", EMBER_VULKAN_MEMORY=staged" : "");
+        CHECK(setenv("EMBER_VULKAN_KERNELS", variants[k].kernels, 1) == 0);
+        if (variants[k].subgroups) CHECK(setenv("EMBER_VULKAN_SUBGROUPS", "off", 1) == 0);
+        if (variants[k].memory) CHECK(setenv("EMBER_VULKAN_MEMORY", "staged", 1) == 0);
         run_lengths(pte, size, 1e-4, 1e-5);
         run_ops_fixture();
         (void)run_q4gsw(q4, q4_size);
-        CHECK(unsetenv("EMBER_VULKAN_KERNELS") == 0);
+        CHECK(unsetenv("EMBER_VULKAN_KERNELS") == 0 && unsetenv("EMBER_VULKAN_SUBGROUPS") == 0 &&
+              unsetenv("EMBER_VULKAN_MEMORY") == 0);
     }
     CHECK_MSG(pte != NULL && q4 != NULL, "cannot read the attention and q4gsw fixtures");
     free(pte);

@@ -111,7 +111,8 @@ static ember_status init_graph(vk_graph *g, const ember_backend_init_ctx *ctx, c
     TRY_RET(vk_device_build(g));
     TRY_RET(vk_ops_prepare(g));
     g->init_phase = false;
-    return load_weights(g, ctx, cs, num_consts);
+    TRY_RET(load_weights(g, ctx, cs, num_consts));
+    return vk_device_upload_finish(g);
 }
 
 static ember_status vk_init(const ember_backend_init_ctx *ctx, const void *payload,
@@ -195,7 +196,7 @@ static ember_status stage_in(const ember_tensor *t, const vk_value *v, uint8_t *
 static void stage_out(ember_tensor *t, const vk_graph *g, const vk_value *v) {
     const size_t n = (size_t)t->numel;
     if (v->storage == VK_ST_F16 && t->dtype == EMBER_FLOAT16) {
-        memcpy(t->data, g->arena + v->offset, n * 2);
+        memcpy(t->data, vk_host_bytes(g, v), n * 2);
         return;
     }
     for (size_t i = 0; i < n; i++) {
@@ -291,7 +292,7 @@ static ember_status vk_execute(void *handle, ember_value **args, size_t nargs) {
                                           d, s, v->bound[d]);
             v->dims[d] = (uint32_t)s;
         }
-        TRY_RET(stage_in(t, v, g->arena + v->offset, k));
+        TRY_RET(stage_in(t, v, vk_host_bytes(g, v), k));
     }
     TRY_RET(vk_ops_prepare(g));
     g->control[0] = 0;

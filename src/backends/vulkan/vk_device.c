@@ -73,7 +73,13 @@ typedef struct vk_context {
     size_t weights_bytes, arena_bytes;       /* of the delegates open now */
 } vk_context;
 
-enum { BUF_ARENA = 0, BUF_WEIGHTS = 1, BUF_CONTROL = 2, BUF_COUNT = 3 };
+/* The delegate's buffers: BUF_IO holds the inputs and outputs where the
+ * arena is not mapped; BUF_STAGING the weights on their way to an unmapped
+ * weights buffer (init only). */
+enum { BUF_ARENA = 0, BUF_WEIGHTS = 1, BUF_CONTROL = 2, BUF_IO = 3, BUF_STAGING = 4, BUF_COUNT = 5 };
+
+/* Bytes the weights go through the staging buffer in, at least. */
+#define VK_STAGING_BYTES ((size_t)16 << 20)
 
 struct vk_device {
     VkBuffer buf[BUF_COUNT];
@@ -84,6 +90,9 @@ struct vk_device {
     VkCommandBuffer cmd;
     VkCommandBuffer cmd_timed; /* the same dispatches with a timestamp after each */
     VkQueryPool stamps;
+    VkCommandBuffer upload;    /* init: copies from the staging buffer, the arena's zeroing */
+    size_t staging_bytes;      /* of the staging buffer */
+    size_t staged, staged_at;  /* staging bytes filled; where they go in the weights */
     VkFence fence;
     bool pending; /* submitted work not yet waited for */
     size_t weights_bytes, arena_bytes; /* counted in the context's totals */
@@ -511,7 +520,48 @@ ember_status vk_device_info(ember_vulkan_info *info) {
     return EMBER_OK;
 }
 
-static ember_status make_buffer(struct vk_device *d, int which, size_t size, VkBufferUsageFlags use) {
+/* Memory for a buffer, by preference:
+ *   MEM_MAPPED  host-visible and coherent, device-local where the device
+ *               offers such memory (a GPU's BAR, an integrated GPU, a CPU
+ *               device), else host memory;
+ *   MEM_DEVICE  device-local and mapped where that memory is host-visible;
+ *               else device-local, unmapped (filled by copies), and only
+ *               without device-local memory, host memory. A memory type
+ *               whose heap is full (VK_ERROR_OUT_OF_DEVICE_MEMORY: a 256 MiB
+ *               BAR) gives way to the next one. */
+enum { MEM_MAPPED = 0, MEM_DEVICE = 1 };
+
+/* Allocates req from the first type in kinds[] (property flags each type
+ * must have; bit 31 asks for a type that is not host-visible) that has
+ * room. */
+static VkResult allocate(const vk_context *c, const VkMemoryRequirements *req,
+                         const VkMemoryPropertyFlags *kinds, int nkinds, VkDeviceMemory *mem,
+                         VkMemoryPropertyFlags *got) {
+    VkResult r = VK_ERROR_OUT_OF_DEVICE_MEMORY;
+    for (int pass = 0; pass < nkinds; pass++) {
+        VkMemoryPropertyFlags need = kinds[pass] & ~(1u << 31);
+        bool unmapped = (kinds[pass] >> 31) != 0;
+        for (uint32_t k = 0; k < c->mem.memoryTypeCount; k++) {
+            VkMemoryPropertyFlags f = c->mem.memoryTypes[k].propertyFlags;
+            if (!(req->memoryTypeBits & (1u << k)) || (f & need) != need) continue;
+            if (unmapped && (f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)) continue;
+            VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+            ai.allocationSize = req->size;
+            ai.memoryTypeIndex = k;
+            r = VK_MAKE(vkAllocateMemory(c->device, &ai, NULL, mem));
+            if (r == VK_SUCCESS) *got = f;
+            if (r != VK_ERROR_OUT_OF_DEVICE_MEMORY) return r;
+        }
+    }
+    return r;
+}
+
+/* Makes buffer `which` of d; *mapped says whether d->map[which] is set (a
+ * MEM_MAPPED buffer always is). force_unmapped (EMBER_VULKAN_MEMORY=staged)
+ * leaves a MEM_DEVICE buffer unmapped even in host-visible memory, so the
+ * copy paths run on devices that have only that. */
+static ember_status make_buffer(struct vk_device *d, int which, size_t size, VkBufferUsageFlags use,
+                                int mem, bool force_unmapped, bool *mapped) {
     const vk_context *c = &g_ctx;
     if (size == 0) size = 16;
     VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
@@ -522,27 +572,27 @@ static ember_status make_buffer(struct vk_device *d, int which, size_t size, VkB
     if (r != VK_SUCCESS) return vk_fail(r, "vkCreateBuffer");
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(c->device, d->buf[which], &req);
-    const VkMemoryPropertyFlags need =
+    const VkMemoryPropertyFlags host =
         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    uint32_t type = UINT32_MAX;
-    for (int pass = 0; pass < 2 && type == UINT32_MAX; pass++)
-        for (uint32_t k = 0; k < c->mem.memoryTypeCount; k++) {
-            VkMemoryPropertyFlags f = c->mem.memoryTypes[k].propertyFlags;
-            if (!(req.memoryTypeBits & (1u << k)) || (f & need) != need) continue;
-            if (pass == 0 && !(f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) continue;
-            type = k;
-            break;
-        }
-    if (type == UINT32_MAX)
-        return ember_backend_fail(EMBER_ERR_NOT_SUPPORTED,
-                                  "vulkan: the device has no host-visible coherent memory");
-    VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-    ai.allocationSize = req.size;
-    ai.memoryTypeIndex = type;
-    r = VK_MAKE(vkAllocateMemory(c->device, &ai, NULL, &d->mem[which]));
+    const VkMemoryPropertyFlags local = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+    const VkMemoryPropertyFlags mapped_kinds[2] = {host | local, host};
+    const VkMemoryPropertyFlags device_kinds[4] = {host | local, local | (1u << 31), local, host};
+    const VkMemoryPropertyFlags *kinds = mem == MEM_MAPPED ? mapped_kinds : device_kinds;
+    int nkinds = mem == MEM_MAPPED ? 2 : 4;
+    if (mem == MEM_DEVICE && force_unmapped) {
+        kinds = device_kinds + 2; /* any device-local memory, left unmapped */
+        nkinds = 1;
+    }
+    VkMemoryPropertyFlags got = 0;
+    r = allocate(c, &req, kinds, nkinds, &d->mem[which], &got);
+    if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY && mem == MEM_MAPPED)
+        return ember_backend_fail(EMBER_ERR_OUT_OF_MEMORY,
+                                  "vulkan: no host-visible coherent memory for %zu bytes", size);
     if (r != VK_SUCCESS) return vk_fail(r, "vkAllocateMemory");
     r = VK_CALL(vkBindBufferMemory(c->device, d->buf[which], d->mem[which], 0));
     if (r != VK_SUCCESS) return vk_fail(r, "vkBindBufferMemory");
+    *mapped = (got & host) == host && !(mem == MEM_DEVICE && force_unmapped);
+    if (!*mapped) return EMBER_OK;
     r = VK_CALL(vkMapMemory(c->device, d->mem[which], 0, VK_WHOLE_SIZE, 0, &d->map[which]));
     if (r != VK_SUCCESS) return vk_fail(r, "vkMapMemory");
     return EMBER_OK;
@@ -582,9 +632,93 @@ ember_status vk_device_open(vk_graph *g) {
     return EMBER_OK;
 }
 
+/* Waits for the delegate's submitted work and resets its fence. A minute is
+ * far beyond any dispatch list; a lost device reports here. Where the wait
+ * fails the work stays pending: the next run and vk_device_close() wait
+ * again before they touch the fence. */
+static ember_status finish(const vk_context *c, struct vk_device *d) {
+    VkResult r = VK_CALL(vkWaitForFences(c->device, 1, &d->fence, VK_TRUE, UINT64_C(60000000000)));
+    if (r != VK_SUCCESS) return vk_fail(r, "vkWaitForFences");
+    d->pending = false;
+    if ((r = VK_CALL(vkResetFences(c->device, 1, &d->fence))) != VK_SUCCESS)
+        return vk_fail(r, "vkResetFences");
+    return EMBER_OK;
+}
+
+/* Submits the upload command buffer as recorded so far and waits for it. */
+static ember_status upload_submit(struct vk_device *d) {
+    const vk_context *c = &g_ctx;
+    VkResult r = VK_CALL(vkEndCommandBuffer(d->upload));
+    if (r != VK_SUCCESS) return vk_fail(r, "vkEndCommandBuffer");
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &d->upload;
+    pthread_mutex_lock(&g_queue_lock);
+    r = VK_CALL(vkQueueSubmit(c->queue, 1, &si, d->fence));
+    pthread_mutex_unlock(&g_queue_lock);
+    if (r != VK_SUCCESS) return vk_fail(r, "vkQueueSubmit");
+    d->pending = true;
+    TRY_RET(finish(c, d));
+    if ((r = VK_CALL(vkResetCommandBuffer(d->upload, 0))) != VK_SUCCESS)
+        return vk_fail(r, "vkResetCommandBuffer");
+    return EMBER_OK;
+}
+
+static ember_status upload_begin(struct vk_device *d) {
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    VkResult r = VK_CALL(vkBeginCommandBuffer(d->upload, &bi));
+    return r == VK_SUCCESS ? EMBER_OK : vk_fail(r, "vkBeginCommandBuffer");
+}
+
+/* Transfers written by the upload reach every later command. */
+static void upload_barrier(VkCommandBuffer cmd) {
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                         0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+/* Copies the staged bytes into the weights buffer (at d->staged_at). */
+static ember_status upload_flush(struct vk_device *d) {
+    if (d->staged == 0) return EMBER_OK;
+    TRY_RET(upload_begin(d));
+    VkBufferCopy region = {0, d->staged_at, d->staged};
+    vkCmdCopyBuffer(d->upload, d->buf[BUF_STAGING], d->buf[BUF_WEIGHTS], 1, &region);
+    upload_barrier(d->upload);
+    TRY_RET(upload_submit(d));
+    d->staged = 0;
+    return EMBER_OK;
+}
+
+/* Where constant v's bytes go: the mapped weights buffer, or the staging
+ * buffer, which mirrors the weights from d->staged_at (flushed first where
+ * v does not fit after what it holds). */
+static ember_status weight_dst(vk_graph *g, const vk_value *v, size_t bytes, uint8_t **dst) {
+    struct vk_device *d = g->dev;
+    if (d->map[BUF_WEIGHTS] != NULL) {
+        *dst = (uint8_t *)d->map[BUF_WEIGHTS] + v->offset;
+        return EMBER_OK;
+    }
+    size_t end;
+    if (ember_add_overflow(v->offset, bytes, &end))
+        return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "vulkan: weights overflow");
+    size_t cap = d->staging_bytes;
+    if (d->staged > 0 && (v->offset < d->staged_at || end - d->staged_at > cap))
+        TRY_RET(upload_flush(d));
+    if (d->staged == 0) d->staged_at = v->offset;
+    if (end - d->staged_at > cap)
+        return ember_backend_fail(EMBER_ERR_INVALID_STATE, "vulkan: constant of %zu bytes is "
+                                  "larger than the staging buffer (%zu)", bytes, cap);
+    *dst = (uint8_t *)d->map[BUF_STAGING] + (v->offset - d->staged_at);
+    d->staged = end - d->staged_at;
+    return EMBER_OK;
+}
+
 ember_status vk_device_upload_weight(vk_graph *g, uint32_t vi, const void *bytes, size_t size) {
     const vk_value *v = &g->values[vi];
-    uint8_t *dst = (uint8_t *)g->dev->map[BUF_WEIGHTS] + v->offset;
+    uint8_t *dst = NULL;
     size_t n = v->bound_numel, want;
     size_t elem = v->dtype == VK_DT_INT64                                  ? 8
                   : v->dtype == VK_DT_FLOAT32 || v->dtype == VK_DT_INT32 ? 4
@@ -595,6 +729,10 @@ ember_status vk_device_upload_weight(vk_graph *g, uint32_t vi, const void *bytes
                                          "constant of value %u has %zu bytes, its %zu %s "
                                          "elements need %zu",
                                          vi, size, n, vk_dtype_name(v->dtype), want);
+    size_t held;
+    if (!vk_storage_bytes(v->storage, n, &held))
+        return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "vulkan: value %u overflows", vi);
+    TRY_RET(weight_dst(g, v, held, &dst));
     const uint8_t *src = bytes;
     if (v->storage != VK_ST_F32) { /* float16 halves, 8-bit bytes: as they are */
         memcpy(dst, src, want);
@@ -631,6 +769,58 @@ ember_status vk_device_upload_weight(vk_graph *g, uint32_t vi, const void *bytes
     return EMBER_OK;
 }
 
+ember_status vk_device_upload_finish(vk_graph *g) {
+    struct vk_device *d = g->dev;
+    TRY_RET(upload_flush(d));
+    const VkDevice dev = g_ctx.device;
+    if (d->map[BUF_STAGING]) vkUnmapMemory(dev, d->mem[BUF_STAGING]);
+    d->map[BUF_STAGING] = NULL;
+    if (d->buf[BUF_STAGING]) {
+        vkDestroyBuffer(dev, d->buf[BUF_STAGING], NULL);
+        uncount();
+        d->buf[BUF_STAGING] = VK_NULL_HANDLE;
+    }
+    if (d->mem[BUF_STAGING]) {
+        vkFreeMemory(dev, d->mem[BUF_STAGING], NULL);
+        uncount();
+        d->mem[BUF_STAGING] = VK_NULL_HANDLE;
+    }
+    return EMBER_OK;
+}
+
+/* Where the arena is not mapped: copies of the inputs from the I/O buffer
+ * into the arena (before = true, at the start of the command buffer) or of
+ * the outputs back (at its end), with the barriers that order them against
+ * the dispatches and the host. */
+static void record_io(vk_graph *g, VkCommandBuffer cmd, bool before) {
+    struct vk_device *d = g->dev;
+    if (g->io == NULL) return;
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    if (!before) {
+        mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+        mb.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
+        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                             VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+    }
+    uint32_t count = before ? g->num_inputs : g->num_outputs;
+    for (uint32_t k = 0; k < count; k++) {
+        const vk_value *v = &g->values[before ? g->inputs[k] : g->outputs[k]];
+        size_t bytes = 0;
+        if (v->kind != VK_V_TENSOR) continue;
+        (void)vk_storage_bytes(v->storage, v->bound_numel, &bytes); /* checked at plan */
+        VkBufferCopy region = {before ? v->io_offset : v->offset,
+                               before ? v->offset : v->io_offset, bytes};
+        vkCmdCopyBuffer(cmd, d->buf[before ? BUF_IO : BUF_ARENA],
+                        d->buf[before ? BUF_ARENA : BUF_IO], 1, &region);
+    }
+    mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = before ? VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT
+                              : VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         before ? VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT : VK_PIPELINE_STAGE_HOST_BIT,
+                         0, 1, &mb, 0, NULL, 0, NULL);
+}
+
 /* Records every dispatch into cmd, each followed by a barrier; with a
  * query pool, timestamp k is written before dispatch k and the last one
  * after them all. */
@@ -645,6 +835,7 @@ static ember_status record(vk_graph *g, VkCommandBuffer cmd, VkQueryPool stamps)
         vkCmdResetQueryPool(cmd, stamps, 0, g->num_dispatches + 1);
         vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, stamps, 0);
     }
+    record_io(g, cmd, true);
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
     mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
@@ -665,6 +856,7 @@ static ember_status record(vk_graph *g, VkCommandBuffer cmd, VkQueryPool stamps)
         if (stamps != VK_NULL_HANDLE)
             vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, stamps, k + 1);
     }
+    record_io(g, cmd, false);
     VkMemoryBarrier hb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     hb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
     hb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
@@ -675,16 +867,91 @@ static ember_status record(vk_graph *g, VkCommandBuffer cmd, VkQueryPool stamps)
     return EMBER_OK;
 }
 
+/* EMBER_VULKAN_MEMORY=staged: the arena and the weights in device-local
+ * memory left unmapped (inputs and outputs through the I/O buffer, weights
+ * through the staging buffer), as on a GPU whose device-local memory the
+ * host cannot map, even where it could. */
+static bool memory_forced_staged(void) {
+    const char *env = getenv("EMBER_VULKAN_MEMORY");
+    return env != NULL && strcmp(env, "staged") == 0;
+}
+
+/* The I/O buffer's layout (an unmapped arena): each input and output
+ * tensor at its own offset, in its storage type at its bound. */
+static ember_status io_layout(vk_graph *g, size_t *total) {
+    size_t at = 0;
+    for (uint32_t vi = 0; vi < g->num_values; vi++) g->values[vi].io_offset = SIZE_MAX;
+    for (uint32_t k = 0; k < g->num_inputs + g->num_outputs; k++) {
+        vk_value *v = &g->values[k < g->num_inputs ? g->inputs[k] : g->outputs[k - g->num_inputs]];
+        size_t bytes;
+        if (v->kind != VK_V_TENSOR || v->io_offset != SIZE_MAX) continue;
+        if (!vk_storage_bytes(v->storage, v->bound_numel, &bytes))
+            return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "vulkan: I/O overflows");
+        v->io_offset = at;
+        if (ember_add_overflow(at, bytes, &at))
+            return ember_backend_fail(EMBER_ERR_INVALID_PROGRAM, "vulkan: I/O overflows");
+    }
+    *total = at;
+    return EMBER_OK;
+}
+
+/* Buffers for what is not mapped: the I/O buffer, the staging buffer for
+ * the weights (its size: VK_STAGING_BYTES, or the largest constant, at
+ * most all of them) and the upload command buffer, which zeroes the arena
+ * first. Called once the command pool and the fence exist. */
+static ember_status make_staging(vk_graph *g) {
+    const vk_context *c = &g_ctx;
+    struct vk_device *d = g->dev;
+    const VkBufferUsageFlags both = VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                    VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    bool mapped;
+    if (d->map[BUF_ARENA] == NULL) {
+        size_t io = 0;
+        TRY_RET(io_layout(g, &io));
+        TRY_RET(make_buffer(d, BUF_IO, io, both, MEM_MAPPED, false, &mapped));
+        memset(d->map[BUF_IO], 0, io);
+        g->io = d->map[BUF_IO];
+    }
+    if (d->map[BUF_WEIGHTS] == NULL) {
+        size_t most = VK_STAGING_BYTES;
+        for (uint32_t vi = 0; vi < g->num_values; vi++) {
+            const vk_value *v = &g->values[vi];
+            size_t bytes;
+            if (v->kind == VK_V_TENSOR && v->is_const &&
+                vk_storage_bytes(v->storage, v->bound_numel, &bytes) && bytes > most)
+                most = bytes;
+        }
+        d->staging_bytes = most < g->weights_bytes ? most : g->weights_bytes;
+        TRY_RET(make_buffer(d, BUF_STAGING, d->staging_bytes, both, MEM_MAPPED, false, &mapped));
+    }
+    if (g->io == NULL && d->map[BUF_WEIGHTS] != NULL) return EMBER_OK;
+    VkCommandBufferAllocateInfo ca = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ca.commandPool = d->cmd_pool;
+    ca.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ca.commandBufferCount = 1;
+    VkResult r = VK_CALL(vkAllocateCommandBuffers(c->device, &ca, &d->upload));
+    if (r != VK_SUCCESS) return vk_fail(r, "vkAllocateCommandBuffers");
+    if (g->io == NULL) return EMBER_OK;
+    TRY_RET(upload_begin(d));
+    vkCmdFillBuffer(d->upload, d->buf[BUF_ARENA], 0, VK_WHOLE_SIZE, 0);
+    upload_barrier(d->upload);
+    return upload_submit(d);
+}
+
 ember_status vk_device_build(vk_graph *g) {
     const vk_context *c = &g_ctx;
     struct vk_device *d = g->dev;
     const VkBufferUsageFlags storage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
-    TRY_RET(make_buffer(d, BUF_ARENA, g->arena_bytes, storage));
-    TRY_RET(make_buffer(d, BUF_WEIGHTS, g->weights_bytes, storage));
+    const VkBufferUsageFlags copied = storage | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                      VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    const bool staged = memory_forced_staged();
+    bool mapped;
+    TRY_RET(make_buffer(d, BUF_ARENA, g->arena_bytes, copied, MEM_DEVICE, staged, &mapped));
+    TRY_RET(make_buffer(d, BUF_WEIGHTS, g->weights_bytes, copied, MEM_DEVICE, staged, &mapped));
     TRY_RET(make_buffer(d, BUF_CONTROL, g->control_bytes,
-                        storage | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT));
+                        storage | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT, MEM_MAPPED, false, &mapped));
     memset(d->map[BUF_CONTROL], 0, g->control_bytes);
-    memset(d->map[BUF_ARENA], 0, g->arena_bytes);
+    if (d->map[BUF_ARENA] != NULL) memset(d->map[BUF_ARENA], 0, g->arena_bytes);
     g->control = d->map[BUF_CONTROL];
     g->arena = d->map[BUF_ARENA];
     pthread_mutex_lock(&g_ctx_lock);
@@ -754,6 +1021,7 @@ ember_status vk_device_build(vk_graph *g) {
     }
 
     VkCommandPoolCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    ci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT; /* the upload buffer */
     ci.queueFamilyIndex = c->family;
     if ((r = VK_MAKE(vkCreateCommandPool(c->device, &ci, NULL, &d->cmd_pool))) != VK_SUCCESS)
         return vk_fail(r, "vkCreateCommandPool");
@@ -766,6 +1034,7 @@ ember_status vk_device_build(vk_graph *g) {
     VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     if ((r = VK_MAKE(vkCreateFence(c->device, &fi, NULL, &d->fence))) != VK_SUCCESS)
         return vk_fail(r, "vkCreateFence");
+    TRY_RET(make_staging(g));
 
     /* the pipelines this graph needs */
     ember_status st = EMBER_OK;
@@ -796,19 +1065,6 @@ ember_status vk_device_build(vk_graph *g) {
 }
 
 bool vk_device_timed(const vk_graph *g) { return g->dev->cmd_timed != VK_NULL_HANDLE; }
-
-/* Waits for the delegate's submitted work and resets its fence. A minute is
- * far beyond any dispatch list; a lost device reports here. Where the wait
- * fails the work stays pending: the next run and vk_device_close() wait
- * again before they touch the fence. */
-static ember_status finish(const vk_context *c, struct vk_device *d) {
-    VkResult r = VK_CALL(vkWaitForFences(c->device, 1, &d->fence, VK_TRUE, UINT64_C(60000000000)));
-    if (r != VK_SUCCESS) return vk_fail(r, "vkWaitForFences");
-    d->pending = false;
-    if ((r = VK_CALL(vkResetFences(c->device, 1, &d->fence))) != VK_SUCCESS)
-        return vk_fail(r, "vkResetFences");
-    return EMBER_OK;
-}
 
 ember_status vk_device_run(vk_graph *g, bool timed) {
     const vk_context *c = &g_ctx;

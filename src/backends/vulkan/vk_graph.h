@@ -124,6 +124,7 @@ typedef struct vk_value {
     uint32_t first_use, last_use;
     uint32_t alias_of;           /* tensors: the value whose bytes it shares (a view that
                                   * needs no copy, vk_plan.c), VK_NONE: its own */
+    size_t io_offset;            /* inputs and outputs: bytes into g->io (an unmapped arena) */
 } vk_value;
 
 typedef struct vk_dispatch {
@@ -187,7 +188,9 @@ typedef struct vk_graph {
     uint64_t *stamps;              /* traced runs: ns from the first stamp to the start of
                                     * each dispatch, then to the end of the last */
     uint32_t *control;             /* mapped control buffer (status word, params, indirect) */
-    uint8_t *arena;                /* mapped arena */
+    uint8_t *arena;                /* mapped arena; NULL where it is not mapped: */
+    uint8_t *io;                   /* then the inputs and outputs, copied in and out by the
+                                    * command buffer (vk_value.io_offset) */
     struct vk_device *dev;
 } vk_graph;
 
@@ -196,7 +199,11 @@ const char *vk_dtype_name(uint8_t dtype);
 /* Bytes a tensor of n elements takes in storage type st (a multiple of 4);
  * false on overflow. */
 bool vk_storage_bytes(uint8_t st, size_t n, size_t *bytes);
-/* Element i of a tensor in the mapped arena, as float. */
+/* The host's bytes of a tensor: in the mapped arena, or for an input or an
+ * output, in the I/O buffer where the arena is not mapped; NULL before the
+ * buffers exist. */
+uint8_t *vk_host_bytes(const vk_graph *g, const vk_value *v);
+/* Element i of a tensor in the host's bytes (vk_host_bytes), as float. */
 float vk_arena_get(const vk_graph *g, const vk_value *v, size_t i);
 
 /* ---- vk_read.c (calls vk_value.c, vk_op_find) ---- */
@@ -247,6 +254,9 @@ ember_status vk_plan_memory(vk_graph *g, ember_allocator *a);
 bool vk_device_available(void);
 ember_status vk_device_open(vk_graph *g);
 ember_status vk_device_upload_weight(vk_graph *g, uint32_t vi, const void *bytes, size_t size);
+/* After the last vk_device_upload_weight: copies what is still staged and
+ * lets the staging buffer go. */
+ember_status vk_device_upload_finish(vk_graph *g);
 ember_status vk_device_build(vk_graph *g);
 /* Replays the command buffer; timed: the one that stamps every dispatch
  * (where the queue has timestamps), filling g->stamps. */

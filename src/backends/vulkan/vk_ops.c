@@ -1835,7 +1835,9 @@ static ember_status op_select_as_symint(vk_graph *g, vk_node *n, vk_dispatch *dp
     if (index < 0 || (size_t)index >= size)
         return vk_node_fail(g, n, EMBER_ERR_INDEX_OUT_OF_RANGE, "index %lld of %zu", (long long)index, size);
     /* before the arena exists (the first pass at init) the value reads as 0 */
-    out->i = g->arena ? (int64_t)vk_arena_get(g, t, (size_t)index * (t->rank ? st[at] : 1)) : 0;
+    out->i = vk_host_bytes(g, t) != NULL
+                 ? (int64_t)vk_arena_get(g, t, (size_t)index * (t->rank ? st[at] : 1))
+                 : 0;
     return EMBER_OK;
 }
 

@@ -1,7 +1,7 @@
 /*
  * vk_value.c — what every part of VulkanBackend asks of a value: its
- * dtype's name, the bytes a tensor takes in a storage type, an element of
- * a tensor in the mapped arena. Nothing here calls the other files, so
+ * dtype's name, the bytes a tensor takes in a storage type, where the
+ * host finds a tensor's bytes and an element of it. Nothing here calls the other files, so
  * vk_read.c, vk_ops.c and vk_plan.c depend on it and not on each other's
  * helpers.
  */
@@ -32,8 +32,13 @@ bool vk_storage_bytes(uint8_t st, size_t n, size_t *bytes) {
     return true;
 }
 
+uint8_t *vk_host_bytes(const vk_graph *g, const vk_value *v) {
+    if (g->arena != NULL) return g->arena + v->offset;
+    return g->io != NULL ? g->io + v->io_offset : NULL;
+}
+
 float vk_arena_get(const vk_graph *g, const vk_value *v, size_t i) {
-    const uint8_t *p = g->arena + v->offset;
+    const uint8_t *p = vk_host_bytes(g, v);
     if (v->storage == VK_ST_F16) {
         uint16_t h;
         memcpy(&h, p + 2 * i, 2);
