@@ -350,3 +350,7 @@ const char *ember_vulkan_device_name(void) { return vk_device_name(); }
 ember_status ember_vulkan_info_get(ember_vulkan_info *info) { return vk_device_info(info); }
 
 ember_status ember_vulkan_device_release(void) { return vk_device_release(); }
+
+ember_status ember_vulkan_set_pipeline_cache_file(const char *path) {
+    return vk_device_set_cache_file(path);
+}

@@ -227,6 +227,8 @@ bool vk_device_f16_storage(void);
 ember_status vk_device_info(ember_vulkan_info *info);
 /* ember_vulkan_device_release(). */
 ember_status vk_device_release(void);
+/* ember_vulkan_set_pipeline_cache_file(). */
+ember_status vk_device_set_cache_file(const char *path);
 
 /* ---- vk_shaders.c (generated SPIR-V) ---- */
 extern const uint32_t *const vk_shader_code[VK_SH_COUNT];
