@@ -351,7 +351,10 @@ def test_reductions_across_workgroup_sizes() -> None:
 def test_gpu_times_in_the_event_tracer() -> None:
     """With an event tracer, every operator of the payload is a delegate event
     (its name, its debug handle, the shaders that ran it as metadata),
-    timed on the GPU, in every traced execute."""
+    timed on the GPU, in every traced execute; so are the run's GPU span
+    ("vulkan.gpu", holding every node's event) and the host's submit and
+    wait ("vulkan.submit_wait"), which the GPU's work fits in: no timing is
+    asserted, only how the spans nest."""
     from ember.devtools.etdump_reader import parse_etdump
 
     buffer = lower(nn.Sequential(nn.Linear(24, 40), nn.LayerNorm(40)).eval(), (r(3, 24),),
@@ -370,6 +373,18 @@ def test_gpu_times_in_the_event_tracer() -> None:
             assert e.end_time >= e.start_time > 0
         assert events["aten.native_layer_norm.default"].delegate_debug_metadata == b"layer_norm"
         shaders.append(events["aten.linear.default"].delegate_debug_metadata)
+        whole = {e.delegate_debug_id_str: e for e in run.profile_events
+                 if e.delegate_debug_id_str is not None}
+        assert set(whole) == {"vulkan.gpu", "vulkan.submit_wait"}
+        gpu, wait = whole["vulkan.gpu"], whole["vulkan.submit_wait"]
+        assert gpu.name == "vulkan.gpu" and wait.name == "vulkan.submit_wait"
+        assert gpu.start_time == wait.start_time > 0
+        for e in events.values():
+            assert gpu.start_time <= e.start_time <= e.end_time <= gpu.end_time
+        # the GPU's span fits in the host's wait for it; a tenth of slack
+        # for a device clock that runs a little apart from the host's
+        gpu_ns, wait_ns = gpu.end_time - gpu.start_time, wait.end_time - wait.start_time
+        assert 0 < wait_ns and gpu_ns <= 1.1 * wait_ns, (gpu_ns, wait_ns)
     assert shaders == [b"matmul", b"matmul"]
 
 

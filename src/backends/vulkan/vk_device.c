@@ -1030,6 +1030,9 @@ ember_status vk_device_run(vk_graph *g, bool timed) {
     si.commandBufferCount = 1;
     si.pCommandBuffers = timed ? &d->cmd_timed : &d->cmd;
     if (d->pending) TRY_RET(finish(c, d));
+    /* traced runs: the host's side of the run, from the submission (the
+     * queue's lock included) to the fence wait's return */
+    if (timed) g->submit_ns = ember_ticks_ns();
     pthread_mutex_lock(&g_queue_lock);
     VkResult r = VK_CALL(vkQueueSubmit(c->queue, 1, &si, d->fence));
     pthread_mutex_unlock(&g_queue_lock);
@@ -1037,6 +1040,7 @@ ember_status vk_device_run(vk_graph *g, bool timed) {
     d->pending = true;
     TRY_RET(finish(c, d));
     if (!timed) return EMBER_OK;
+    g->waited_ns = ember_ticks_ns();
     uint32_t n = g->num_dispatches + 1;
     r = VK_CALL(vkGetQueryPoolResults(c->device, d->stamps, 0, n, sizeof(uint64_t) * n,
                                       g->stamps, sizeof(uint64_t),

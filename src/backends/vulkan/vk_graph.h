@@ -162,6 +162,8 @@ typedef struct vk_graph {
     bool init_phase;               /* shapes at their upper bounds; checks bounds */
     uint64_t *stamps;              /* traced runs: ns from the first stamp to the start of
                                     * each dispatch, then to the end of the last */
+    uint64_t submit_ns, waited_ns; /* traced runs: host clock before vkQueueSubmit and when
+                                    * the fence wait returned */
     uint32_t *control;             /* mapped control buffer (status word, params, indirect) */
     uint8_t *arena;                /* mapped arena */
     struct vk_device *dev;
