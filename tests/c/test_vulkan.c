@@ -26,7 +26,16 @@
  * with that call's error and leaves nothing behind; a full pipeline cache
  * gives up the pipelines no loaded program uses and fails cleanly where the
  * loaded ones need more; ember_vulkan_device_release() refuses while a
- * delegate is loaded.
+ * delegate is loaded. 2,000 inits of valid and corrupted payloads in one
+ * process keep one instance, leave the idle context's objects after each,
+ * and (Linux, no sanitizers) do not grow the resident set.
+ *
+ * The pipeline cache file: named by EMBER_VULKAN_PIPELINE_CACHE and by the
+ * API, written after an init that compiled pipelines and at release, taken
+ * whole by a fresh context; damaged, cut, empty, oversized and foreign files
+ * are ignored (the program still right) and replaced; a path that cannot be
+ * written fails no load; each fallible Vulkan call of loads that save it
+ * fails in turn, cleanly.
  */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp, setenv */
 #include <math.h>

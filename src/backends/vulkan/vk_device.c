@@ -9,7 +9,13 @@
  * device is then created with), one descriptor-set layout and a cache of
  * compute pipelines, one per shader, elementwise operator and storage types
  * of the bindings (specialization constants), made when a delegate first
- * needs them. The context is created on first use (a delegate's init, or a
+ * needs them through the context's VkPipelineCache. That cache can live in
+ * a file (ember_vulkan_set_pipeline_cache_file(), or
+ * EMBER_VULKAN_PIPELINE_CACHE read when the context is made): read when the
+ * context is made, after ember's own checks (a trailer hash, the header
+ * against the device), since drivers differ in how well they check what
+ * they are handed; written through a temporary file and a rename after an
+ * init that compiled pipelines and at release. The context is created on first use (a delegate's init, or a
  * question about the device) and stays when the last delegate goes, so the
  * next program neither loads the driver again nor makes a device: drivers do
  * not all give back what a load took (Mesa's on AMD processors keeps its CPU
@@ -20,16 +26,19 @@
  * needs its slot. The queue is shared, so submissions take a lock.
  *
  * Every Vulkan object ember makes is counted (g_objects, reported by
- * ember_vulkan_info_get()), and every fallible call goes through VK_CALL or
- * VK_MAKE, where a test hook (vk_testing.h) can make the n-th one fail: the
- * tests drive each failure path of init that way and check that nothing is
- * left behind.
+ * ember_vulkan_info_get()), the pipeline cache too, and every fallible call
+ * goes through VK_CALL or VK_MAKE, where a test hook (vk_testing.h) can make
+ * the n-th one fail: the tests drive each failure path of init that way and
+ * check that nothing is left behind (a failed call of the cache file's save
+ * fails the save alone, never the load).
  *
  * Per delegate: the weights, arena and control buffers (host-visible and
  * coherent, device-local too where the device offers it), one descriptor
  * set per dispatch written at init, and one command buffer recorded at init
  * and replayed by every execute: its dispatches are indirect, reading the
- * workgroup counts that vk_ops.c writes for the actual shapes.
+ * workgroup counts that vk_ops.c writes for the actual shapes. Traced runs
+ * replay a second buffer that stamps every dispatch, and note the host
+ * clock before the submission and at the fence wait's return.
  */
 #define _POSIX_C_SOURCE 200809L /* open, fstat, pread, getpid */
 #include <errno.h>
