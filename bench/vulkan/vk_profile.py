@@ -8,7 +8,11 @@ usage: python bench/vulkan/vk_profile.py MODEL.pte [--ember-llm build/ember-llm]
 
 Prints, for the prefill and for the mean decode step: each operator (with
 the shaders that ran it), its calls, its GPU time and its share of the
-GPU time, then the host's time for the whole step.
+GPU time; then the GPU's span of the delegate's runs (the delegate's
+"vulkan.gpu" events), the host's submit-and-wait time beside it
+("vulkan.submit_wait": from just before vkQueueSubmit to the fence wait's
+return; what exceeds the span is submission, scheduling and wake-up), and
+the host's time for the whole step.
 """
 
 from __future__ import annotations
@@ -22,14 +26,21 @@ import tempfile
 
 from ember.devtools.etdump_reader import parse_etdump
 
+RUN_GPU, RUN_WAIT = "vulkan.gpu", "vulkan.submit_wait"
+
 
 def table(title: str, runs: list) -> None:
     per_op: dict = collections.defaultdict(lambda: [0, 0])
     host = 0
+    # the delegate's whole-run events: GPU span and host submit-and-wait
+    whole = {RUN_GPU: 0, RUN_WAIT: 0}
     for run in runs:
         for e in run.profile_events:
             if e.name == "Method::execute":
                 host += e.end_time - e.start_time
+                continue
+            if e.name in whole:
+                whole[e.name] += e.end_time - e.start_time
                 continue
             if e.delegate_debug_id_int < 0 and e.delegate_debug_id_str is None:
                 continue
@@ -42,7 +53,11 @@ def table(title: str, runs: list) -> None:
     print(f"{'operator [shaders]':58} {'calls':>6} {'GPU us':>9} {'share':>6}")
     for key, (calls, ns) in sorted(per_op.items(), key=lambda kv: -kv[1][1]):
         print(f"{key:58} {calls / n:6.0f} {ns / n / 1e3:9.1f} {100 * ns / max(total, 1):5.1f}%")
-    print(f"{'GPU total':58} {'':6} {total / n / 1e3:9.1f}")
+    print(f"{'GPU total (sum of the operators)':58} {'':6} {total / n / 1e3:9.1f}")
+    gpu, wait = whole[RUN_GPU] / n / 1e3, whole[RUN_WAIT] / n / 1e3
+    print(f"{'GPU span (vulkan.gpu)':58} {'':6} {gpu:9.1f}")
+    print(f"{'host submit+wait (vulkan.submit_wait)':58} {'':6} {wait:9.1f}"
+          f"   {wait - gpu:+.1f} us beyond the GPU span")
     print(f"{'host (Method::execute)':58} {'':6} {host / n / 1e3:9.1f}")
 
 

@@ -236,7 +236,8 @@ typedef struct ember_vulkan_info {
     /** Vulkan delegates loaded now. */
     size_t delegates;
     /** Vulkan objects VulkanBackend holds now: the device context's
-     *  (instance, device, shader modules, layouts, cached pipelines) and the
+     *  (instance, device, shader modules, layouts, pipeline cache, cached
+     *  pipelines) and the
      *  loaded delegates' (buffers, memory, descriptor and command pools,
      *  fences, query pools). */
     size_t objects;
@@ -245,6 +246,11 @@ typedef struct ember_vulkan_info {
     /** Vulkan instances VulkanBackend has made since the process started:
      *  one, unless ember_vulkan_device_release() let one go. */
     size_t instances_made;
+    /** Bytes of pipeline cache data the device context took from the
+     *  pipeline cache file (ember_vulkan_set_pipeline_cache_file()) when it
+     *  was made, and from files named since: 0 where there was none or it
+     *  was ignored (damaged, cut short, or from another device or driver). */
+    size_t pipeline_cache_loaded;
 } ember_vulkan_info;
 
 /**
@@ -267,6 +273,33 @@ ember_status ember_vulkan_info_get(ember_vulkan_info *info);
  *         Vulkan delegate is loaded.
  */
 ember_status ember_vulkan_device_release(void);
+
+/**
+ * Names the file that keeps VulkanBackend's compiled pipelines between
+ * processes, so that a program's second load in a new process skips most of
+ * the driver's shader compilation. The device context reads it when it is
+ * made (the first Vulkan load, or the first after
+ * ember_vulkan_device_release()); a file named while the context exists is
+ * read into it at once. The context writes it back where it holds pipelines
+ * the file lacks: after a delegate's init that compiled pipelines, and at
+ * ember_vulkan_device_release(). Writes go to a temporary file next to it
+ * (path + ".<pid>.tmp") that is renamed over it when whole, so the file is
+ * never left half-written. A file that is damaged, cut short, or made by
+ * another device or driver version is ignored (and replaced at the next
+ * write); failing to write it is logged as a warning and fails nothing.
+ * Until this is called, the context takes the path from the environment
+ * variable EMBER_VULKAN_PIPELINE_CACHE when it is made; once it is called,
+ * the environment is not read again. Call it before or between loads.
+ * Thread-safe.
+ * @param[in] path  the file (copied), or NULL or "" for none: pipelines are
+ *                  then cached in memory only, for the context's lifetime.
+ * @return EMBER_OK (also where the file is missing or ignored, or the build
+ *         has no Vulkan); EMBER_ERR_INVALID_ARGUMENT, changing nothing,
+ *         where path has 1024 bytes or more; EMBER_ERR_OUT_OF_MEMORY or
+ *         EMBER_ERR_DELEGATE_FAILED where the context exists and the driver
+ *         failed to take the file's pipelines (the path is set all the same).
+ */
+ember_status ember_vulkan_set_pipeline_cache_file(const char *path);
 
 /** Removes every registered backend. */
 void ember_backends_clear(void);

@@ -29,13 +29,27 @@
  * delegate is loaded. Every fixture runs under each shader variant
  * (EMBER_VULKAN_KERNELS=simple|gpu|matvec|tiled) and with unmapped device
  * memory (EMBER_VULKAN_MEMORY=staged).
+ * 2,000 inits of valid and corrupted payloads in one
+ * process keep one instance, leave the idle context's objects after each,
+ * and (Linux, no sanitizers) do not grow the resident set.
+ *
+ * The pipeline cache file: named by EMBER_VULKAN_PIPELINE_CACHE and by the
+ * API, written after an init that compiled pipelines and at release, taken
+ * whole by a fresh context; damaged, cut, empty, oversized and foreign files
+ * are ignored (the program still right) and replaced; a path that cannot be
+ * written fails no load; each fallible Vulkan call of loads that save it
+ * fails in turn, cleanly.
  */
-#define _POSIX_C_SOURCE 200112L
+#define _POSIX_C_SOURCE 200809L /* mkdtemp, setenv */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#if defined(__linux__) && defined(__GLIBC__) /* stdio.h defines it */
+#include <malloc.h> /* malloc_trim */
+#endif
 
 #include "backends/vulkan/vk_testing.h"
 #include "check.h"
@@ -337,8 +351,8 @@ static size_t run_q4gsw(const uint8_t *pte, size_t size) {
  * no Vulkan object behind. fresh: the context is released before each load,
  * so the load makes it (instance, device, modules, layouts) too. Then a good
  * load runs <prefix>x_<n> against eager. */
-static void fail_each_call(const uint8_t *pte, size_t size, bool fresh, const char *prefix,
-                           int n) {
+static void fail_each_call(const uint8_t *pte, size_t size, bool fresh, bool cache,
+                           const char *prefix, int n) {
     ember_buffer_loader bl;
     ember_program *p;
     ember_method *m;
@@ -355,14 +369,23 @@ static void fail_each_call(const uint8_t *pte, size_t size, bool fresh, const ch
     printf("  a load %s: %u fallible Vulkan calls, %zu objects held while loaded\n",
            fresh ? "that makes the context" : "on the idle context", calls, loaded.objects);
     CHECK(calls > 0 && loaded.delegates >= 1);
+    uint32_t saves_cut = 0;
     for (uint32_t k = 1; k <= calls; k++) {
         if (fresh) CHECK_OK(ember_vulkan_device_release());
+        uint32_t save_failures = vk_testing_cache_save_failures();
         vk_testing_fail_call(k);
         ember_status st = load(pte, size, &bl, &p, &m);
         vk_testing_fail_call(0);
-        CHECK_MSG(st != EMBER_OK && strstr(ember_last_error(), "VkResult -1") != NULL,
-                  "call %u of %u failed on purpose: status %s, message '%s'", k, calls,
-                  ember_status_str(st), ember_last_error());
+        /* a failed call of the pipeline cache's save fails the save alone */
+        if (vk_testing_cache_save_failures() != save_failures) {
+            saves_cut++;
+            CHECK_MSG(st == EMBER_OK, "call %u of %u (the cache's save) failed the load: %s", k,
+                      calls, ember_last_error());
+        } else {
+            CHECK_MSG(st != EMBER_OK && strstr(ember_last_error(), "VkResult -1") != NULL,
+                      "call %u of %u failed on purpose: status %s, message '%s'", k, calls,
+                      ember_status_str(st), ember_last_error());
+        }
         unload(p, m);
         char where[64];
         snprintf(where, sizeof where, "vulkan call %u of %u failed", k, calls);
@@ -370,6 +393,8 @@ static void fail_each_call(const uint8_t *pte, size_t size, bool fresh, const ch
     }
     /* an instance a load that made the context (all but the one whose
      * vkCreateInstance failed); none on the idle context */
+    /* the save of a load that compiled pipelines: the size, then the data */
+    CHECK_MSG(saves_cut == (cache && fresh ? 2u : 0u), "%u failed calls cut a save", saves_cut);
     size_t instances = vk_info().instances_made - made;
     CHECK_MSG(instances == (fresh ? calls : 0), "%zu instances made for %u loads", instances,
               calls + 1);
@@ -465,6 +490,294 @@ static void run_variants(void) {
     free(q4);
 }
 
+/* ---- the pipeline cache file ---- */
+
+/* The file's layout (docs/vulkan.md): the driver's data, whose header is
+ * VkPipelineCacheHeaderVersionOne (headerSize, headerVersion, vendorID,
+ * deviceID, 16-byte UUID, little-endian), then a 16-byte trailer: the
+ * FNV-1a 64 hash of the data, the data's length, "EVPC". */
+#define TRAILER 16
+
+static uint32_t get32(const uint8_t *b) {
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static void put32(uint8_t *b, uint32_t v) {
+    for (int k = 0; k < 4; k++) b[k] = (uint8_t)(v >> (8 * k));
+}
+
+/* Writes a trailer that matches the data, so that a test's forged header
+ * reaches the header's checks. */
+static void reseal(uint8_t *b, size_t size) {
+    size_t n = size - TRAILER;
+    uint64_t h = UINT64_C(14695981039346656037);
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * UINT64_C(1099511628211);
+    put32(b + n, (uint32_t)h);
+    put32(b + n + 4, (uint32_t)(h >> 32));
+    put32(b + n + 8, (uint32_t)n);
+    memcpy(b + n + 12, "EVPC", 4);
+}
+
+/* Whether the file at path looks like a whole cache file: its trailer's
+ * length and mark (the hash and header are the library's to check). */
+static bool cache_file_whole(const char *path) {
+    size_t size = 0;
+    uint8_t *b = test_read_file(path, &size);
+    bool ok = b != NULL && size >= 32 + TRAILER && get32(b + size - 8) == size - TRAILER &&
+              memcmp(b + size - 4, "EVPC", 4) == 0 && get32(b) >= 32;
+    free(b);
+    return ok;
+}
+
+static bool write_bytes(const char *path, const uint8_t *b, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (f == NULL) return false;
+    bool ok = fwrite(b, 1, n, f) == n;
+    return fclose(f) == 0 && ok;
+}
+
+/* Files in dir of the names the cache section uses: the cache files and
+ * a temporary one for either. */
+static int files_in(const char *dir) {
+    static const char *const names[] = {"pipelines.bin", "other.bin"};
+    char path[700];
+    int n = 0;
+    for (size_t k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[k]);
+        n += access(path, F_OK) == 0;
+        snprintf(path, sizeof path, "%s/%s.%ld.tmp", dir, names[k], (long)getpid());
+        n += access(path, F_OK) == 0;
+    }
+    return n;
+}
+
+/* Releases the context and loads attention.pte in a fresh one, which reads
+ * the cache file as it is, runs it against eager and unloads it; returns
+ * the bytes the context took from the file (SIZE_MAX where the load
+ * failed). */
+static size_t fresh_load(const uint8_t *pte, size_t size) {
+    ember_buffer_loader bl;
+    ember_program *p;
+    ember_method *m;
+    size_t taken = SIZE_MAX;
+    CHECK_OK(ember_vulkan_device_release());
+    if (CHECK_OK(load(pte, size, &bl, &p, &m))) {
+        taken = vk_info().pipeline_cache_loaded;
+        run_case(m, "", 3, 1e-4, 1e-5);
+    }
+    unload(p, m);
+    check_idle("a load with a pipeline cache file");
+    return taken;
+}
+
+typedef struct bad_file {
+    const char *what;
+    size_t cut;            /* bytes to keep (0: all) */
+    size_t at;             /* a byte to change... */
+    uint8_t xor_with;      /* ...by this (0: none) */
+    bool reseal;           /* a trailer that matches the change */
+} bad_file;
+
+/* A damaged, cut or foreign file: the context ignores it (no error, the
+ * pipelines compiled afresh, the program right) and the save after the
+ * init replaces it with a whole file. */
+static void bad_cache_files(const uint8_t *pte, size_t size, const char *path, const uint8_t *good,
+                            size_t good_size) {
+    const bad_file bad[] = {
+        {"an empty file", 1, 0, 0, false}, /* cut to 1 byte below, then emptied */
+        {"10 bytes", 10, 0, 0, false},
+        {"cut by one byte", good_size - 1, 0, 0, false},
+        {"cut in half", good_size / 2, 0, 0, false},
+        {"a flipped byte", 0, good_size / 2, 0x40, false},
+        {"a flipped trailer hash", 0, good_size - TRAILER, 0x01, false},
+        {"headerSize 8", 0, 0, 32 ^ 8, true},
+        {"headerSize past the data", 0, 1, 0x10, true},
+        {"headerVersion 2", 0, 4, 1 ^ 2, true},
+        {"another vendor", 0, 8, 0x01, true},
+        {"another device", 0, 12, 0x01, true},
+        {"another driver (pipelineCacheUUID)", 0, 16 + 7, 0x80, true},
+    };
+    uint8_t *b = malloc(good_size);
+    if (!CHECK(b != NULL)) return;
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        memcpy(b, good, good_size);
+        size_t n = bad[k].cut ? bad[k].cut : good_size;
+        if (k == 0) n = 0;
+        b[bad[k].at] ^= bad[k].xor_with;
+        if (bad[k].reseal) reseal(b, n);
+        CHECK(write_bytes(path, b, n));
+        size_t taken = fresh_load(pte, size);
+        CHECK_MSG(taken == 0, "%s: %zu bytes taken", bad[k].what, taken);
+        CHECK_MSG(cache_file_whole(path), "%s: not replaced by a whole file", bad[k].what);
+    }
+    free(b);
+    /* a file beyond any cache's size is not read (sparse: no disk used) */
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL && fclose(f) == 0 && truncate(path, (off_t)(65 << 20)) == 0);
+    CHECK_MSG(fresh_load(pte, size) == 0, "a 65 MiB file was taken");
+    CHECK(cache_file_whole(path));
+}
+
+/* The pipeline cache file, named by the environment and by the API: a
+ * fresh context takes a whole file and compiles nothing anew; a bad one is
+ * ignored; a failed save fails no load; the file is never left in part;
+ * every fallible call of a load that saves the file fails cleanly. */
+static void pipeline_cache_file(const uint8_t *pte, size_t size) {
+    const char *tmp = getenv("TMPDIR");
+    char dir[512], path[600], other[600];
+    snprintf(dir, sizeof dir, "%s/ember_vk_cache_XXXXXX", tmp != NULL && tmp[0] ? tmp : "/tmp");
+    if (!CHECK_MSG(mkdtemp(dir) != NULL, "mkdtemp %s", dir)) return;
+    snprintf(path, sizeof path, "%s/pipelines.bin", dir);
+    snprintf(other, sizeof other, "%s/other.bin", dir);
+
+    /* EMBER_VULKAN_PIPELINE_CACHE, read when the context is made */
+    CHECK(setenv("EMBER_VULKAN_PIPELINE_CACHE", path, 1) == 0);
+    CHECK_MSG(fresh_load(pte, size) == 0, "no file yet, yet bytes were taken");
+    CHECK(cache_file_whole(path) && files_in(dir) == 1); /* no temporary left */
+    size_t warm = fresh_load(pte, size);
+    CHECK(unsetenv("EMBER_VULKAN_PIPELINE_CACHE") == 0);
+    size_t good_size = 0;
+    uint8_t *good = test_read_file(path, &good_size);
+    if (!CHECK(good != NULL)) return;
+    printf("  cache file: %zu bytes; a fresh context took %zu\n", good_size, warm);
+    CHECK_MSG(warm + TRAILER == good_size, "%zu bytes taken from a %zu-byte file", warm,
+              good_size);
+    /* without the variable (and no API call yet), no file */
+    CHECK(remove(path) == 0);
+    CHECK(fresh_load(pte, size) == 0 && files_in(dir) == 0);
+
+    /* the API: the environment is not read again */
+    CHECK(write_bytes(path, good, good_size));
+    CHECK_OK(ember_vulkan_set_pipeline_cache_file(path));
+    CHECK(setenv("EMBER_VULKAN_PIPELINE_CACHE", other, 1) == 0);
+    CHECK(fresh_load(pte, size) == good_size - TRAILER && files_in(dir) == 1);
+    CHECK(unsetenv("EMBER_VULKAN_PIPELINE_CACHE") == 0);
+    bad_cache_files(pte, size, path, good, good_size);
+
+    /* named while the context exists: read into it at once, written at the
+     * release */
+    CHECK_OK(ember_vulkan_set_pipeline_cache_file(NULL));
+    CHECK(remove(path) == 0);
+    CHECK(fresh_load(pte, size) == 0 && files_in(dir) == 0);
+    CHECK(write_bytes(other, good, good_size));
+    CHECK_OK(ember_vulkan_set_pipeline_cache_file(other));
+    CHECK(vk_info().pipeline_cache_loaded == good_size - TRAILER);
+    check_idle("a cache file named while the context exists");
+    CHECK(remove(other) == 0);
+    CHECK_OK(ember_vulkan_device_release());
+    CHECK(cache_file_whole(other));
+
+    /* a path too long changes nothing */
+    char longer[1100];
+    memset(longer, 'a', sizeof longer - 1);
+    longer[sizeof longer - 1] = '\0';
+    CHECK_ERR(ember_vulkan_set_pipeline_cache_file(longer), EMBER_ERR_INVALID_ARGUMENT, "1023");
+    CHECK(fresh_load(pte, size) == good_size - TRAILER);
+
+    /* a file that cannot be written (its path is a directory): the load is
+     * fine, the failures counted (and logged): the release's save (the
+     * context's pipelines, new to the file named) and the init's */
+    uint32_t failed = vk_testing_cache_save_failures();
+    CHECK_OK(ember_vulkan_set_pipeline_cache_file(dir));
+    CHECK(fresh_load(pte, size) == 0);
+    CHECK_EQ_INT(vk_testing_cache_save_failures(), failed + 2);
+
+    /* every fallible call of loads that make the context and save the file */
+    CHECK_OK(ember_vulkan_set_pipeline_cache_file(path));
+    fail_each_call(pte, size, true, true, "", 8);
+    CHECK(cache_file_whole(path));
+    CHECK_OK(ember_vulkan_set_pipeline_cache_file(NULL));
+    CHECK(remove(path) == 0 && remove(other) == 0 && files_in(dir) == 0 && rmdir(dir) == 0);
+    free(good);
+}
+
+/* ---- many inits in one process ---- */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+
+/* The process's resident set in bytes, once the allocator has given its
+ * free memory back (a payload that asks for a large arena leaves the heap
+ * grown, which is no leak); 0 where unknown (not Linux with glibc). */
+static size_t resident_bytes(void) {
+#if defined(__linux__) && defined(__GLIBC__)
+    malloc_trim(0);
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long total = 0, resident = 0;
+    if (f == NULL) return 0;
+    int got = fscanf(f, "%lu %lu", &total, &resident);
+    fclose(f);
+    long page = sysconf(_SC_PAGESIZE);
+    return got == 2 && page > 0 ? (size_t)resident * (size_t)page : 0;
+#else
+    return 0;
+#endif
+}
+
+/* 2,000 inits in one process, every other one a payload with one to three
+ * flipped bytes: one Vulkan instance throughout, the idle context's objects
+ * after each, and (Linux, no sanitizers: their allocators keep freed memory
+ * in quarantine) a resident set that does not grow once a few hundred
+ * inits have warmed the allocators and the driver up. A leak of 1 KiB an
+ * init would add 1.7 MiB over the measured inits, above the slack. */
+static void many_inits(const uint8_t *pte, size_t size) {
+    enum { INITS = 2000, WARM = 300 };
+    size_t at = 0;
+    for (size_t i = 4; i + 4 <= size && at == 0; i++)
+        if (memcmp(pte + i, "VH00", 4) == 0) at = i - 4;
+    uint32_t fb_at, fb_size;
+    memcpy(&fb_at, pte + at + 10, 4);
+    memcpy(&fb_size, pte + at + 14, 4);
+    size_t end = at + fb_at + fb_size;
+    uint8_t *copy = malloc(size);
+    if (!CHECK(at > 0 && end <= size && copy != NULL)) {
+        free(copy);
+        return;
+    }
+    uint32_t seed = 2024;
+    size_t rss_warm = 0;
+    int loaded = 0;
+    for (int k = 0; k < INITS; k++) {
+        if (k == WARM) rss_warm = resident_bytes();
+        memcpy(copy, pte, size);
+        for (int j = 0; k % 2 == 1 && j < 1 + k % 3; j++) {
+            seed = seed * 1664525u + 1013904223u;
+            copy[at + 30 + (seed >> 8) % (end - at - 30)] ^= (uint8_t)(1u + (seed >> 3) % 255u);
+        }
+        ember_buffer_loader bl;
+        ember_program *p;
+        ember_method *m;
+        ember_status st = load(copy, size, &bl, &p, &m);
+        if (k % 2 == 0) CHECK_OK(st);
+        if (st == EMBER_OK && k % 500 == 0) run_case(m, "", 3, 1e-4, 1e-5);
+        loaded += st == EMBER_OK;
+        unload(p, m);
+        ember_vulkan_info info = vk_info();
+        if (!CHECK_MSG(info.instances_made == 1 && info.delegates == 0 &&
+                           info.objects == g_context_objects + info.pipelines,
+                       "init %d: %zu instances made, %zu delegates, %zu objects (idle context "
+                       "%zu + %zu pipelines)",
+                       k, info.instances_made, info.delegates, info.objects, g_context_objects,
+                       info.pipelines))
+            break;
+    }
+    size_t rss_end = resident_bytes();
+    free(copy);
+    printf("  %d inits (%d loaded): resident set %zu KiB after %d, %zu KiB at the end\n", INITS,
+           loaded, rss_warm >> 10, WARM, rss_end >> 10);
+#ifndef SANITIZED
+    const size_t slack = 1u << 20;
+    if (rss_warm > 0 && rss_end > 0)
+        CHECK_MSG(rss_end <= rss_warm + slack, "the resident set grew by %zu KiB over %d inits",
+                  (rss_end - rss_warm) >> 10, INITS - WARM);
+#endif
+}
+
 int main(void) {
     if (!CHECK_OK(ember_portable_kernels_register()) ||
         !CHECK_OK(ember_vulkan_backend_register()))
@@ -485,6 +798,8 @@ int main(void) {
         free(pte);
         return check_finish();
     }
+    /* the pipeline cache file is the cache section's to name */
+    CHECK(unsetenv("EMBER_VULKAN_PIPELINE_CACHE") == 0);
     printf("device: %s\n", ember_vulkan_device_name());
     /* the idle context: made by is_available(), before any delegate */
     ember_vulkan_info idle = vk_info();
@@ -499,6 +814,8 @@ int main(void) {
     check_section("corrupted payloads");
     const corrupt_input attention_in = {{1, 3, 32}, 3};
     corrupt(pte, size, &attention_in);
+    check_section("2,000 inits, valid and corrupted, in one process");
+    many_inits(pte, size);
     free(pte);
 
     pte = test_read_file(DIR "q4gsw.pte", &size);
@@ -563,11 +880,18 @@ int main(void) {
     pte = test_read_file(DIR "attention.pte", &size);
     if (!CHECK_MSG(pte != NULL, "cannot read " DIR "attention.pte")) return check_finish();
     check_section("each fallible Vulkan call of an init failed in turn");
-    fail_each_call(pte, size, false, "", 3);
+    fail_each_call(pte, size, false, false, "", 3);
+    /* and with the arena and the weights unmapped: the staging buffer, the
+     * I/O buffer, the upload's command buffer and submissions */
+    CHECK(setenv("EMBER_VULKAN_MEMORY", "staged", 1) == 0);
+    fail_each_call(pte, size, false, false, "", 3);
+    CHECK(unsetenv("EMBER_VULKAN_MEMORY") == 0);
     /* the context made and released for every load: the test keeps the
      * driver loaded meanwhile, as one context per process does */
     CHECK(vk_testing_hold_driver());
-    fail_each_call(pte, size, true, "", 8);
+    fail_each_call(pte, size, true, false, "", 8);
+    check_section("the pipeline cache file");
+    pipeline_cache_file(pte, size);
     check_section("a full pipeline cache; releasing the context");
     pipeline_cache(pte, size);
     size_t made = vk_info().instances_made;

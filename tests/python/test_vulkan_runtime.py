@@ -396,15 +396,20 @@ def test_reductions_across_workgroup_sizes() -> None:
 def test_gpu_times_in_the_event_tracer() -> None:
     """With an event tracer, every operator of the payload is a delegate event
     (its name, its debug handle, the shaders that ran it as metadata),
-    timed on the GPU, in every traced execute."""
+    timed on the GPU, in every traced execute; so are the run's GPU span
+    ("vulkan.gpu", holding every node's event) and the host's submit and
+    wait ("vulkan.submit_wait"), which the GPU's work fits in: no timing is
+    asserted, only how the spans nest."""
     from ember.devtools.etdump_reader import parse_etdump
 
     buffer = lower(nn.Sequential(nn.Linear(24, 40), nn.LayerNorm(40)).eval(), (r(3, 24),),
                    ({0: Dim("rows", min=1, max=16)},))
     # the gpu variant picks the product's shader by its rows: one row runs
-    # matvec, nine the tiled product
+    # matvec (matvec_sg where the device has subgroup arithmetic), nine the
+    # tiled product
+    matvec = b"matvec" if os.environ.get("EMBER_VULKAN_SUBGROUPS") == "off" else None
     for variant, want in (("simple", [b"matmul", b"matmul"]),
-                          ("gpu", [b"matvec", b"matmul_tiled"])):
+                          ("gpu", [matvec, b"matmul_tiled"])):
         method = load_forward(buffer, variant, event_tracer=ember_runtime.EventTracerConfig())
         method.execute([r(1, 24)])
         method.execute([r(9, 24)])
@@ -418,6 +423,20 @@ def test_gpu_times_in_the_event_tracer() -> None:
                 assert e.end_time >= e.start_time > 0
             assert events["aten.native_layer_norm.default"].delegate_debug_metadata == b"layer_norm"
             shaders.append(events["aten.linear.default"].delegate_debug_metadata)
+            whole = {e.delegate_debug_id_str: e for e in run.profile_events
+                     if e.delegate_debug_id_str is not None}
+            assert set(whole) == {"vulkan.gpu", "vulkan.submit_wait"}
+            gpu, wait = whole["vulkan.gpu"], whole["vulkan.submit_wait"]
+            assert gpu.name == "vulkan.gpu" and wait.name == "vulkan.submit_wait"
+            assert gpu.start_time == wait.start_time > 0
+            for e in events.values():
+                assert gpu.start_time <= e.start_time <= e.end_time <= gpu.end_time
+            # the GPU's span fits in the host's wait for it; a tenth of slack
+            # for a device clock that runs a little apart from the host's
+            gpu_ns, wait_ns = gpu.end_time - gpu.start_time, wait.end_time - wait.start_time
+            assert 0 < wait_ns and gpu_ns <= 1.1 * wait_ns, (gpu_ns, wait_ns)
+        if want[0] is None and shaders[0] in (b"matvec", b"matvec_sg"):
+            want[0] = shaders[0]
         assert shaders == want, variant
 
 

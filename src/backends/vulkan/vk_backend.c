@@ -10,7 +10,9 @@
  * integers and booleans as float32, floats as float32 or float16), rerun the shape rules for the actual input shapes
  * (parameter blocks and indirect workgroup counts), replay the command
  * buffer, check the status word, resize the outputs and copy them back.
- * Execute allocates nothing.
+ * Execute allocates nothing. Traced runs (ember_backend_tracing()) replay the
+ * command buffer that stamps every dispatch and report each node's GPU time,
+ * the GPU's span of the run and the host's submit-and-wait time.
  */
 #include <stdio.h>
 #include <string.h>
@@ -264,6 +266,19 @@ static void log_node_times(const vk_graph *g, uint64_t submitted) {
     }
 }
 
+/* The run as a whole, two events named by string ids: "vulkan.gpu", the GPU
+ * span from the first timestamp to the last (placed like the nodes'), and
+ * "vulkan.submit_wait", the host from just before vkQueueSubmit to the fence
+ * wait's return. The difference is what the host lost to submission,
+ * scheduling and waking up. */
+static void log_run_times(const vk_graph *g) {
+    uint64_t gpu = g->stamps[g->num_dispatches];
+    ember_backend_log_event("vulkan.gpu", -1, "vulkan.gpu", g->submit_ns, g->submit_ns + gpu, NULL,
+                            0);
+    ember_backend_log_event("vulkan.submit_wait", -1, "vulkan.submit_wait", g->submit_ns,
+                            g->waited_ns, NULL, 0);
+}
+
 static ember_status vk_execute(void *handle, ember_value **args, size_t nargs) {
     vk_graph *g = handle;
     for (uint32_t k = 0; k < g->num_inputs; k++) {
@@ -297,9 +312,11 @@ static ember_status vk_execute(void *handle, ember_value **args, size_t nargs) {
     TRY_RET(vk_ops_prepare(g));
     g->control[0] = 0;
     bool timed = ember_backend_tracing() && vk_device_timed(g);
-    uint64_t submitted = timed ? ember_ticks_ns() : 0;
     TRY_RET(vk_device_run(g, timed));
-    if (timed) log_node_times(g, submitted);
+    if (timed) {
+        log_node_times(g, g->submit_ns);
+        log_run_times(g);
+    }
     if (g->control[0] != 0) {
         uint32_t ni = g->control[0] - 1;
         if (ni < g->num_nodes)
@@ -352,3 +369,7 @@ const char *ember_vulkan_device_name(void) { return vk_device_name(); }
 ember_status ember_vulkan_info_get(ember_vulkan_info *info) { return vk_device_info(info); }
 
 ember_status ember_vulkan_device_release(void) { return vk_device_release(); }
+
+ember_status ember_vulkan_set_pipeline_cache_file(const char *path) {
+    return vk_device_set_cache_file(path);
+}

@@ -9,7 +9,13 @@
  * device is then created with), one descriptor-set layout and a cache of
  * compute pipelines, one per shader, elementwise operator and storage types
  * of the bindings (specialization constants), made when a delegate first
- * needs them. The context is created on first use (a delegate's init, or a
+ * needs them through the context's VkPipelineCache. That cache can live in
+ * a file (ember_vulkan_set_pipeline_cache_file(), or
+ * EMBER_VULKAN_PIPELINE_CACHE read when the context is made): read when the
+ * context is made, after ember's own checks (a trailer hash, the header
+ * against the device), since drivers differ in how well they check what
+ * they are handed; written through a temporary file and a rename after an
+ * init that compiled pipelines and at release. The context is created on first use (a delegate's init, or a
  * question about the device) and stays when the last delegate goes, so the
  * next program neither loads the driver again nor makes a device: drivers do
  * not all give back what a load took (Mesa's on AMD processors keeps its CPU
@@ -20,21 +26,30 @@
  * needs its slot. The queue is shared, so submissions take a lock.
  *
  * Every Vulkan object ember makes is counted (g_objects, reported by
- * ember_vulkan_info_get()), and every fallible call goes through VK_CALL or
- * VK_MAKE, where a test hook (vk_testing.h) can make the n-th one fail: the
- * tests drive each failure path of init that way and check that nothing is
- * left behind.
+ * ember_vulkan_info_get()), the pipeline cache too, and every fallible call
+ * goes through VK_CALL or VK_MAKE, where a test hook (vk_testing.h) can make
+ * the n-th one fail: the tests drive each failure path of init that way and
+ * check that nothing is left behind (a failed call of the cache file's save
+ * fails the save alone, never the load).
  *
  * Per delegate: the weights, arena and control buffers (host-visible and
  * coherent, device-local too where the device offers it), one descriptor
  * set per dispatch written at init, and one command buffer recorded at init
  * and replayed by every execute: its dispatches are indirect, reading the
- * workgroup counts that vk_ops.c writes for the actual shapes.
+ * workgroup counts that vk_ops.c writes for the actual shapes. Traced runs
+ * replay a second buffer that stamps every dispatch, and note the host
+ * clock before the submission and at the fence wait's return.
  */
+#define _POSIX_C_SOURCE 200809L /* open, fstat, pread, getpid */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <vulkan/vulkan.h>
 
 #include "vk_graph.h"
@@ -70,6 +85,9 @@ typedef struct vk_context {
                                               * subgroups that divide a workgroup */
     vk_pipeline pipelines[VK_MAX_PIPELINES];
     uint32_t num_pipelines;
+    VkPipelineCache cache;  /* every pipeline is made through it */
+    bool cache_dirty;       /* it holds pipelines the cache file lacks */
+    size_t cache_loaded;    /* bytes adopted from cache files */
     size_t weights_bytes, arena_bytes;       /* of the delegates open now */
 } vk_context;
 
@@ -150,6 +168,246 @@ static ember_status vk_fail(VkResult r, const char *what) {
     return ember_backend_fail(st, "vulkan: %s failed (VkResult %d)", what, (int)r);
 }
 
+/* ---- The pipeline cache file ----
+ *
+ * The file holds the driver's pipeline cache data (vkGetPipelineCacheData: a
+ * VkPipelineCacheHeaderVersionOne, then the driver's own bytes) and ember's
+ * 16-byte trailer: the FNV-1a 64 hash of the data and its length (both
+ * little-endian), then "EVPC". Drivers differ in how well they check the
+ * data they are given, and a cache file outlives driver updates, crashes and
+ * full disks, so the file is checked here first: its size, the trailer (a cut
+ * or damaged file), then the header against this device. A file that fails
+ * any check is ignored as if there were none: the pipelines are compiled
+ * afresh and the next save replaces it. */
+
+#define CACHE_PATH_MAX 1024
+#define CACHE_TRAILER 16
+/* VkPipelineCacheHeaderVersionOne as the file lays it out: four 32-bit
+ * words, then the 16-byte UUID. */
+#define CACHE_HEADER 32
+/* Far above what VK_MAX_PIPELINES compute pipelines take. */
+#define CACHE_FILE_MAX ((size_t)64 << 20)
+
+static char g_cache_path[CACHE_PATH_MAX]; /* "": no file */
+static bool g_cache_path_set;             /* by the API: the environment is not read */
+static atomic_uint g_cache_save_failures;
+
+uint32_t vk_testing_cache_save_failures(void) { return atomic_load(&g_cache_save_failures); }
+
+static uint32_t get_le32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put_le32(uint8_t *p, uint32_t v) {
+    for (int k = 0; k < 4; k++) p[k] = (uint8_t)(v >> (8 * k));
+}
+
+static uint64_t fnv1a(const uint8_t *p, size_t n) {
+    uint64_t h = UINT64_C(14695981039346656037);
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * UINT64_C(1099511628211);
+    return h;
+}
+
+/* Whether the size bytes of a cache file at buf pass every check; the first
+ * *data_size of them are then the driver's. */
+static bool cache_file_check(const vk_context *c, const uint8_t *buf, size_t size,
+                             size_t *data_size) {
+    if (size < CACHE_HEADER + CACHE_TRAILER || size > CACHE_FILE_MAX) return false;
+    const size_t n = size - CACHE_TRAILER;
+    const uint8_t *t = buf + n;
+    uint64_t hash = fnv1a(buf, n);
+    if (memcmp(t + 12, "EVPC", 4) != 0 || get_le32(t + 8) != n ||
+        get_le32(t) != (uint32_t)hash || get_le32(t + 4) != (uint32_t)(hash >> 32))
+        return false;
+    uint32_t header = get_le32(buf);
+    if (header < CACHE_HEADER || header > n ||
+        get_le32(buf + 4) != (uint32_t)VK_PIPELINE_CACHE_HEADER_VERSION_ONE ||
+        get_le32(buf + 8) != c->props.vendorID || get_le32(buf + 12) != c->props.deviceID ||
+        memcmp(buf + 16, c->props.pipelineCacheUUID, VK_UUID_SIZE) != 0)
+        return false;
+    *data_size = n;
+    return true;
+}
+
+/* The whole file at path in a buffer from the platform heap (the caller
+ * frees it), *size bytes; NULL where there is none, it cannot be read whole,
+ * or its size is outside what a cache file can be. */
+static uint8_t *read_cache_file(const char *path, size_t *size) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    struct stat st;
+    uint8_t *buf = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= CACHE_HEADER + CACHE_TRAILER &&
+        (uint64_t)st.st_size <= CACHE_FILE_MAX)
+        buf = ember_platform_alloc((size_t)st.st_size, 16);
+    size_t n = buf != NULL ? (size_t)st.st_size : 0, done = 0;
+    while (done < n) {
+        ssize_t got = pread(fd, buf + done, n - done, (off_t)done);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        done += (size_t)got;
+    }
+    close(fd);
+    if (done != n) {
+        ember_platform_free(buf);
+        return NULL;
+    }
+    *size = n;
+    return buf;
+}
+
+/* Writes n bytes to path through a temporary file next to it, renamed over
+ * it once whole: a crash or a full disk never leaves part of a file under
+ * path. No fsync: a file that a power cut leaves short fails the trailer's
+ * check and is ignored, where a sync would cost every save a disk flush. */
+static bool write_cache_file(const char *path, const uint8_t *buf, size_t n) {
+    char tmp[CACHE_PATH_MAX + 32];
+    int len = snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    if (len < 0 || (size_t)len >= sizeof tmp) return false;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t put = write(fd, buf + done, n - done);
+        if (put < 0 && errno == EINTR) continue;
+        if (put <= 0) break;
+        done += (size_t)put;
+    }
+    bool ok = close(fd) == 0 && done == n;
+    if (ok) ok = rename(tmp, path) == 0;
+    if (!ok) unlink(tmp);
+    return ok;
+}
+
+/* The driver's data of the context's cache with ember's trailer, in a
+ * buffer from the platform heap (the caller frees it); NULL on failure. */
+static uint8_t *cache_serialize(vk_context *c, size_t *size) {
+    size_t n = 0, total;
+    VkResult r = VK_CALL(vkGetPipelineCacheData(c->device, c->cache, &n, NULL));
+    if (r != VK_SUCCESS || n < CACHE_HEADER || ember_add_overflow(n, CACHE_TRAILER, &total) ||
+        total > CACHE_FILE_MAX)
+        return NULL;
+    uint8_t *buf = ember_platform_alloc(total, 16);
+    if (buf == NULL) return NULL;
+    /* the lock keeps pipelines from joining the cache between the calls */
+    r = VK_CALL(vkGetPipelineCacheData(c->device, c->cache, &n, buf));
+    if (r != VK_SUCCESS || n < CACHE_HEADER || n > total - CACHE_TRAILER) {
+        ember_platform_free(buf);
+        return NULL;
+    }
+    uint64_t hash = fnv1a(buf, n);
+    put_le32(buf + n, (uint32_t)hash);
+    put_le32(buf + n + 4, (uint32_t)(hash >> 32));
+    put_le32(buf + n + 8, (uint32_t)n);
+    memcpy(buf + n + 12, "EVPC", 4);
+    *size = n + CACHE_TRAILER;
+    return buf;
+}
+
+/* Writes the context's cache to the cache file where it holds pipelines the
+ * file lacks. A failure costs the next process compile time and no more: it
+ * is logged, never returned. Called with g_ctx_lock held. */
+static void cache_save(vk_context *c) {
+    if (c->cache == VK_NULL_HANDLE || !c->cache_dirty || g_cache_path[0] == '\0') return;
+    size_t size = 0;
+    uint8_t *buf = cache_serialize(c, &size);
+    bool ok = buf != NULL && write_cache_file(g_cache_path, buf, size);
+    ember_platform_free(buf);
+    if (ok) {
+        c->cache_dirty = false;
+        return;
+    }
+    atomic_fetch_add(&g_cache_save_failures, 1);
+    ember_log(EMBER_LOG_WARNING, "vulkan: the pipeline cache was not written to %s",
+              g_cache_path);
+}
+
+/* The cache file's bytes for the driver, *size of them (the caller frees
+ * them), where there is a file and it passes every check; NULL otherwise. */
+static uint8_t *cache_file_load(const vk_context *c, size_t *size) {
+    if (g_cache_path[0] == '\0') return NULL;
+    size_t n = 0;
+    uint8_t *buf = read_cache_file(g_cache_path, &n);
+    if (buf != NULL && !cache_file_check(c, buf, n, size)) {
+        ember_platform_free(buf);
+        buf = NULL;
+    }
+    return buf;
+}
+
+static VkResult make_cache(vk_context *c, const uint8_t *data, size_t size, VkPipelineCache *out) {
+    VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    ci.initialDataSize = data != NULL ? size : 0;
+    ci.pInitialData = data;
+    return VK_MAKE(vkCreatePipelineCache(c->device, &ci, NULL, out));
+}
+
+/* The context's pipeline cache, filled from the cache file where one
+ * passes; the path comes from EMBER_VULKAN_PIPELINE_CACHE unless
+ * ember_vulkan_set_pipeline_cache_file() has named one (or none). */
+static ember_status cache_create(vk_context *c) {
+    if (!g_cache_path_set) {
+        const char *env = getenv("EMBER_VULKAN_PIPELINE_CACHE");
+        size_t len = env != NULL ? strlen(env) : 0;
+        if (len >= sizeof g_cache_path) {
+            ember_log(EMBER_LOG_WARNING, "vulkan: EMBER_VULKAN_PIPELINE_CACHE is longer than "
+                      "%d bytes; no pipeline cache file", CACHE_PATH_MAX - 1);
+            len = 0;
+        }
+        if (len > 0) memcpy(g_cache_path, env, len);
+        g_cache_path[len] = '\0';
+    }
+    size_t size = 0;
+    uint8_t *data = cache_file_load(c, &size);
+    VkResult r = make_cache(c, data, size, &c->cache);
+    c->cache_loaded = data != NULL && r == VK_SUCCESS ? size : 0;
+    ember_platform_free(data);
+    if (r != VK_SUCCESS) {
+        c->cache = VK_NULL_HANDLE;
+        return vk_fail(r, "vkCreatePipelineCache");
+    }
+    return EMBER_OK;
+}
+
+/* Merges the cache file into the context's cache: a file named while the
+ * context exists. Called with g_ctx_lock held. */
+static ember_status cache_merge_file(vk_context *c) {
+    size_t size = 0;
+    uint8_t *data = cache_file_load(c, &size);
+    if (data == NULL) return EMBER_OK;
+    VkPipelineCache from;
+    VkResult r = make_cache(c, data, size, &from);
+    ember_platform_free(data);
+    if (r != VK_SUCCESS) return vk_fail(r, "vkCreatePipelineCache");
+    r = VK_CALL(vkMergePipelineCaches(c->device, c->cache, 1, &from));
+    vkDestroyPipelineCache(c->device, from, NULL);
+    uncount();
+    if (r != VK_SUCCESS) return vk_fail(r, "vkMergePipelineCaches");
+    c->cache_loaded += size;
+    return EMBER_OK;
+}
+
+ember_status vk_device_set_cache_file(const char *path) {
+    size_t len = path != NULL ? strlen(path) : 0;
+    if (len >= CACHE_PATH_MAX)
+        return ember_backend_fail(EMBER_ERR_INVALID_ARGUMENT,
+                                  "vulkan: the pipeline cache path has %zu bytes, at most %d", len,
+                                  CACHE_PATH_MAX - 1);
+    pthread_mutex_lock(&g_ctx_lock);
+    if (len > 0) memcpy(g_cache_path, path, len);
+    g_cache_path[len] = '\0';
+    g_cache_path_set = true;
+    ember_status st = EMBER_OK;
+    if (g_ctx.cache != VK_NULL_HANDLE && len > 0) {
+        /* the new file lacks what this context compiled: the next save
+         * writes the merged whole */
+        g_ctx.cache_dirty = true;
+        st = cache_merge_file(&g_ctx);
+    }
+    pthread_mutex_unlock(&g_ctx_lock);
+    return st;
+}
+
 /* Destroys the pipelines no loaded delegate uses and closes up the rest.
  * Called with g_ctx_lock held (or on a context no other thread sees). */
 static void drop_unused_pipelines(vk_context *c) {
@@ -169,6 +427,11 @@ static void context_destroy(vk_context *c) {
     if (c->device) {
         vkDeviceWaitIdle(c->device);
         drop_unused_pipelines(c); /* every one: no delegate is loaded */
+        cache_save(c);
+        if (c->cache) {
+            vkDestroyPipelineCache(c->device, c->cache, NULL);
+            uncount();
+        }
         for (int k = 0; k < VK_SH_COUNT; k++) {
             if (c->modules[k]) {
                 vkDestroyShaderModule(c->device, c->modules[k], NULL);
@@ -289,8 +552,9 @@ static ember_status get_pipeline(vk_context *c, const vk_dispatch *d, VkPipeline
     ci.stage.pSpecializationInfo = &si;
     ci.layout = c->layout;
     VkPipeline pipe;
-    VkResult r = VK_MAKE(vkCreateComputePipelines(c->device, VK_NULL_HANDLE, 1, &ci, NULL, &pipe));
+    VkResult r = VK_MAKE(vkCreateComputePipelines(c->device, c->cache, 1, &ci, NULL, &pipe));
     if (r != VK_SUCCESS) return vk_fail(r, "vkCreateComputePipelines");
+    c->cache_dirty = true;
     vk_pipeline *p = &c->pipelines[c->num_pipelines++];
     p->shader = d->shader;
     p->op = op;
@@ -412,6 +676,7 @@ static ember_status context_create(vk_context *c) {
     }
     vkGetDeviceQueue(c->device, c->family, 0, &c->queue);
     TRY_RET(create_pipelines(c));
+    TRY_RET(cache_create(c));
     memcpy(g_device_name, c->props.deviceName, sizeof g_device_name);
     g_device_name[sizeof g_device_name - 1] = '\0';
     return EMBER_OK;
@@ -514,6 +779,7 @@ ember_status vk_device_info(ember_vulkan_info *info) {
     info->arena_bytes = g_ctx.arena_bytes;
     info->delegates = (size_t)g_ctx.refs;
     info->pipelines = g_ctx.num_pipelines;
+    info->pipeline_cache_loaded = g_ctx.cache_loaded;
     pthread_mutex_unlock(&g_ctx_lock);
     info->objects = atomic_load(&g_objects);
     info->instances_made = atomic_load(&g_instances_made);
@@ -1045,6 +1311,7 @@ ember_status vk_device_build(vk_graph *g) {
         st = get_pipeline(&g_ctx, &g->dispatches[k], &pipe);
         g->dispatches[k].pipe = (void *)pipe;
     }
+    if (st == EMBER_OK) cache_save(&g_ctx); /* where this init compiled pipelines */
     pthread_mutex_unlock(&g_ctx_lock);
     TRY_RET(st);
 
@@ -1074,6 +1341,9 @@ ember_status vk_device_run(vk_graph *g, bool timed) {
     si.commandBufferCount = 1;
     si.pCommandBuffers = timed ? &d->cmd_timed : &d->cmd;
     if (d->pending) TRY_RET(finish(c, d));
+    /* traced runs: the host's side of the run, from the submission (the
+     * queue's lock included) to the fence wait's return */
+    if (timed) g->submit_ns = ember_ticks_ns();
     pthread_mutex_lock(&g_queue_lock);
     VkResult r = VK_CALL(vkQueueSubmit(c->queue, 1, &si, d->fence));
     pthread_mutex_unlock(&g_queue_lock);
@@ -1081,6 +1351,7 @@ ember_status vk_device_run(vk_graph *g, bool timed) {
     d->pending = true;
     TRY_RET(finish(c, d));
     if (!timed) return EMBER_OK;
+    g->waited_ns = ember_ticks_ns();
     uint32_t n = g->num_dispatches + 1;
     r = VK_CALL(vkGetQueryPoolResults(c->device, d->stamps, 0, n, sizeof(uint64_t) * n,
                                       g->stamps, sizeof(uint64_t),

@@ -187,6 +187,8 @@ typedef struct vk_graph {
                                     * and EMBER_VULKAN_SUBGROUPS is not "off" */
     uint64_t *stamps;              /* traced runs: ns from the first stamp to the start of
                                     * each dispatch, then to the end of the last */
+    uint64_t submit_ns, waited_ns; /* traced runs: host clock before vkQueueSubmit and when
+                                    * the fence wait returned */
     uint32_t *control;             /* mapped control buffer (status word, params, indirect) */
     uint8_t *arena;                /* mapped arena; NULL where it is not mapped: */
     uint8_t *io;                   /* then the inputs and outputs, copied in and out by the
@@ -270,6 +272,8 @@ bool vk_device_f16_storage(void);
 ember_status vk_device_info(ember_vulkan_info *info);
 /* ember_vulkan_device_release(). */
 ember_status vk_device_release(void);
+/* ember_vulkan_set_pipeline_cache_file(). */
+ember_status vk_device_set_cache_file(const char *path);
 
 /* ---- vk_shaders.c (generated SPIR-V) ---- */
 extern const uint32_t *const vk_shader_code[VK_SH_COUNT];

@@ -31,4 +31,10 @@ void vk_testing_pipeline_cap(uint32_t n);
  * Returns whether the instance exists. */
 bool vk_testing_hold_driver(void);
 
+/* Pipeline cache files the context failed to write since the process
+ * started (a failed Vulkan call or file operation; a failure is logged and
+ * fails no load), so a test can tell a save that a failed call cut short
+ * from a load that should have failed. */
+uint32_t vk_testing_cache_save_failures(void);
+
 #endif /* EMBER_BACKENDS_VULKAN_VK_TESTING_H */

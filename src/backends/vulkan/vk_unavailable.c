@@ -41,6 +41,11 @@ ember_status ember_vulkan_info_get(ember_vulkan_info *info) {
 
 ember_status ember_vulkan_device_release(void) { return EMBER_OK; }
 
+ember_status ember_vulkan_set_pipeline_cache_file(const char *path) {
+    (void)path;
+    return EMBER_OK;
+}
+
 uint32_t vk_testing_calls(void) { return 0; }
 
 void vk_testing_fail_call(uint32_t n) { (void)n; }
@@ -48,3 +53,5 @@ void vk_testing_fail_call(uint32_t n) { (void)n; }
 void vk_testing_pipeline_cap(uint32_t n) { (void)n; }
 
 bool vk_testing_hold_driver(void) { return false; }
+
+uint32_t vk_testing_cache_save_failures(void) { return 0; }
