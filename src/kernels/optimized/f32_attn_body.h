@@ -17,6 +17,16 @@
 
 #include "gemm.h" /* EKO_UNROLL */
 
+/* The chunk kernels below are instantiated for each constant count of rows
+ * and vectors, and must be inline for those counts to become registers. In
+ * sanitizer builds (EMBER_SANITIZED) they stay calls: instrumented and
+ * forced inline, this file took clang minutes to compile. */
+#if defined(EMBER_SANITIZED)
+#define ATTN_INLINE static inline
+#else
+#define ATTN_INLINE static inline __attribute__((always_inline))
+#endif
+
 #define V EKO_VLEN
 
 #if EKO_VLEN == 1
@@ -153,7 +163,7 @@ static float attn_softmax(float *s, const float *mask, size_t n, float *running_
  * values read row by row. NV is a constant in each call, so acc[] is
  * registers.
  */
-static inline __attribute__((always_inline)) void attn_ws_chunk(const size_t NV, size_t tail,
+ATTN_INLINE void attn_ws_chunk(const size_t NV, size_t tail,
                                                                const float *p, const float *v,
                                                                size_t vs, size_t n,
                                                                const float *acc0, float inv,
@@ -231,7 +241,7 @@ static inline void attn_prefetch_row(const int8_t *base, size_t offset) {
 #endif
 }
 
-static inline __attribute__((always_inline)) void attn_si8_rows(
+ATTN_INLINE void attn_si8_rows(
     const size_t NR, const float *q, size_t qs, const float *qsum, const float *qmul,
     const int8_t *k, size_t ks, const int8_t *kz, const float *ksc, size_t zs, size_t n,
     size_t d, float scale, float *s, size_t ss) {
@@ -321,7 +331,7 @@ static void attn_scores_i8(const float *q, size_t qs, size_t nr, const float *qm
 #define ATTN_WI8_NV 4
 #endif
 
-static inline __attribute__((always_inline)) void attn_wi8_chunk(
+ATTN_INLINE void attn_wi8_chunk(
     const size_t NR, const size_t NV, size_t tail, const float *p, size_t ps, const int8_t *v,
     size_t vs, const int8_t *vz, size_t zs, size_t n, size_t i0, float *const *acc0,
     const float *inv, float *const *out) {
@@ -409,3 +419,4 @@ static void attn_weighted_sum_i8(float *p, size_t ps, size_t nr, const int8_t *v
 #undef ATTN_AHEAD
 
 #undef V
+#undef ATTN_INLINE
