@@ -1713,6 +1713,9 @@ static ember_status op_rotary(vk_graph *g, vk_node *n, vk_dispatch *dp) {
  * fewest keys a part takes. */
 #define VK_SDPA_PARTS 256u
 #define VK_SDPA_PART_KEYS 64u
+/* Queries of a call above which a GPU's attention takes tiles of 16 queries
+ * per workgroup (a prefill), reading each block of keys once per tile. */
+#define VK_SDPA_TILE_FROM 4u
 
 /* sdpa_with_kv_cache(q, k, v, k_cache, v_cache, start_pos, seq_len, mask,
  * dropout, is_causal, scale, out), q/k/v [B, S, H, D], caches [B, L, H, D]:
@@ -1723,7 +1726,9 @@ static ember_status op_rotary(vk_graph *g, vk_node *n, vk_dispatch *dp) {
  * method. With the GPU variants a workgroup takes each head; where there
  * are fewer heads than VK_SDPA_PARTS, the keys are split into parts, one
  * workgroup each, which leave their running maximum, sum and weighted
- * values in the node's scratch, and a fourth dispatch combines them. */
+ * values in the node's scratch, and a fourth dispatch combines them. A
+ * call of more than VK_SDPA_TILE_FROM queries takes tiles of 16 queries
+ * per workgroup instead (shaders/sdpa.comp). */
 static ember_status op_sdpa_kv(vk_graph *g, vk_node *n, vk_dispatch *dp) {
     TRY_RET(want_args(g, n, 12, 12));
     vk_value *q, *k, *v, *kc, *vc, *out;
@@ -1764,7 +1769,8 @@ static ember_status op_sdpa_kv(vk_graph *g, vk_node *n, vk_dispatch *dp) {
         TRY_RET(copy_view(g, n, &dp[c], arg_id(g, n, 3 + c), arg_id(g, n, 1 + c), &w));
     }
     size_t heads = B * S * H, keys = (size_t)start + S, parts = 1;
-    if (n->num_dispatch == 4 && heads > 0 && heads < VK_SDPA_PARTS) {
+    bool tiled = n->num_dispatch == 4 && S > VK_SDPA_TILE_FROM;
+    if (n->num_dispatch == 4 && !tiled && heads > 0 && heads < VK_SDPA_PARTS) {
         size_t by_keys = (keys + VK_SDPA_PART_KEYS - 1) / VK_SDPA_PART_KEYS;
         parts = VK_SDPA_PARTS / heads;
         if (by_keys < parts) parts = by_keys;
@@ -1784,8 +1790,9 @@ static ember_status op_sdpa_kv(vk_graph *g, vk_node *n, vk_dispatch *dp) {
         p[6] = fbits(scale);
         p[7] = (uint32_t)parts;
         p[8] = (uint32_t)((keys + parts - 1) / parts); /* keys of a part */
+        p[9] = tiled;
     }
-    dp[2].groups = rows_groups(g, &dp[2], heads * parts);
+    dp[2].groups = rows_groups(g, &dp[2], tiled ? B * H * ((S + 15) / 16) : heads * parts);
     if (n->num_dispatch == 4) {
         dp[3].variant = 2; /* combine the parts: a workgroup per head */
         dp[3].groups = parts > 1 ? (uint32_t)heads : 0;
