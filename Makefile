@@ -81,7 +81,7 @@ wasm: ## Build ember for WebAssembly (emscripten) in build-wasm/; a model and na
 web: wasm ## Serve examples/web (nanoGPT generating in the browser) at http://127.0.0.1:8000/
 	.venv/bin/python examples/web/test_browser.py build-wasm --serve 8000
 
-bench: bench-roofline bench-kernels bench-llm bench-llm-quant bench-llm-1b bench-cnn bench-tracer ## Run every benchmark (tables into bench/RESULTS.md; llama.cpp rows need `make bench-peers` once)
+bench: bench-roofline bench-kernels bench-llm bench-llm-quant bench-llm-1b bench-cnn bench-tracer bench-vulkan ## Run every benchmark (tables into bench/RESULTS.md; llama.cpp rows need `make bench-peers` once)
 
 .PHONY: bench-roofline bench-kernels bench-llm bench-llm-quant bench-llm-1b bench-cnn bench-tracer bench-vulkan bench-peers bench-peers-vulkan
 bench-roofline: ## Measure read bandwidth and fp32 FMA peak on 1 and 2 threads; into bench/RESULTS.md
