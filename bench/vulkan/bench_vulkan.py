@@ -77,7 +77,6 @@ GROUP = 32
 NEW_TOKENS = 32
 MODELS = {"nanogpt": "nanoGPT (examples/nanogpt/ckpt.pt)",
           "gpt2": f"GPT-2 124M (random weights, seed {SEED})"}
-REF = "ember vulkan"  # the runtime the ratio column divides by (its float16 row)
 
 
 class Unavailable(Exception):
@@ -721,6 +720,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     from machine import machine_line, measure_roofline
 
     exe = ember_exe(args.ember_llm)
+    load_start = os.getloadavg()[1] if hasattr(os, "getloadavg") else 0.0
     threads = args.threads or os.cpu_count() or 1
     isa = cpu_isa()
     roof = measure_roofline([threads])
@@ -749,6 +749,12 @@ def main(argv: Optional[List[str]] = None) -> None:
     table = format_table(rows, {"vulkan": vk_gbs, "cpu": cpu_gbs, "cuda": cuda_gbs}, isa)
     secs = time.perf_counter() - start
     notes.append(f"The run took {secs / 60:.0f} minutes ({secs:.0f} s) here.")
+    if hasattr(os, "getloadavg"):  # other work on the machine shows here, and in the figures
+        load_end = os.getloadavg()[1]
+        notes.append(f"Load average over 5 minutes: {load_start:.1f} at the start, "
+                     f"{load_end:.1f} at the end, on {os.cpu_count()} CPUs"
+                     + (" (other work ran on the machine: figures are noisy)."
+                        if max(load_start, load_end) > 1.5 * (os.cpu_count() or 1) else "."))
     print("\n" + table)
     if args.out:
         from machine import quote_command, write_section
