@@ -81,9 +81,9 @@ wasm: ## Build ember for WebAssembly (emscripten) in build-wasm/; a model and na
 web: wasm ## Serve examples/web (nanoGPT generating in the browser) at http://127.0.0.1:8000/
 	.venv/bin/python examples/web/test_browser.py build-wasm --serve 8000
 
-bench: bench-roofline bench-kernels bench-llm bench-llm-quant bench-llm-1b bench-cnn bench-tracer ## Run every benchmark (tables into bench/RESULTS.md; llama.cpp rows need `make bench-peers` once)
+bench: bench-roofline bench-kernels bench-llm bench-llm-quant bench-llm-1b bench-cnn bench-tracer bench-vulkan ## Run every benchmark (tables into bench/RESULTS.md; llama.cpp rows need `make bench-peers` once)
 
-.PHONY: bench-roofline bench-kernels bench-llm bench-llm-quant bench-llm-1b bench-cnn bench-tracer bench-peers
+.PHONY: bench-roofline bench-kernels bench-llm bench-llm-quant bench-llm-1b bench-cnn bench-tracer bench-vulkan bench-peers bench-peers-vulkan
 bench-roofline: ## Measure read bandwidth and fp32 FMA peak on 1 and 2 threads; into bench/RESULTS.md
 	@scripts/bootstrap.sh >/dev/null
 	.venv/bin/python bench/roofline/bench_roofline.py --write bench/RESULTS.md
@@ -106,6 +106,11 @@ bench-tracer: ## nanoGPT decode with and without the event tracer (ember-llm --e
 	scripts/build.sh $(BUILD) -- ember-llm
 	PYTHONWARNINGS=ignore .venv/bin/python bench/devtools/bench_tracer.py
 
+bench-vulkan: ## nanoGPT and GPT-2 124M on VulkanBackend (float16, int8, 4-bit weights) vs ember on the CPU, eager, llama.cpp Vulkan and the bandwidth floor (llama.cpp: `make bench-peers-vulkan`)
+	@scripts/bootstrap.sh >/dev/null
+	scripts/build.sh $(BUILD) -- ember-llm
+	EMBER_LLM=$(BUILD)/ember-llm PYTHONWARNINGS=ignore .venv/bin/python bench/vulkan/bench_vulkan.py
+
 bench-cnn: ## MobileNetV2 / ResNet-18 shapes: ember vs ExecuTorch XNNPACK vs eager, 1 and 2 threads
 	@scripts/bootstrap.sh >/dev/null
 	PYTHONWARNINGS=ignore .venv/bin/python bench/cnn/bench_cnn.py
@@ -117,6 +122,11 @@ bench-kernels: ## Time portable kernels vs PyTorch eager (1 thread); table into 
 bench-peers: ## Install the benchmark-only peers into .venv: gguf, llama-cpp-python and llama-bench (built from source)
 	@scripts/bootstrap.sh >/dev/null
 	scripts/bench_peers.sh
+
+bench-peers-vulkan: ## bench-peers, then llama-bench built with GGML_VULKAN (for bench-vulkan; needs glslc, spirv-headers, Vulkan headers 1.3.261+)
+	@scripts/bootstrap.sh >/dev/null
+	scripts/bench_peers.sh
+	scripts/bench_peers.sh --vulkan
 
 size: ## Print the stripped size in bytes of the core runtime, alone and with kernels: all, or only nanoGPT's (MinSizeRel)
 	@scripts/bootstrap.sh --system-only >/dev/null

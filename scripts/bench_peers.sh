@@ -11,12 +11,20 @@
 #                     the ggml and llama objects are compiled once
 # Idempotent: what is already installed is kept.
 #
-# usage: scripts/bench_peers.sh [DIR]     (DIR: build-bench/peers by default)
+# With --vulkan it builds only llama-bench with -DGGML_VULKAN=ON, from the
+# same sources, in DIR/llama-vulkan-build (for bench/vulkan/bench_vulkan.py;
+# needs glslc, spirv-headers and Vulkan headers 1.3.261 or later, from the
+# system or $VULKAN_SDK). Where it cannot be built, DIR/llama-vulkan-build.failed
+# says why, and the benchmark's rows quote it.
+#
+# usage: scripts/bench_peers.sh [--vulkan] [DIR]     (DIR: build-bench/peers by default)
 # Environment: EMBER_VENV (default .venv), LLAMA_CPP_PYTHON_VERSION
 #   (default 0.3.36), JOBS (default: number of cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+VULKAN=0
+if [[ "${1:-}" == --vulkan ]]; then VULKAN=1; shift; fi
 VENV="${EMBER_VENV:-.venv}"
 DIR="${1:-build-bench/peers}"
 VERSION="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
@@ -28,7 +36,7 @@ say() { echo "bench-peers: $*"; }
 mkdir -p "$DIR"
 DIR="$(cd "$DIR" && pwd)"
 
-if ! "$PY" -c 'import gguf' >/dev/null 2>&1; then
+if [[ $VULKAN == 0 ]] && ! "$PY" -c 'import gguf' >/dev/null 2>&1; then
   say "pip install gguf"
   "$PY" -m pip install -q gguf
 fi
@@ -62,6 +70,34 @@ ggml_isa_args() {
   echo "${args[*]}"
 }
 CMAKE_ARGS_LLAMA="$(ggml_isa_args) -DLLAVA_BUILD=OFF -DCMAKE_BUILD_TYPE=Release"
+
+if [[ $VULKAN == 1 ]]; then
+  VK_BUILD="$DIR/llama-vulkan-build"
+  VK_BIN="$VK_BUILD/bin/llama-bench"
+  VK_FAILED="$DIR/llama-vulkan-build.failed"
+  fail() { echo "$1" > "$VK_FAILED"; say "$1"; exit 1; }
+  if [[ ! -x "$VK_BIN" ]]; then
+    # ggml-vulkan sets validation-layer options through VK_EXT_layer_settings
+    # (Vulkan headers 1.3.261); older headers fail deep in its compile.
+    hdr="${VULKAN_SDK:-/usr}/include/vulkan/vulkan_core.h"
+    have="$(awk '/^#define VK_HEADER_VERSION /{print $3}' "$hdr" 2>/dev/null || true)"
+    if [[ -z "$have" || "$have" -lt 261 ]]; then
+      fail "llama.cpp's Vulkan backend needs Vulkan headers 1.3.261 or later; ${hdr} is 1.3.${have:-?} (set VULKAN_SDK to a newer SDK)"
+    fi
+    command -v glslc >/dev/null 2>&1 || fail "llama.cpp's Vulkan backend needs glslc (apt-get install glslc)"
+    say "building llama-bench with GGML_VULKAN in $VK_BUILD (its shaders take minutes)"
+    # shellcheck disable=SC2086 # the ISA arguments are separate words
+    cmake -S "$SRC/vendor/llama.cpp" -B "$VK_BUILD" $CMAKE_ARGS_LLAMA -DGGML_VULKAN=ON \
+      -DLLAMA_CURL=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TESTS=OFF \
+      -DLLAMA_BUILD_EXAMPLES=OFF > "$VK_BUILD.log" 2>&1 ||
+      fail "llama.cpp's Vulkan configure failed: $(grep -m1 -A2 'CMake Error' "$VK_BUILD.log" | tr '\n' ' ' | cut -c1-300)"
+    cmake --build "$VK_BUILD" --parallel "$JOBS" --target llama-bench >> "$VK_BUILD.log" 2>&1 ||
+      fail "llama.cpp's Vulkan build failed: $(grep -m1 'error:' "$VK_BUILD.log" | cut -c1-300)"
+  fi
+  rm -f "$VK_FAILED"
+  say "llama-bench (Vulkan): $VK_BIN"
+  exit 0
+fi
 STAMP="$DIR/llama-cpp-build.args"
 if [[ -f "$STAMP" && "$(cat "$STAMP")" != "$CMAKE_ARGS_LLAMA" ]] ||
    { [[ ! -f "$STAMP" ]] && "$PY" -c 'import llama_cpp' >/dev/null 2>&1; }; then

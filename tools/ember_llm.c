@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ember/backend.h"
 #include "ember/devtools.h"
 #include "ember/ember.h"
 #include "runner.h"
@@ -496,6 +497,25 @@ static void print_weight_cache(const app *a) {
     }
 }
 
+/* The Vulkan device a program with a VulkanBackend delegate runs on (nothing
+ * for other programs: asking would open the device). */
+static void print_vulkan_device(const app *a) {
+    const ember_program *p = ember_module_program(ember_llm_runner_module(a->runner));
+    ember_method_meta meta;
+    if (ember_program_method_meta(p, "forward", &meta) != EMBER_OK) return;
+    bool vulkan = false;
+    for (size_t i = 0; i < meta.num_delegates && !vulkan; i++) {
+        char id[64];
+        vulkan = ember_program_delegate_name(p, "forward", i, id, sizeof id) == EMBER_OK &&
+                 strcmp(id, "VulkanBackend") == 0;
+    }
+    ember_vulkan_info v;
+    if (!vulkan || ember_vulkan_info_get(&v) != EMBER_OK) return;
+    fprintf(stderr, "vulkan device:       %s (float16 storage %s, weights %.1f MiB)\n",
+            v.device != NULL ? v.device : "unknown", v.float16_storage ? "yes" : "no",
+            (double)v.weights_bytes / (1024.0 * 1024.0));
+}
+
 static void print_stats(app *a, const ember_llm_stats *s) {
     double rss_mib = peak_rss_mib();
     double prefill_tps = s->prefill_ms > 0 ? (double)s->prompt_tokens * 1e3 / s->prefill_ms : 0.0;
@@ -513,6 +533,7 @@ static void print_stats(app *a, const ember_llm_stats *s) {
     if (s->cache_restarts > 0)
         fprintf(stderr, "cache restarts:      %zu\n", s->cache_restarts);
     if (!a->stats_shown) {
+        print_vulkan_device(a);
         print_weight_cache(a);
         print_planned_memory(a);
     }

@@ -50,7 +50,6 @@ import ctypes
 import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -67,9 +66,17 @@ PROMPT_TOKENS = 64
 NEW_TOKENS = 128
 SEED = 1234
 SECTION = "## LLM: GPT-2 124M, 64-token prompt, 128 new tokens"
+# English text whose first 64 tokens (the committed tokenizer's) are every prompt
+PROMPT_TEXT = ("It is a truth universally acknowledged, that a single man in possession of a "
+               "good fortune, must be in want of a wife. However little known the feelings or "
+               "views of such a man may be on his first entering a neighbourhood, this truth is "
+               "so well fixed in the minds of the surrounding families, that he is considered "
+               "the rightful property of some one or other of their daughters.")
 
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(HERE))
+
+from ember_llm_stats import parse_stats  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -147,12 +154,7 @@ def _prompt_ids() -> List[int]:
     from tokenizers import ByteLevelBPETokenizer
 
     tok = ByteLevelBPETokenizer(str(TOKENIZER / "vocab.json"), str(TOKENIZER / "merges.txt"))
-    text = ("It is a truth universally acknowledged, that a single man in possession of a good "
-            "fortune, must be in want of a wife. However little known the feelings or views of "
-            "such a man may be on his first entering a neighbourhood, this truth is so well fixed "
-            "in the minds of the surrounding families, that he is considered the rightful "
-            "property of some one or other of their daughters.")
-    ids = tok.encode(text).ids
+    ids = tok.encode(PROMPT_TEXT).ids
     if len(ids) < PROMPT_TOKENS:
         raise SystemExit("the prompt text is too short for 64 tokens")
     return ids[:PROMPT_TOKENS]
@@ -529,23 +531,17 @@ def run_ember_row(row: Row, exe: str, files: Dict[str, Path], prompt: List[int],
          "--threads", str(threads), "--stats"], capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{row.name}: ember-llm failed: {proc.stderr.strip()}")
-    err = proc.stderr
-
-    def num(pattern: str) -> float:
-        m = re.search(pattern, err)
-        if not m:
-            raise RuntimeError(f"{row.name}: no match for {pattern!r} in:\n{err}")
-        return float(m.group(1))
-
-    prompt_tokens = int(num(r"prompt tokens:\s+(\d+)"))
-    if prompt_tokens != len(prompt):
-        raise RuntimeError(f"{row.name}: the prompt encodes to {prompt_tokens} tokens, "
+    try:
+        st = parse_stats(proc.stderr)
+    except ValueError as e:
+        raise RuntimeError(f"{row.name}: {e}")
+    if st["prompt_tokens"] != len(prompt):
+        raise RuntimeError(f"{row.name}: the prompt encodes to {st['prompt_tokens']} tokens, "
                            f"not {len(prompt)}")
     tokens = [int(t) for t in proc.stdout.split()]
-    return {"prefill_tps": num(r"prefill:.*\(([\d.]+) tok/s\)"),
-            "decode_tps": num(r"decode:.*\(([\d.]+) tok/s\)"),
+    return {"prefill_tps": st["prefill_tps"], "decode_tps": st["decode_tps"],
             "decode_steps": max(len(tokens) - 1, 0),
-            "peak_rss_mib": num(r"peak RSS:\s+([\d.]+) MiB"), "tokens": tokens}
+            "peak_rss_mib": st["peak_rss_mib"], "tokens": tokens}
 
 
 def llama_bench_exe() -> Optional[Path]:

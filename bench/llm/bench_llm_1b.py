@@ -66,6 +66,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(HERE))
 
+from ember_llm_stats import parse_stats  # noqa: E402
+
 SEED = 1
 GROUP = 32
 CONTEXT = 4608          # max-seq-len of every export: 4096 of prompt, then decode
@@ -358,7 +360,8 @@ def quantize_gguf(src: Path, out: Path, kind: str) -> None:
     import llama_cpp
 
     params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = {"q4_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_0,
+    params.ftype = {"f16": llama_cpp.LLAMA_FTYPE_MOSTLY_F16,
+                    "q4_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_0,
                     "q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0}[kind]
     params.nthread = os.cpu_count() or 1
     rc = llama_cpp.llama_model_quantize(str(src).encode(), str(out).encode(),
@@ -486,20 +489,10 @@ def run_ember(path: Path, ids: List[int], new: int, threads: int,
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"ember-llm failed: {proc.stderr.strip()[-2000:]}")
-    err = proc.stderr
-
-    def num(pattern: str) -> float:
-        m = re.search(pattern, err)
-        if not m:
-            raise RuntimeError(f"no {pattern!r} in ember-llm's stats:\n{err}")
-        return float(m.group(1))
-
-    return {"prefill_tps": num(r"prefill:.*\(([\d.]+) tok/s\)"),
-            "decode_tps": num(r"decode:.*\(([\d.]+) tok/s\)"),
-            "decode_steps": num(r"decode:.* for (\d+) steps"),
-            "ttft_s": num(r"load \+ first token:\s+([\d.]+) ms") / 1e3,
-            "load_s": num(r"load:\s+([\d.]+) ms") / 1e3,
-            "peak_rss_mib": num(r"peak RSS:\s+([\d.]+) MiB")}
+    st = parse_stats(proc.stderr)
+    return {"prefill_tps": st["prefill_tps"], "decode_tps": st["decode_tps"],
+            "decode_steps": st["decode_steps"], "ttft_s": st["load_ttft_ms"] / 1e3,
+            "load_s": st["load_ms"] / 1e3, "peak_rss_mib": st["peak_rss_mib"]}
 
 
 def child_et(path: str, threads: int, plan: Dict[str, Any]) -> Dict[str, Any]:

@@ -23,42 +23,93 @@ import os
 import subprocess
 import sys
 import tempfile
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ember.devtools.etdump_reader import parse_etdump
 
+# The delegate's whole-run events: the GPU's span of a run and the host's
+# submit-and-wait around it.
 RUN_GPU, RUN_WAIT = "vulkan.gpu", "vulkan.submit_wait"
 
 
-def table(title: str, runs: list) -> None:
-    per_op: dict = collections.defaultdict(lambda: [0, 0])
-    host = 0
-    # the delegate's whole-run events: GPU span and host submit-and-wait
+def is_delegate_node(e: Any) -> bool:
+    """Whether a profile event is one of a delegate's per-node events (the
+    VulkanBackend's carry GPU timestamps) rather than the runtime's own or
+    a whole-run event."""
+    if e.name in (RUN_GPU, RUN_WAIT):
+        return False
+    return not (e.delegate_debug_id_int < 0 and e.delegate_debug_id_str is None)
+
+
+def run_spans_us(runs: Sequence[Any]) -> Tuple[float, float]:
+    """(GPU span us, host submit-and-wait us) per run, averaged over runs."""
     whole = {RUN_GPU: 0, RUN_WAIT: 0}
+    for run in runs:
+        for e in run.profile_events:
+            if e.name in whole:
+                whole[e.name] += e.end_time - e.start_time
+    n = max(len(runs), 1)
+    return whole[RUN_GPU] / n / 1e3, whole[RUN_WAIT] / n / 1e3
+
+
+def step_times_us(runs: Sequence[Any]) -> Tuple[float, float]:
+    """(GPU us, host us) per run, averaged over runs: the sum of the
+    delegate's per-node GPU times, and Method::execute's wall time."""
+    gpu = host = 0
     for run in runs:
         for e in run.profile_events:
             if e.name == "Method::execute":
                 host += e.end_time - e.start_time
-                continue
-            if e.name in whole:
-                whole[e.name] += e.end_time - e.start_time
-                continue
-            if e.delegate_debug_id_int < 0 and e.delegate_debug_id_str is None:
+            elif is_delegate_node(e):
+                gpu += e.end_time - e.start_time
+    n = max(len(runs), 1)
+    return gpu / n / 1e3, host / n / 1e3
+
+
+def traced_runs(ember_llm: str, model: str, tokens: int, prompt: Optional[str] = None,
+                tokenizer: Optional[str] = None, prompt_ids: Optional[Sequence[int]] = None,
+                threads: int = 1, env: Optional[Dict[str, str]] = None) -> List[Any]:
+    """The ETDump runs of one greedy `ember-llm --etdump` generation: the
+    prompt's prefill first, then one run per decode step. The prompt is
+    text (with tokenizer) or token ids."""
+    cmd = [ember_llm, "--model", model, "--max-new-tokens", str(tokens), "--temperature", "0",
+           "--threads", str(threads)]
+    if prompt_ids is not None:
+        cmd += ["--prompt-ids", ",".join(str(t) for t in prompt_ids)]
+    else:
+        cmd += ["--tokenizer", str(tokenizer), "--prompt", str(prompt)]
+    with tempfile.TemporaryDirectory() as tmp:
+        dump = os.path.join(tmp, "run.etdump")
+        proc = subprocess.run(cmd + ["--etdump", dump], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, env=env)
+        if proc.returncode != 0:
+            raise RuntimeError(f"ember-llm --etdump failed: {proc.stderr.strip()[-2000:]}")
+        with open(dump, "rb") as f:
+            return list(parse_etdump(f.read()).run_data)
+
+
+def table(title: str, runs: list) -> None:
+    per_op: dict = collections.defaultdict(lambda: [0, 0])
+    for run in runs:
+        for e in run.profile_events:
+            if e.name == "Method::execute" or not is_delegate_node(e):
                 continue
             key = f"{e.name} [{e.delegate_debug_metadata.decode()}]"
             per_op[key][0] += 1
             per_op[key][1] += e.end_time - e.start_time
     n = max(len(runs), 1)
     total = sum(v[1] for v in per_op.values())
+    _, host_us = step_times_us(runs)
     print(f"\n{title} ({len(runs)} run{'s' if len(runs) != 1 else ''}, per run)")
     print(f"{'operator [shaders]':58} {'calls':>6} {'GPU us':>9} {'share':>6}")
     for key, (calls, ns) in sorted(per_op.items(), key=lambda kv: -kv[1][1]):
         print(f"{key:58} {calls / n:6.0f} {ns / n / 1e3:9.1f} {100 * ns / max(total, 1):5.1f}%")
     print(f"{'GPU total (sum of the operators)':58} {'':6} {total / n / 1e3:9.1f}")
-    gpu, wait = whole[RUN_GPU] / n / 1e3, whole[RUN_WAIT] / n / 1e3
+    gpu, wait = run_spans_us(runs)
     print(f"{'GPU span (vulkan.gpu)':58} {'':6} {gpu:9.1f}")
     print(f"{'host submit+wait (vulkan.submit_wait)':58} {'':6} {wait:9.1f}"
           f"   {wait - gpu:+.1f} us beyond the GPU span")
-    print(f"{'host (Method::execute)':58} {'':6} {host / n / 1e3:9.1f}")
+    print(f"{'host (Method::execute)':58} {'':6} {host_us:9.1f}")
 
 
 def main() -> int:
@@ -69,13 +120,8 @@ def main() -> int:
     ap.add_argument("--prompt", default="It is a truth universally acknowledged")
     ap.add_argument("--tokens", type=int, default=32)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        dump = os.path.join(tmp, "run.etdump")
-        subprocess.run([args.ember_llm, "--model", args.model, "--tokenizer", args.tokenizer,
-                        "--prompt", args.prompt, "--max-new-tokens", str(args.tokens),
-                        "--temperature", "0", "--threads", "1", "--etdump", dump],
-                       check=True, stdout=subprocess.DEVNULL)
-        runs = parse_etdump(open(dump, "rb").read()).run_data
+    runs = traced_runs(args.ember_llm, args.model, args.tokens, prompt=args.prompt,
+                       tokenizer=args.tokenizer)
     if not runs:
         print("no traced runs", file=sys.stderr)
         return 1
