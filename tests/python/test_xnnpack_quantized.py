@@ -20,8 +20,9 @@ the output by about that much; ember quantizes as XNNPACK does and lands far
 closer, see tests/fixtures/README.md).
 
 Statically quantized int8 (XNNPACKQuantizer, static, per channel or per
-tensor): an MLP and a MobileNet-like CNN (conv + batch norm + relu,
-depthwise, residual add, max pooling, global mean, linear), lowered by
+tensor): an MLP, a MobileNet-like CNN (conv + batch norm + relu,
+depthwise, residual add, max pooling, global mean, linear) and ReLU6 /
+Hardtanh clamps after convolutions (qint8 Clamp nodes), lowered by
 ExecuTorch and by ember: both runtimes agree within one output quantization
 step (the output's scale), and both stay within a few steps of the eager
 fake-quantized model. Dynamically quantized convolutions (qdint8 input, one
@@ -176,7 +177,27 @@ class SmallCnn(nn.Module):
         return self.fc(z.mean(dim=(2, 3), keepdim=True).flatten(1))
 
 
-_MODELS = {"mlp": (Mlp, (4, 32)), "cnn": (SmallCnn, (2, 3, 16, 16))}
+class Clamps(nn.Module):
+    """Clamps after quantized products, as MobileNetV2 has them: ReLU6 after
+    a depthwise convolution, a Hardtanh of other bounds after a pointwise
+    one (ExecuTorch lowers each to a qint8 Clamp node, which XNNPACK and
+    ember fold into the product), and a ReLU6 of a convolution whose output
+    the depthwise one reads too (a Clamp node of its own)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3, padding=1)
+        self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+        self.pw = nn.Conv2d(16, 8, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x)
+        z = nn.functional.relu6(self.dw(y))
+        return nn.functional.hardtanh(self.pw(nn.functional.relu6(y) + z), -0.5, 0.8)
+
+
+_MODELS = {"mlp": (Mlp, (4, 32)), "cnn": (SmallCnn, (2, 3, 16, 16)),
+           "clamps": (Clamps, (2, 3, 12, 12))}
 
 
 def quantize_and_lower(name: str, by: str, config: dict,
@@ -200,7 +221,7 @@ def quantize_and_lower(name: str, by: str, config: dict,
             XNNPACKQuantizer,
             get_symmetric_quantization_config,
         )
-    torch.manual_seed({"mlp": 1, "cnn": 2}[name])
+    torch.manual_seed({"mlp": 1, "cnn": 2, "clamps": 3}[name])
     cls, shape = _MODELS[name]
     model = cls().eval()
     calib = [(torch.randn(*shape),) for _ in range(4)]
@@ -245,7 +266,7 @@ def run_both(buffer: bytes, runs: Sequence[tuple],
 @pytest.mark.parametrize("by", ["executorch", "ember"])
 @pytest.mark.parametrize("name,per_channel,dynamic_batch", [
     ("mlp", True, False), ("mlp", False, False), ("cnn", True, False), ("cnn", False, False),
-    ("mlp", True, True), ("cnn", True, True)])
+    ("mlp", True, True), ("cnn", True, True), ("clamps", True, False), ("clamps", False, False)])
 def test_static_int8(name: str, per_channel: bool, dynamic_batch: bool, by: str) -> None:
     converted, buffer, runs = quantize_and_lower(
         name, by, {"is_per_channel": per_channel, "is_dynamic": False}, dynamic_batch)
@@ -260,6 +281,17 @@ def test_static_int8(name: str, per_channel: bool, dynamic_batch: bool, by: str)
             eager = converted(*args)
         err = float((got - eager).abs().max())
         assert err <= 3 * step + 1e-6, f"ember vs eager fake-quantized: {err}, step {step}"
+
+
+def test_static_clamps_are_quantized_nodes() -> None:
+    """ExecuTorch lowers the clamps after quantized convolutions to Clamp
+    nodes on qint8 values (which test_static_int8 runs), not to fused
+    output ranges or float nodes."""
+    _, buffer, _ = quantize_and_lower("clamps", "executorch",
+                                      {"is_per_channel": True, "is_dynamic": False})
+    clamps = [value_type(g, n["xnode_union"]["input_id"]) for g in map(decode, delegate_payloads(buffer))
+              for n in g["xnodes"] if n["xnode_union_type"] == "XNNClamp"]
+    assert clamps and set(clamps) == {"xnn_datatype_qint8"}, clamps
 
 
 @pytest.mark.parametrize("by", ["executorch", "ember"])

@@ -273,7 +273,7 @@ ember_status xnn_check_quantized(xnn_graph *g, uint32_t ni) {
     case XNN_NODE_DepthwiseConv2d:
         st = check_product_qs8(g, ni);
         break;
-    case XNN_NODE_Add:
+    case XNN_NODE_Add: case XNN_NODE_Clamp:
         st = check_all_qs8(g, ni, false);
         break;
     case XNN_NODE_GlobalAvgPooling2d:
@@ -291,7 +291,7 @@ ember_status xnn_check_quantized(xnn_graph *g, uint32_t ni) {
     default:
         REFUSE("%s on quantized values is not supported by this backend (it runs qint8 "
                "Convert, FullyConnected, Conv2d, DepthwiseConv2d, Add, MaxPooling2d, "
-               "GlobalAvgPooling2d and layout nodes, and dynamically quantized "
+               "GlobalAvgPooling2d, Clamp and layout nodes, and dynamically quantized "
                "FullyConnected and Conv2d)",
                xnn_node_name(n->type));
     }
@@ -299,4 +299,54 @@ ember_status xnn_check_quantized(xnn_graph *g, uint32_t ni) {
     if (n->type == XNN_NODE_Convert && is_plain_fp32(out(g, n, 0))) return EMBER_OK;
     set_range(g, ni);
     return EMBER_OK;
+}
+
+/* The node that makes value vi, or UINT32_MAX. */
+static uint32_t producer(const xnn_graph *g, uint32_t vi) {
+    for (uint32_t ni = 0; ni < g->num_nodes; ni++)
+        for (uint32_t k = 0; k < g->nodes[ni].nout; k++)
+            if (g->nodes[ni].out[k] == vi) return ni;
+    return UINT32_MAX;
+}
+
+/* Nodes that read value vi. */
+static uint32_t readers(const xnn_graph *g, uint32_t vi) {
+    uint32_t count = 0;
+    for (uint32_t ni = 0; ni < g->num_nodes; ni++)
+        for (uint32_t k = 0; k < g->nodes[ni].nin; k++) count += g->nodes[ni].in[k] == vi;
+    return count;
+}
+
+void xnn_fuse_qs8_clamps(xnn_graph *g) {
+    bool any = false;
+    for (uint32_t ci = 0; ci < g->num_nodes; ci++) {
+        xnn_node *c = &g->nodes[ci];
+        if (c->type != XNN_NODE_Clamp || c->nin != 1 || c->nout != 1) continue;
+        const uint32_t vi = c->in[0];
+        const uint32_t pi = vi < g->num_values ? producer(g, vi) : UINT32_MAX;
+        if (pi >= ci) continue;
+        xnn_node *p = &g->nodes[pi];
+        const xnn_value *v = &g->values[vi];
+        bool fuse = v->flags == 0 && is_qs8(v) && p->nout == 1 &&
+                    (p->type == XNN_NODE_Conv2d || p->type == XNN_NODE_DepthwiseConv2d ||
+                     p->type == XNN_NODE_FullyConnected) &&
+                    p->in[0] < g->num_values && g->values[p->in[0]].dtype == XNN_DT_QINT8 &&
+                    is_qs8(&g->values[c->out[0]]) && readers(g, vi) == 1;
+        if (!fuse) continue;
+        p->out[0] = c->out[0];
+        p->out_min = p->out_min > c->out_min ? p->out_min : c->out_min;
+        p->out_max = p->out_max < c->out_max ? p->out_max : c->out_max;
+        g->values[vi].first = -1; /* made by no node now: not planned */
+        c->nin = c->nout = 0;     /* dropped below */
+        any = true;
+    }
+    if (!any) return;
+    uint32_t kept = 0;
+    for (uint32_t ni = 0; ni < g->num_nodes; ni++)
+        if (!(g->nodes[ni].type == XNN_NODE_Clamp && g->nodes[ni].nout == 0))
+            g->nodes[kept++] = g->nodes[ni];
+    g->num_nodes = kept;
+    for (uint32_t ni = 0; ni < g->num_nodes; ni++)
+        for (uint32_t k = 0; k < g->nodes[ni].nout; k++)
+            g->values[g->nodes[ni].out[k]].first = (int32_t)ni;
 }

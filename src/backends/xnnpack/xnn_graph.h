@@ -234,6 +234,11 @@ ember_status xnn_read(const ember_backend_init_ctx *ctx, const uint8_t *payload,
  * sets its qmode (xnn_check_quant.c). */
 bool xnn_node_is_quantized(const xnn_graph *g, uint32_t ni);
 ember_status xnn_check_quantized(xnn_graph *g, uint32_t ni);
+/* Folds each Clamp that alone reads the output of a statically quantized
+ * product (Conv2d, DepthwiseConv2d, FullyConnected) into it, as XNNPACK
+ * does: the product then rounds once, into the Clamp's output quantization,
+ * within the intersection of both ranges. Called after xnn_read. */
+void xnn_fuse_qs8_clamps(xnn_graph *g);
 
 /* Shapes of every value from the current input shapes (xnn_shape.c).
  * check_capacity: fail if a planned value would outgrow its bytes. */

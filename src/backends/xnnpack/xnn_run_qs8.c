@@ -6,6 +6,7 @@
  *   Add                 qint8 + qint8 -> qint8, numpy broadcasting
  *   MaxPooling2d        qint8 -> qint8 quantized alike
  *   GlobalAvgPooling2d  qint8 [N, H, W, C] -> qint8 [N, C] (kept dims or not)
+ *   Clamp               qint8 -> qint8 through a table of the 256 input bytes
  *
  * The fused output_min_max clamps in output steps (xnn_check_quant.c).
  * Image rows and element chunks are spread over the graph's threads.
@@ -122,6 +123,37 @@ static void maxpool_rows(void *ctx, size_t thread, size_t start, size_t count) {
     eko_qs8_maxpool(&j->win, j->x, j->y, start, count, j->n->q.qmin, j->n->q.qmax);
 }
 
+/* Clamp of a qint8 tensor (ReLU, ReLU6, Hardtanh after a quantized
+ * product): the results of the 256 input bytes, requantized from the
+ * input's scale and zero point to the output's and clamped to the node's
+ * output range in output steps, then looked up per element. */
+typedef struct lut_job {
+    const int8_t *x;
+    int8_t *y;
+    size_t total;
+    int8_t lut[256]; /* by input byte */
+} lut_job;
+
+static void lut_chunks(void *ctx, size_t thread, size_t start, size_t count) {
+    const lut_job *j = ctx;
+    (void)thread;
+    const size_t lo = start * QS8_CHUNK, hi = (start + count) * QS8_CHUNK;
+    const size_t end = hi < j->total ? hi : j->total;
+    for (size_t i = lo; i < end; i++) j->y[i] = j->lut[(uint8_t)j->x[i]];
+}
+
+static void run_clamp(xnn_graph *g, const xnn_node *n) {
+    const xnn_value *x = xr_in(g, n, 0), *y = xr_out(g, n, 0);
+    lut_job j = {x->data, y->data, xr_numel(x), {0}};
+    const float mult = 1.0f / y->scale;
+    for (int32_t b = -128; b < 128; b++) {
+        const float v = x->scale * (float)(b - x->zero_point);
+        j.lut[(uint8_t)(int8_t)b] = eko_qs8_round(v * mult, y->zero_point, n->q.qmin, n->q.qmax);
+    }
+    ember_parallel_1d(j.total >= 2 * QS8_CHUNK ? g->threadpool : NULL, lut_chunks, &j,
+                      chunks(j.total), 1);
+}
+
 ember_status xnn_run_qs8(xnn_graph *g, uint32_t ni) {
     const xnn_node *n = &g->nodes[ni];
     const xnn_value *x = xr_in(g, n, 0), *y = xr_out(g, n, 0);
@@ -134,6 +166,9 @@ ember_status xnn_run_qs8(xnn_graph *g, uint32_t ni) {
     }
     case XNN_NODE_Add:
         return run_add(g, ni);
+    case XNN_NODE_Clamp:
+        run_clamp(g, n);
+        return EMBER_OK;
     case XNN_NODE_DepthwiseConv2d: case XNN_NODE_MaxPooling2d: {
         window_job j = {n, window(g, n), x->data, y->data, x->zero_point, y->zero_point};
         ember_parallel_1d(g->threadpool,
