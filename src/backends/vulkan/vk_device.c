@@ -6,24 +6,27 @@
  * integrated, virtual, CPU), a logical device with one compute queue, the
  * shader modules (SPIR-V compiled from shaders/ at build time and embedded;
  * the float16 modules too where the device has 16-bit storage, which the
- * device is then created with), one descriptor-set layout and a cache of
- * compute pipelines, one per shader, elementwise operator and storage types
- * of the bindings (specialization constants), made when a delegate first
- * needs them through the context's VkPipelineCache. That cache can live in
- * a file (ember_vulkan_set_pipeline_cache_file(), or
- * EMBER_VULKAN_PIPELINE_CACHE read when the context is made): read when the
- * context is made, after ember's own checks (a trailer hash, the header
- * against the device), since drivers differ in how well they check what
- * they are handed; written through a temporary file and a rename after an
- * init that compiled pipelines and at release. The context is created on first use (a delegate's init, or a
- * question about the device) and stays when the last delegate goes, so the
- * next program neither loads the driver again nor makes a device: drivers do
- * not all give back what a load took (Mesa's on AMD processors keeps its CPU
+ * device is then created with; matvec_sg where it has subgroup arithmetic),
+ * one descriptor-set layout and a cache of compute pipelines, one per
+ * shader, variant (elementwise operator, ROWS) and storage types of the
+ * bindings (specialization constants), made when a delegate first needs
+ * them through the context's VkPipelineCache. That cache can live in a file
+ * (ember_vulkan_set_pipeline_cache_file(), or EMBER_VULKAN_PIPELINE_CACHE
+ * read when the context is made): read when the context is made, after
+ * ember's own checks (a trailer hash, the header against the device), since
+ * drivers differ in how well they check what they are handed; written
+ * through a temporary file and a rename after an init that compiled
+ * pipelines and at release.
+ *
+ * The context is created on first use (a delegate's init, or a question
+ * about the device) and stays when the last delegate goes, so the next
+ * program neither loads the driver again nor makes a device: drivers do not
+ * all give back what a load took (Mesa's on AMD processors keeps its CPU
  * topology, 128 bytes a load; NVIDIA's 580 refused new instances before a
  * process had made 72), and making an instance and a device costs far more
- * than loading a program. ember_vulkan_device_release() destroys it when no delegate is
- * loaded. A pipeline no loaded delegate uses is destroyed when the cache
- * needs its slot. The queue is shared, so submissions take a lock.
+ * than loading a program. ember_vulkan_device_release() destroys it when no
+ * delegate is loaded. A pipeline no loaded delegate uses is destroyed when
+ * the cache needs its slot. The queue is shared, so submissions take a lock.
  *
  * Every Vulkan object ember makes is counted (g_objects, reported by
  * ember_vulkan_info_get()), the pipeline cache too, and every fallible call
@@ -32,13 +35,16 @@
  * check that nothing is left behind (a failed call of the cache file's save
  * fails the save alone, never the load).
  *
- * Per delegate: the weights, arena and control buffers (host-visible and
- * coherent, device-local too where the device offers it), one descriptor
- * set per dispatch written at init, and one command buffer recorded at init
- * and replayed by every execute: its dispatches are indirect, reading the
- * workgroup counts that vk_ops.c writes for the actual shapes. Traced runs
- * replay a second buffer that stamps every dispatch, and note the host
- * clock before the submission and at the fence wait's return.
+ * Per delegate: the weights and arena buffers (device-local, mapped where
+ * the host can map that memory; else filled through a staging buffer and an
+ * I/O buffer the command buffer copies: make_buffer, make_staging), the
+ * control buffer (host-visible), one descriptor set per dispatch written at
+ * init, and one command buffer recorded at init and replayed by every
+ * execute: its dispatches are indirect, reading the workgroup counts that
+ * vk_ops.c writes for the actual shapes (zero for a variant the shapes do
+ * not use), and an aliased view records none. Traced runs replay a second
+ * buffer that stamps every dispatch, and note the host clock before the
+ * submission and at the fence wait's return.
  */
 #define _POSIX_C_SOURCE 200809L /* open, fstat, pread, getpid */
 #include <errno.h>

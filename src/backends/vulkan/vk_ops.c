@@ -10,6 +10,9 @@
  *
  * Data movement (view, permute, slice, select, cat, split, expand) is a
  * strided copy through the elementwise shader; all tensors are contiguous.
+ * A view, squeeze, unsqueeze or clone whose output may share its input's
+ * bytes records no dispatch at all (vk_plan.c). Products, softmax, layer
+ * norm and attention pick their shaders by g->kernels (vk_graph.h).
  */
 #include <math.h>
 #include <stdarg.h>

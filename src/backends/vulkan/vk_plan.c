@@ -7,7 +7,10 @@
  * weights) unless EMBER_VULKAN_STORAGE=float32, the rest VK_ST_F32; a tensor
  * bound by a shader without storage accessors stays VK_ST_F32, and so does an
  * 8-bit weight bound where the accessors read no bytes (bindings 0, 4, 5).
- * Sizes below are bytes in that storage.
+ * Sizes below are bytes in that storage. A view that copies its input
+ * whole shares the input's bytes instead where that is safe (plan_aliases),
+ * and a node that passes partial results between its dispatches gets a
+ * scratch value of its own (add_scratch: the split attention's parts).
  *
  * Three GPU buffers per delegate:
  *   weights  every constant tensor, one after another;
