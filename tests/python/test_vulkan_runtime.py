@@ -964,7 +964,8 @@ def test_int8_weight_only_lowered_by_ember(dtype: torch.dtype) -> None:
     assert meta.num_delegates >= 1 and not meta.operators, meta.operators
     rtol, atol = (RTOL, ATOL) if dtype == torch.float32 else (FP16_RTOL, FP16_ATOL)
     weights = {}
-    for mode, variant in [(None, v) for v in KERNELS] + [("float32", v) for v in KERNELS]:
+    for mode, variant in [(None, v) for v in KERNELS] + [("float32", "simple"),
+                                                         ("float32", "tiled")]:
         method, weights[mode], _ = load_measured(buffer, mode, variant)
         got = method.execute([x])[0]
         assert got.dtype == dtype
@@ -1040,7 +1041,10 @@ def test_linear_q4gsw(shape: str, dtype: torch.dtype) -> None:
     assert meta.num_delegates == 1 and not meta.operators, meta.operators
     rtol, atol = (RTOL, ATOL) if dtype == torch.float32 else (FP16_RTOL, FP16_ATOL)
     weights = {}
-    for mode, variant in [(None, v) for v in KERNELS] + [("float32", v) for v in KERNELS]:
+    # widened weights read through the same accessors in every shader: the
+    # simple and the tiled product cover them
+    for mode, variant in [(None, v) for v in KERNELS] + [("float32", "simple"),
+                                                         ("float32", "tiled")]:
         method, weights[mode], _ = load_measured(buffer, mode, variant)
         for rows in (5, 1, 8, 3):
             x = r(rows, k).to(dtype)
