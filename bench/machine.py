@@ -29,6 +29,17 @@ NOTABLE_FLAGS = ["avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx5
                  "avx512_bf16", "avx_vnni", "amx_tile", "neon", "asimd", "sve"]
 
 
+def drop_page_cache() -> bool:
+    """Drops the page cache (root only): the next load reads its files from disk."""
+    try:
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return True
+    except OSError:
+        return False
+
+
 def cpu_name() -> str:
     """The CPU's model name from /proc/cpuinfo (else what platform knows)."""
     try:

@@ -67,6 +67,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(HERE))
 
 from ember_llm_stats import parse_stats  # noqa: E402
+from machine import drop_page_cache  # noqa: E402
 
 SEED = 1
 GROUP = 32
@@ -126,17 +127,6 @@ def _peak_rss_mib() -> float:
 
 def _rss_mib() -> float:
     return _status_mib("VmRSS")
-
-
-def drop_page_cache() -> bool:
-    """Drops the page cache (root only): the next load reads its files from disk."""
-    try:
-        os.sync()
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-        return True
-    except OSError:
-        return False
 
 
 def prompt_ids(cfg: Dict[str, Any], n: int, salt: int = 0) -> List[int]:

@@ -71,6 +71,7 @@ for p in (ROOT / "bench", ROOT / "bench" / "llm", HERE):
 
 from bench_llm import PROMPT_TEXT, PROMPT_TOKENS, SEED  # noqa: E402
 from ember_llm_stats import parse_stats  # noqa: E402
+from machine import drop_page_cache  # noqa: E402
 
 SECTION = "## Vulkan: nanoGPT and GPT-2 124M on VulkanBackend, 64-token prompt"
 GROUP = 32
@@ -382,16 +383,6 @@ def prompt_ids(exe: str) -> List[int]:
     if len(ids) < PROMPT_TOKENS:
         raise SystemExit(f"the prompt encodes to {len(ids)} tokens, fewer than {PROMPT_TOKENS}")
     return ids[:PROMPT_TOKENS]
-
-
-def drop_page_cache() -> bool:
-    try:
-        os.sync()
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-        return True
-    except OSError:
-        return False
 
 
 def run_ember(exe: str, path: Path, ids: Sequence[int], new: int, threads: int,
