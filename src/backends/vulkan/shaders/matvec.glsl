@@ -3,6 +3,16 @@
 // has them for compute shaders).
 shared float part[64 * 16];
 
+// The sixteen sums (rows 0-3 x columns 0-3) of slot k into part[16k ..].
+void put_sums(uint k, vec4 s0, vec4 s1, vec4 s2, vec4 s3) {
+    for (uint c = 0u; c < 4u; c++) {
+        part[k * 16u + c] = s0[c];
+        part[k * 16u + 4u + c] = s1[c];
+        part[k * 16u + 8u + c] = s2[c];
+        part[k * 16u + 12u + c] = s3[c];
+    }
+}
+
 void main() {
     uint M = u[1], N = u[2], K = u[3];
     uint nq = (N + 3u) / 4u, mq = (M + 3u) / 4u;
@@ -37,14 +47,7 @@ void main() {
     uint sg = gl_SubgroupID;
     vec4 r0 = subgroupAdd(acc0), r1 = subgroupAdd(acc1), r2 = subgroupAdd(acc2),
          r3 = subgroupAdd(acc3);
-    if (subgroupElect()) {
-        for (uint c = 0u; c < 4u; c++) {
-            part[sg * 16u + c] = r0[c];
-            part[sg * 16u + 4u + c] = r1[c];
-            part[sg * 16u + 8u + c] = r2[c];
-            part[sg * 16u + 12u + c] = r3[c];
-        }
-    }
+    if (subgroupElect()) put_sums(sg, r0, r1, r2, r3);
     barrier();
     if (t < 16u && t / 4u < rows && t % 4u < cols) {
         float s = 0.0;
@@ -52,12 +55,7 @@ void main() {
         store_out(bt, m0 + t / 4u, n0 + t % 4u, s);
     }
 #else
-    for (uint c = 0u; c < 4u; c++) {
-        part[t * 16u + c] = acc0[c];
-        part[t * 16u + 4u + c] = acc1[c];
-        part[t * 16u + 8u + c] = acc2[c];
-        part[t * 16u + 12u + c] = acc3[c];
-    }
+    put_sums(t, acc0, acc1, acc2, acc3);
     barrier();
     // output o = t % 16 (row o / 4, column o % 4): quarter t / 16 of the
     // invocations' partial sums, then the four quarters
