@@ -4,6 +4,12 @@ static int8, ember vs ExecuTorch (XNNPACK) vs PyTorch eager, on 1 and 2 threads.
     .venv/bin/python bench/cnn/bench_cnn.py            # the full tables into bench/RESULTS.md
     .venv/bin/python bench/cnn/bench_cnn.py --quick --models resnet18,mobilenet_v3_small
                                                        # fewer runs, to check the script
+    ... --threads 1 --precisions int8                  # a subset of the rows
+
+A model's first run lowers it four ways (float32 and int8, each partitioner:
+one to four minutes on two busy cores); the files are kept in the work
+directory and redone when this script, the models or ember's Python sources
+change. Each row then costs a process start and its timed runs.
 
 The models come from examples/vision/models.py: torchvision's architectures
 written out (torchvision does not install beside this torch), random weights
