@@ -40,6 +40,7 @@ up, skip concatenation). Same tolerances as above.
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any, List, Sequence, Tuple
 
@@ -550,10 +551,10 @@ def delegate_payloads(buffer: bytes) -> List[bytes]:
     return out
 
 
-def corrupted_program(per_channel: bool, corrupt: Any, name: str = "mlp") -> bytes:
-    """The static int8 MLP (or model `name`) lowered by ExecuTorch, its
-    payload passed through corrupt(graph dict) before the program is
-    written."""
+def corrupted_programs(per_channel: bool, corrupts: Sequence[Any],
+                       name: str = "mlp") -> List[bytes]:
+    """The static int8 MLP (or model `name`) lowered by ExecuTorch once, then
+    written with its payload passed through each corrupt(graph dict)."""
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
         XNNPACKQuantizer,
@@ -575,9 +576,19 @@ def corrupted_program(per_channel: bool, corrupt: Any, name: str = "mlp") -> byt
     gm = edge.exported_program().graph_module
     (lowered,) = [m for n, m in gm.named_children() if n.startswith("lowered_module")]
     graph = decode(lowered.processed_bytes)
-    corrupt(graph)
-    lowered._processed_bytes = encode(graph)
-    return edge.to_executorch().buffer
+    out = []
+    for corrupt in corrupts:
+        changed = copy.deepcopy(graph)
+        corrupt(changed)
+        lowered._processed_bytes = encode(changed)
+        out.append(edge.to_executorch().buffer)
+    return out
+
+
+def corrupted_program(per_channel: bool, corrupt: Any) -> bytes:
+    """The static int8 MLP lowered by ExecuTorch, its payload passed through
+    corrupt(graph dict) before the program is written."""
+    return corrupted_programs(per_channel, [corrupt])[0]
 
 
 def _quantized_values(graph: dict, datatype: str) -> List[dict]:
@@ -637,18 +648,20 @@ def _filter_channel_dim(graph: dict) -> None:
         u["quant_params"]["channel_dim"] = 3
 
 
-@pytest.mark.parametrize("per_channel,corrupt,message", [
-    (True, _filter_channel_dim, r"20 scales for 8 channels"),
-    (False, _scale_bias, r"bias \(value \d+\): channel 0 has scale"),
-])
-def test_corrupted_deconv_payload_fails_at_load(per_channel: bool, corrupt: Any,
-                                                message: str) -> None:
-    buffer = corrupted_program(per_channel, corrupt, "deconv_s2")
-    with pytest.raises(ember_runtime.EmberError, match=message) as info:
-        ember_runtime.Runtime.get().load_program(buffer).load_method("forward")
-    if "payload" not in str(info.value):  # decoded, then refused by the node: it is named
-        assert re.search(r"xnnpack node \d+ \(ConvTranspose2d, debug handle \d+\)",
-                         str(info.value))
+def test_corrupted_deconv_payload_fails_at_load() -> None:
+    """A quantized ConvTranspose2d whose filter's scales do not match its
+    channels fails as the payload is read; one whose bias is quantized per
+    tensor and filter per channel fails naming the node."""
+    cases = [(_filter_channel_dim, r"value \d+: 20 scales for 8 channels", False),
+             (_bias_per_tensor_filter_per_channel, r"bias \(value \d+\) is quantized per tensor",
+              True)]
+    buffers = corrupted_programs(True, [c[0] for c in cases], "deconv_s2")
+    for buffer, (_, message, named) in zip(buffers, cases):
+        with pytest.raises(ember_runtime.EmberError, match=message) as info:
+            ember_runtime.Runtime.get().load_program(buffer).load_method("forward")
+        if named:
+            assert re.search(r"xnnpack node \d+ \(ConvTranspose2d, debug handle \d+\)",
+                             str(info.value))
 
 
 def test_unchanged_payload_round_trips() -> None:
