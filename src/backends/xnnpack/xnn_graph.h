@@ -203,8 +203,10 @@ typedef struct xnn_node {
     /* weights packed at init (fully connected, convolutions), in the
      * method's memory or in the weight cache's */
     const float *packed;
-    /* XNN_QM_*; a product on quantized weights (FullyConnected, Conv2d of
-     * qdint8 or qint8 input) keeps them packed in qw */
+    /* XNN_QM_*; a product on quantized weights (FullyConnected, Conv2d,
+     * ConvTranspose2d of qdint8 or qint8 input) keeps them packed in qw (a
+     * ConvTranspose2d: the geometry of one phase's filter, and the data of
+     * every group's and phase's, one after the other) */
     uint8_t qmode;
     eko_qd8_weights qw;
     xnn_qs8_node q;

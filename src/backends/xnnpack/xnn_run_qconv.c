@@ -50,8 +50,8 @@ static qconv_geom geom(xnn_graph *g, const xnn_node *n) {
 static bool is_deconv(const xnn_node *n) { return n->type == XNN_NODE_ConvTranspose2d; }
 
 static bool is_direct(const xnn_node *n, const qconv_geom *c) {
-    return !is_deconv(n) && c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 && c->pl == 0 &&
-           c->oh == c->h && c->ow == c->w;
+    return !is_deconv(n) && c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 &&
+           c->pl == 0 && c->oh == c->h && c->ow == c->w;
 }
 
 /* Bytes of one thread's block of im2col rows of k bytes, with the
@@ -223,6 +223,7 @@ static void qdeconv_rows(void *ctx, size_t thread, size_t start, size_t count) {
                     const size_t rows = pixels - i0 < QCONV_BLOCK ? pixels - i0 : QCONV_BLOCK;
                     const size_t ox = ox0 + i0 * c->sw;
                     deconv_im2col(c, j->x, b, oy, ox, rows, grp, ry, rx, (int8_t)pad, j->k, col);
+                    /* more than one pixel: sw < ow, so sw * oc < the output row */
                     product(j, b, &w, (row * c->ow + ox) * c->oc + grp * c->gout,
                             rows > 1 ? c->sw * c->oc : c->oc, rows, col, j->k, NULL);
                 }
