@@ -30,8 +30,9 @@ scale per image) likewise. A corrupted qint8 payload fails at load with a
 message, never a crash.
 
 Quantized transposed convolutions (ConvTranspose2d on qint8 or qdint8
-values): channels below and above the panel width (16), odd sizes, stride 1
-and 2, padding, output padding, dilation, kernels 2, 3 and 4, static per
+values): channels below and above the panel width (16), odd sizes, stride 1,
+2 and 3 (pixels that take no tap), padding, output padding, dilation,
+kernels 2, 3 and 4, static per
 channel and per tensor and dynamic, lowered by both exporters; two groups
 (which the quantizers leave in float32) from hand-written quantize /
 dequantize steps; a small U-Net (convolution down, transposed convolution
@@ -247,6 +248,8 @@ _MODELS = {"mlp": (Mlp, (4, 32)), "cnn": (SmallCnn, (2, 3, 16, 16)),
            "deconv_k4": (lambda: Deconv(19, 5, 4, 2, 1), (1, 19, 6, 5)),
            # stride 1, kernel 2, dilation 2, 16 output channels
            "deconv_s1": (lambda: Deconv(3, 16, 2, 1, 0, 0, 2), (2, 3, 5, 5)),
+           # stride 3 above kernel 2 with output padding 2: pixels that take no tap
+           "deconv_s3": (lambda: Deconv(5, 18, 2, 3, 0, 2), (1, 5, 4, 6)),
            "unet": (TinyUNet, (2, 3, 12, 10))}
 
 
@@ -405,7 +408,7 @@ def _check_quantized(name: str, by: str, scheme: str) -> None:
     ("deconv_clamp", "pc", "executorch"), ("deconv_s2", "pt", "ember"),
     ("deconv_s2", "dyn", "executorch"), ("deconv_k4", "pc", "ember"),
     ("deconv_k4", "pt", "executorch"), ("deconv_s1", "pc", "ember"),
-    ("deconv_s1", "dyn", "ember"),
+    ("deconv_s1", "dyn", "ember"), ("deconv_s3", "pc", "ember"), ("deconv_s3", "dyn", "ember"),
 ])
 def test_quantized_deconv(name: str, scheme: str, by: str) -> None:
     _check_quantized(name, by, scheme)
