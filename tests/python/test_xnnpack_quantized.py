@@ -422,29 +422,43 @@ def test_quantized_unet(scheme: str, by: str) -> None:
 class GroupedQDeconv(nn.Module):
     """A statically quantized transposed convolution in two groups, written
     as the quantize / dequantize steps a pt2e conversion leaves (int8 input
-    and output per tensor, int8 weights per tensor, float32 bias): the
-    quantizers leave grouped transposed convolutions in float32."""
+    and output per tensor, int8 weights per tensor or per output channel of
+    a group (dim 1), float32 bias): the quantizers leave grouped transposed
+    convolutions in float32."""
 
-    def __init__(self) -> None:
+    def __init__(self, per_channel: bool = False) -> None:
         super().__init__()
         w = torch.randn(10, 9, 3, 3) * 0.3  # [in, out / groups, KH, KW], 2 groups
+        self.per_channel = per_channel
         self.w_scale = float(w.abs().max()) / 127
-        self.register_buffer("w_q", torch.round(w / self.w_scale).clamp(-127, 127).to(torch.int8))
+        scales = w.abs().amax(dim=(0, 2, 3)) / 127 if per_channel else torch.full((9,), self.w_scale)
+        self.register_buffer("w_q", torch.round(w / scales.reshape(1, -1, 1, 1))
+                             .clamp(-127, 127).to(torch.int8))
+        self.register_buffer("w_scales", scales)
+        self.register_buffer("w_zero_points", torch.zeros(9, dtype=torch.int64))
         self.bias = nn.Parameter(torch.randn(18) * 0.2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         qd = torch.ops.quantized_decomposed
         x = qd.dequantize_per_tensor(qd.quantize_per_tensor(x, 0.02, 3, -128, 127, torch.int8),
                                      0.02, 3, -128, 127, torch.int8)
-        w = qd.dequantize_per_tensor(self.w_q, self.w_scale, 0, -127, 127, torch.int8)
+        if self.per_channel:
+            w = qd.dequantize_per_channel(self.w_q, self.w_scales, self.w_zero_points, 1, -127, 127,
+                                          torch.int8)
+        else:
+            w = qd.dequantize_per_tensor(self.w_q, self.w_scale, 0, -127, 127, torch.int8)
         y = nn.functional.conv_transpose2d(x, w, self.bias, stride=2, padding=1,
                                            output_padding=1, groups=2)
         return qd.dequantize_per_tensor(qd.quantize_per_tensor(y, 0.03, -4, -128, 127, torch.int8),
                                         0.03, -4, -128, 127, torch.int8)
 
 
-@pytest.mark.parametrize("by", ["executorch", "ember"])
-def test_quantized_deconv_two_groups(by: str) -> None:
+@pytest.mark.parametrize("by,per_channel", [("executorch", False), ("ember", False),
+                                            ("ember", True)])
+def test_quantized_deconv_two_groups(by: str, per_channel: bool) -> None:
+    """Per tensor, by both exporters; per channel by ember only (ExecuTorch
+    1.5.1 leaves per-channel transposed convolutions in groups outside),
+    each group's filter taking the same scales, as XNNPACK runs it too."""
     if by == "executorch":
         from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
         from executorch.exir import to_edge_transform_and_lower
@@ -452,7 +466,7 @@ def test_quantized_deconv_two_groups(by: str) -> None:
         from ember import to_edge_transform_and_lower
         from ember.backends.xnnpack import XnnpackPartitioner
     torch.manual_seed(6)
-    model = GroupedQDeconv().eval()
+    model = GroupedQDeconv(per_channel).eval()
     runs = [(torch.randn(2, 10, 5, 7),), (torch.randn(2, 10, 5, 7) * 2,)]
     ep = torch.export.export(model, runs[0])
     buffer = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]) \
