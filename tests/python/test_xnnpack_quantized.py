@@ -28,10 +28,20 @@ step (the output's scale), and both stay within a few steps of the eager
 fake-quantized model. Dynamically quantized convolutions (qdint8 input, one
 scale per image) likewise. A corrupted qint8 payload fails at load with a
 message, never a crash.
+
+Quantized transposed convolutions (ConvTranspose2d on qint8 or qdint8
+values): channels below and above the panel width (16), odd sizes, stride 1,
+2 and 3 (pixels that take no tap), padding, output padding, dilation,
+kernels 2, 3 and 4, static per
+channel and per tensor and dynamic, lowered by both exporters; two groups
+(which the quantizers leave in float32) from hand-written quantize /
+dequantize steps; a small U-Net (convolution down, transposed convolution
+up, skip concatenation). Same tolerances as above.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any, List, Sequence, Tuple
 
@@ -196,8 +206,51 @@ class Clamps(nn.Module):
         return nn.functional.hardtanh(self.pw(nn.functional.relu6(y) + z), -0.5, 0.8)
 
 
+class Deconv(nn.Module):
+    """One transposed convolution; with `clamp`, a Hardtanh after it (a
+    qint8 Clamp node that both runtimes fold into it)."""
+
+    def __init__(self, ic: int, oc: int, k: int, stride: int = 1, padding: int = 0,
+                 output_padding: int = 0, dilation: int = 1, clamp: bool = False) -> None:
+        super().__init__()
+        self.up = nn.ConvTranspose2d(ic, oc, k, stride=stride, padding=padding,
+                                     output_padding=output_padding, dilation=dilation)
+        self.clamp = clamp
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.up(x)
+        return nn.functional.hardtanh(y, -0.3, 0.5) if self.clamp else y
+
+
+class TinyUNet(nn.Module):
+    """An encoder-decoder: convolution, strided convolution down, transposed
+    convolution up, the skip concatenated, a convolution out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.enc = nn.Conv2d(3, 8, 3, padding=1)
+        self.down = nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.up = nn.ConvTranspose2d(16, 8, 2, stride=2)
+        self.dec = nn.Conv2d(16, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        e = torch.relu(self.enc(x))
+        u = self.up(torch.relu(self.down(e)))  # no relu: dynamic quantizers skip one here
+        return self.dec(torch.cat([u, e], dim=1))
+
+
 _MODELS = {"mlp": (Mlp, (4, 32)), "cnn": (SmallCnn, (2, 3, 16, 16)),
-           "clamps": (Clamps, (2, 3, 12, 12))}
+           "clamps": (Clamps, (2, 3, 12, 12)),
+           # odd sizes; output channels above 16, stride 2, padding, output padding
+           "deconv_s2": (lambda: Deconv(8, 20, 3, 2, 1, 1), (2, 8, 7, 9)),
+           "deconv_clamp": (lambda: Deconv(8, 20, 3, 2, 1, 1, clamp=True), (2, 8, 7, 9)),
+           # input channels above 16, output channels below, kernel 4
+           "deconv_k4": (lambda: Deconv(19, 5, 4, 2, 1), (1, 19, 6, 5)),
+           # stride 1, kernel 2, dilation 2, 16 output channels
+           "deconv_s1": (lambda: Deconv(3, 16, 2, 1, 0, 0, 2), (2, 3, 5, 5)),
+           # stride 3 above kernel 2 with output padding 2: pixels that take no tap
+           "deconv_s3": (lambda: Deconv(5, 18, 2, 3, 0, 2), (1, 5, 4, 6)),
+           "unet": (TinyUNet, (2, 3, 12, 10))}
 
 
 def quantize_and_lower(name: str, by: str, config: dict,
@@ -221,7 +274,7 @@ def quantize_and_lower(name: str, by: str, config: dict,
             XNNPACKQuantizer,
             get_symmetric_quantization_config,
         )
-    torch.manual_seed({"mlp": 1, "cnn": 2, "clamps": 3}[name])
+    torch.manual_seed({"mlp": 1, "cnn": 2, "clamps": 3}.get(name, 4))
     cls, shape = _MODELS[name]
     model = cls().eval()
     calib = [(torch.randn(*shape),) for _ in range(4)]
@@ -314,6 +367,120 @@ def test_dynamically_quantized_conv(by: str) -> None:
 
 
 # ---------------------------------------------------------------------------
+# Transposed convolutions
+# ---------------------------------------------------------------------------
+
+
+def _deconv_types(buffer: bytes) -> List[str]:
+    """The input types of the payloads' ConvTranspose2d nodes."""
+    return [value_type(g, n["xnode_union"]["input1_id"])
+            for g in map(decode, delegate_payloads(buffer)) for n in g["xnodes"]
+            if n["xnode_union_type"] == "XNNConvTranspose2d"]
+
+
+def _check_quantized(name: str, by: str, scheme: str) -> None:
+    """Model `name` quantized by `scheme` ("pc", "pt": static per channel,
+    per tensor; "dyn": dynamic) and lowered by `by`: its transposed
+    convolutions are quantized nodes, and ember's runtime agrees with
+    ExecuTorch's and with eager."""
+    config = {"is_per_channel": scheme != "pt", "is_dynamic": scheme == "dyn"}
+    converted, buffer, runs = quantize_and_lower(name, by, config)
+    kinds = _deconv_types(buffer)
+    assert kinds and set(kinds) == {"xnn_datatype_qdint8" if scheme == "dyn"
+                                    else "xnn_datatype_qint8"}, kinds
+    for args, (got, want) in zip(runs, run_both(buffer, runs)):
+        assert got.shape == want.shape
+        with torch.no_grad():
+            eager = converted(*args)
+        diff, err = float((got - want).abs().max()), float((got - eager).abs().max())
+        if scheme == "dyn":
+            step = float(want.max() - want.min()) / 255.0
+            assert diff <= step + 1e-6, f"ember vs ExecuTorch: {diff}, step {step}"
+            # eager quantizes each activation per tensor over the batch, XNNPACK per image
+            assert err <= 4 * step + 1e-5, f"ember vs eager: {err}, step {step}"
+        else:
+            step = static_output_scale(converted)
+            assert diff <= step * 1.01 + 1e-6, f"ember vs ExecuTorch: {diff}, step {step}"
+            assert err <= 3 * step + 1e-6, f"ember vs eager fake-quantized: {err}, step {step}"
+
+
+@pytest.mark.parametrize("name,scheme,by", [
+    ("deconv_clamp", "pc", "executorch"), ("deconv_s2", "pt", "ember"),
+    ("deconv_s2", "dyn", "executorch"), ("deconv_k4", "pc", "ember"),
+    ("deconv_k4", "pt", "executorch"), ("deconv_s1", "pc", "ember"),
+    ("deconv_s1", "dyn", "ember"), ("deconv_s3", "pc", "ember"), ("deconv_s3", "dyn", "ember"),
+])
+def test_quantized_deconv(name: str, scheme: str, by: str) -> None:
+    _check_quantized(name, by, scheme)
+
+
+@pytest.mark.parametrize("scheme,by", [("pc", "executorch"), ("pt", "ember"), ("dyn", "ember")])
+def test_quantized_unet(scheme: str, by: str) -> None:
+    _check_quantized("unet", by, scheme)
+
+
+class GroupedQDeconv(nn.Module):
+    """A statically quantized transposed convolution in two groups, written
+    as the quantize / dequantize steps a pt2e conversion leaves (int8 input
+    and output per tensor, int8 weights per tensor or per output channel of
+    a group (dim 1), float32 bias): the quantizers leave grouped transposed
+    convolutions in float32."""
+
+    def __init__(self, per_channel: bool = False) -> None:
+        super().__init__()
+        w = torch.randn(10, 9, 3, 3) * 0.3  # [in, out / groups, KH, KW], 2 groups
+        self.per_channel = per_channel
+        self.w_scale = float(w.abs().max()) / 127
+        scales = w.abs().amax(dim=(0, 2, 3)) / 127 if per_channel else torch.full((9,), self.w_scale)
+        self.register_buffer("w_q", torch.round(w / scales.reshape(1, -1, 1, 1))
+                             .clamp(-127, 127).to(torch.int8))
+        self.register_buffer("w_scales", scales)
+        self.register_buffer("w_zero_points", torch.zeros(9, dtype=torch.int64))
+        self.bias = nn.Parameter(torch.randn(18) * 0.2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        qd = torch.ops.quantized_decomposed
+        x = qd.dequantize_per_tensor(qd.quantize_per_tensor(x, 0.02, 3, -128, 127, torch.int8),
+                                     0.02, 3, -128, 127, torch.int8)
+        if self.per_channel:
+            w = qd.dequantize_per_channel(self.w_q, self.w_scales, self.w_zero_points, 1, -127, 127,
+                                          torch.int8)
+        else:
+            w = qd.dequantize_per_tensor(self.w_q, self.w_scale, 0, -127, 127, torch.int8)
+        y = nn.functional.conv_transpose2d(x, w, self.bias, stride=2, padding=1,
+                                           output_padding=1, groups=2)
+        return qd.dequantize_per_tensor(qd.quantize_per_tensor(y, 0.03, -4, -128, 127, torch.int8),
+                                        0.03, -4, -128, 127, torch.int8)
+
+
+@pytest.mark.parametrize("by,per_channel", [("executorch", False), ("ember", False),
+                                            ("ember", True)])
+def test_quantized_deconv_two_groups(by: str, per_channel: bool) -> None:
+    """Per tensor, by both exporters; per channel by ember only (ExecuTorch
+    1.5.1 leaves per-channel transposed convolutions in groups outside),
+    each group's filter taking the same scales, as XNNPACK runs it too."""
+    if by == "executorch":
+        from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+        from executorch.exir import to_edge_transform_and_lower
+    else:
+        from ember import to_edge_transform_and_lower
+        from ember.backends.xnnpack import XnnpackPartitioner
+    torch.manual_seed(6)
+    model = GroupedQDeconv(per_channel).eval()
+    runs = [(torch.randn(2, 10, 5, 7),), (torch.randn(2, 10, 5, 7) * 2,)]
+    ep = torch.export.export(model, runs[0])
+    buffer = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]) \
+        .to_executorch().buffer
+    assert _deconv_types(buffer) == ["xnn_datatype_qint8"]
+    for args, (got, want) in zip(runs, run_both(buffer, runs)):
+        diff = float((got - want).abs().max())
+        assert diff <= 0.03 * 1.01, f"ember vs ExecuTorch: {diff}, step 0.03"
+        with torch.no_grad():
+            err = float((got - model(*args)).abs().max())
+        assert err <= 3 * 0.03, f"ember vs eager fake-quantized: {err}, step 0.03"
+
+
+# ---------------------------------------------------------------------------
 # Corrupted payloads
 # ---------------------------------------------------------------------------
 
@@ -401,9 +568,10 @@ def delegate_payloads(buffer: bytes) -> List[bytes]:
     return out
 
 
-def corrupted_program(per_channel: bool, corrupt: Any) -> bytes:
-    """The static int8 MLP lowered by ExecuTorch, its payload passed through
-    corrupt(graph dict) before the program is written."""
+def corrupted_programs(per_channel: bool, corrupts: Sequence[Any],
+                       name: str = "mlp") -> List[bytes]:
+    """The static int8 MLP (or model `name`) lowered by ExecuTorch once, then
+    written with its payload passed through each corrupt(graph dict)."""
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
         XNNPACKQuantizer,
@@ -413,8 +581,9 @@ def corrupted_program(per_channel: bool, corrupt: Any) -> bytes:
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     torch.manual_seed(5)
-    model = Mlp().eval()
-    x = torch.randn(4, 32)
+    cls, shape = _MODELS[name]
+    model = cls().eval()
+    x = torch.randn(*shape)
     quantizer = XNNPACKQuantizer().set_global(
         get_symmetric_quantization_config(is_per_channel=per_channel, is_dynamic=False))
     prepared = prepare_pt2e(torch.export.export(model, (x,)).module(), quantizer)
@@ -424,9 +593,19 @@ def corrupted_program(per_channel: bool, corrupt: Any) -> bytes:
     gm = edge.exported_program().graph_module
     (lowered,) = [m for n, m in gm.named_children() if n.startswith("lowered_module")]
     graph = decode(lowered.processed_bytes)
-    corrupt(graph)
-    lowered._processed_bytes = encode(graph)
-    return edge.to_executorch().buffer
+    out = []
+    for corrupt in corrupts:
+        changed = copy.deepcopy(graph)
+        corrupt(changed)
+        lowered._processed_bytes = encode(changed)
+        out.append(edge.to_executorch().buffer)
+    return out
+
+
+def corrupted_program(per_channel: bool, corrupt: Any) -> bytes:
+    """The static int8 MLP lowered by ExecuTorch, its payload passed through
+    corrupt(graph dict) before the program is written."""
+    return corrupted_programs(per_channel, [corrupt])[0]
 
 
 def _quantized_values(graph: dict, datatype: str) -> List[dict]:
@@ -479,6 +658,27 @@ def test_corrupted_static_payload_fails_at_load(per_channel: bool, corrupt: Any,
         ember_runtime.Runtime.get().load_program(buffer).load_method("forward")
     if "payload" not in str(info.value):  # decoded, then refused by a node: it is named
         assert re.search(r"xnnpack node \d+ \(\w+, debug handle \d+\)", str(info.value))
+
+
+def _filter_channel_dim(graph: dict) -> None:
+    for u in _quantized_values(graph, "xnn_datatype_qcint8"):
+        u["quant_params"]["channel_dim"] = 3
+
+
+def test_corrupted_deconv_payload_fails_at_load() -> None:
+    """A quantized ConvTranspose2d whose filter's scales do not match its
+    channels fails as the payload is read; one whose bias is quantized per
+    tensor and filter per channel fails naming the node."""
+    cases = [(_filter_channel_dim, r"value \d+: 20 scales for 8 channels", False),
+             (_bias_per_tensor_filter_per_channel, r"bias \(value \d+\) is quantized per tensor",
+              True)]
+    buffers = corrupted_programs(True, [c[0] for c in cases], "deconv_s2")
+    for buffer, (_, message, named) in zip(buffers, cases):
+        with pytest.raises(ember_runtime.EmberError, match=message) as info:
+            ember_runtime.Runtime.get().load_program(buffer).load_method("forward")
+        if named:
+            assert re.search(r"xnnpack node \d+ \(ConvTranspose2d, debug handle \d+\)",
+                             str(info.value))
 
 
 def test_unchanged_payload_round_trips() -> None:

@@ -182,7 +182,8 @@ static ember_status check_fc_qd8(xnn_graph *g, uint32_t ni) {
     return EMBER_OK;
 }
 
-/* Conv2d of a qdint8 input (one scale and zero point per image). */
+/* Conv2d or ConvTranspose2d of a qdint8 input (one scale and zero point
+ * per image); transposed ones in any number of groups. */
 static ember_status check_conv_qd8(xnn_graph *g, uint32_t ni) {
     const xnn_node *n = &g->nodes[ni];
     const xnn_value *x = in(g, n, 0), *y = out(g, n, 0);
@@ -192,7 +193,7 @@ static ember_status check_conv_qd8(xnn_graph *g, uint32_t ni) {
         REFUSE("qdint8 input quantized over %u trailing dims of %u (this backend runs one "
                "scale and zero point per NHWC image: 3 of 4)",
                x->num_nonbatch_dims, x->rank);
-    if (n->p.conv.groups != 1)
+    if (n->type == XNN_NODE_Conv2d && n->p.conv.groups != 1)
         REFUSE("quantized convolution in %u groups (this backend runs 1 group; depthwise "
                "convolutions are their own node)",
                n->p.conv.groups);
@@ -204,7 +205,7 @@ static ember_status check_conv_qd8(xnn_graph *g, uint32_t ni) {
     return EMBER_OK;
 }
 
-/* FullyConnected, Conv2d, DepthwiseConv2d of a qint8 input. */
+/* FullyConnected, Conv2d, DepthwiseConv2d, ConvTranspose2d of a qint8 input. */
 static ember_status check_product_qs8(xnn_graph *g, uint32_t ni) {
     const xnn_node *n = &g->nodes[ni];
     const bool depthwise = n->type == XNN_NODE_DepthwiseConv2d;
@@ -217,7 +218,7 @@ static ember_status check_product_qs8(xnn_graph *g, uint32_t ni) {
         if (in(g, n, 1)->rank != 2) FAIL("quantized filter must be 2-d");
         if (n->flags & XNN_FLAG_TRANSPOSE_WEIGHTS)
             REFUSE("transposed quantized filters are not supported");
-    } else if (!depthwise && n->p.conv.groups != 1) {
+    } else if (n->type == XNN_NODE_Conv2d && n->p.conv.groups != 1) {
         REFUSE("quantized convolution in %u groups (this backend runs 1 group; depthwise "
                "convolutions are their own node)",
                n->p.conv.groups);
@@ -263,7 +264,7 @@ ember_status xnn_check_quantized(xnn_graph *g, uint32_t ni) {
         }
         st = check_product_qs8(g, ni);
         break;
-    case XNN_NODE_Conv2d:
+    case XNN_NODE_Conv2d: case XNN_NODE_ConvTranspose2d:
         if (x->dtype == XNN_DT_QDINT8) {
             n->qmode = XNN_QM_DYNAMIC;
             return check_conv_qd8(g, ni);
@@ -290,9 +291,9 @@ ember_status xnn_check_quantized(xnn_graph *g, uint32_t ni) {
         break;
     default:
         REFUSE("%s on quantized values is not supported by this backend (it runs qint8 "
-               "Convert, FullyConnected, Conv2d, DepthwiseConv2d, Add, MaxPooling2d, "
-               "GlobalAvgPooling2d, Clamp and layout nodes, and dynamically quantized "
-               "FullyConnected and Conv2d)",
+               "Convert, FullyConnected, Conv2d, DepthwiseConv2d, ConvTranspose2d, Add, "
+               "MaxPooling2d, GlobalAvgPooling2d, Clamp and layout nodes, and dynamically "
+               "quantized FullyConnected, Conv2d and ConvTranspose2d)",
                xnn_node_name(n->type));
     }
     if (st != EMBER_OK) return st;
@@ -329,6 +330,7 @@ void xnn_fuse_qs8_clamps(xnn_graph *g) {
         const xnn_value *v = &g->values[vi];
         bool fuse = v->flags == 0 && is_qs8(v) && p->nout == 1 &&
                     (p->type == XNN_NODE_Conv2d || p->type == XNN_NODE_DepthwiseConv2d ||
+                     p->type == XNN_NODE_ConvTranspose2d ||
                      p->type == XNN_NODE_FullyConnected) &&
                     p->in[0] < g->num_values && g->values[p->in[0]].dtype == XNN_DT_QINT8 &&
                     is_qs8(&g->values[c->out[0]]) && readers(g, vi) == 1;

@@ -78,11 +78,13 @@ typedef enum xnn_kind {
 /* Quantization of a value. Every kind is decoded and verified; the nodes
  * run (xnn_check_quant.c says exactly which):
  * - dynamically quantized products: a Convert of float32 into qdint8
- *   values, then a FullyConnected (qcint8, qcint4 or qbint4 filter) or a
- *   Conv2d (qcint8 filter) of those, with float32 bias and output;
+ *   values, then a FullyConnected (qcint8, qcint4 or qbint4 filter), a
+ *   Conv2d or a ConvTranspose2d (qcint8 filter) of those, with float32
+ *   bias and output;
  * - statically quantized int8 graphs: qint8 activations quantized per
- *   tensor, Converts at their float32 edges, FullyConnected, Conv2d and
- *   DepthwiseConv2d with qcint8 (per channel) or qint8 (per tensor) filters
+ *   tensor, Converts at their float32 edges, FullyConnected, Conv2d,
+ *   DepthwiseConv2d and ConvTranspose2d with qcint8 (per channel) or qint8
+ *   (per tensor) filters
  *   and qcint32 / qint32 biases, Add, MaxPooling2d, GlobalAvgPooling2d and
  *   the layout nodes;
  * and refuse every other quantized operand. */
@@ -123,6 +125,34 @@ typedef struct xnn_conv_params {
     uint32_t kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w;
     uint32_t group_in, group_out, groups, adj_h, adj_w;
 } xnn_conv_params;
+
+/* A quantized transposed convolution runs as a convolution of "phases"
+ * (xnn_run_qconv.c, packed by xnn_pack.c). Along one axis, output o takes
+ * tap k from input (o + pad - k * dilation) / stride when that divides, so
+ * the taps it takes depend only on (o + pad) % stride: they are the taps
+ * k = r, r + period, r + 2 period, ... < kernel of the one class r
+ * (r < classes) with r * dilation % stride == (o + pad) % stride, or none.
+ * Each class is packed as a filter of `slots` taps (zero weights past the
+ * kernel), so every output pixel sums only the taps that land on it, in
+ * the product's int32 sums, before its one requantization. */
+typedef struct xnn_deconv_axis {
+    size_t period;  /* stride / gcd(stride, dilation) */
+    size_t classes; /* min(period, kernel): the phases that take taps */
+    size_t slots;   /* ceil(kernel / period): taps of the largest class */
+} xnn_deconv_axis;
+
+static inline xnn_deconv_axis xnn_deconv_axis_of(size_t kernel, size_t stride, size_t dilation) {
+    size_t a = stride, b = dilation; /* both >= 1 (xnn_shape.c) */
+    while (b != 0) {
+        const size_t t = a % b;
+        a = b;
+        b = t;
+    }
+    const size_t period = stride / a;
+    xnn_deconv_axis ax = {period, kernel < period ? kernel : period,
+                          kernel == 0 ? 0 : (kernel - 1) / period + 1};
+    return ax;
+}
 
 /* How a node computes (set when its operands are checked, at init). */
 enum {
@@ -173,8 +203,10 @@ typedef struct xnn_node {
     /* weights packed at init (fully connected, convolutions), in the
      * method's memory or in the weight cache's */
     const float *packed;
-    /* XNN_QM_*; a product on quantized weights (FullyConnected, Conv2d of
-     * qdint8 or qint8 input) keeps them packed in qw */
+    /* XNN_QM_*; a product on quantized weights (FullyConnected, Conv2d,
+     * ConvTranspose2d of qdint8 or qint8 input) keeps them packed in qw (a
+     * ConvTranspose2d: the geometry of one phase's filter, and the data of
+     * every group's and phase's, one after the other) */
     uint8_t qmode;
     eko_qd8_weights qw;
     xnn_qs8_node q;
@@ -235,7 +267,7 @@ ember_status xnn_read(const ember_backend_init_ctx *ctx, const uint8_t *payload,
 bool xnn_node_is_quantized(const xnn_graph *g, uint32_t ni);
 ember_status xnn_check_quantized(xnn_graph *g, uint32_t ni);
 /* Folds each Clamp that alone reads the output of a statically quantized
- * product (Conv2d, DepthwiseConv2d, FullyConnected) into it, as XNNPACK
+ * product (Conv2d, DepthwiseConv2d, ConvTranspose2d, FullyConnected) into it, as XNNPACK
  * does: the product then rounds once, into the Clamp's output quantization,
  * within the intersection of both ranges. Called after xnn_read. */
 void xnn_fuse_qs8_clamps(xnn_graph *g);

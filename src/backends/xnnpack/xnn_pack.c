@@ -90,7 +90,7 @@ static bool packed_role(const xnn_node *n, uint32_t k, const xnn_const_source *s
     case XNN_NODE_DepthwiseConv2d:
         return n->qmode != XNN_QM_FLOAT && (k == 1 || k == 2);
     case XNN_NODE_ConvTranspose2d:
-        return k == 1;
+        return k == 1 || (n->qmode != XNN_QM_FLOAT && k == 2);
     case XNN_NODE_BatchMatrixMultiply:
         return k == 1 && is_const(sources, n->in[1]);
     default:
@@ -104,6 +104,7 @@ static bool packed_role(const xnn_node *n, uint32_t k, const xnn_const_source *s
 
 /* Bump a version when its packed layout changes. */
 #define PACK_QD8_VERSION 2
+#define PACK_QDECONV_VERSION 1
 #define PACK_F32_VERSION 1
 
 typedef struct pack_key {
@@ -152,6 +153,12 @@ static void qd8_key(const xnn_graph *g, const xnn_const_source *sources, const x
         key_source(k, "scales", &sources[g->num_values + wi]);
     key_source(k, "w", &sources[wi]);
     if (n->in[2] != XNN_INVALID_ID) key_source(k, "bias", &sources[n->in[2]]);
+    if (n->type == XNN_NODE_ConvTranspose2d) {
+        const xnn_conv_params *p = &n->p.conv;
+        key_printf(k, " deconv.v%d=%u,%u,%u,%u,%u,%u,%u", PACK_QDECONV_VERSION, p->kernel_h,
+                   p->kernel_w, p->stride_h, p->stride_w, p->dilation_h, p->dilation_w,
+                   p->groups);
+    }
 }
 
 static float *alloc_packed(const ember_backend_init_ctx *ctx, size_t floats, size_t count) {
@@ -286,9 +293,44 @@ static ember_status pack_dw_qs8(xnn_graph *g, const ember_backend_init_ctx *ctx,
     return EMBER_OK;
 }
 
-/* A product on a quantized filter (FullyConnected, Conv2d of qdint8 or
- * qint8 input): the int8 or int4 filter [OC, K], its scales and bias into
- * the layout of qd8_gemm.h. Static int8 layers pack multipliers
+/* The int8 filter [OC, KH, KW, GIN] of a quantized ConvTranspose2d as the
+ * filters of its phases (xnn_graph.h): for each group and each class
+ * (ry, rx), rows [GOUT] of slots (jy, jx) x GIN, slot (jy, jx) holding tap
+ * (ry + jy * period_h, rx + jx * period_w) or zeros past the kernel. Every
+ * tap lands in exactly one slot, so the packer still sees every weight.
+ * Packs them one after the other, each qw->panels * panel_bytes long. */
+static bool pack_deconv(const xnn_node *n, const ember_backend_init_ctx *ctx, const int8_t *w,
+                        const float *scales, const float *bias, int8_t *phase, size_t bytes_each,
+                        uint8_t *out) {
+    const xnn_conv_params *p = &n->p.conv;
+    const xnn_deconv_axis ay = xnn_deconv_axis_of(p->kernel_h, p->stride_h, p->dilation_h);
+    const xnn_deconv_axis ax = xnn_deconv_axis_of(p->kernel_w, p->stride_w, p->dilation_w);
+    const size_t gin = p->group_in, gout = p->group_out, k = n->qw.k;
+    bool ok = true;
+    for (size_t grp = 0; grp < p->groups; grp++)
+        for (size_t ry = 0; ry < ay.classes; ry++)
+            for (size_t rx = 0; rx < ax.classes; rx++, out += bytes_each) {
+                memset(phase, 0, gout * k); /* checked by the caller */
+                for (size_t o = 0; o < gout; o++)
+                    for (size_t jy = 0, ky = ry; jy < ay.slots && ky < p->kernel_h;
+                         jy++, ky += ay.period)
+                        for (size_t jx = 0, kx = rx; jx < ax.slots && kx < p->kernel_w;
+                             jx++, kx += ax.period)
+                            memcpy(phase + o * k + (jy * ax.slots + jx) * gin,
+                                   w + (((grp * gout + o) * p->kernel_h + ky) * p->kernel_w + kx) *
+                                           gin,
+                                   gin);
+                eko_qd8_weights one = n->qw;
+                ok &= eko_qd8_pack_parallel(&one, ctx->threadpool, phase, scales + grp * gout,
+                                            bias != NULL ? bias + grp * gout : NULL, out);
+            }
+    return ok;
+}
+
+/* A product on a quantized filter (FullyConnected, Conv2d, ConvTranspose2d
+ * of qdint8 or qint8 input): the int8 or int4 filter [OC, K], its scales
+ * and bias into the layout of qd8_gemm.h (a transposed convolution: the
+ * filters of its phases, see pack_deconv). Static int8 layers pack multipliers
  * in_scale * w_scale / out_scale as the scales and their int32 bias in
  * output steps plus the output zero point as the bias, so that the
  * kernels' results are output values before rounding. */
@@ -298,9 +340,23 @@ static ember_status pack_product(xnn_graph *g, const ember_backend_init_ctx *ctx
     const uint32_t wi = n->in[1];
     const xnn_value *wv = &g->values[wi];
     const size_t oc = wv->dims[0];
-    size_t ic;
+    const bool deconv = n->type == XNN_NODE_ConvTranspose2d;
+    size_t ic, rows = oc, packs = 1, bytes_each = 0, phase_bytes = 0;
     if (!xnn_numel(wv->dims + 1, wv->rank - 1u, &ic))
         return xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM, "filter too large");
+    if (deconv) {
+        /* per group and phase class: [GOUT, slots_h * slots_w * GIN] */
+        const xnn_conv_params *p = &n->p.conv;
+        const xnn_deconv_axis ay = xnn_deconv_axis_of(p->kernel_h, p->stride_h, p->dilation_h);
+        const xnn_deconv_axis ax = xnn_deconv_axis_of(p->kernel_w, p->stride_w, p->dilation_w);
+        rows = p->group_out;
+        if (ember_mul_overflow(ay.slots, ax.slots, &ic) ||
+            ember_mul_overflow(ic, p->group_in, &ic) ||
+            ember_mul_overflow(ay.classes, ax.classes, &packs) ||
+            ember_mul_overflow(packs, p->groups, &packs) ||
+            ember_mul_overflow(rows, ic, &phase_bytes))
+            return xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM, "filter too large");
+    }
     const bool groupwise = wv->quant == XNN_Q_PER_CHANNEL_GROUP;
     const bool int4 = wv->dtype != XNN_DT_QCINT8 && wv->dtype != XNN_DT_QINT8;
     const size_t slice = groupwise ? (size_t)wv->group_size : ic;
@@ -308,12 +364,13 @@ static ember_status pack_product(xnn_graph *g, const ember_backend_init_ctx *ctx
      * channel or per tensor ones as floats */
     const bool bf16 = groupwise && wv->scales_bf16;
     size_t bytes, fbytes;
-    if (!eko_qd8_weights_init(&n->qw, oc, ic, slice, int4, bf16, &bytes) ||
+    if (!eko_qd8_weights_init(&n->qw, rows, ic, slice, int4, bf16, &bytes_each) ||
+        ember_mul_overflow(bytes_each, packs, &bytes) ||
         ember_mul_overflow(oc > 0 ? oc : 1, sizeof(float), &fbytes))
         return xnn_node_fail(g, ni, EMBER_ERR_NOT_SUPPORTED,
                              "quantized filter [%zu, %zu] with a scale every %zu input "
                              "channels cannot be packed (1 to %d input channels per scale)",
-                             oc, ic, slice, EKO_QD8_MAX_K);
+                             rows, ic, slice, EKO_QD8_MAX_K);
     if (n->in[2] != XNN_INVALID_ID && !is_const(sources, n->in[2]))
         return xnn_node_fail(g, ni, EMBER_ERR_NOT_SUPPORTED,
                              "a bias that is not constant, with a quantized filter");
@@ -330,7 +387,9 @@ static ember_status pack_product(xnn_graph *g, const ember_backend_init_ctx *ctx
     float *scales = ember_alloc(ctx->allocator, fbytes, 64);
     float *fbias = ember_alloc(ctx->allocator, fbytes, 64);
     int32_t *qbias = ember_alloc(ctx->allocator, fbytes, 64);
-    if (packed == NULL || scales == NULL || fbias == NULL || qbias == NULL)
+    int8_t *phase = deconv ? ember_alloc(ctx->allocator, phase_bytes, 64) : NULL;
+    if (packed == NULL || scales == NULL || fbias == NULL || qbias == NULL ||
+        (deconv && phase == NULL))
         return xnn_node_fail(g, ni, EMBER_ERR_OUT_OF_MEMORY,
                              "cannot allocate %zu bytes of packed weights", bytes);
     loaded w, sc, b;
@@ -356,8 +415,15 @@ static ember_status pack_product(xnn_graph *g, const ember_backend_init_ctx *ctx
     }
     if (st == EMBER_OK) st = load(g, ctx, &sources[wi], wi, ni, &w);
     else memset(&w, 0, sizeof w);
-    if (st == EMBER_OK &&
-        !eko_qd8_pack_parallel(&n->qw, ctx->threadpool, w.f, pack_scales, bias, packed))
+    bool packed_ok = true;
+    if (st == EMBER_OK && deconv) {
+        packed_ok = pack_deconv(n, ctx, (const int8_t *)(const void *)w.f, scales, bias, phase,
+                                bytes_each, packed);
+        n->qw.data = packed;
+    } else if (st == EMBER_OK) {
+        packed_ok = eko_qd8_pack_parallel(&n->qw, ctx->threadpool, w.f, pack_scales, bias, packed);
+    }
+    if (st == EMBER_OK && !packed_ok)
         st = xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM,
                            "int8 filter (value %u) holds -128; symmetric int8 weights lie in "
                            "[-127, 127]",
@@ -373,7 +439,8 @@ static ember_status pack_node(xnn_graph *g, const ember_backend_init_ctx *ctx,
                               const xnn_const_source *sources, uint32_t ni) {
     xnn_node *n = &g->nodes[ni];
     if (n->qmode != XNN_QM_FLOAT) {
-        if (n->type == XNN_NODE_FullyConnected || n->type == XNN_NODE_Conv2d)
+        if (n->type == XNN_NODE_FullyConnected || n->type == XNN_NODE_Conv2d ||
+            n->type == XNN_NODE_ConvTranspose2d)
             return pack_product(g, ctx, sources, ni);
         if (n->type == XNN_NODE_DepthwiseConv2d) return pack_dw_qs8(g, ctx, sources, ni);
         return EMBER_OK;

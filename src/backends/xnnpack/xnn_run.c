@@ -7,7 +7,9 @@
 bool xnn_node_scratch(xnn_graph *g, uint32_t ni, size_t *bytes) {
     *bytes = 0;
     if (g->nodes[ni].qmode != XNN_QM_FLOAT) /* weights packed at init */
-        return g->nodes[ni].type == XNN_NODE_Conv2d ? xnn_qconv_scratch(g, ni, bytes) : true;
+        return g->nodes[ni].type == XNN_NODE_Conv2d || g->nodes[ni].type == XNN_NODE_ConvTranspose2d
+                   ? xnn_qconv_scratch(g, ni, bytes)
+                   : true;
     switch (g->nodes[ni].type) {
     case XNN_NODE_FullyConnected: case XNN_NODE_BatchMatrixMultiply:
         return xnn_linear_scratch(g, ni, bytes);
@@ -22,7 +24,8 @@ ember_status xnn_run_node(xnn_graph *g, uint32_t ni) {
     const xnn_node *n = &g->nodes[ni];
     if (n->qmode != XNN_QM_FLOAT) {
         if (n->type == XNN_NODE_FullyConnected) return xnn_run_fc_quant(g, ni);
-        if (n->type == XNN_NODE_Conv2d) return xnn_run_qconv(g, ni);
+        if (n->type == XNN_NODE_Conv2d || n->type == XNN_NODE_ConvTranspose2d)
+            return xnn_run_qconv(g, ni);
         return xnn_run_qs8(g, ni);
     }
     if (n->type == XNN_NODE_Convert && g->values[n->out[0]].dtype == XNN_DT_QDINT8)

@@ -45,7 +45,7 @@ ember_status xnn_run_elementwise(xnn_graph *g, uint32_t ni);  /* binary, unary, 
 ember_status xnn_run_layout(xnn_graph *g, uint32_t ni);       /* transpose .. resize, copy */
 ember_status xnn_run_convert_qd8(xnn_graph *g, uint32_t ni);  /* float32 -> qdint8 */
 ember_status xnn_run_fc_quant(xnn_graph *g, uint32_t ni);     /* qdint8 / qint8 x int filter */
-ember_status xnn_run_qconv(xnn_graph *g, uint32_t ni);        /* qdint8 / qint8 Conv2d */
+ember_status xnn_run_qconv(xnn_graph *g, uint32_t ni);        /* qdint8 / qint8 Conv2d, deconv */
 ember_status xnn_run_qs8(xnn_graph *g, uint32_t ni);          /* the other qint8 nodes */
 
 bool xnn_linear_scratch(xnn_graph *g, uint32_t ni, size_t *bytes);

@@ -10,6 +10,15 @@
  * input's zero point (the int8 that stands for 0), and multiplies them on
  * its own. A 1x1 convolution with stride 1 and no padding multiplies the
  * input itself.
+ *
+ * Quantized ConvTranspose2d, on the same products: output pixels are taken
+ * a row at a time, in runs of one phase (every stride-th pixel, which take
+ * the same taps: xnn_graph.h); a run's im2col rows hold the input pixels
+ * its taps read (the zero point where a tap falls outside the input or
+ * past the kernel), multiplied by that phase's filter, packed at init, and
+ * written stride pixels apart. So each output is one int32 sum of exactly
+ * its own taps, requantized once, as XNNPACK computes it, and no thread
+ * writes another's pixels.
  */
 #include <string.h>
 
@@ -22,6 +31,8 @@
 typedef struct qconv_geom {
     size_t n, h, w, c, oh, ow, oc;
     size_t kh, kw, sh, sw, dh, dw, pt, pl;
+    size_t groups, gin, gout;
+    xnn_deconv_axis ay, ax; /* transposed: the phases along H and W */
 } qconv_geom;
 
 static qconv_geom geom(xnn_graph *g, const xnn_node *n) {
@@ -29,32 +40,47 @@ static qconv_geom geom(xnn_graph *g, const xnn_node *n) {
     const xnn_conv_params *p = &n->p.conv;
     qconv_geom c = {x->shape[0], x->shape[1], x->shape[2], x->shape[3], y->shape[1], y->shape[2],
                     y->shape[3], p->kernel_h, p->kernel_w, p->stride_h, p->stride_w,
-                    p->dilation_h, p->dilation_w, p->pad_top, p->pad_left};
+                    p->dilation_h, p->dilation_w, p->pad_top, p->pad_left, p->groups,
+                    p->group_in, p->group_out,
+                    xnn_deconv_axis_of(p->kernel_h, p->stride_h, p->dilation_h),
+                    xnn_deconv_axis_of(p->kernel_w, p->stride_w, p->dilation_w)};
     return c;
 }
 
-static bool is_direct(const qconv_geom *c) {
-    return c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 && c->pl == 0 &&
-           c->oh == c->h && c->ow == c->w;
+static bool is_deconv(const xnn_node *n) { return n->type == XNN_NODE_ConvTranspose2d; }
+
+static bool is_direct(const xnn_node *n, const qconv_geom *c) {
+    return !is_deconv(n) && c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 &&
+           c->pl == 0 && c->oh == c->h && c->ow == c->w;
 }
 
-/* Bytes of one thread's block of im2col rows, with the products' padding. */
-static bool block_bytes(const qconv_geom *c, size_t *bytes) {
-    size_t k;
-    if (ember_mul_overflow(c->kh * c->kw, c->c, &k) || ember_mul_overflow(k, QCONV_BLOCK, bytes) ||
+/* Bytes of one thread's block of im2col rows of k bytes, with the
+ * products' padding. */
+static bool block_bytes(size_t k, size_t *bytes) {
+    if (ember_mul_overflow(k, QCONV_BLOCK, bytes) ||
         ember_add_overflow(*bytes, EKO_QD8_X_PAD + 63, bytes))
         return false;
     *bytes &= ~(size_t)63;
     return true;
 }
 
+/* The im2col row: KH x KW x C, or for a transposed convolution the packed
+ * phase filter's depth (slots x GIN, xnn_pack.c). */
+static bool row_bytes(const xnn_node *n, const qconv_geom *c, size_t *k) {
+    if (is_deconv(n)) {
+        *k = n->qw.k; /* as packed (xnn_pack.c checked its size) */
+        return true;
+    }
+    return !ember_mul_overflow(c->kh * c->kw, c->c, k);
+}
+
 bool xnn_qconv_scratch(xnn_graph *g, uint32_t ni, size_t *bytes) {
     const xnn_node *n = &g->nodes[ni];
     qconv_geom c = geom(g, n);
     *bytes = 0;
-    if (is_direct(&c)) return true;
-    size_t one;
-    return block_bytes(&c, &one) &&
+    if (is_direct(n, &c)) return true;
+    size_t k, one;
+    return row_bytes(n, &c, &k) && block_bytes(k, &one) &&
            !ember_mul_overflow(one, ember_threadpool_size(g->threadpool), bytes);
 }
 
@@ -74,13 +100,13 @@ static eko_qd8_row image_quant(const qconv_job *j, size_t b) {
     return (eko_qd8_row){1.0f, xr_in(j->g, j->n, 0)->zero_point};
 }
 
-/* Results of rows [p0, p0 + rows) of image b. */
-static void product(const qconv_job *j, size_t b, size_t p0, size_t rows, const int8_t *x,
-                    size_t ldx, ember_threadpool *pool) {
+/* Results of `rows` rows x of image b times weights w, written from
+ * output element `at` on, rows ld elements apart. */
+static void product(const qconv_job *j, size_t b, const eko_qd8_weights *w, size_t at, size_t ld,
+                    size_t rows, const int8_t *x, size_t ldx, ember_threadpool *pool) {
     const xnn_node *n = j->n;
     const xnn_value *y = xr_out(j->g, n, 0);
-    const size_t at = (b * j->pixels + p0) * j->c.oc;
-    eko_qd8_out out = {NULL, NULL, j->c.oc};
+    eko_qd8_out out = {NULL, NULL, ld};
     float min = n->out_min, max = n->out_max;
     if (n->qmode == XNN_QM_STATIC) {
         out.q = (int8_t *)y->data + at;
@@ -88,8 +114,8 @@ static void product(const qconv_job *j, size_t b, size_t p0, size_t rows, const 
     } else {
         out.c = xr_f(y) + at;
     }
-    eko_qd8_gemm_uniform(j->g->qd8, pool, rows, x, ldx, j->x_xor, image_quant(j, b), &n->qw, out,
-                         min, max);
+    eko_qd8_gemm_uniform(j->g->qd8, pool, rows, x, ldx, j->x_xor, image_quant(j, b), w, out, min,
+                         max);
 }
 
 /* im2col rows for pixels [p0, p0 + rows) of image b into col, padding with zp. */
@@ -122,7 +148,87 @@ static void qconv_blocks(void *ctx, size_t thread, size_t start, size_t count) {
         /* the padding: the zero point, in x's encoding */
         const uint8_t pad = (uint8_t)((uint8_t)image_quant(j, b).zero_point ^ j->x_xor);
         im2col(&j->c, j->x, b, p0, rows, (int8_t)pad, col);
-        product(j, b, p0, rows, col, j->k, NULL);
+        product(j, b, &j->n->qw, (b * j->pixels + p0) * j->c.oc, j->c.oc, rows, col, j->k, NULL);
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Transposed                                                             */
+/* ---------------------------------------------------------------------- */
+
+/* The class (xnn_graph.h) of the taps output o takes along one axis:
+ * r < classes with r * dilation % stride == (o + pad) % stride, or
+ * classes when it takes none. */
+static size_t phase_class(const xnn_deconv_axis *a, size_t o_pad, size_t stride,
+                          size_t dilation) {
+    const uint64_t phase = o_pad % stride;
+    for (size_t r = 0; r < a->classes; r++)
+        if ((uint64_t)r * dilation % stride == phase) return r;
+    return a->classes;
+}
+
+/* im2col rows of output pixels (oy, ox + i sw), i < rows, of image b,
+ * group grp, whose taps are classes (ry, rx): slot (jy, jx) of a row holds
+ * the input pixel that tap (ry + jy period_h, rx + jx period_w) reads, or
+ * zp (the tap falls outside the input or past the kernel, or the pixel
+ * takes no tap). */
+static void deconv_im2col(const qconv_geom *c, const int8_t *x, size_t b, size_t oy, size_t ox,
+                          size_t rows, size_t grp, size_t ry, size_t rx, int8_t zp, size_t k,
+                          int8_t *col) {
+    memset(col, zp, rows * k);
+    if (ry >= c->ay.classes || rx >= c->ax.classes) return;
+    const size_t t = oy + c->pt; /* input row iy = (t - ky dh) / sh, divisible by the class */
+    for (size_t r = 0; r < rows; r++, ox += c->sw) {
+        const size_t s = ox + c->pl;
+        int8_t *dst = col + r * k;
+        for (size_t jy = 0, ky = ry; jy < c->ay.slots && ky < c->kh; jy++, ky += c->ay.period) {
+            if (t < ky * c->dh) break;
+            const size_t iy = (t - ky * c->dh) / c->sh;
+            if (iy >= c->h) continue;
+            for (size_t jx = 0, kx = rx; jx < c->ax.slots && kx < c->kw;
+                 jx++, kx += c->ax.period) {
+                if (s < kx * c->dw) break;
+                const size_t ix = (s - kx * c->dw) / c->sw;
+                if (ix >= c->w) continue;
+                memcpy(dst + (jy * c->ax.slots + jx) * c->gin,
+                       x + ((b * c->h + iy) * c->w + ix) * c->c + grp * c->gin, c->gin);
+            }
+        }
+    }
+}
+
+/* Output rows (b, oy) [start, start + count): every run of one phase, in
+ * blocks of QCONV_BLOCK pixels, one group at a time. */
+static void qdeconv_rows(void *ctx, size_t thread, size_t start, size_t count) {
+    const qconv_job *j = ctx;
+    const qconv_geom *c = &j->c;
+    const eko_qd8_weights *packed = &j->n->qw;
+    const size_t pack_bytes = packed->panels * packed->panel_bytes; /* one phase's filter */
+    int8_t *col = (int8_t *)(void *)(j->g->arena + j->n->scratch_offset) + thread * j->block_bytes;
+    const size_t runs = c->sw < c->ow ? c->sw : c->ow;
+    for (size_t row = start; row < start + count; row++) {
+        const size_t b = row / c->oh, oy = row % c->oh;
+        const size_t ry = phase_class(&c->ay, oy + c->pt, c->sh, c->dh);
+        const uint8_t pad = (uint8_t)((uint8_t)image_quant(j, b).zero_point ^ j->x_xor);
+        for (size_t ox0 = 0; ox0 < runs; ox0++) {
+            const size_t rx = phase_class(&c->ax, ox0 + c->pl, c->sw, c->dw);
+            const size_t pixels = (c->ow - ox0 - 1) / c->sw + 1;
+            /* a pixel that takes no tap gets the bias: any filter times zero points */
+            const size_t cls = (ry < c->ay.classes ? ry : 0) * c->ax.classes +
+                               (rx < c->ax.classes ? rx : 0);
+            for (size_t grp = 0; grp < c->groups; grp++) {
+                eko_qd8_weights w = *packed;
+                w.data += (grp * c->ay.classes * c->ax.classes + cls) * pack_bytes;
+                for (size_t i0 = 0; i0 < pixels; i0 += QCONV_BLOCK) {
+                    const size_t rows = pixels - i0 < QCONV_BLOCK ? pixels - i0 : QCONV_BLOCK;
+                    const size_t ox = ox0 + i0 * c->sw;
+                    deconv_im2col(c, j->x, b, oy, ox, rows, grp, ry, rx, (int8_t)pad, j->k, col);
+                    /* more than one pixel: sw < ow, so sw * oc < the output row */
+                    product(j, b, &w, (row * c->ow + ox) * c->oc + grp * c->gout,
+                            rows > 1 ? c->sw * c->oc : c->oc, rows, col, j->k, NULL);
+                }
+            }
+        }
     }
 }
 
@@ -134,7 +240,7 @@ ember_status xnn_run_qconv(xnn_graph *g, uint32_t ni) {
     j.g = g;
     j.n = n;
     j.c = geom(g, n);
-    j.k = j.c.kh * j.c.kw * j.c.c; /* the filter's row: checked at init */
+    row_bytes(n, &j.c, &j.k); /* the filter's row: checked at init */
     j.pixels = j.c.oh * j.c.ow;
     j.x = x->data;
     if (n->qmode == XNN_QM_DYNAMIC) {
@@ -144,12 +250,17 @@ ember_status xnn_run_qconv(xnn_graph *g, uint32_t ni) {
         j.x_xor = g->qd8->x_xor; /* as the Convert wrote it */
     }
     if (j.pixels == 0 || j.c.n == 0 || j.c.oc == 0) return EMBER_OK;
-    if (is_direct(&j.c)) {
-        for (size_t b = 0; b < j.c.n; b++)
-            product(&j, b, 0, j.pixels, j.x + b * j.pixels * j.c.c, j.c.c, g->threadpool);
+    block_bytes(j.k, &j.block_bytes);
+    if (is_deconv(n)) {
+        ember_parallel_1d(g->threadpool, qdeconv_rows, &j, j.c.n * j.c.oh, 1);
         return EMBER_OK;
     }
-    block_bytes(&j.c, &j.block_bytes);
+    if (is_direct(n, &j.c)) {
+        for (size_t b = 0; b < j.c.n; b++)
+            product(&j, b, &n->qw, b * j.pixels * j.c.oc, j.c.oc, j.pixels,
+                    j.x + b * j.pixels * j.c.c, j.c.c, g->threadpool);
+        return EMBER_OK;
+    }
     j.blocks_per_image = j.pixels / QCONV_BLOCK + (j.pixels % QCONV_BLOCK != 0);
     ember_parallel_1d(g->threadpool, qconv_blocks, &j, j.c.n * j.blocks_per_image, 1);
     return EMBER_OK;

@@ -77,6 +77,15 @@ aten = torch.ops.aten
 __all__ = ["QuantPlan", "torchao_ops"]
 
 
+def out_channels(node: Node) -> int:
+    """The output channels of a linear or convolution (a transposed
+    convolution's weight is [in, out / groups, KH, KW])."""
+    shape = val(node.args[1]).shape
+    if node.target == aten.convolution.default and node.args[6]:
+        return int(shape[1]) * int(node.args[8])
+    return int(shape[0])
+
+
 class QuantPlan:
     """The quantized patterns of a program that XNNPACK can take: dynamically
     quantized linears with the quantize / dequantize nodes each absorbs, and
@@ -105,26 +114,28 @@ class QuantPlan:
                    for x in (a, w))
 
     def _check_linear(self, node: Node) -> "Tuple[Optional[_Linear], str]":
-        """A linear, or a 2-d convolution (not transposed, not depthwise), of
-        a dynamically quantized input and int8 per-channel weights."""
+        """A linear, or a 2-d convolution (not depthwise; transposed in any
+        number of groups, else one group), of a dynamically quantized input
+        and int8 per-channel weights."""
         act, why = dynamic_input(node.args[0])
         if act is None:
             return None, why
         conv = node.target == aten.convolution.default
-        if conv and (val(node.args[0]).dim() != 4 or node.args[6] or node.args[8] != 1 or
+        transposed = conv and bool(node.args[6])
+        if conv and (val(node.args[0]).dim() != 4 or (node.args[8] != 1 and not transposed) or
                      not all(isinstance(d, int) for d in val(node.args[0]).shape[1:])):
             return None, "dynamically quantized convolutions must be 2-d, static in C, H, W, " \
-                         "not transposed, one group"
-        w, why = weight_of(self.facts, node.args[1], 4 if conv else 2)
+                         "one group (transposed: any)"
+        w, why = weight_of(self.facts, node.args[1], 4 if conv else 2, 1 if transposed else 0)
         if w is None:
             return None, why
         if conv and w.group:
             return None, "groupwise weights for a convolution"
         in_features = val(act.source).shape[1 if conv else -1]
-        if not isinstance(in_features, int) or in_features != w.shape[1]:
+        if not isinstance(in_features, int) or in_features != w.shape[0 if transposed else 1]:
             return None, "the input's channels are not the weight's"
         bias = arg(node, 2, "bias")
-        if bias is not None and not self._float_bias(bias, w.shape[0]):
+        if bias is not None and not self._float_bias(bias, out_channels(node)):
             return None, "the bias is not a constant float32 [out] tensor"
         return _Linear(node, act, w, bias), ""
 
@@ -189,13 +200,14 @@ class QuantPlan:
         return QuantParams(PER_TENSOR, {"scale": scale, "zero_point": zp})
 
     def _static_weight(self, node: Node) -> "Tuple[Optional[Any], str]":
+        transposed = node.target == aten.convolution.default and bool(node.args[6])
         w = node.args[1]
         if isinstance(w, Node) and w.target == DQ and self.facts.is_const(w.args[0]):
             scale, zp, qmin, qmax, dtype = w.args[1:6]
             if dtype != torch.int8 or zp != 0:
                 return None, "per-tensor weights are not symmetric int8"
             return (float(scale), self.facts.data(w.args[0]), w), ""
-        return weight_of(self.facts, w, val(w).dim())
+        return weight_of(self.facts, w, val(w).dim(), 1 if transposed else 0)
 
     def _check_static(self, n: Node) -> Optional[str]:
         """None if n can run on static quantized values, else why not."""
@@ -221,15 +233,16 @@ class QuantPlan:
             if any(p != self.static_q[q] for p in ins):
                 return "its output's qparams are not its input's"
         if n.target == aten.convolution.default:
-            if val(n.args[0]).dim() != 4 or n.args[6]:
-                return "only 2-d convolutions (not transposed) run quantized"
+            if val(n.args[0]).dim() != 4:
+                return "only 2-d convolutions run quantized"
+            if n.args[6] and any(p < 0 for p in n.args[7]):
+                return "negative output padding"
         if n.target in STATIC_WEIGHTED:
             w, why = self._static_weight(n)
             if w is None:
                 return why
             bias = arg(n, 2, "bias")
-            oc = val(n.args[1]).shape[0]
-            if bias is not None and not self._float_bias(bias, oc):
+            if bias is not None and not self._float_bias(bias, out_channels(n)):
                 return "the bias is not a constant float32 [out] tensor"
             return None
         return unsupported_reason(self.ep, n)

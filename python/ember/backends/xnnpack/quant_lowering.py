@@ -55,6 +55,16 @@ def lower_dequantize(b: Any, dq: Node, plan: Any) -> None:
     b.values[dq] = (fv, layout)
 
 
+def _channel_scales(node: Node, w: Weight) -> torch.Tensor:
+    """A per-channel weight's scales, one per output channel: a transposed
+    convolution's are quantized along its [in, out / groups, ...] weight's
+    dim 1, so each group repeats them."""
+    scale = w.scale.detach().to(torch.float32)
+    if node.target == torch.ops.aten.convolution.default and node.args[6]:
+        scale = scale.repeat(int(node.args[8]))
+    return scale.contiguous()
+
+
 def _static_filter(b: Any, op: _Static, layout: Callable[[torch.Tensor], torch.Tensor],
                    channel_dim: int) -> int:
     """The int8 weights of a static op in the payload's layout: per channel
@@ -63,7 +73,7 @@ def _static_filter(b: Any, op: _Static, layout: Callable[[torch.Tensor], torch.T
     g = b.g
     if op.weight is not None:
         w = layout(op.weight.data.detach().to(torch.int8)).contiguous()
-        w_scale = op.weight.scale.detach().to(torch.float32).contiguous()
+        w_scale = _channel_scales(op.node, op.weight)
         data = g.constant_data(w.numpy().tobytes(), tag)
         sidx = g.constant_data(w_scale.numpy().tobytes(), tag, "scale_")
         return g.value(list(w.shape), constant=data, datatype=QCINT8, quant=QuantParams(
@@ -86,7 +96,7 @@ def _static_bias(b: Any, op: _Static, plan: Any) -> int:
     tag = b.tag_of(op.node.args[1])
     g = b.g
     if op.weight is not None:
-        b_scale: Any = op.weight.scale.detach().to(torch.float32).contiguous() * in_scale
+        b_scale: Any = _channel_scales(op.node, op.weight) * in_scale
     else:
         b_scale = op.weight_per_tensor[0] * in_scale  # type: ignore[index]
     bias = b.constant_data(op.bias).detach().to(torch.float32)
@@ -113,29 +123,43 @@ def static_linear(b: Any, op: _Static, plan: Any) -> None:
            output_id=b.output(node, "nchw"))
 
 
+def _conv_params(node: Node, depthwise: bool) -> dict:
+    """The geometry fields of a convolution node (plain, depthwise or
+    transposed) from an aten convolution."""
+    stride, padding, dilation = list(node.args[3]), list(node.args[4]), list(node.args[5])
+    transposed, out_pad, groups = bool(node.args[6]), list(node.args[7]), int(node.args[8])
+    wshape = tuple(int(d) for d in val(node.args[1]).shape)
+    cin = int(val(node.args[0]).shape[1])
+    if transposed:
+        gin, gout = wshape[0] // groups, wshape[1]
+    elif depthwise:
+        gin, gout, groups = 1, wshape[0] // cin, cin
+    else:
+        gin, gout = wshape[1], wshape[0] // groups
+    return dict(padding_top=padding[0], padding_right=padding[1], padding_bottom=padding[0],
+                padding_left=padding[1], kernel_height=wshape[2], kernel_width=wshape[3],
+                subsampling_height=stride[0], subsampling_width=stride[1],
+                dilation_height=dilation[0], dilation_width=dilation[1],
+                group_input_channels=gin, group_output_channels=gout, groups=groups,
+                adjustment_height=out_pad[0] if transposed else 0,
+                adjustment_width=out_pad[1] if transposed else 0)
+
+
 def static_conv(b: Any, op: _Static, plan: Any) -> None:
     node = op.node
     x = node.args[0]
-    stride, padding, dilation = list(node.args[3]), list(node.args[4]), list(node.args[5])
-    groups = int(node.args[8])
+    groups, transposed = int(node.args[8]), bool(node.args[6])
     wshape = tuple(val(node.args[1]).shape)
     cin = val(x).shape[1]
-    depthwise = wshape[1] == 1 and groups == cin
+    depthwise = not transposed and wshape[1] == 1 and groups == cin
     xin = b.input(x, "nhwc")
-    fid = _static_filter(b, op, lambda w: _conv_weight(w, False, depthwise, groups),
+    fid = _static_filter(b, op, lambda w: _conv_weight(w, transposed, depthwise, groups),
                          3 if depthwise else 0)
     out = b.output(node, "nhwc")  # defined before the bias, as ExecuTorch numbers them
     bid = _static_bias(b, op, plan)
-    kh, kw = int(wshape[2]), int(wshape[3])
-    b.node("DepthwiseConv2d" if depthwise else "Conv2d", node,
-           padding_top=padding[0], padding_right=padding[1], padding_bottom=padding[0],
-           padding_left=padding[1], kernel_height=kh, kernel_width=kw,
-           subsampling_height=stride[0], subsampling_width=stride[1],
-           dilation_height=dilation[0], dilation_width=dilation[1],
-           group_input_channels=1 if depthwise else int(wshape[1]),
-           group_output_channels=int(wshape[0]) // cin if depthwise else int(wshape[0]) // groups,
-           groups=cin if depthwise else groups, input1_id=xin, filter_id=fid, bias_id=bid,
-           output_id=out)
+    kind = "ConvTranspose2d" if transposed else "DepthwiseConv2d" if depthwise else "Conv2d"
+    b.node(kind, node, **_conv_params(node, depthwise), input1_id=xin, filter_id=fid,
+           bias_id=bid, output_id=out)
 
 
 def dynamic_value(b: Any, act: DynamicInput, layout: str = "nchw") -> int:
@@ -187,16 +211,18 @@ def weight_value(b: Any, w: Weight) -> int:
 
 
 def dynamic_conv(b: Any, lin: Any) -> None:
-    """A 2-d convolution of a dynamically quantized input: qdint8 NHWC input,
-    qcint8 OHWI filter, float32 bias and output."""
+    """A 2-d convolution, plain or transposed, of a dynamically quantized
+    input: qdint8 NHWC input, qcint8 OHWI filter ([groups * GOC, KH, KW, GIC]
+    when transposed), float32 bias and output."""
     node, w = lin.node, lin.weight
-    stride, padding, dilation = list(node.args[3]), list(node.args[4]), list(node.args[5])
+    transposed = bool(node.args[6])
     xin = dynamic_value(b, lin.act, "nhwc")
     if w.data is None or w.scale is None:
         raise ValueError(f"xnnpack: the data of weight {w.node.name} is not known")
     tag = b.tag_of(w.node)
-    data = w.data.detach().to(torch.int8).permute(0, 2, 3, 1).contiguous()  # OHWI
-    scales = w.scale.detach().to(torch.float32).contiguous()
+    data = _conv_weight(w.data.detach().to(torch.int8), transposed, False,
+                        int(node.args[8])).contiguous()  # OHWI
+    scales = _channel_scales(node, w)
     didx = b.g.constant_data(data.numpy().tobytes(), tag)
     sidx = b.g.constant_data(scales.numpy().tobytes(), tag, "scale_")
     fid = b.g.value(list(data.shape), constant=didx, datatype=QCINT8, quant=QuantParams(
@@ -204,10 +230,5 @@ def dynamic_conv(b: Any, lin: Any) -> None:
                       "num_scales": scales.numel()}))
     out = b.output(node, "nhwc")  # before the bias, as ExecuTorch numbers them
     bid = b.constant(lin.bias) if lin.bias is not None else 0xFFFFFFFF
-    oc, ic, kh, kw = (int(d) for d in w.shape)
-    b.node("Conv2d", node, padding_top=padding[0], padding_right=padding[1],
-           padding_bottom=padding[0], padding_left=padding[1], kernel_height=kh, kernel_width=kw,
-           subsampling_height=stride[0], subsampling_width=stride[1],
-           dilation_height=dilation[0], dilation_width=dilation[1], group_input_channels=ic,
-           group_output_channels=oc, groups=1, input1_id=xin, filter_id=fid, bias_id=bid,
-           output_id=out)
+    b.node("ConvTranspose2d" if transposed else "Conv2d", node, **_conv_params(node, False),
+           input1_id=xin, filter_id=fid, bias_id=bid, output_id=out)

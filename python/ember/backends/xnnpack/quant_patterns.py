@@ -116,20 +116,23 @@ def _all_zero(t: Optional[torch.Tensor]) -> bool:
     return t is None or not bool(torch.any(t != 0))
 
 
-def weight_of(f: _Facts, node: Any, rank: int = 2) -> "Tuple[Optional[Weight], str]":
-    """The quantized weight (of this rank) a dequantize node reads, or why it
-    is not one; groupwise weights are 2-d only."""
+def weight_of(f: _Facts, node: Any, rank: int = 2,
+              axis: int = 0) -> "Tuple[Optional[Weight], str]":
+    """The quantized weight (of this rank, per channel along `axis`: its
+    output channels, 1 for a transposed convolution's [in, out / groups,
+    KH, KW]) a dequantize node reads, or why it is not one; groupwise
+    weights are 2-d only."""
     ao = torchao_ops()
     if not isinstance(node, Node) or node.op != "call_function":
         return None, "the weight is not dequantized from a constant"
     if node.target == DQ_CHANNEL:
         w, s, zp = node.args[0], node.args[1], node.args[2]
-        axis, dtype = node.args[3], node.args[6]
+        dtype = node.args[6]
         shape = _shape(w)
         if not (f.is_const(w) and f.is_const(s) and (zp is None or f.is_const(zp))):
             return None, "weight, scales or zero points are not constants"
-        if dtype != torch.int8 or shape is None or len(shape) != rank or axis != 0:
-            return None, "weights are not int8 quantized along the output channels (axis 0)"
+        if dtype != torch.int8 or shape is None or len(shape) != rank or node.args[3] != axis:
+            return None, f"weights are not int8 quantized along the output channels (axis {axis})"
         if not _all_zero(f.data(zp) if zp is not None else None):
             return None, "weights have non-zero zero points (XNNPACK takes symmetric weights)"
         return Weight(node, f.data(w), f.data(s), shape, 0, [node]), ""
