@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "kernels/optimized/gemm.h"
+#include "kernels/optimized/qs8_ops.h"
 #include "xnn_graph.h"
 
 /* A constant's bytes while init uses them. */
@@ -286,6 +287,71 @@ static ember_status pack_dw_qs8(xnn_graph *g, const ember_backend_init_ctx *ctx,
     return EMBER_OK;
 }
 
+/* The float function of an elementwise unary node (Clamp's is the
+ * identity: its bounds are the node's output range). */
+static float unary_f32(const xnn_node *n, float x) {
+    switch (n->type) {
+    case XNN_NODE_Sigmoid: return 1.0f / (1.0f + expf(-x));
+    case XNN_NODE_Tanh: return tanhf(x);
+    case XNN_NODE_ELU: return x < 0.0f ? n->p.alpha * expm1f(x) : x;
+    case XNN_NODE_LeakyReLU: return x < 0.0f ? n->p.alpha * x : x;
+    case XNN_NODE_Hardswish: {
+        const float r = x + 3.0f < 0.0f ? 0.0f : (x + 3.0f > 6.0f ? 6.0f : x + 3.0f);
+        return x * r / 6.0f;
+    }
+    default: return x;
+    }
+}
+
+/* An elementwise unary node on qint8: one output byte for each of the 256
+ * input bytes (the float function of the dequantized input, requantized
+ * into the output's quantization within the node's output range), so that
+ * a run is one lookup per element, as XNNPACK runs these nodes. */
+static ember_status pack_unary_qs8(xnn_graph *g, const ember_backend_init_ctx *ctx,
+                                   uint32_t ni) {
+    xnn_node *n = &g->nodes[ni];
+    const xnn_value *x = &g->values[n->in[0]], *y = &g->values[n->out[0]];
+    n->q.lut = ember_alloc(ctx->allocator, 256, 64);
+    if (n->q.lut == NULL)
+        return xnn_node_fail(g, ni, EMBER_ERR_OUT_OF_MEMORY, "no memory for the table");
+    const float mult = 1.0f / y->scale;
+    for (int32_t b = -128; b < 128; b++) {
+        const float v = unary_f32(n, x->scale * (float)(b - x->zero_point));
+        n->q.lut[(uint8_t)(int8_t)b] = eko_qs8_round(v * mult, y->zero_point, n->q.qmin,
+                                                     n->q.qmax);
+    }
+    return EMBER_OK;
+}
+
+/* A grouped static Conv2d's filter [OC, KH, KW, IC / G] as the filter of
+ * one product over every input channel, [OC, KH, KW, IC], zero outside
+ * each output channel's group: exact (a zero weight adds nothing to the
+ * sums or to the zero point's correction), at G times the multiply-adds of
+ * the groups alone. Written to *dense (from ctx->allocator). */
+static ember_status expand_groups(xnn_graph *g, const ember_backend_init_ctx *ctx, uint32_t ni,
+                                  const int8_t *w, int8_t **dense, size_t *dense_ic) {
+    const xnn_node *n = &g->nodes[ni];
+    const xnn_conv_params *p = &n->p.conv;
+    const size_t taps = (size_t)p->kernel_h * p->kernel_w, gin = p->group_in;
+    const size_t gout = p->group_out, groups = p->groups;
+    size_t cin, oc, row, bytes;
+    if (ember_mul_overflow(groups, gin, &cin) || ember_mul_overflow(groups, gout, &oc) ||
+        ember_mul_overflow(taps, cin, &row) || ember_mul_overflow(oc, row, &bytes))
+        return xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM, "filter too large");
+    *dense = ember_alloc(ctx->allocator, bytes > 0 ? bytes : 1, 64);
+    if (*dense == NULL)
+        return xnn_node_fail(g, ni, EMBER_ERR_OUT_OF_MEMORY,
+                             "no memory for the grouped filter (%zu bytes)", bytes);
+    memset(*dense, 0, bytes);
+    for (size_t o = 0; o < oc; o++) {
+        const size_t grp = o / gout;
+        for (size_t t = 0; t < taps; t++)
+            memcpy(*dense + o * row + t * cin + grp * gin, w + (o * taps + t) * gin, gin);
+    }
+    *dense_ic = row;
+    return EMBER_OK;
+}
+
 /* A product on a quantized filter (FullyConnected, Conv2d of qdint8 or
  * qint8 input): the int8 or int4 filter [OC, K], its scales and bias into
  * the layout of qd8_gemm.h. Static int8 layers pack multipliers
@@ -301,6 +367,10 @@ static ember_status pack_product(xnn_graph *g, const ember_backend_init_ctx *ctx
     size_t ic;
     if (!xnn_numel(wv->dims + 1, wv->rank - 1u, &ic))
         return xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM, "filter too large");
+    const bool grouped = n->type == XNN_NODE_Conv2d && n->p.conv.groups > 1;
+    if (grouped) /* expanded below to one product over every input channel */
+        ic = (size_t)n->p.conv.kernel_h * n->p.conv.kernel_w * n->p.conv.group_in *
+             n->p.conv.groups; /* the input's channels times the taps: checked by xnn_shape.c */
     const bool groupwise = wv->quant == XNN_Q_PER_CHANNEL_GROUP;
     const bool int4 = wv->dtype != XNN_DT_QCINT8 && wv->dtype != XNN_DT_QINT8;
     const size_t slice = groupwise ? (size_t)wv->group_size : ic;
@@ -356,8 +426,17 @@ static ember_status pack_product(xnn_graph *g, const ember_backend_init_ctx *ctx
     }
     if (st == EMBER_OK) st = load(g, ctx, &sources[wi], wi, ni, &w);
     else memset(&w, 0, sizeof w);
+    const void *filter = w.f;
+    if (st == EMBER_OK && grouped) {
+        int8_t *dense = NULL;
+        size_t dense_ic = 0;
+        st = expand_groups(g, ctx, ni, (const int8_t *)w.f, &dense, &dense_ic);
+        if (st == EMBER_OK && dense_ic != ic)
+            st = xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM, "grouped filter does not match");
+        filter = dense;
+    }
     if (st == EMBER_OK &&
-        !eko_qd8_pack_parallel(&n->qw, ctx->threadpool, w.f, pack_scales, bias, packed))
+        !eko_qd8_pack_parallel(&n->qw, ctx->threadpool, filter, pack_scales, bias, packed))
         st = xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM,
                            "int8 filter (value %u) holds -128; symmetric int8 weights lie in "
                            "[-127, 127]",
@@ -376,7 +455,13 @@ static ember_status pack_node(xnn_graph *g, const ember_backend_init_ctx *ctx,
         if (n->type == XNN_NODE_FullyConnected || n->type == XNN_NODE_Conv2d)
             return pack_product(g, ctx, sources, ni);
         if (n->type == XNN_NODE_DepthwiseConv2d) return pack_dw_qs8(g, ctx, sources, ni);
-        return EMBER_OK;
+        switch (n->type) {
+        case XNN_NODE_Clamp: case XNN_NODE_Sigmoid: case XNN_NODE_Tanh: case XNN_NODE_ELU:
+        case XNN_NODE_LeakyReLU: case XNN_NODE_Hardswish:
+            return pack_unary_qs8(g, ctx, ni);
+        default:
+            return EMBER_OK;
+        }
     }
     const eko_f32_gemm_config *cfg = eko_f32_gemm_config_for((eko_isa)g->isa);
     loaded w, b;
