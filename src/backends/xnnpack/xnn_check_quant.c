@@ -192,10 +192,7 @@ static ember_status check_conv_qd8(xnn_graph *g, uint32_t ni) {
         REFUSE("qdint8 input quantized over %u trailing dims of %u (this backend runs one "
                "scale and zero point per NHWC image: 3 of 4)",
                x->num_nonbatch_dims, x->rank);
-    if (n->p.conv.groups != 1)
-        REFUSE("quantized convolution in %u groups (this backend runs 1 group; depthwise "
-               "convolutions are their own node)",
-               n->p.conv.groups);
+    /* in groups: packed as one product over all input channels (xnn_pack.c) */
     EMBER_TRY(check_filter(g, ni, 0, false));
     EMBER_TRY(check_f32_bias(g, ni));
     if (!is_plain_fp32(y))
