@@ -346,6 +346,17 @@ def test_quantized_values_between_delegates() -> None:
     check_runs(converted, buffer, runs, outside=("aten::flip.out",))
 
 
+def test_quantize_dequantize_outside_delegates() -> None:
+    """ember's partitioner splits the same model with float32 edges and
+    leaves quantize / dequantize ops (and what it does not take) outside:
+    the portable quantized_decomposed kernels run them."""
+    converted, buffer, runs = lowered("crossing", None, True, "ember")
+    ops = set(ember_runtime.Runtime.get().load_program(buffer).metadata("forward").operators)
+    assert {"quantized_decomposed::quantize_per_tensor.out",
+            "quantized_decomposed::dequantize_per_tensor.out"} <= ops, ops
+    check_runs(converted, buffer, runs, outside=tuple(ops))
+
+
 # ---------------------------------------------------------------------------
 # Edited payloads: qint8 at the delegate's input, quantized unary nodes
 # ---------------------------------------------------------------------------
