@@ -44,7 +44,11 @@ bool xnn_node_is_quantized(const xnn_graph *g, uint32_t ni) {
 }
 
 /* A qint8 activation (operand k of node ni, value vi): quantized per
- * tensor, zero point in int8, inside the subgraph. */
+ * tensor, zero point in int8, not a constant. It may be an input or output
+ * of the delegate: ExecuTorch hands such a value over as an int8 tensor
+ * holding the quantized bytes (the scale and zero point live only in the
+ * payload), which the nodes read and write in place (xnn_backend.c checks
+ * its dtype). */
 static ember_status check_act(const xnn_graph *g, uint32_t ni, uint32_t vi, const char *role) {
     const xnn_value *v = &g->values[vi];
     if (!is_qs8(v))
@@ -54,10 +58,6 @@ static ember_status check_act(const xnn_graph *g, uint32_t ni, uint32_t vi, cons
                v->quant == XNN_Q_PER_TENSOR || v->quant == XNN_Q_NONE ? "" : " (not per tensor)");
     if (v->zero_point < -128 || v->zero_point > 127)
         FAIL("%s (value %u): zero point %d is outside int8", role, vi, (int)v->zero_point);
-    if (v->flags != 0)
-        REFUSE("%s (value %u) is qint8 and an input or output of the delegate; this backend "
-               "takes float32 there (the exporter converts at the delegate's edges)",
-               role, vi);
     if (v->has_constant) REFUSE("%s (value %u) is a qint8 constant", role, vi);
     return EMBER_OK;
 }
@@ -193,10 +193,7 @@ static ember_status check_conv_qd8(xnn_graph *g, uint32_t ni) {
         REFUSE("qdint8 input quantized over %u trailing dims of %u (this backend runs one "
                "scale and zero point per NHWC image: 3 of 4)",
                x->num_nonbatch_dims, x->rank);
-    if (n->type == XNN_NODE_Conv2d && n->p.conv.groups != 1)
-        REFUSE("quantized convolution in %u groups (this backend runs 1 group; depthwise "
-               "convolutions are their own node)",
-               n->p.conv.groups);
+    /* in groups: packed as one product over all input channels (xnn_pack.c) */
     EMBER_TRY(check_filter(g, ni, 0, false));
     EMBER_TRY(check_f32_bias(g, ni));
     if (!is_plain_fp32(y))
@@ -218,11 +215,9 @@ static ember_status check_product_qs8(xnn_graph *g, uint32_t ni) {
         if (in(g, n, 1)->rank != 2) FAIL("quantized filter must be 2-d");
         if (n->flags & XNN_FLAG_TRANSPOSE_WEIGHTS)
             REFUSE("transposed quantized filters are not supported");
-    } else if (n->type == XNN_NODE_Conv2d && n->p.conv.groups != 1) {
-        REFUSE("quantized convolution in %u groups (this backend runs 1 group; depthwise "
-               "convolutions are their own node)",
-               n->p.conv.groups);
     }
+    /* Conv2d in groups: packed as one product over all input channels
+     * (xnn_pack.c) */
     return EMBER_OK;
 }
 
@@ -274,7 +269,12 @@ ember_status xnn_check_quantized(xnn_graph *g, uint32_t ni) {
     case XNN_NODE_DepthwiseConv2d:
         st = check_product_qs8(g, ni);
         break;
-    case XNN_NODE_Add: case XNN_NODE_Clamp:
+    case XNN_NODE_Add: case XNN_NODE_Subtract: case XNN_NODE_Multiply:
+        st = check_all_qs8(g, ni, false);
+        break;
+    case XNN_NODE_Clamp: case XNN_NODE_Sigmoid: case XNN_NODE_Tanh: case XNN_NODE_ELU:
+    case XNN_NODE_LeakyReLU: case XNN_NODE_Hardswish:
+        /* one table of the 256 input bytes (xnn_pack.c), any quantization each side */
         st = check_all_qs8(g, ni, false);
         break;
     case XNN_NODE_GlobalAvgPooling2d:
@@ -292,8 +292,9 @@ ember_status xnn_check_quantized(xnn_graph *g, uint32_t ni) {
     default:
         REFUSE("%s on quantized values is not supported by this backend (it runs qint8 "
                "Convert, FullyConnected, Conv2d, DepthwiseConv2d, ConvTranspose2d, Add, "
-               "MaxPooling2d, GlobalAvgPooling2d, Clamp and layout nodes, and dynamically "
-               "quantized FullyConnected, Conv2d and ConvTranspose2d)",
+               "Subtract, Multiply, MaxPooling2d, GlobalAvgPooling2d, Clamp, Sigmoid, Tanh, ELU, "
+               "LeakyReLU, Hardswish and layout nodes, and dynamically quantized "
+               "FullyConnected, Conv2d and ConvTranspose2d)",
                xnn_node_name(n->type));
     }
     if (st != EMBER_OK) return st;

@@ -84,9 +84,10 @@ typedef enum xnn_kind {
  * - statically quantized int8 graphs: qint8 activations quantized per
  *   tensor, Converts at their float32 edges, FullyConnected, Conv2d,
  *   DepthwiseConv2d and ConvTranspose2d with qcint8 (per channel) or qint8
- *   (per tensor) filters
- *   and qcint32 / qint32 biases, Add, MaxPooling2d, GlobalAvgPooling2d and
- *   the layout nodes;
+ *   (per tensor) filters and qcint32 / qint32 biases, Add, Subtract,
+ *   Multiply, the elementwise unary nodes (through a table), MaxPooling2d,
+ *   GlobalAvgPooling2d and the layout nodes, with qint8 values inside or at
+ *   the delegate's edges;
  * and refuse every other quantized operand. */
 typedef enum xnn_quant {
     XNN_Q_NONE = 0, XNN_Q_PER_CHANNEL = 1, XNN_Q_PER_TENSOR = 2, XNN_Q_PER_TOKEN = 3,
@@ -169,6 +170,10 @@ typedef struct xnn_qs8_node {
     int8_t *dw_w;
     int32_t *dw_bias;
     float *dw_mult;
+    /* elementwise unary nodes (Clamp, Sigmoid, Tanh, ELU, LeakyReLU,
+     * Hardswish): the output byte of each of the 256 input bytes, indexed
+     * by the input byte as unsigned, built at init (xnn_pack.c) */
+    int8_t *lut;
 } xnn_qs8_node;
 
 typedef struct xnn_node {

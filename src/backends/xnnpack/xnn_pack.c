@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "kernels/optimized/gemm.h"
+#include "kernels/optimized/qs8_ops.h"
 #include "xnn_graph.h"
 
 /* A constant's bytes while init uses them. */
@@ -293,6 +294,71 @@ static ember_status pack_dw_qs8(xnn_graph *g, const ember_backend_init_ctx *ctx,
     return EMBER_OK;
 }
 
+/* The float function of an elementwise unary node (Clamp's is the
+ * identity: its bounds are the node's output range). */
+static float unary_f32(const xnn_node *n, float x) {
+    switch (n->type) {
+    case XNN_NODE_Sigmoid: return 1.0f / (1.0f + expf(-x));
+    case XNN_NODE_Tanh: return tanhf(x);
+    case XNN_NODE_ELU: return x < 0.0f ? n->p.alpha * expm1f(x) : x;
+    case XNN_NODE_LeakyReLU: return x < 0.0f ? n->p.alpha * x : x;
+    case XNN_NODE_Hardswish: {
+        const float r = x + 3.0f < 0.0f ? 0.0f : (x + 3.0f > 6.0f ? 6.0f : x + 3.0f);
+        return x * r / 6.0f;
+    }
+    default: return x;
+    }
+}
+
+/* An elementwise unary node on qint8: one output byte for each of the 256
+ * input bytes (the float function of the dequantized input, requantized
+ * into the output's quantization within the node's output range), so that
+ * a run is one lookup per element, as XNNPACK runs these nodes. */
+static ember_status pack_unary_qs8(xnn_graph *g, const ember_backend_init_ctx *ctx,
+                                   uint32_t ni) {
+    xnn_node *n = &g->nodes[ni];
+    const xnn_value *x = &g->values[n->in[0]], *y = &g->values[n->out[0]];
+    n->q.lut = ember_alloc(ctx->allocator, 256, 64);
+    if (n->q.lut == NULL)
+        return xnn_node_fail(g, ni, EMBER_ERR_OUT_OF_MEMORY, "no memory for the table");
+    const float mult = 1.0f / y->scale;
+    for (int32_t b = -128; b < 128; b++) {
+        const float v = unary_f32(n, x->scale * (float)(b - x->zero_point));
+        n->q.lut[(uint8_t)(int8_t)b] = eko_qs8_round(v * mult, y->zero_point, n->q.qmin,
+                                                     n->q.qmax);
+    }
+    return EMBER_OK;
+}
+
+/* A grouped static Conv2d's filter [OC, KH, KW, IC / G] as the filter of
+ * one product over every input channel, [OC, KH, KW, IC], zero outside
+ * each output channel's group: exact (a zero weight adds nothing to the
+ * sums or to the zero point's correction), at G times the multiply-adds of
+ * the groups alone. Written to *dense (from ctx->allocator). */
+static ember_status expand_groups(xnn_graph *g, const ember_backend_init_ctx *ctx, uint32_t ni,
+                                  const int8_t *w, int8_t **dense, size_t *dense_ic) {
+    const xnn_node *n = &g->nodes[ni];
+    const xnn_conv_params *p = &n->p.conv;
+    const size_t taps = (size_t)p->kernel_h * p->kernel_w, gin = p->group_in;
+    const size_t gout = p->group_out, groups = p->groups;
+    size_t cin, oc, row, bytes;
+    if (ember_mul_overflow(groups, gin, &cin) || ember_mul_overflow(groups, gout, &oc) ||
+        ember_mul_overflow(taps, cin, &row) || ember_mul_overflow(oc, row, &bytes))
+        return xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM, "filter too large");
+    *dense = ember_alloc(ctx->allocator, bytes > 0 ? bytes : 1, 64);
+    if (*dense == NULL)
+        return xnn_node_fail(g, ni, EMBER_ERR_OUT_OF_MEMORY,
+                             "no memory for the grouped filter (%zu bytes)", bytes);
+    memset(*dense, 0, bytes);
+    for (size_t o = 0; o < oc; o++) {
+        const size_t grp = o / gout;
+        for (size_t t = 0; t < taps; t++)
+            memcpy(*dense + o * row + t * cin + grp * gin, w + (o * taps + t) * gin, gin);
+    }
+    *dense_ic = row;
+    return EMBER_OK;
+}
+
 /* The int8 filter [OC, KH, KW, GIN] of a quantized ConvTranspose2d as the
  * filters of its phases (xnn_graph.h): for each group and each class
  * (ry, rx), rows [GOUT] of slots (jy, jx) x GIN, slot (jy, jx) holding tap
@@ -330,7 +396,9 @@ static bool pack_deconv(const xnn_node *n, const ember_backend_init_ctx *ctx, co
 /* A product on a quantized filter (FullyConnected, Conv2d, ConvTranspose2d
  * of qdint8 or qint8 input): the int8 or int4 filter [OC, K], its scales
  * and bias into the layout of qd8_gemm.h (a transposed convolution: the
- * filters of its phases, see pack_deconv). Static int8 layers pack multipliers
+ * filters of its phases, see pack_deconv; a grouped static Conv2d: one
+ * product over every input channel, see expand_groups). Static int8 layers
+ * pack multipliers
  * in_scale * w_scale / out_scale as the scales and their int32 bias in
  * output steps plus the output zero point as the bias, so that the
  * kernels' results are output values before rounding. */
@@ -344,6 +412,10 @@ static ember_status pack_product(xnn_graph *g, const ember_backend_init_ctx *ctx
     size_t ic, rows = oc, packs = 1, bytes_each = 0, phase_bytes = 0;
     if (!xnn_numel(wv->dims + 1, wv->rank - 1u, &ic))
         return xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM, "filter too large");
+    const bool grouped = n->type == XNN_NODE_Conv2d && n->p.conv.groups > 1;
+    if (grouped) /* expanded below to one product over every input channel */
+        ic = (size_t)n->p.conv.kernel_h * n->p.conv.kernel_w * n->p.conv.group_in *
+             n->p.conv.groups; /* the input's channels times the taps: checked by xnn_shape.c */
     if (deconv) {
         /* per group and phase class: [GOUT, slots_h * slots_w * GIN] */
         const xnn_conv_params *p = &n->p.conv;
@@ -421,7 +493,19 @@ static ember_status pack_product(xnn_graph *g, const ember_backend_init_ctx *ctx
                                 bytes_each, packed);
         n->qw.data = packed;
     } else if (st == EMBER_OK) {
-        packed_ok = eko_qd8_pack_parallel(&n->qw, ctx->threadpool, w.f, pack_scales, bias, packed);
+        const void *filter = w.f;
+        if (grouped) {
+            int8_t *dense = NULL;
+            size_t dense_ic = 0;
+            st = expand_groups(g, ctx, ni, (const int8_t *)w.f, &dense, &dense_ic);
+            if (st == EMBER_OK && dense_ic != ic)
+                st = xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM,
+                                   "grouped filter does not match");
+            filter = dense;
+        }
+        if (st == EMBER_OK)
+            packed_ok = eko_qd8_pack_parallel(&n->qw, ctx->threadpool, filter, pack_scales, bias,
+                                              packed);
     }
     if (st == EMBER_OK && !packed_ok)
         st = xnn_node_fail(g, ni, EMBER_ERR_INVALID_PROGRAM,
@@ -443,7 +527,13 @@ static ember_status pack_node(xnn_graph *g, const ember_backend_init_ctx *ctx,
             n->type == XNN_NODE_ConvTranspose2d)
             return pack_product(g, ctx, sources, ni);
         if (n->type == XNN_NODE_DepthwiseConv2d) return pack_dw_qs8(g, ctx, sources, ni);
-        return EMBER_OK;
+        switch (n->type) {
+        case XNN_NODE_Clamp: case XNN_NODE_Sigmoid: case XNN_NODE_Tanh: case XNN_NODE_ELU:
+        case XNN_NODE_LeakyReLU: case XNN_NODE_Hardswish:
+            return pack_unary_qs8(g, ctx, ni);
+        default:
+            return EMBER_OK;
+        }
     }
     const eko_f32_gemm_config *cfg = eko_f32_gemm_config_for((eko_isa)g->isa);
     loaded w, b;

@@ -3,10 +3,13 @@
  *
  *   Convert             float32 <-> qint8 (per-tensor scale and zero point)
  *   DepthwiseConv2d     qint8 NHWC x int8 filter [1, KH, KW, C] + int32 bias
- *   Add                 qint8 + qint8 -> qint8, numpy broadcasting
+ *   Add, Subtract,      qint8 (op) qint8 -> qint8, numpy broadcasting
+ *   Multiply
  *   MaxPooling2d        qint8 -> qint8 quantized alike
  *   GlobalAvgPooling2d  qint8 [N, H, W, C] -> qint8 [N, C] (kept dims or not)
- *   Clamp               qint8 -> qint8 through a table of the 256 input bytes
+ *   Clamp, Sigmoid,     qint8 -> qint8 through the node's table of the 256
+ *   Tanh, ELU,          input bytes, built at init (xnn_pack.c)
+ *   LeakyReLU, Hardswish
  *
  * The fused output_min_max clamps in output steps (xnn_check_quant.c).
  * Image rows and element chunks are spread over the graph's threads.
@@ -42,19 +45,32 @@ static void convert_chunks(void *ctx, size_t thread, size_t start, size_t count)
         eko_qs8_dequantize(len, (const int8_t *)x->data + lo, xr_f(y) + lo, qp(x));
 }
 
-/* Add of operands that are contiguous and alike in shape (nd of rank 1). */
-static void add_chunks(void *ctx, size_t thread, size_t start, size_t count) {
+/* Add, Subtract, Multiply on a run of elements: a subtraction is an
+ * addition of b with its scale negated, as XNNPACK runs it. */
+static void binary(const xnn_node *n, size_t len, const int8_t *a, size_t inc_a,
+                   eko_qs8_params pa, const int8_t *b, size_t inc_b, eko_qs8_params pb, int8_t *y,
+                   eko_qs8_params py) {
+    if (n->type == XNN_NODE_Multiply) {
+        eko_qs8_mul(len, a, inc_a, pa, b, inc_b, pb, y, py, n->q.qmin, n->q.qmax);
+        return;
+    }
+    if (n->type == XNN_NODE_Subtract) pb.scale = -pb.scale;
+    eko_qs8_add(len, a, inc_a, pa, b, inc_b, pb, y, py, n->q.qmin, n->q.qmax);
+}
+
+/* Operands that are contiguous and alike in shape (nd of rank 1). */
+static void binary_chunks(void *ctx, size_t thread, size_t start, size_t count) {
     const flat_job *j = ctx;
     const xnn_value *a = xr_in(j->g, j->n, 0), *b = xr_in(j->g, j->n, 1);
     const xnn_value *y = xr_out(j->g, j->n, 0);
     (void)thread;
     const size_t lo = start * QS8_CHUNK, hi = (start + count) * QS8_CHUNK;
     const size_t len = (hi < j->total ? hi : j->total) - lo;
-    eko_qs8_add(len, (const int8_t *)a->data + lo, 1, qp(a), (const int8_t *)b->data + lo, 1,
-                qp(b), (int8_t *)y->data + lo, qp(y), j->n->q.qmin, j->n->q.qmax);
+    binary(j->n, len, (const int8_t *)a->data + lo, 1, qp(a), (const int8_t *)b->data + lo, 1,
+           qp(b), (int8_t *)y->data + lo, qp(y));
 }
 
-static ember_status run_add(xnn_graph *g, uint32_t ni) {
+static ember_status run_binary(xnn_graph *g, uint32_t ni) {
     const xnn_node *n = &g->nodes[ni];
     const xnn_value *av = xr_in(g, n, 0), *bv = xr_in(g, n, 1), *yv = xr_out(g, n, 0);
     const size_t rank = yv->rank, total = xr_numel(yv);
@@ -70,7 +86,7 @@ static ember_status run_add(xnn_graph *g, uint32_t ni) {
     const size_t last = nd.rank - 1;
     if (nd.rank == 1 && nd.strides[1][0] == 1 && nd.strides[2][0] == 1) {
         flat_job j = {g, n, total};
-        ember_parallel_1d(total >= 2 * QS8_CHUNK ? g->threadpool : NULL, add_chunks, &j,
+        ember_parallel_1d(total >= 2 * QS8_CHUNK ? g->threadpool : NULL, binary_chunks, &j,
                           chunks(total), 1);
         return EMBER_OK;
     }
@@ -85,8 +101,8 @@ static ember_status run_add(xnn_graph *g, uint32_t ni) {
             rest /= nd.sizes[d];
             for (int o = 0; o < 3; o++) off[o] += coord * nd.strides[o][d];
         }
-        eko_qs8_add(len, a + off[1], nd.strides[1][last], qp(av), b + off[2],
-                    nd.strides[2][last], qp(bv), y + off[0], qp(yv), n->q.qmin, n->q.qmax);
+        binary(n, len, a + off[1], nd.strides[1][last], qp(av), b + off[2], nd.strides[2][last],
+               qp(bv), y + off[0], qp(yv));
     }
     return EMBER_OK;
 }
@@ -123,15 +139,12 @@ static void maxpool_rows(void *ctx, size_t thread, size_t start, size_t count) {
     eko_qs8_maxpool(&j->win, j->x, j->y, start, count, j->n->q.qmin, j->n->q.qmax);
 }
 
-/* Clamp of a qint8 tensor (ReLU, ReLU6, Hardtanh after a quantized
- * product): the results of the 256 input bytes, requantized from the
- * input's scale and zero point to the output's and clamped to the node's
- * output range in output steps, then looked up per element. */
+/* An elementwise unary node: its table (n->q.lut) looked up per element. */
 typedef struct lut_job {
     const int8_t *x;
     int8_t *y;
     size_t total;
-    int8_t lut[256]; /* by input byte */
+    const int8_t *lut; /* by input byte, as unsigned */
 } lut_job;
 
 static void lut_chunks(void *ctx, size_t thread, size_t start, size_t count) {
@@ -142,14 +155,9 @@ static void lut_chunks(void *ctx, size_t thread, size_t start, size_t count) {
     for (size_t i = lo; i < end; i++) j->y[i] = j->lut[(uint8_t)j->x[i]];
 }
 
-static void run_clamp(xnn_graph *g, const xnn_node *n) {
+static void run_unary(xnn_graph *g, const xnn_node *n) {
     const xnn_value *x = xr_in(g, n, 0), *y = xr_out(g, n, 0);
-    lut_job j = {x->data, y->data, xr_numel(x), {0}};
-    const float mult = 1.0f / y->scale;
-    for (int32_t b = -128; b < 128; b++) {
-        const float v = x->scale * (float)(b - x->zero_point);
-        j.lut[(uint8_t)(int8_t)b] = eko_qs8_round(v * mult, y->zero_point, n->q.qmin, n->q.qmax);
-    }
+    lut_job j = {x->data, y->data, xr_numel(x), n->q.lut};
     ember_parallel_1d(j.total >= 2 * QS8_CHUNK ? g->threadpool : NULL, lut_chunks, &j,
                       chunks(j.total), 1);
 }
@@ -164,10 +172,11 @@ ember_status xnn_run_qs8(xnn_graph *g, uint32_t ni) {
                           chunks(j.total), 1);
         return EMBER_OK;
     }
-    case XNN_NODE_Add:
-        return run_add(g, ni);
-    case XNN_NODE_Clamp:
-        run_clamp(g, n);
+    case XNN_NODE_Add: case XNN_NODE_Subtract: case XNN_NODE_Multiply:
+        return run_binary(g, ni);
+    case XNN_NODE_Clamp: case XNN_NODE_Sigmoid: case XNN_NODE_Tanh: case XNN_NODE_ELU:
+    case XNN_NODE_LeakyReLU: case XNN_NODE_Hardswish:
+        run_unary(g, n);
         return EMBER_OK;
     case XNN_NODE_DepthwiseConv2d: case XNN_NODE_MaxPooling2d: {
         window_job j = {n, window(g, n), x->data, y->data, x->zero_point, y->zero_point};

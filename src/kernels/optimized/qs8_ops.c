@@ -63,6 +63,32 @@ void eko_qs8_add(size_t n, const int8_t *a, size_t inc_a, eko_qs8_params pa, con
     }
 }
 
+static inline void mul_block(const size_t n, const int8_t *restrict a, int32_t za,
+                             const int8_t *restrict b, int32_t zb, float m,
+                             int8_t *restrict y, int32_t zy, int32_t qmin, int32_t qmax) {
+    for (size_t i = 0; i < n; i++)
+        y[i] = eko_qs8_round(m * (float)(((int32_t)a[i] - za) * ((int32_t)b[i] - zb)), zy, qmin,
+                             qmax);
+}
+
+void eko_qs8_mul(size_t n, const int8_t *a, size_t inc_a, eko_qs8_params pa, const int8_t *b,
+                 size_t inc_b, eko_qs8_params pb, int8_t *y, eko_qs8_params py, int32_t qmin,
+                 int32_t qmax) {
+    /* the product of two int8 differences is below 2^16: exact in int32 and in float */
+    const float m = pa.scale * pb.scale / py.scale;
+    const int32_t za = pa.zero_point, zb = pb.zero_point, zy = py.zero_point;
+    if (inc_a == 1 && inc_b == 1) {
+        size_t i = 0;
+        for (; i + 64 <= n; i += 64) mul_block(64, a + i, za, b + i, zb, m, y + i, zy, qmin, qmax);
+        mul_block(n - i, a + i, za, b + i, zb, m, y + i, zy, qmin, qmax);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        y[i] = eko_qs8_round(
+            m * (float)(((int32_t)a[i * inc_a] - za) * ((int32_t)b[i * inc_b] - zb)), zy, qmin,
+            qmax);
+}
+
 void eko_qs8_maxpool(const eko_qs8_window *win, const int8_t *x, int8_t *y, size_t row0,
                      size_t rows, int32_t qmin, int32_t qmax) {
     const size_t c = win->c;

@@ -1,8 +1,8 @@
 /*
  * qs8_ops.h — statically quantized int8 operators besides the matrix
  * products (those run on qd8_gemm.h's eko_qd8_gemm_uniform) and depthwise
- * convolution (qs8_dwconv.h): conversions to and from float32, addition,
- * max pooling and global average pooling of NHWC tensors.
+ * convolution (qs8_dwconv.h): conversions to and from float32, addition
+ * (and subtraction), multiplication, max pooling and global average pooling of NHWC tensors.
  *
  * A qint8 tensor holds q in [-128, 127] standing for scale * (q - zero_point),
  * one scale and zero point for the whole tensor. Integer sums run in int32;
@@ -68,9 +68,19 @@ void eko_qs8_dequantize(size_t n, const int8_t *q, float *x, eko_qs8_params p);
 /**
  * y[i] = requantized a[i * inc_a] + b[i * inc_b] over n elements (inc 0: a
  * broadcast scalar): clamp(rint(ma * (a - za) + mb * (b - zb)) + zy) with
- * ma = sa / sy, mb = sb / sy. y overlaps neither a nor b.
+ * ma = sa / sy, mb = sb / sy. y overlaps neither a nor b. A negative
+ * pb.scale subtracts b.
  */
 void eko_qs8_add(size_t n, const int8_t *a, size_t inc_a, eko_qs8_params pa, const int8_t *b,
+                 size_t inc_b, eko_qs8_params pb, int8_t *y, eko_qs8_params py, int32_t qmin,
+                 int32_t qmax);
+
+/**
+ * y[i] = requantized a[i * inc_a] * b[i * inc_b] over n elements (inc 0: a
+ * broadcast scalar): clamp(rint(m * (a - za) * (b - zb)) + zy) with
+ * m = sa * sb / sy (the product exact in int32). y overlaps neither a nor b.
+ */
+void eko_qs8_mul(size_t n, const int8_t *a, size_t inc_a, eko_qs8_params pa, const int8_t *b,
                  size_t inc_b, eko_qs8_params pb, int8_t *y, eko_qs8_params py, int32_t qmin,
                  int32_t qmax);
 

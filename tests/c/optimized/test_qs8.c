@@ -232,7 +232,7 @@ static void test_dwconv(const eko_qs8_dwconv *kernel) {
 }
 
 static void test_elementwise(void) {
-    check_section("qs8 add, pools, conversions");
+    check_section("qs8 add, sub, mul, pools, conversions");
     enum { N = 1000 };
     int8_t a[N], b[N], y[N];
     float f[N], back[N];
@@ -253,6 +253,27 @@ static void test_elementwise(void) {
     }
     CHECK_MSG(t.wrong == 0 && t.off_by_one * 100 <= (int)t.elements, "add: %d wrong, %d off by one",
               t.wrong, t.off_by_one);
+
+    /* subtraction: b's scale negated; multiplication, contiguous and broadcast */
+    const eko_qs8_params nb = {-pb.scale, pb.zero_point};
+    t = (tally){0, 0, 0, 0};
+    eko_qs8_add(N, a, 1, pa, b, 1, nb, y, py, -128, 127);
+    for (int i = 0; i < N; i++) {
+        const double v = ((double)pa.scale * (a[i] - pa.zero_point) -
+                          (double)pb.scale * (b[i] - pb.zero_point)) / py.scale;
+        count(&t, y[i], ref_requant(v, py.zero_point, -128, 127));
+    }
+    const eko_qs8_params pm = {0.02f, 7};
+    for (size_t inc_b = 0; inc_b < 2; inc_b++) {
+        eko_qs8_mul(N, a, 1, pa, b, inc_b, pb, y, pm, -100, 120);
+        for (int i = 0; i < N; i++) {
+            const double v = (double)pa.scale * (a[i] - pa.zero_point) * (double)pb.scale *
+                             (b[i * inc_b] - pb.zero_point) / pm.scale;
+            count(&t, y[i], ref_requant(v, pm.zero_point, -100, 120));
+        }
+    }
+    CHECK_MSG(t.wrong == 0 && t.off_by_one * 100 <= (int)t.elements,
+              "sub, mul: %d wrong, %d off by one", t.wrong, t.off_by_one);
 
     /* conversions: round trip within half a step; ties to even; NaN, infinities saturate */
     for (int i = 0; i < N; i++) f[i] = (float)((int)(rng_bits() % 4000) - 2000) * 0.01f;
