@@ -4,10 +4,9 @@
  * file, which defines that level's table eko_f32_dwconv_<isa>.
  *
  * Output pixels whose every tap lies inside the row (the interior) take a
- * path without bounds checks; a 3x3 kernel there keeps its nine weight
- * vectors of a channel block in registers across a run of pixels (AVX2:
- * 9 weights + 1 bias + 1 accumulator + 1 input = 12 of 16), so each
- * multiply-add loads one input vector. Edge pixels check each tap.
+ * path without bounds checks that keeps a run of pixels' accumulators in
+ * registers (run_block), for every kernel size, stride and dilation. Edge
+ * pixels find the taps inside the row once, then loop over those only.
  */
 #ifndef EMBER_KERNELS_OPTIMIZED_F32_DWCONV_BODY_H
 #define EMBER_KERNELS_OPTIMIZED_F32_DWCONV_BODY_H
@@ -16,13 +15,13 @@
 
 #include "f32_dwconv.h"
 #include "gemm.h" /* EKO_UNROLL */
+#include "window.h"
 
 #define V EKO_VLEN
 #define EKO_DW_CAT2(a, b) a##_##b
 #define EKO_DW_CAT(a, b) EKO_DW_CAT2(a, b)
 
-/* Pixels of a run in the 3x3 path: the weights are loaded once per run and
- * channel block, the run's inputs stay in L1 across channel blocks. */
+/* Pixels of a run of the interior: its accumulators in registers. */
 #define RUN 8
 
 /* min(max(v, lo), hi) with NaN passing through (eko_v_max and eko_v_min
@@ -31,20 +30,19 @@ static inline eko_v clamp_v(eko_v v, eko_v lo, eko_v hi) {
     return eko_v_min(hi, eko_v_max(lo, v));
 }
 
-/* Channels [c0, c0 + n) of pixel ox, checking every tap (n <= V). */
+/* Channels [c0, c0 + n) of pixel ox (n <= V), taps kx in [kx0, kx1) only:
+ * those inside the row (eko_window_taps). */
 static inline __attribute__((always_inline)) void pixel_checked(
     const eko_dwconv_geom *g, const float *const *rows, const float *w, const float *bias,
-    eko_v lo, eko_v hi, size_t ox, size_t c0, size_t n, float *out) {
+    eko_v lo, eko_v hi, size_t ox, size_t kx0, size_t kx1, size_t c0, size_t n, float *out) {
     const bool whole = n == V; /* a whole vector: plain loads, no masks */
     eko_v acc = bias == NULL ? eko_v_set1(0.0f)
                 : whole      ? eko_v_load(bias + c0)
                              : eko_v_load_part(bias + c0, n, 0.0f);
     for (size_t ky = 0; ky < g->kh; ky++) {
         if (rows[ky] == NULL) continue;
-        for (size_t kx = 0; kx < g->kw; kx++) {
-            size_t ix = ox * g->sw + kx * g->dw;
-            if (ix < g->pl || ix - g->pl >= g->w) continue;
-            const float *in = rows[ky] + (ix - g->pl) * g->c + c0;
+        for (size_t kx = kx0; kx < kx1; kx++) {
+            const float *in = rows[ky] + (ox * g->sw + kx * g->dw - g->pl) * g->c + c0;
             const float *tap = w + (ky * g->kw + kx) * g->c + c0;
             acc = whole ? eko_v_fma(eko_v_load(in), eko_v_load(tap), acc)
                         : eko_v_fma(eko_v_load_part(in, n, 0.0f), eko_v_load_part(tap, n, 0.0f),
@@ -57,66 +55,54 @@ static inline __attribute__((always_inline)) void pixel_checked(
         eko_v_store_part(out + ox * g->c + c0, clamp_v(acc, lo, hi), n);
 }
 
-/* Every channel of pixel ox, checking every tap. */
+/* Every channel of pixel ox, its taps inside the row found once. */
 static void pixel_edge(const eko_dwconv_geom *g, const float *const *rows, const float *w,
                        const float *bias, eko_v lo, eko_v hi, size_t ox, float *out) {
-    size_t c0 = 0;
-    for (; c0 + V <= g->c; c0 += V) pixel_checked(g, rows, w, bias, lo, hi, ox, c0, V, out);
-    if (c0 < g->c) pixel_checked(g, rows, w, bias, lo, hi, ox, c0, g->c - c0, out);
+    size_t kx0, kx1, c0 = 0;
+    eko_window_taps(ox, g->sw, g->dw, g->pl, g->w, g->kw, &kx0, &kx1);
+    for (; c0 + V <= g->c; c0 += V)
+        pixel_checked(g, rows, w, bias, lo, hi, ox, kx0, kx1, c0, V, out);
+    if (c0 < g->c) pixel_checked(g, rows, w, bias, lo, hi, ox, kx0, kx1, c0, g->c - c0, out);
+}
+
+/* N pixels from ox (all interior), channels [c0, c0 + V): N accumulators
+ * stay in registers across the taps, each tap's weight vector is loaded
+ * once for the N pixels, so a multiply-add costs about one load (of its
+ * input) for any kernel size (AVX2 at N = 8: 8 accumulators + 1 weight +
+ * 1 input of 16 registers). */
+static inline __attribute__((always_inline)) void run_block(
+    const size_t N, const eko_dwconv_geom *g, const float *const *rows, const float *w,
+    const float *bias, eko_v lo, eko_v hi, size_t ox, size_t c0, float *out) {
+    const size_t c = g->c, step = g->sw * c, dx = g->dw * c;
+    const size_t at = (ox * g->sw - g->pl) * c + c0;
+    eko_v acc[RUN];
+    const eko_v b = bias != NULL ? eko_v_load(bias + c0) : eko_v_set1(0.0f);
+    EKO_UNROLL
+    for (size_t p = 0; p < N; p++) acc[p] = b;
+    for (size_t ky = 0; ky < g->kh; ky++) {
+        if (rows[ky] == NULL) continue;
+        const float *in = rows[ky] + at, *tap = w + ky * g->kw * c + c0;
+        for (size_t kx = 0; kx < g->kw; kx++, in += dx, tap += c) {
+            const eko_v k = eko_v_load(tap);
+            EKO_UNROLL
+            for (size_t p = 0; p < N; p++) acc[p] = eko_v_fma(eko_v_load(in + p * step), k, acc[p]);
+        }
+    }
+    EKO_UNROLL
+    for (size_t p = 0; p < N; p++) eko_v_store(out + (ox + p) * c + c0, clamp_v(acc[p], lo, hi));
 }
 
 /* Interior pixels [ox0, ox1), any kernel size, whole vectors of channels
- * [0, cv) (the rest goes through pixel_checked). */
-static void interior_any(const eko_dwconv_geom *g, const float *const *rows, const float *w,
-                         const float *bias, eko_v lo, eko_v hi, size_t ox0, size_t ox1,
-                         size_t cv, float *out) {
-    const size_t c = g->c;
-    for (size_t ox = ox0; ox < ox1; ox++) {
-        const size_t ix0 = ox * g->sw - g->pl;
-        for (size_t c0 = 0; c0 < cv; c0 += V) {
-            eko_v acc = bias != NULL ? eko_v_load(bias + c0) : eko_v_set1(0.0f);
-            for (size_t ky = 0; ky < g->kh; ky++) {
-                if (rows[ky] == NULL) continue;
-                const float *in = rows[ky] + ix0 * c + c0;
-                const float *tap = w + ky * g->kw * c + c0;
-                for (size_t kx = 0; kx < g->kw; kx++)
-                    acc = eko_v_fma(eko_v_load(in + kx * g->dw * c), eko_v_load(tap + kx * c), acc);
-            }
-            eko_v_store(out + ox * c + c0, clamp_v(acc, lo, hi));
-        }
-    }
-}
-
-/* Interior pixels [ox0, ox1) of a 3x3 kernel whose three rows all exist,
- * whole vectors of channels [0, cv). */
-static void interior_3x3(const eko_dwconv_geom *g, const float *const *rows, const float *w,
-                         const float *bias, eko_v lo, eko_v hi, size_t ox0, size_t ox1,
-                         size_t cv, float *out) {
-    const size_t c = g->c, step = g->sw * c, dx = g->dw * c;
-    for (size_t r0 = ox0; r0 < ox1; r0 += RUN) {
-        const size_t r1 = r0 + RUN < ox1 ? r0 + RUN : ox1;
-        for (size_t c0 = 0; c0 < cv; c0 += V) {
-            eko_v k[9];
-            EKO_UNROLL
-            for (size_t t = 0; t < 9; t++) k[t] = eko_v_load(w + t * c + c0);
-            const eko_v b = bias != NULL ? eko_v_load(bias + c0) : eko_v_set1(0.0f);
-            const size_t at = (r0 * g->sw - g->pl) * c + c0;
-            const float *i0 = rows[0] + at, *i1 = rows[1] + at, *i2 = rows[2] + at;
-            float *o = out + r0 * c + c0;
-            for (size_t ox = r0; ox < r1; ox++, i0 += step, i1 += step, i2 += step, o += c) {
-                eko_v acc = eko_v_fma(eko_v_load(i0), k[0], b);
-                acc = eko_v_fma(eko_v_load(i0 + dx), k[1], acc);
-                acc = eko_v_fma(eko_v_load(i0 + 2 * dx), k[2], acc);
-                acc = eko_v_fma(eko_v_load(i1), k[3], acc);
-                acc = eko_v_fma(eko_v_load(i1 + dx), k[4], acc);
-                acc = eko_v_fma(eko_v_load(i1 + 2 * dx), k[5], acc);
-                acc = eko_v_fma(eko_v_load(i2), k[6], acc);
-                acc = eko_v_fma(eko_v_load(i2 + dx), k[7], acc);
-                acc = eko_v_fma(eko_v_load(i2 + 2 * dx), k[8], acc);
-                eko_v_store(o, clamp_v(acc, lo, hi));
-            }
-        }
-    }
+ * [0, cv): runs of RUN pixels, channel blocks inside, so the run's inputs
+ * stay in L1 across channel blocks. */
+static void interior(const eko_dwconv_geom *g, const float *const *rows, const float *w,
+                     const float *bias, eko_v lo, eko_v hi, size_t ox0, size_t ox1, size_t cv,
+                     float *out) {
+    size_t ox = ox0;
+    for (; ox + RUN <= ox1; ox += RUN)
+        for (size_t c0 = 0; c0 < cv; c0 += V) run_block(RUN, g, rows, w, bias, lo, hi, ox, c0, out);
+    for (; ox < ox1; ox++)
+        for (size_t c0 = 0; c0 < cv; c0 += V) run_block(1, g, rows, w, bias, lo, hi, ox, c0, out);
 }
 
 static void dw_row(const eko_dwconv_geom *g, const float *const *rows, const float *w,
@@ -131,16 +117,11 @@ static void dw_row(const eko_dwconv_geom *g, const float *const *rows, const flo
     }
     if (ox0 > ox1) ox0 = ox1;
     const size_t cv = g->c - g->c % V;
-    bool all_rows = true;
-    for (size_t ky = 0; ky < g->kh; ky++) all_rows = all_rows && rows[ky] != NULL;
     for (size_t ox = 0; ox < ox0; ox++) pixel_edge(g, rows, w, bias, lo, hi, ox, out);
-    if (g->kh == 3 && g->kw == 3 && all_rows)
-        interior_3x3(g, rows, w, bias, lo, hi, ox0, ox1, cv, out);
-    else
-        interior_any(g, rows, w, bias, lo, hi, ox0, ox1, cv, out);
+    interior(g, rows, w, bias, lo, hi, ox0, ox1, cv, out);
     if (cv < g->c)
         for (size_t ox = ox0; ox < ox1; ox++)
-            pixel_checked(g, rows, w, bias, lo, hi, ox, cv, g->c - cv, out);
+            pixel_checked(g, rows, w, bias, lo, hi, ox, 0, g->kw, cv, g->c - cv, out);
     for (size_t ox = ox1; ox < g->ow; ox++) pixel_edge(g, rows, w, bias, lo, hi, ox, out);
 }
 
