@@ -52,7 +52,17 @@ static ember_status run_unary(xnn_graph *g, const xnn_node *n) {
     const float alpha = n->p.alpha;
     const eko_vmath *vm = eko_vmath_active();
     switch (n->type) {
-    case XNN_NODE_Sigmoid: eko_f32_unary(g->threadpool, vm->sigmoid, count, x, y); return EMBER_OK;
+    case XNN_NODE_Sigmoid:
+        if (n->fused == XNN_FUSED_SILU) {
+            /* x * sigmoid(x), clamped as the Multiply folded into it was */
+            eko_f32_unary(g->threadpool, vm->silu, count, x, y);
+            if (n->out_min > -INFINITY || n->out_max < INFINITY)
+                eko_f32_clamp(g->threadpool, eko_f32_rows_active(), count, y, n->out_min,
+                              n->out_max, y);
+            return EMBER_OK;
+        }
+        eko_f32_unary(g->threadpool, vm->sigmoid, count, x, y);
+        return EMBER_OK;
     case XNN_NODE_Tanh: eko_f32_unary(g->threadpool, vm->tanh, count, x, y); return EMBER_OK;
     case XNN_NODE_Exp: eko_f32_unary(g->threadpool, vm->exp, count, x, y); return EMBER_OK;
     case XNN_NODE_Log: eko_f32_unary(g->threadpool, vm->log, count, x, y); return EMBER_OK;
