@@ -53,21 +53,31 @@ static void make_table(const conv_job *j, size_t grp, size_t m0, size_t m1, cons
     const eko_conv_geom *g = j->g;
     const size_t mr = j->cfg->mr;
     const float *x = j->x + grp * g->gin;
+    /* pixel m0's coordinates, then stepped along the row (no division per
+     * pixel: an RGB stem has 3 channels a tap, so this is much of its work) */
+    size_t ox = m0 % g->ow, oy = m0 / g->ow % g->oh, b = m0 / (g->ow * g->oh);
     for (size_t r = m0; r < m1; r += mr) {
         const size_t rows = m1 - r < mr ? m1 - r : mr;
         const float **tile = tbl + (r - m0) * j->taps;
         for (size_t i = 0; i < rows; i++) {
-            const size_t p = r + i, ox = p % g->ow, oy = (p / g->ow) % g->oh;
-            const float *image = x + p / (g->ow * g->oh) * g->h * g->w * g->c;
+            const float *image = x + b * g->h * g->w * g->c;
+            const size_t ix0 = ox * g->sw; /* minus pl: checked below */
+            const float **at = tile + i;
             for (size_t ky = 0; ky < g->kh; ky++) {
                 const size_t iy = oy * g->sh + ky * g->dh; /* minus pt: checked below */
-                const bool row_in = iy >= g->pt && iy - g->pt < g->h;
-                for (size_t kx = 0; kx < g->kw; kx++) {
-                    const size_t ix = ox * g->sw + kx * g->dw;
-                    const bool in = row_in && ix >= g->pl && ix - g->pl < g->w;
-                    tile[(ky * g->kw + kx) * rows + i] =
-                        in ? image + ((iy - g->pt) * g->w + ix - g->pl) * g->c : j->zeros;
+                if (iy < g->pt || iy - g->pt >= g->h) {
+                    for (size_t kx = 0; kx < g->kw; kx++, at += rows) *at = j->zeros;
+                    continue;
                 }
+                const float *row = image + (iy - g->pt) * g->w * g->c;
+                for (size_t kx = 0; kx < g->kw; kx++, at += rows) {
+                    const size_t ix = ix0 + kx * g->dw;
+                    *at = ix >= g->pl && ix - g->pl < g->w ? row + (ix - g->pl) * g->c : j->zeros;
+                }
+            }
+            if (++ox == g->ow) {
+                ox = 0;
+                if (++oy == g->oh) oy = 0, b++;
             }
         }
     }
