@@ -11,9 +11,10 @@
 
 #define NR 16
 
-static inline __attribute__((always_inline)) void body(const size_t MR, size_t nc, size_t kc,
-                                                       size_t ks, const float *const *a,
-                                                       const float *w, float *c,
+static inline __attribute__((always_inline)) void body(const size_t MR, const bool DIRECT,
+                                                       size_t nc, size_t kc, size_t ks,
+                                                       const float *const *a, const float *ad,
+                                                       size_t a_stride, const float *w, float *c,
                                                        size_t c_stride, float min, float max) {
     __m256 acc[6][2];
     EKO_UNROLL
@@ -22,10 +23,12 @@ static inline __attribute__((always_inline)) void body(const size_t MR, size_t n
         acc[i][1] = _mm256_loadu_ps(w + 8);
     }
     w += NR;
-    for (size_t t = 0; t < ks; t++, a += MR) {
+    /* the direct form is one tap of rows a_stride apart (DIRECT, a constant:
+     * its tap loop and pointer table fold away, which small k notices) */
+    for (size_t t = 0; t < (DIRECT ? 1 : ks); t++) {
         const float *rows[6];
         EKO_UNROLL
-        for (size_t i = 0; i < MR; i++) rows[i] = a[i];
+        for (size_t i = 0; i < MR; i++) rows[i] = DIRECT ? ad + i * a_stride : a[t * MR + i];
         for (size_t k = 0; k < kc; k++, w += NR) {
             const __m256 b0 = _mm256_loadu_ps(w), b1 = _mm256_loadu_ps(w + 8);
             EKO_UNROLL
@@ -93,33 +96,28 @@ static void one_row(size_t nc, size_t kc, const float *a, const float *w, float 
     }
 }
 
-/* The body for mr rows (the indirect form; the direct one is ks = 1). */
-static void rows_body(size_t mr, size_t nc, size_t kc, size_t ks, const float *const *a,
-                      const float *w, float *c, size_t c_stride, float min, float max) {
-    switch (mr) {
-    case 1: body(1, nc, kc, ks, a, w, c, c_stride, min, max); break;
-    case 2: body(2, nc, kc, ks, a, w, c, c_stride, min, max); break;
-    case 3: body(3, nc, kc, ks, a, w, c, c_stride, min, max); break;
-    case 4: body(4, nc, kc, ks, a, w, c, c_stride, min, max); break;
-    case 5: body(5, nc, kc, ks, a, w, c, c_stride, min, max); break;
-    default: body(6, nc, kc, ks, a, w, c, c_stride, min, max); break;
-    }
-}
-
 void eko_f32_gemm_6x16_avx2(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
                             const float *w, float *c, size_t c_stride, float min, float max) {
-    if (mr == 1) {
-        one_row(nc, kc, a, w, c, min, max);
-        return;
+    switch (mr) {
+    case 1: one_row(nc, kc, a, w, c, min, max); break;
+    case 2: body(2, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 3: body(3, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 4: body(4, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 5: body(5, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    default: body(6, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
     }
-    const float *rows[6];
-    for (size_t i = 0; i < mr && i < 6; i++) rows[i] = a + i * a_stride;
-    rows_body(mr, nc, kc, 1, rows, w, c, c_stride, min, max);
 }
 
 void eko_f32_igemm_6x16_avx2(size_t mr, size_t nc, size_t kc, size_t ks, const float *const *a,
                              const float *w, float *c, size_t c_stride, float min, float max) {
-    rows_body(mr, nc, kc, ks, a, w, c, c_stride, min, max);
+    switch (mr) {
+    case 1: body(1, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 2: body(2, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 3: body(3, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 4: body(4, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 5: body(5, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    default: body(6, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    }
 }
 
 #else

@@ -12,9 +12,10 @@
 
 #define NR 32
 
-static inline __attribute__((always_inline)) void body(const size_t MR, size_t nc, size_t kc,
-                                                       size_t ks, const float *const *a,
-                                                       const float *w, float *c,
+static inline __attribute__((always_inline)) void body(const size_t MR, const bool DIRECT,
+                                                       size_t nc, size_t kc, size_t ks,
+                                                       const float *const *a, const float *ad,
+                                                       size_t a_stride, const float *w, float *c,
                                                        size_t c_stride, float min, float max) {
     __m512 acc[8][2];
     EKO_UNROLL
@@ -23,10 +24,12 @@ static inline __attribute__((always_inline)) void body(const size_t MR, size_t n
         acc[i][1] = _mm512_loadu_ps(w + 16);
     }
     w += NR;
-    for (size_t t = 0; t < ks; t++, a += MR) {
+    /* the direct form is one tap of rows a_stride apart (DIRECT, a constant:
+     * its tap loop and pointer table fold away, which small k notices) */
+    for (size_t t = 0; t < (DIRECT ? 1 : ks); t++) {
         const float *rows[8];
         EKO_UNROLL
-        for (size_t i = 0; i < MR; i++) rows[i] = a[i];
+        for (size_t i = 0; i < MR; i++) rows[i] = DIRECT ? ad + i * a_stride : a[t * MR + i];
         for (size_t k = 0; k < kc; k++, w += NR) {
             const __m512 b0 = _mm512_loadu_ps(w), b1 = _mm512_loadu_ps(w + 16);
             EKO_UNROLL
@@ -83,36 +86,32 @@ static void one_row(size_t nc, size_t kc, const float *a, const float *w, float 
     _mm512_mask_storeu_ps(c + 16, m1, _mm512_min_ps(hi, _mm512_max_ps(lo, v1)));
 }
 
-/* Rows of the indirect form (ks = 1) and the body for mr rows. */
-static void rows_body(size_t mr, size_t nc, size_t kc, size_t ks, const float *const *a,
-                      const float *w, float *c, size_t c_stride, float min, float max) {
-    switch (mr) {
-    case 1: body(1, nc, kc, ks, a, w, c, c_stride, min, max); break;
-    case 2: body(2, nc, kc, ks, a, w, c, c_stride, min, max); break;
-    case 3: body(3, nc, kc, ks, a, w, c, c_stride, min, max); break;
-    case 4: body(4, nc, kc, ks, a, w, c, c_stride, min, max); break;
-    case 5: body(5, nc, kc, ks, a, w, c, c_stride, min, max); break;
-    case 6: body(6, nc, kc, ks, a, w, c, c_stride, min, max); break;
-    case 7: body(7, nc, kc, ks, a, w, c, c_stride, min, max); break;
-    default: body(8, nc, kc, ks, a, w, c, c_stride, min, max); break;
-    }
-}
-
 void eko_f32_gemm_8x32_avx512(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
                               const float *w, float *c, size_t c_stride, float min, float max) {
-    if (mr == 1) {
-        one_row(nc, kc, a, w, c, min, max);
-        return;
+    switch (mr) {
+    case 1: one_row(nc, kc, a, w, c, min, max); break;
+    case 2: body(2, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 3: body(3, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 4: body(4, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 5: body(5, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 6: body(6, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 7: body(7, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    default: body(8, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
     }
-    const float *rows[8];
-    for (size_t i = 0; i < mr && i < 8; i++) rows[i] = a + i * a_stride;
-    rows_body(mr, nc, kc, 1, rows, w, c, c_stride, min, max);
 }
 
-void eko_f32_igemm_8x32_avx512(size_t mr, size_t nc, size_t kc, size_t ks,
-                               const float *const *a, const float *w, float *c, size_t c_stride,
-                               float min, float max) {
-    rows_body(mr, nc, kc, ks, a, w, c, c_stride, min, max);
+void eko_f32_igemm_8x32_avx512(size_t mr, size_t nc, size_t kc, size_t ks, const float *const *a,
+                               const float *w, float *c, size_t c_stride, float min, float max) {
+    switch (mr) {
+    case 1: body(1, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 2: body(2, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 3: body(3, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 4: body(4, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 5: body(5, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 6: body(6, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 7: body(7, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    default: body(8, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    }
 }
 
 #else
