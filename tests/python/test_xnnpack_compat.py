@@ -152,6 +152,45 @@ def test_nanogpt() -> None:
           portable_ops=("aten::", "executorch_prim", "dim_order_ops"))
 
 
+class MobileBlocks(nn.Module):
+    """MobileNetV3 / EfficientNet pieces: a 3-channel stem, inverted residuals
+    with 3x3 and 5x5 depthwise convolutions at strides 1 and 2, squeeze-excite
+    (mean, 1x1 convolutions, hardsigmoid or sigmoid, a product broadcast over
+    H and W), hardswish and SiLU, then a late 3x3 layer of few pixels and many
+    channels (its work split by channels across threads)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, 2, 1)
+        self.expand = nn.Conv2d(16, 40, 1)
+        self.dw5 = nn.Conv2d(40, 40, 5, 2, 2, groups=40)
+        self.se_a, self.se_b = nn.Conv2d(40, 12, 1), nn.Conv2d(12, 40, 1)
+        self.project = nn.Conv2d(40, 24, 1)
+        self.dw3 = nn.Conv2d(24, 24, 3, 1, 1, groups=24)
+        self.se_c, self.se_d = nn.Conv2d(24, 8, 1), nn.Conv2d(8, 24, 1)
+        self.late = nn.Conv2d(24, 200, 3, 2, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.hardswish(self.stem(x))
+        y = F.hardswish(self.dw5(F.hardswish(self.expand(x))))
+        s = F.hardsigmoid(self.se_b(F.relu(self.se_a(y.mean((2, 3), keepdim=True)))))
+        x = self.project(y * s)
+        y = F.silu(self.dw3(x))
+        s = torch.sigmoid(self.se_d(F.silu(self.se_c(y.mean((2, 3), keepdim=True)))))
+        return F.relu(self.late(x + y * s))
+
+
+def test_mobile_blocks_on_one_and_two_threads() -> None:
+    model, x = MobileBlocks().eval(), torch.randn(1, 3, 29, 27)
+    check(model, (x,), [(x,)], portable_ops=("aten::mean", "aten::hardsigmoid"),
+          reference_leaves=("aten::", "dim_order_ops::"))
+    with torch.no_grad():
+        want = model(x)
+    program = ember_runtime.Runtime.get().load_program(lower(model, (x,), None, "ember"))
+    got = program.load_method("forward", num_threads=2).execute([x])[0]
+    torch.testing.assert_close(got, want, rtol=RTOL, atol=ATOL)
+
+
 # ---------------------------------------------------------------------------
 # Node types
 # ---------------------------------------------------------------------------
@@ -196,6 +235,18 @@ def test_unary(names: list) -> None:
     x = torch.randn(3, 17, 9) * 2
     check(Fn(lambda m, v: tuple(fn(v) * 2.0 for fn in fns)), (x,), [(x,), (torch.randn(3, 17, 9),)],
           portable_ops=("aten::abs", "aten::add", "aten::mul"))
+
+
+def test_silu_folds_only_where_its_sigmoid_has_no_other_reader() -> None:
+    """x * sigmoid(x) runs as one SiLU pass at init's fusion, clamped where a
+    relu follows; a sigmoid that is read again, or multiplied by another
+    value, stays as it is."""
+    def fn(m: nn.Module, v: torch.Tensor) -> tuple:
+        w = v + 1.0
+        s = torch.sigmoid(w)
+        return F.silu(v), F.relu(v * torch.sigmoid(v)), w * s + s, v * s
+    x = torch.randn(2, 9, 37) * 4
+    check(Fn(fn), (x,), [(x,), (torch.randn(2, 9, 37) * 4,)])
 
 
 @pytest.mark.parametrize("cfg", [

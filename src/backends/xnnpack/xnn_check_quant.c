@@ -303,29 +303,13 @@ ember_status xnn_check_quantized(xnn_graph *g, uint32_t ni) {
     return EMBER_OK;
 }
 
-/* The node that makes value vi, or UINT32_MAX. */
-static uint32_t producer(const xnn_graph *g, uint32_t vi) {
-    for (uint32_t ni = 0; ni < g->num_nodes; ni++)
-        for (uint32_t k = 0; k < g->nodes[ni].nout; k++)
-            if (g->nodes[ni].out[k] == vi) return ni;
-    return UINT32_MAX;
-}
-
-/* Nodes that read value vi. */
-static uint32_t readers(const xnn_graph *g, uint32_t vi) {
-    uint32_t count = 0;
-    for (uint32_t ni = 0; ni < g->num_nodes; ni++)
-        for (uint32_t k = 0; k < g->nodes[ni].nin; k++) count += g->nodes[ni].in[k] == vi;
-    return count;
-}
-
 void xnn_fuse_qs8_clamps(xnn_graph *g) {
     bool any = false;
     for (uint32_t ci = 0; ci < g->num_nodes; ci++) {
         xnn_node *c = &g->nodes[ci];
         if (c->type != XNN_NODE_Clamp || c->nin != 1 || c->nout != 1) continue;
         const uint32_t vi = c->in[0];
-        const uint32_t pi = vi < g->num_values ? producer(g, vi) : UINT32_MAX;
+        const uint32_t pi = vi < g->num_values ? xnn_value_producer(g, vi) : UINT32_MAX;
         if (pi >= ci) continue;
         xnn_node *p = &g->nodes[pi];
         const xnn_value *v = &g->values[vi];
@@ -334,7 +318,7 @@ void xnn_fuse_qs8_clamps(xnn_graph *g) {
                      p->type == XNN_NODE_ConvTranspose2d ||
                      p->type == XNN_NODE_FullyConnected) &&
                     p->in[0] < g->num_values && g->values[p->in[0]].dtype == XNN_DT_QINT8 &&
-                    is_qs8(&g->values[c->out[0]]) && readers(g, vi) == 1;
+                    is_qs8(&g->values[c->out[0]]) && xnn_value_readers(g, vi) == 1;
         if (!fuse) continue;
         p->out[0] = c->out[0];
         p->out_min = p->out_min > c->out_min ? p->out_min : c->out_min;
@@ -343,13 +327,5 @@ void xnn_fuse_qs8_clamps(xnn_graph *g) {
         c->nin = c->nout = 0;     /* dropped below */
         any = true;
     }
-    if (!any) return;
-    uint32_t kept = 0;
-    for (uint32_t ni = 0; ni < g->num_nodes; ni++)
-        if (!(g->nodes[ni].type == XNN_NODE_Clamp && g->nodes[ni].nout == 0))
-            g->nodes[kept++] = g->nodes[ni];
-    g->num_nodes = kept;
-    for (uint32_t ni = 0; ni < g->num_nodes; ni++)
-        for (uint32_t k = 0; k < g->nodes[ni].nout; k++)
-            g->values[g->nodes[ni].out[k]].first = (int32_t)ni;
+    if (any) xnn_drop_emptied_nodes(g);
 }

@@ -213,6 +213,8 @@ typedef struct xnn_node {
      * ConvTranspose2d: the geometry of one phase's filter, and the data of
      * every group's and phase's, one after the other) */
     uint8_t qmode;
+    /* XNN_FUSED_*: work of a node that was folded into this one at init */
+    uint8_t fused;
     eko_qd8_weights qw;
     xnn_qs8_node q;
     /* scratch bytes this node needs while it runs (im2col, packed operands) */
@@ -271,6 +273,25 @@ ember_status xnn_read(const ember_backend_init_ctx *ctx, const uint8_t *payload,
  * sets its qmode (xnn_check_quant.c). */
 bool xnn_node_is_quantized(const xnn_graph *g, uint32_t ni);
 ember_status xnn_check_quantized(xnn_graph *g, uint32_t ni);
+/* The node that makes value vi, or UINT32_MAX; how many node inputs read
+ * vi (xnn_fuse.c). */
+uint32_t xnn_value_producer(const xnn_graph *g, uint32_t vi);
+uint32_t xnn_value_readers(const xnn_graph *g, uint32_t vi);
+
+/* Removes the nodes a fusion emptied (nin = nout = 0) and renumbers each
+ * value's producer (xnn_fuse.c). */
+void xnn_drop_emptied_nodes(xnn_graph *g);
+
+/* What xnn_fuse_f32 folded into a node. */
+enum { XNN_FUSED_NONE = 0, XNN_FUSED_SILU = 1 };
+
+/* Folds each float32 Multiply of a value by its own Sigmoid (SiLU, as
+ * PyTorch's silu is exported) into the Sigmoid, which then writes x *
+ * sigmoid(x) in one pass, clamped as the Multiply was; the Sigmoid's
+ * output must be internal and read by that Multiply only. Called after
+ * xnn_read (xnn_fuse.c). */
+void xnn_fuse_f32(xnn_graph *g);
+
 /* Folds each Clamp that alone reads the output of a statically quantized
  * product (Conv2d, DepthwiseConv2d, ConvTranspose2d, FullyConnected) into it, as XNNPACK
  * does: the product then rounds once, into the Clamp's output quantization,

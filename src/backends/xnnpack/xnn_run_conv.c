@@ -1,12 +1,10 @@
 /*
  * Convolution nodes on NHWC activations (xnn_run.h).
  *
- * Conv2d: as a matrix product of im2col rows (KH x KW x group channels per
- * output pixel, the order of the OHWI filter's rows) with the filter packed
- * at init. Blocks of output pixels are spread over the threads, each making
- * its block's rows in its own scratch and multiplying them on its own, so
- * the rows are read from cache right after they are made. A 1x1 convolution
- * with stride 1 and no padding multiplies the input itself.
+ * Conv2d: a matrix product with the filter packed at init (conv.h: through
+ * row pointers into the input, or im2col rows for a few channels per
+ * group). A 1x1 convolution with stride 1 and no padding multiplies the
+ * input itself.
  * DepthwiseConv2d: a direct loop, channels innermost (contiguous in NHWC).
  * ConvTranspose2d: the product of every input pixel with the filter gives
  * all its output taps (columns (j, ky, kx)); each output pixel then gathers
@@ -16,17 +14,11 @@
 #include <string.h>
 
 #include "ember/threadpool.h"
+#include "kernels/optimized/conv.h"
 #include "kernels/optimized/f32_dwconv.h"
 #include "xnn_run.h"
 
-/* Output pixels per block of the im2col product. */
-#define CONV_BLOCK 64
-
-typedef struct conv_geom {
-    size_t n, h, w, c, oh, ow, oc;
-    size_t kh, kw, sh, sw, dh, dw, pt, pl;
-    size_t groups, gin, gout;
-} conv_geom;
+typedef eko_conv_geom conv_geom;
 
 static conv_geom geom(xnn_graph *g, const xnn_node *n) {
     const xnn_value *x = xr_in(g, n, 0), *y = xr_out(g, n, 0);
@@ -49,11 +41,7 @@ bool xnn_conv_scratch(xnn_graph *g, uint32_t ni, size_t *bytes) {
     size_t floats;
     if (n->type == XNN_NODE_Conv2d) {
         if (is_direct(&c)) return true;
-        /* one block of im2col rows per thread */
-        size_t k = c.kh * c.kw * c.gin; /* the filter's row, checked at init */
-        if (ember_mul_overflow(k, CONV_BLOCK, &floats) ||
-            ember_mul_overflow(floats, ember_threadpool_size(g->threadpool), &floats))
-            return false;
+        return eko_f32_conv_scratch_bytes(&c, ember_threadpool_size(g->threadpool), bytes);
     } else {
         /* deconvolution: every input pixel's taps, one group at a time */
         size_t pixels, taps = c.gout * c.kh * c.kw;
@@ -67,67 +55,17 @@ bool xnn_conv_scratch(xnn_graph *g, uint32_t ni, size_t *bytes) {
 /* Conv2d                                                                 */
 /* ---------------------------------------------------------------------- */
 
-typedef struct conv_job {
-    xnn_graph *g;
-    const xnn_node *n;
-    conv_geom c;
-    size_t k, slice_floats, pixels;
-} conv_job;
-
-/* im2col rows for output pixels [p0, p0 + rows), group grp, into col. */
-static void im2col(const conv_geom *c, const float *x, size_t grp, size_t p0, size_t rows,
-                   float *col) {
-    const size_t k = c->kh * c->kw * c->gin;
-    for (size_t r = 0; r < rows; r++) {
-        size_t p = p0 + r, ox = p % c->ow, oy = (p / c->ow) % c->oh, b = p / (c->ow * c->oh);
-        float *dst = col + r * k;
-        for (size_t ky = 0; ky < c->kh; ky++) {
-            size_t iy = oy * c->sh + ky * c->dh; /* minus pt: checked below */
-            bool row_in = iy >= c->pt && iy - c->pt < c->h;
-            for (size_t kx = 0; kx < c->kw; kx++, dst += c->gin) {
-                size_t ix = ox * c->sw + kx * c->dw;
-                if (row_in && ix >= c->pl && ix - c->pl < c->w)
-                    memcpy(dst, x + ((b * c->h + iy - c->pt) * c->w + ix - c->pl) * c->c + grp * c->gin,
-                           c->gin * sizeof(float));
-                else
-                    memset(dst, 0, c->gin * sizeof(float));
-            }
-        }
-    }
-}
-
-static void conv_blocks(void *ctx, size_t thread, size_t start, size_t count) {
-    const conv_job *j = ctx;
-    const xnn_node *n = j->n;
-    const conv_geom *c = &j->c;
-    const float *x = xr_f(xr_in(j->g, n, 0));
-    float *y = xr_f(xr_out(j->g, n, 0));
-    float *col = xr_scratch(j->g, n) + thread * j->k * CONV_BLOCK;
-    for (size_t blk = start; blk < start + count; blk++) {
-        size_t p0 = blk * CONV_BLOCK, rows = j->pixels - p0 < CONV_BLOCK ? j->pixels - p0 : CONV_BLOCK;
-        for (size_t grp = 0; grp < c->groups; grp++) {
-            im2col(c, x, grp, p0, rows, col);
-            eko_f32_gemm_serial(xr_gemm(j->g), rows, c->gout, j->k, col, j->k,
-                                n->packed + grp * j->slice_floats, y + p0 * c->oc + grp * c->gout,
-                                c->oc, n->out_min, n->out_max);
-        }
-    }
-}
-
 static ember_status run_conv2d(xnn_graph *g, uint32_t ni) {
     const xnn_node *n = &g->nodes[ni];
-    conv_job j = {g, n, geom(g, n), 0, 0, 0};
-    const conv_geom *c = &j.c;
-    j.k = c->kh * c->kw * c->gin;
-    j.pixels = c->n * c->oh * c->ow;
-    eko_f32_packed_size(xr_gemm(g), c->gout, j.k, &j.slice_floats);
-    if (is_direct(c)) {
-        eko_f32_gemm(xr_gemm(g), g->threadpool, j.pixels, c->oc, c->c, xr_f(xr_in(g, n, 0)), c->c,
-                     n->packed, xr_f(xr_out(g, n, 0)), c->oc, n->out_min, n->out_max);
+    const conv_geom c = geom(g, n);
+    if (is_direct(&c)) {
+        eko_f32_gemm(xr_gemm(g), g->threadpool, c.n * c.oh * c.ow, c.oc, c.c,
+                     xr_f(xr_in(g, n, 0)), c.c, n->packed, xr_f(xr_out(g, n, 0)), c.oc,
+                     n->out_min, n->out_max);
         return EMBER_OK;
     }
-    ember_parallel_1d(g->threadpool, conv_blocks, &j, j.pixels / CONV_BLOCK + (j.pixels % CONV_BLOCK != 0),
-                      1);
+    eko_f32_conv(xr_gemm(g), g->threadpool, &c, xr_f(xr_in(g, n, 0)), n->packed,
+                 xr_f(xr_out(g, n, 0)), n->out_min, n->out_max, xr_scratch(g, n));
     return EMBER_OK;
 }
 

@@ -4,7 +4,7 @@
  * between float32, float16 and bfloat16.
  *
  * Binary ops, clamp, softmax and the transcendental unary ops (sigmoid,
- * tanh, exp, log, GELU) run on the optimized kernels (eltwise.h, rows.h,
+ * tanh, exp, log, GELU, hardswish) run on the optimized kernels (eltwise.h, rows.h,
  * vmath.h: SIMD of the instruction set in use, split over the graph's
  * thread pool); the broadcast becomes rows of the output in which each
  * operand advances or repeats. output_min_max clamps the results of add,
@@ -52,11 +52,24 @@ static ember_status run_unary(xnn_graph *g, const xnn_node *n) {
     const float alpha = n->p.alpha;
     const eko_vmath *vm = eko_vmath_active();
     switch (n->type) {
-    case XNN_NODE_Sigmoid: eko_f32_unary(g->threadpool, vm->sigmoid, count, x, y); return EMBER_OK;
+    case XNN_NODE_Sigmoid:
+        if (n->fused == XNN_FUSED_SILU) {
+            /* x * sigmoid(x), clamped as the Multiply folded into it was */
+            eko_f32_unary(g->threadpool, vm->silu, count, x, y);
+            if (n->out_min > -INFINITY || n->out_max < INFINITY)
+                eko_f32_clamp(g->threadpool, eko_f32_rows_active(), count, y, n->out_min,
+                              n->out_max, y);
+            return EMBER_OK;
+        }
+        eko_f32_unary(g->threadpool, vm->sigmoid, count, x, y);
+        return EMBER_OK;
     case XNN_NODE_Tanh: eko_f32_unary(g->threadpool, vm->tanh, count, x, y); return EMBER_OK;
     case XNN_NODE_Exp: eko_f32_unary(g->threadpool, vm->exp, count, x, y); return EMBER_OK;
     case XNN_NODE_Log: eko_f32_unary(g->threadpool, vm->log, count, x, y); return EMBER_OK;
     case XNN_NODE_Gelu: eko_f32_unary(g->threadpool, vm->gelu, count, x, y); return EMBER_OK;
+    case XNN_NODE_Hardswish:
+        eko_f32_unary(g->threadpool, vm->hardswish, count, x, y);
+        return EMBER_OK;
     case XNN_NODE_Clamp:
         eko_f32_clamp(g->threadpool, eko_f32_rows_active(), count, x, n->out_min, n->out_max, y);
         return EMBER_OK;
@@ -78,7 +91,6 @@ static ember_status run_unary(xnn_graph *g, const xnn_node *n) {
     case XNN_NODE_Negate: UNARY(-v)
     case XNN_NODE_Floor: UNARY(floorf(v))
     case XNN_NODE_Ceiling: UNARY(ceilf(v))
-    case XNN_NODE_Hardswish: UNARY(v * xr_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f)
     case XNN_NODE_ELU: UNARY(v >= 0.0f ? v : alpha * expm1f(v))
     case XNN_NODE_LeakyReLU: UNARY(v >= 0.0f ? v : v * alpha)
     default:

@@ -1,7 +1,8 @@
 /*
  * f32 GEMM micro-kernel, AVX2 + FMA: up to 6 rows x 16 columns per call.
  * Registers: 6 x 2 accumulators + 2 weight vectors + 1 broadcast = 15 of 16.
- * One body per row count (1..6), so fewer rows never pay for six.
+ * One body per row count (1..6), so fewer rows never pay for six, for the
+ * direct form (rows a_stride apart) and the indirect one (gemm.h).
  */
 #include "gemm.h"
 
@@ -10,26 +11,32 @@
 
 #define NR 16
 
-static inline __attribute__((always_inline)) void body(const size_t MR, size_t nc, size_t kc,
-                                                       const float *a, size_t a_stride,
-                                                       const float *w, float *c,
+static inline __attribute__((always_inline)) void body(const size_t MR, const bool DIRECT,
+                                                       size_t nc, size_t kc, size_t ks,
+                                                       const float *const *a, const float *ad,
+                                                       size_t a_stride, const float *w, float *c,
                                                        size_t c_stride, float min, float max) {
     __m256 acc[6][2];
-    const float *rows[6];
     EKO_UNROLL
     for (size_t i = 0; i < MR; i++) {
-        rows[i] = a + i * a_stride;
         acc[i][0] = _mm256_loadu_ps(w);
         acc[i][1] = _mm256_loadu_ps(w + 8);
     }
     w += NR;
-    for (size_t k = 0; k < kc; k++, w += NR) {
-        const __m256 b0 = _mm256_loadu_ps(w), b1 = _mm256_loadu_ps(w + 8);
+    /* the direct form is one tap of rows a_stride apart (DIRECT, a constant:
+     * its tap loop and pointer table fold away, which small k notices) */
+    for (size_t t = 0; t < (DIRECT ? 1 : ks); t++) {
+        const float *rows[6];
         EKO_UNROLL
-    for (size_t i = 0; i < MR; i++) {
-            const __m256 x = _mm256_broadcast_ss(rows[i] + k);
-            acc[i][0] = _mm256_fmadd_ps(x, b0, acc[i][0]);
-            acc[i][1] = _mm256_fmadd_ps(x, b1, acc[i][1]);
+        for (size_t i = 0; i < MR; i++) rows[i] = DIRECT ? ad + i * a_stride : a[t * MR + i];
+        for (size_t k = 0; k < kc; k++, w += NR) {
+            const __m256 b0 = _mm256_loadu_ps(w), b1 = _mm256_loadu_ps(w + 8);
+            EKO_UNROLL
+            for (size_t i = 0; i < MR; i++) {
+                const __m256 x = _mm256_broadcast_ss(rows[i] + k);
+                acc[i][0] = _mm256_fmadd_ps(x, b0, acc[i][0]);
+                acc[i][1] = _mm256_fmadd_ps(x, b1, acc[i][1]);
+            }
         }
     }
     const __m256 lo = _mm256_set1_ps(min), hi = _mm256_set1_ps(max);
@@ -93,11 +100,23 @@ void eko_f32_gemm_6x16_avx2(size_t mr, size_t nc, size_t kc, const float *a, siz
                             const float *w, float *c, size_t c_stride, float min, float max) {
     switch (mr) {
     case 1: one_row(nc, kc, a, w, c, min, max); break;
-    case 2: body(2, nc, kc, a, a_stride, w, c, c_stride, min, max); break;
-    case 3: body(3, nc, kc, a, a_stride, w, c, c_stride, min, max); break;
-    case 4: body(4, nc, kc, a, a_stride, w, c, c_stride, min, max); break;
-    case 5: body(5, nc, kc, a, a_stride, w, c, c_stride, min, max); break;
-    default: body(6, nc, kc, a, a_stride, w, c, c_stride, min, max); break;
+    case 2: body(2, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 3: body(3, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 4: body(4, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 5: body(5, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    default: body(6, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    }
+}
+
+void eko_f32_igemm_6x16_avx2(size_t mr, size_t nc, size_t kc, size_t ks, const float *const *a,
+                             const float *w, float *c, size_t c_stride, float min, float max) {
+    switch (mr) {
+    case 1: body(1, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 2: body(2, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 3: body(3, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 4: body(4, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 5: body(5, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    default: body(6, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
     }
 }
 

@@ -1,8 +1,9 @@
 /*
  * f32 GEMM micro-kernel, AVX-512: up to 8 rows x 32 columns per call.
  * Registers: 8 x 2 accumulators + 2 weight vectors + broadcasts, of 32.
- * One body per row count (1..8); the last panel's columns are stored with
- * a write mask.
+ * One body per row count (1..8), for the direct form (rows a_stride apart)
+ * and the indirect one (a row pointer per row and tap, gemm.h); the last
+ * panel's columns are stored with a write mask.
  */
 #include "gemm.h"
 
@@ -11,26 +12,32 @@
 
 #define NR 32
 
-static inline __attribute__((always_inline)) void body(const size_t MR, size_t nc, size_t kc,
-                                                       const float *a, size_t a_stride,
-                                                       const float *w, float *c,
+static inline __attribute__((always_inline)) void body(const size_t MR, const bool DIRECT,
+                                                       size_t nc, size_t kc, size_t ks,
+                                                       const float *const *a, const float *ad,
+                                                       size_t a_stride, const float *w, float *c,
                                                        size_t c_stride, float min, float max) {
     __m512 acc[8][2];
-    const float *rows[8];
     EKO_UNROLL
     for (size_t i = 0; i < MR; i++) {
-        rows[i] = a + i * a_stride;
         acc[i][0] = _mm512_loadu_ps(w);
         acc[i][1] = _mm512_loadu_ps(w + 16);
     }
     w += NR;
-    for (size_t k = 0; k < kc; k++, w += NR) {
-        const __m512 b0 = _mm512_loadu_ps(w), b1 = _mm512_loadu_ps(w + 16);
+    /* the direct form is one tap of rows a_stride apart (DIRECT, a constant:
+     * its tap loop and pointer table fold away, which small k notices) */
+    for (size_t t = 0; t < (DIRECT ? 1 : ks); t++) {
+        const float *rows[8];
         EKO_UNROLL
-    for (size_t i = 0; i < MR; i++) {
-            const __m512 x = _mm512_set1_ps(rows[i][k]);
-            acc[i][0] = _mm512_fmadd_ps(x, b0, acc[i][0]);
-            acc[i][1] = _mm512_fmadd_ps(x, b1, acc[i][1]);
+        for (size_t i = 0; i < MR; i++) rows[i] = DIRECT ? ad + i * a_stride : a[t * MR + i];
+        for (size_t k = 0; k < kc; k++, w += NR) {
+            const __m512 b0 = _mm512_loadu_ps(w), b1 = _mm512_loadu_ps(w + 16);
+            EKO_UNROLL
+            for (size_t i = 0; i < MR; i++) {
+                const __m512 x = _mm512_set1_ps(rows[i][k]);
+                acc[i][0] = _mm512_fmadd_ps(x, b0, acc[i][0]);
+                acc[i][1] = _mm512_fmadd_ps(x, b1, acc[i][1]);
+            }
         }
     }
     const __m512 lo = _mm512_set1_ps(min), hi = _mm512_set1_ps(max);
@@ -83,13 +90,27 @@ void eko_f32_gemm_8x32_avx512(size_t mr, size_t nc, size_t kc, const float *a, s
                               const float *w, float *c, size_t c_stride, float min, float max) {
     switch (mr) {
     case 1: one_row(nc, kc, a, w, c, min, max); break;
-    case 2: body(2, nc, kc, a, a_stride, w, c, c_stride, min, max); break;
-    case 3: body(3, nc, kc, a, a_stride, w, c, c_stride, min, max); break;
-    case 4: body(4, nc, kc, a, a_stride, w, c, c_stride, min, max); break;
-    case 5: body(5, nc, kc, a, a_stride, w, c, c_stride, min, max); break;
-    case 6: body(6, nc, kc, a, a_stride, w, c, c_stride, min, max); break;
-    case 7: body(7, nc, kc, a, a_stride, w, c, c_stride, min, max); break;
-    default: body(8, nc, kc, a, a_stride, w, c, c_stride, min, max); break;
+    case 2: body(2, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 3: body(3, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 4: body(4, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 5: body(5, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 6: body(6, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 7: body(7, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    default: body(8, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    }
+}
+
+void eko_f32_igemm_8x32_avx512(size_t mr, size_t nc, size_t kc, size_t ks, const float *const *a,
+                               const float *w, float *c, size_t c_stride, float min, float max) {
+    switch (mr) {
+    case 1: body(1, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 2: body(2, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 3: body(3, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 4: body(4, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 5: body(5, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 6: body(6, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 7: body(7, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    default: body(8, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
     }
 }
 

@@ -11,15 +11,19 @@
 #include "ember/threadpool.h"
 
 static const eko_f32_gemm_config g_configs[EKO_ISA_COUNT] = {
-    [EKO_ISA_SCALAR] = {EKO_ISA_SCALAR, 4, 8, eko_f32_gemm_4x8_scalar},
+    [EKO_ISA_SCALAR] = {EKO_ISA_SCALAR, 4, 8, eko_f32_gemm_4x8_scalar,
+                        eko_f32_igemm_4x8_scalar},
 #ifdef EMBER_HAVE_AVX2_KERNELS
-    [EKO_ISA_AVX2] = {EKO_ISA_AVX2, 6, 16, eko_f32_gemm_6x16_avx2},
+    [EKO_ISA_AVX2] = {EKO_ISA_AVX2, 6, 16, eko_f32_gemm_6x16_avx2,
+                      eko_f32_igemm_6x16_avx2},
 #endif
 #ifdef EMBER_HAVE_AVX512_KERNELS
-    [EKO_ISA_AVX512] = {EKO_ISA_AVX512, 8, 32, eko_f32_gemm_8x32_avx512},
+    [EKO_ISA_AVX512] = {EKO_ISA_AVX512, 8, 32, eko_f32_gemm_8x32_avx512,
+                        eko_f32_igemm_8x32_avx512},
 #endif
 #ifdef EMBER_HAVE_NEON_KERNELS
-    [EKO_ISA_NEON] = {EKO_ISA_NEON, 8, 8, eko_f32_gemm_8x8_neon},
+    [EKO_ISA_NEON] = {EKO_ISA_NEON, 8, 8, eko_f32_gemm_8x8_neon,
+                      eko_f32_igemm_8x8_neon},
 #endif
 };
 

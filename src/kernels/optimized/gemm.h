@@ -36,10 +36,21 @@ typedef void (*eko_f32_gemm_ukernel)(size_t mr, size_t nc, size_t kc, const floa
                                      size_t a_stride, const float *w, float *c, size_t c_stride,
                                      float min, float max);
 
+/*
+ * The indirect form (convolutions without an im2col copy): row i's k
+ * floats are read in ks pieces of kc, piece t at a[t * mr + i] (a pointer
+ * per row and tap, into the input or to a row of zeros for padding); the
+ * panel w has ks * kc weights per column, in the same order.
+ */
+typedef void (*eko_f32_igemm_ukernel)(size_t mr, size_t nc, size_t kc, size_t ks,
+                                      const float *const *a, const float *w, float *c,
+                                      size_t c_stride, float min, float max);
+
 typedef struct eko_f32_gemm_config {
     eko_isa isa;
     size_t mr, nr;
     eko_f32_gemm_ukernel ukernel;
+    eko_f32_igemm_ukernel iukernel;
 } eko_f32_gemm_config;
 
 /** The configuration of an instruction set (NULL if this build lacks it). */
@@ -80,7 +91,7 @@ void eko_f32_gemm_serial(const eko_f32_gemm_config *cfg, size_t m, size_t n, siz
                          const float *a, size_t a_stride, const float *packed, float *c,
                          size_t c_stride, float min, float max);
 
-/* The micro-kernels, by instruction set (one file each). */
+/* The micro-kernels, by instruction set (one file each, both forms). */
 void eko_f32_gemm_4x8_scalar(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
                              const float *w, float *c, size_t c_stride, float min, float max);
 void eko_f32_gemm_6x16_avx2(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
@@ -89,5 +100,15 @@ void eko_f32_gemm_8x32_avx512(size_t mr, size_t nc, size_t kc, const float *a, s
                               const float *w, float *c, size_t c_stride, float min, float max);
 void eko_f32_gemm_8x8_neon(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
                            const float *w, float *c, size_t c_stride, float min, float max);
+
+void eko_f32_igemm_4x8_scalar(size_t mr, size_t nc, size_t kc, size_t ks, const float *const *a,
+                              const float *w, float *c, size_t c_stride, float min, float max);
+void eko_f32_igemm_6x16_avx2(size_t mr, size_t nc, size_t kc, size_t ks, const float *const *a,
+                             const float *w, float *c, size_t c_stride, float min, float max);
+void eko_f32_igemm_8x32_avx512(size_t mr, size_t nc, size_t kc, size_t ks,
+                               const float *const *a, const float *w, float *c, size_t c_stride,
+                               float min, float max);
+void eko_f32_igemm_8x8_neon(size_t mr, size_t nc, size_t kc, size_t ks, const float *const *a,
+                            const float *w, float *c, size_t c_stride, float min, float max);
 
 #endif /* EMBER_KERNELS_OPTIMIZED_GEMM_H */

@@ -1,6 +1,6 @@
 /*
  * vmath.h — vectorized float math over arrays: exp, log, tanh, erf,
- * sigmoid, GELU (exact and tanh forms).
+ * sigmoid, SiLU, hardswish, GELU (exact and tanh forms).
  *
  *     const eko_vmath *vm = eko_vmath_active();
  *     vm->exp(n, x, y);                 // y[i] = exp(x[i]) for i < n
@@ -26,6 +26,8 @@ typedef void (*eko_f32_unary_fn)(size_t n, const float *x, float *y);
 typedef struct eko_vmath {
     eko_isa isa;
     eko_f32_unary_fn exp, log, tanh, erf, sigmoid;
+    eko_f32_unary_fn silu;      /* x * sigmoid(x) */
+    eko_f32_unary_fn hardswish; /* x * clamp(x + 3, 0, 6) / 6 */
     eko_f32_unary_fn gelu;      /* x / 2 * (1 + erf(x / sqrt(2))) */
     eko_f32_unary_fn gelu_tanh; /* x / 2 * (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) */
 } eko_vmath;

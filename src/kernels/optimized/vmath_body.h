@@ -25,6 +25,8 @@ EKO_VMATH_ARRAY(vm_log, eko_v_log)
 EKO_VMATH_ARRAY(vm_tanh, eko_v_tanh)
 EKO_VMATH_ARRAY(vm_erf, eko_v_erf)
 EKO_VMATH_ARRAY(vm_sigmoid, eko_v_sigmoid)
+EKO_VMATH_ARRAY(vm_silu, eko_v_silu)
+EKO_VMATH_ARRAY(vm_hardswish, eko_v_hardswish)
 EKO_VMATH_ARRAY(vm_gelu, eko_v_gelu)
 EKO_VMATH_ARRAY(vm_gelu_tanh, eko_v_gelu_tanh)
 
@@ -35,6 +37,8 @@ const eko_vmath EKO_VM_CAT(eko_vmath, EKO_SIMD_ISA) = {
     .tanh = vm_tanh,
     .erf = vm_erf,
     .sigmoid = vm_sigmoid,
+    .silu = vm_silu,
+    .hardswish = vm_hardswish,
     .gelu = vm_gelu,
     .gelu_tanh = vm_gelu_tanh,
 };

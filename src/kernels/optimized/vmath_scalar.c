@@ -27,6 +27,8 @@ SCALAR_ARRAY(sc_log, logf(v))
 SCALAR_ARRAY(sc_tanh, tanhf(v))
 SCALAR_ARRAY(sc_erf, erff(v))
 SCALAR_ARRAY(sc_sigmoid, sigmoid(v))
+SCALAR_ARRAY(sc_silu, v * sigmoid(v))
+SCALAR_ARRAY(sc_hardswish, v * (1.0f / 6.0f) * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f))
 SCALAR_ARRAY(sc_gelu, v * 0.5f * (1.0f + erff(v * 0.707106781f)))
 SCALAR_ARRAY(sc_gelu_tanh,
              0.5f * v * (1.0f + tanhf(0.797884561f * (v + 0.044715f * (v * v * v)))))
@@ -38,6 +40,8 @@ const eko_vmath eko_vmath_scalar = {
     .tanh = sc_tanh,
     .erf = sc_erf,
     .sigmoid = sc_sigmoid,
+    .silu = sc_silu,
+    .hardswish = sc_hardswish,
     .gelu = sc_gelu,
     .gelu_tanh = sc_gelu_tanh,
 };

@@ -1,6 +1,7 @@
 /*
  * vmath_simd.h — float math on SIMD vectors, written once on the SIMD layer
- * (include a simd_<isa>.h first): exp, log, tanh, erf, sigmoid and GELU.
+ * (include a simd_<isa>.h first): exp, log, tanh, erf, sigmoid, SiLU,
+ * hardswish and GELU.
  *
  *     #include "simd_avx2.h"
  *     #include "vmath_simd.h"
@@ -182,6 +183,18 @@ static inline eko_v eko_v_sigmoid(eko_v x) {
     const eko_v one = eko_v_set1(1.0f);
     const eko_v num = eko_v_select(eko_v_lt(x, eko_v_set1(0.0f)), e, one);
     return eko_v_div(num, eko_v_add(one, e));
+}
+
+/* SiLU (swish): x * sigmoid(x), the activation of EfficientNet-style blocks. */
+static inline eko_v eko_v_silu(eko_v x) { return eko_v_mul(x, eko_v_sigmoid(x)); }
+
+/* hardswish: x * clamp(x + 3, 0, 6) / 6, as (x / 6) * clamp(...) with a
+ * product by 1/6 (within 1 ulp of the division, and finite for every
+ * finite x); NaN passes the clamp (its max and min return it). */
+static inline eko_v eko_v_hardswish(eko_v x) {
+    const eko_v r = eko_v_min(eko_v_set1(6.0f),
+                              eko_v_max(eko_v_set1(0.0f), eko_v_add(x, eko_v_set1(3.0f))));
+    return eko_v_mul(eko_v_mul(x, eko_v_set1(1.0f / 6.0f)), r);
 }
 
 /* GELU, exact form: x / 2 * (1 + erf(x / sqrt(2))), in PyTorch's order. */

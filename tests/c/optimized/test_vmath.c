@@ -17,12 +17,14 @@
 #include "check.h"
 #include "kernels/optimized/vmath.h"
 
-enum { F_EXP, F_LOG, F_TANH, F_ERF, F_SIGMOID, F_GELU, F_GELU_TANH, F_COUNT };
-static const char *const g_names[F_COUNT] = {"exp",     "log",  "tanh",     "erf",
-                                              "sigmoid", "gelu", "gelu_tanh"};
-/* Largest error allowed, in ulps of the exact result (GELU: in ulps of
- * max(|result|, 1), because its formula cancels for negative x). */
-static const double g_ulps[F_COUNT] = {2, 2, 3, 3, 3, 3, 3};
+enum { F_EXP, F_LOG, F_TANH, F_ERF, F_SIGMOID, F_GELU, F_GELU_TANH, F_SILU, F_HARDSWISH,
+       F_COUNT };
+static const char *const g_names[F_COUNT] = {"exp",  "log",       "tanh", "erf",      "sigmoid",
+                                              "gelu", "gelu_tanh", "silu", "hardswish"};
+/* Largest error allowed, in ulps of the exact result (GELU, SiLU and
+ * hardswish: in ulps of max(|result|, 1), because their results for negative
+ * x are small products that lose the relative accuracy of their factors). */
+static const double g_ulps[F_COUNT] = {2, 2, 3, 3, 3, 3, 3, 3, 3};
 
 static double ref(int f, double x) {
     switch (f) {
@@ -32,13 +34,16 @@ static double ref(int f, double x) {
     case F_ERF: return erf(x);
     case F_SIGMOID: return 1.0 / (1.0 + exp(-x));
     case F_GELU: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752));
+    case F_SILU: return x / (1.0 + exp(-x));
+    case F_HARDSWISH: return x * fmin(fmax(x + 3.0, 0.0), 6.0) / 6.0;
     default: return 0.5 * x * (1.0 + tanh(0.79788456080286535 * (x + 0.044715 * x * x * x)));
     }
 }
 
 static eko_f32_unary_fn fn_of(const eko_vmath *vm, int f) {
-    const eko_f32_unary_fn fns[F_COUNT] = {vm->exp,     vm->log,  vm->tanh,     vm->erf,
-                                           vm->sigmoid, vm->gelu, vm->gelu_tanh};
+    const eko_f32_unary_fn fns[F_COUNT] = {vm->exp,  vm->log,       vm->tanh, vm->erf,
+                                           vm->sigmoid, vm->gelu, vm->gelu_tanh, vm->silu,
+                                           vm->hardswish};
     return fns[f];
 }
 
@@ -50,7 +55,8 @@ static double err_ulps(int f, float got, double want) {
     if (isinf(wf) || isinf(got)) return got == wf ? 0 : INFINITY;
     if (got == wf) return 0;
     double scale = fabs(want);
-    if (f == F_GELU || f == F_GELU_TANH) scale = fmax(scale, 1.0);
+    if (f == F_GELU || f == F_GELU_TANH || f == F_SILU || f == F_HARDSWISH)
+        scale = fmax(scale, 1.0);
     const double ulp = scale < 1.1754943508222875e-38 ? ldexp(1.0, -149)
                                                       : ldexp(1.0, ilogb(scale) - 23);
     return fabs((double)got - want) / ulp;
