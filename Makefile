@@ -111,9 +111,9 @@ bench-vulkan: ## nanoGPT and GPT-2 124M on VulkanBackend (float16, int8, 4-bit w
 	scripts/build.sh $(BUILD) -- ember-llm
 	EMBER_LLM=$(BUILD)/ember-llm PYTHONWARNINGS=ignore .venv/bin/python bench/vulkan/bench_vulkan.py
 
-bench-cnn: ## MobileNetV2 / ResNet-18 shapes: ember vs ExecuTorch XNNPACK vs eager, 1 and 2 threads
+bench-cnn: ## 12 torchvision classifiers (examples/vision), fp32 + static int8: ember vs ExecuTorch XNNPACK vs eager, 1 and 2 threads (ARGS="--models a,b --threads 1 --quick")
 	@scripts/bootstrap.sh >/dev/null
-	PYTHONWARNINGS=ignore .venv/bin/python bench/cnn/bench_cnn.py
+	PYTHONWARNINGS=ignore .venv/bin/python bench/cnn/bench_cnn.py $(ARGS)
 
 bench-threads: ## Thread scaling, 1 thread to every core: LLM decode and CNN latency, ember beside ExecuTorch
 	@scripts/bootstrap.sh >/dev/null

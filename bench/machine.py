@@ -18,7 +18,7 @@ import platform
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Set
 
 ROOT = Path(__file__).resolve().parents[1]
 ROOFLINE_SRC = ROOT / "bench" / "roofline" / "roofline.c"
@@ -60,17 +60,21 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def cpu_flags() -> List[str]:
-    """The notable SIMD flags this CPU reports, in NOTABLE_FLAGS order."""
-    have: set = set()
+def all_cpu_flags() -> Set[str]:
+    """Every flag /proc/cpuinfo reports for the first CPU (empty if unreadable)."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
                 if line.startswith(("flags", "Features")):
-                    have = set(line.split(":", 1)[1].split())
-                    break
+                    return set(line.split(":", 1)[1].split())
     except OSError:
         pass
+    return set()
+
+
+def cpu_flags() -> List[str]:
+    """The notable SIMD flags this CPU reports, in NOTABLE_FLAGS order."""
+    have = all_cpu_flags()
     return [f for f in NOTABLE_FLAGS if f in have]
 
 

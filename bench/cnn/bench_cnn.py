@@ -1,27 +1,45 @@
-"""CNN benchmark: MobileNetV2- and ResNet-18-shaped models, 1x3x224x224 fp32,
-ember vs ExecuTorch (XNNPACK) vs PyTorch eager, on 1 and 2 threads.
+"""CNN benchmark: twelve torchvision classifiers, 1x3x224x224, float32 and
+static int8, ember vs ExecuTorch (XNNPACK) vs PyTorch eager, on 1 and 2 threads.
 
-    .venv/bin/python bench/cnn/bench_cnn.py            # the full table into bench/RESULTS.md
-    .venv/bin/python bench/cnn/bench_cnn.py --quick    # fewer runs, to check the script
+    .venv/bin/python bench/cnn/bench_cnn.py            # the full tables into bench/RESULTS.md
+    .venv/bin/python bench/cnn/bench_cnn.py --quick --models resnet18,mobilenet_v3_small
+                                                       # fewer runs, to check the script
+    ... --threads 1 --precisions int8                  # a subset of the rows
 
-The two models are written here (torchvision does not install beside this
-torch), with torchvision's layer shapes, random weights (fixed seed) and batch
-norms with random statistics, in eval mode: both partitioners fold each batch
-norm into its convolution. Rows, for each model and thread count:
+A model's first run lowers it four ways (float32 and int8, each partitioner:
+one to four minutes on two busy cores); the files are kept in the work
+directory and redone when this script, the models or ember's Python sources
+change. Each row then costs a process start and its timed runs.
 
-- ember: ember's XnnpackPartitioner, ember's runtime (`ember.runtime`,
-  `load_method(..., num_threads=N)`);
-- executorch: ExecuTorch's XnnpackPartitioner and runtime (pip `executorch`,
-  its thread pool sized with `_unsafe_reset_threadpool(N)`);
-- ember on executorch's file: the ExecuTorch-lowered .pte run by ember;
-- eager: PyTorch eager (`torch.set_num_threads(N)`).
+The models come from examples/vision/models.py: torchvision's architectures
+written out (torchvision does not install beside this torch), random weights
+from a fixed seed, batch norms with random statistics, in eval mode. Rows, for
+each model and thread count:
+
+- float32
+  - ember: ember's XnnpackPartitioner, ember's runtime (`ember.runtime`,
+    `load_method(..., num_threads=N)`);
+  - executorch: ExecuTorch's XnnpackPartitioner and runtime (pip `executorch`,
+    its thread pool sized with `_unsafe_reset_threadpool(N)`);
+  - ember on executorch's file: the ExecuTorch-lowered .pte run by ember;
+  - eager: PyTorch eager (`torch.set_num_threads(N)`).
+- static int8: the model quantized by ExecuTorch's `XNNPACKQuantizer`
+  (symmetric, per-channel weights, static activations) calibrated on a few
+  seeded random images, then the same three rows as float32 with that
+  quantized graph (ember's partitioner where it takes it). No eager row:
+  PyTorch runs the quantized graph as float32 with fake quantization, which
+  says nothing about int8 speed.
 
 Each (row, threads) runs in its own process on the same saved input: a few
-warm-up runs, then the median latency of timed runs. Every row's output is
-compared with eager's (max abs diff, beside the largest |output|), so a fast
-wrong answer cannot hide. The ratio is latency / executorch's at the same
-thread count (below 1: faster than ExecuTorch). GFLOP/s counts the
-convolutions' and the classifier's multiply-adds (2 FLOPs each) and is also
+warm-up runs, then the median latency of timed runs. A program that a
+partitioner cannot produce or a runtime cannot load is a row with the first
+line of its error. Float32 outputs are compared with eager's; int8 outputs
+with ExecuTorch's runtime on its own file, in steps of the output's
+quantization, and with float32 eager (the quantization error). The ratio is
+latency / executorch's at the same thread count and precision (below 1:
+faster than ExecuTorch); under each table, the ember / executorch ratio per
+model, with its geometric mean and maximum over the models. GFLOP/s counts
+the convolutions' and linear layers' multiply-adds (2 FLOPs each) and is also
 given as a share of the FMA peak that bench/roofline/roofline.c measures in
 the same run.
 """
@@ -31,6 +49,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
+import os
 import statistics
 import subprocess
 import sys
@@ -40,114 +60,66 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "examples" / "vision"))
 
-SECTION = "## CNN: MobileNetV2 and ResNet-18 shapes, 1x3x224x224"
-SEED = 1234
-MODELS = ["mobilenet_v2", "resnet18"]
-ROWS = ["ember", "executorch", "ember on executorch's file", "eager"]
+import models as vision  # noqa: E402  (examples/vision/models.py)
+
+SECTION = "## CNN: torchvision classifiers, 1x3x224x224, float32 and static int8"
+SEED = vision.SEED
+CALIBRATION_IMAGES = 4
+PRECISIONS = ["fp32", "int8"]
+ROWS = {"fp32": ["executorch", "ember", "ember on executorch's file", "eager"],
+        "int8": ["executorch", "ember", "ember on executorch's file"]}
 REF_ROW = "executorch"
-FILES = {"ember": "ember_xnnpack", "executorch": "executorch_xnnpack",
-         "ember on executorch's file": "executorch_xnnpack"}
+# (precision, row) -> which lowering's file it runs
+FILES = {("fp32", "ember"): "ember_fp32", ("fp32", "executorch"): "executorch_fp32",
+         ("fp32", "ember on executorch's file"): "executorch_fp32",
+         ("int8", "ember"): "ember_int8", ("int8", "executorch"): "executorch_int8",
+         ("int8", "ember on executorch's file"): "executorch_int8"}
+LOWERINGS = sorted(set(FILES.values()))
+
+
+def first_line(text: str) -> str:
+    lines = [ln.strip() for ln in str(text).strip().splitlines() if ln.strip()]
+    return lines[0][:200] if lines else "(no message)"
 
 
 # --------------------------------------------------------------------------- #
-# The models (torchvision's shapes, written out)
+# Which instruction set runs
 # --------------------------------------------------------------------------- #
 
-def _build(name: str):
-    import torch
-    import torch.nn as nn
+def isa_name(int8: bool, runtime: str) -> str:
+    """The kernel level this CPU's flags select. ember's runtime does not report
+    its choice, so this follows its rules (src/kernels/optimized/cpu.c): AVX-512
+    with F/DQ/BW/VL, else AVX2 with FMA and F16C, else NEON on AArch64, else
+    scalar, lowered by EMBER_ISA; int8 products add VNNI (AVX-512 VNNI, or
+    AVX-VNNI at the AVX2 level) or the NEON dot product where the CPU has them.
+    XNNPACK (ExecuTorch) picks its kernels from the same flags; the name given
+    for it is the same machine's level."""
+    from machine import all_cpu_flags
 
-    def conv_bn(cin: int, cout: int, k: int, stride: int = 1, groups: int = 1,
-                act: Optional[Callable[[], nn.Module]] = None) -> nn.Sequential:
-        layers: List[nn.Module] = [nn.Conv2d(cin, cout, k, stride, (k - 1) // 2, groups=groups,
-                                             bias=False), nn.BatchNorm2d(cout)]
-        if act is not None:
-            layers.append(act())
-        return nn.Sequential(*layers)
+    f = all_cpu_flags()
+    levels = ["scalar"]
+    if {"avx", "avx2", "fma", "f16c"} <= f:
+        levels.append("avx2")
+        if {"avx512f", "avx512dq", "avx512bw", "avx512vl"} <= f:
+            levels.append("avx512")
+    if "asimd" in f:
+        levels.append("neon")
+    level = levels[-1]
+    env = os.environ.get("EMBER_ISA")
+    if runtime == "ember" and env in levels:
+        level = env
+    if int8:
+        dot = {"avx512": "avx512_vnni", "avx2": "avx_vnni", "neon": "asimddp"}.get(level)
+        if dot in f:
+            level += "+" + {"asimddp": "dot"}.get(dot, "vnni")
+    return level
 
-    class InvertedResidual(nn.Module):
-        def __init__(self, cin: int, cout: int, stride: int, expand: int) -> None:
-            super().__init__()
-            hidden = cin * expand
-            layers: List[nn.Module] = []
-            if expand != 1:
-                layers.append(conv_bn(cin, hidden, 1, act=nn.ReLU6))
-            layers += [conv_bn(hidden, hidden, 3, stride, groups=hidden, act=nn.ReLU6),
-                       conv_bn(hidden, cout, 1)]
-            self.conv = nn.Sequential(*layers)
-            self.residual = stride == 1 and cin == cout
 
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return x + self.conv(x) if self.residual else self.conv(x)
-
-    class MobileNetV2(nn.Module):
-        # (expansion, out channels, repeats, first stride), as torchvision's
-        SETTINGS = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
-                    (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]
-
-        def __init__(self, classes: int = 1000) -> None:
-            super().__init__()
-            layers: List[nn.Module] = [conv_bn(3, 32, 3, 2, act=nn.ReLU6)]
-            cin = 32
-            for t, c, n, s in self.SETTINGS:
-                for i in range(n):
-                    layers.append(InvertedResidual(cin, c, s if i == 0 else 1, t))
-                    cin = c
-            layers.append(conv_bn(cin, 1280, 1, act=nn.ReLU6))
-            self.features = nn.Sequential(*layers)
-            self.classifier = nn.Linear(1280, classes)  # dropout: identity in eval
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            x = self.features(x)
-            x = torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1)
-            return self.classifier(x)
-
-    class BasicBlock(nn.Module):
-        def __init__(self, cin: int, cout: int, stride: int) -> None:
-            super().__init__()
-            self.body = nn.Sequential(conv_bn(cin, cout, 3, stride, act=nn.ReLU),
-                                      conv_bn(cout, cout, 3))
-            self.down = conv_bn(cin, cout, 1, stride) if stride != 1 or cin != cout else None
-            self.relu = nn.ReLU()
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            skip = x if self.down is None else self.down(x)
-            return self.relu(self.body(x) + skip)
-
-    class ResNet18(nn.Module):
-        def __init__(self, classes: int = 1000) -> None:
-            super().__init__()
-            self.stem = conv_bn(3, 64, 7, 2, act=nn.ReLU)
-            self.pool = nn.MaxPool2d(3, 2, 1)
-            blocks: List[nn.Module] = []
-            cin = 64
-            for i, c in enumerate([64, 128, 256, 512]):
-                blocks += [BasicBlock(cin, c, 1 if i == 0 else 2), BasicBlock(c, c, 1)]
-                cin = c
-            self.layers = nn.Sequential(*blocks)
-            self.fc = nn.Linear(512, classes)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            x = self.layers(self.pool(self.stem(x)))
-            x = torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1)
-            return self.fc(x)
-
-    torch.manual_seed(SEED)
-    model = {"mobilenet_v2": MobileNetV2, "resnet18": ResNet18}[name]()
-    # Batch norms with statistics and affine parameters that are not the
-    # identity, so that folding them is exercised; the scales keep the
-    # activations of the deep network in a sane range.
-    g = torch.Generator().manual_seed(SEED + 1)
-    for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            c = m.num_features
-            m.running_mean.copy_(0.1 * torch.randn(c, generator=g))
-            m.running_var.copy_(0.5 + torch.rand(c, generator=g))
-            m.weight.data.copy_(0.5 + 0.5 * torch.rand(c, generator=g))
-            m.bias.data.copy_(0.1 * torch.randn(c, generator=g))
-    return model.eval()
-
+# --------------------------------------------------------------------------- #
+# FLOPs
+# --------------------------------------------------------------------------- #
 
 def count_flops(model, x) -> float:
     """2 x the multiply-adds of every convolution and linear layer."""
@@ -173,13 +145,14 @@ def count_flops(model, x) -> float:
 
 
 # --------------------------------------------------------------------------- #
-# Exports (cached, redone when their sources change)
+# Exports (cached per model, redone when their sources change)
 # --------------------------------------------------------------------------- #
 
 def _sources_key() -> str:
     import importlib.metadata as md
 
     h = hashlib.sha256(Path(__file__).read_bytes())
+    h.update(Path(vision.__file__).read_bytes())
     for f in sorted((ROOT / "python" / "ember").rglob("*.py")):
         h.update(str(f.relative_to(ROOT)).encode())
         h.update(f.read_bytes())
@@ -187,34 +160,90 @@ def _sources_key() -> str:
     return h.hexdigest()[:16]
 
 
-def export_all(work: Path) -> None:
-    import torch
+def pte_path(work: Path, name: str, lowering: str) -> Path:
+    return work / f"{name}_{lowering}.pte"
 
-    stamp = work / "exports.key"
-    key = _sources_key()
-    if stamp.exists() and stamp.read_text() == key and \
-            all((work / f"{m}_{f}.pte").exists() for m in MODELS for f in set(FILES.values())):
+
+def export_error(work: Path, name: str, lowering: str) -> Optional[str]:
+    """The first line of the error that stopped this lowering, if it failed."""
+    err = work / f"{name}_{lowering}.err"
+    return err.read_text() if err.exists() else None
+
+
+def _lower(work: Path, name: str, lowering: str, make: Callable[[], bytes]) -> None:
+    t = time.time()
+    (work / f"{name}_{lowering}.err").unlink(missing_ok=True)
+    try:
+        pte_path(work, name, lowering).write_bytes(make())
+        print(f"  {name}: {lowering} lowered in {time.time() - t:.0f} s", flush=True)
+    except Exception as e:  # a partitioner that cannot take the model is a result
+        pte_path(work, name, lowering).unlink(missing_ok=True)
+        msg = f"{type(e).__name__}: {first_line(str(e))}"
+        (work / f"{name}_{lowering}.err").write_text(msg)
+        print(f"  {name}: {lowering} failed: {msg}", flush=True)
+
+
+def quantize(model, x):
+    """model quantized by ExecuTorch's XNNPACKQuantizer (static int8, per-channel
+    weights), calibrated on CALIBRATION_IMAGES seeded random images."""
+    import torch
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer, get_symmetric_quantization_config)
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    quantizer = XNNPACKQuantizer().set_global(
+        get_symmetric_quantization_config(is_per_channel=True, is_dynamic=False))
+    prepared = prepare_pt2e(torch.export.export(model, (x,)).module(), quantizer)
+    g = torch.Generator().manual_seed(SEED + 100)
+    with torch.no_grad():
+        for _ in range(CALIBRATION_IMAGES):
+            prepared(torch.randn(1, 3, 224, 224, generator=g))
+    return convert_pt2e(prepared)
+
+
+def export_model(work: Path, name: str, key: str) -> None:
+    stamp = work / f"{name}.key"
+    if stamp.exists() and stamp.read_text() == key:
         return
     stamp.unlink(missing_ok=True)
+    import torch
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import \
+        XnnpackPartitioner as EtXnnpack
+    from executorch.exir import to_edge_transform_and_lower as et_lower
+
+    from ember import to_edge_transform_and_lower as ember_lower
+    from ember.backends.xnnpack import XnnpackPartitioner as EmberXnnpack
+
     x = torch.load(work / "input.pt")
-    for name in MODELS:
-        model = _build(name)
-        ep = torch.export.export(model, (x,))
-        t = time.time()
-        from ember import to_edge_transform_and_lower as ember_lower
-        from ember.backends.xnnpack import XnnpackPartitioner as EmberXnnpack
+    model = vision.build(name)
+    _lower(work, name, "ember_fp32", lambda: ember_lower(
+        torch.export.export(model, (x,)), partitioner=[EmberXnnpack()]).to_executorch().buffer)
+    _lower(work, name, "executorch_fp32", lambda: et_lower(
+        torch.export.export(model, (x,)), partitioner=[EtXnnpack()]).to_executorch().buffer)
 
-        prog = ember_lower(ep, partitioner=[EmberXnnpack()]).to_executorch()
-        (work / f"{name}_ember_xnnpack.pte").write_bytes(prog.buffer)
-        print(f"  exported {name} with ember in {time.time() - t:.0f} s", flush=True)
-        t = time.time()
-        from executorch.backends.xnnpack.partition.xnnpack_partitioner import \
-            XnnpackPartitioner as EtXnnpack
-        from executorch.exir import to_edge_transform_and_lower as et_lower
-
-        prog = et_lower(torch.export.export(model, (x,)), partitioner=[EtXnnpack()]).to_executorch()
-        (work / f"{name}_executorch_xnnpack.pte").write_bytes(prog.buffer)
-        print(f"  exported {name} with executorch in {time.time() - t:.0f} s", flush=True)
+    t = time.time()
+    try:
+        converted = quantize(model, x)
+    except Exception as e:  # as a lowering that fails: both int8 rows say why
+        msg = f"quantizing: {type(e).__name__}: {first_line(str(e))}"
+        for lowering in ("ember_int8", "executorch_int8"):
+            pte_path(work, name, lowering).unlink(missing_ok=True)
+            (work / f"{name}_{lowering}.err").write_text(msg)
+        (work / f"{name}_int8.json").write_text(json.dumps({"output_step": None}))
+        print(f"  {name}: {msg}", flush=True)
+        stamp.write_text(key)
+        return
+    out = converted.graph.output_node().args[0]
+    out = out[0] if isinstance(out, (list, tuple)) else out
+    # one output quantization step: the scale of the dequantize that ends the graph
+    step = float(out.args[1]) \
+        if out.target == torch.ops.quantized_decomposed.dequantize_per_tensor.default else None
+    (work / f"{name}_int8.json").write_text(json.dumps({"output_step": step}))
+    print(f"  {name}: quantized and calibrated in {time.time() - t:.0f} s", flush=True)
+    _lower(work, name, "ember_int8", lambda: ember_lower(
+        torch.export.export(converted, (x,)), partitioner=[EmberXnnpack()]).to_executorch().buffer)
+    _lower(work, name, "executorch_int8", lambda: et_lower(
+        torch.export.export(converted, (x,)), partitioner=[EtXnnpack()]).to_executorch().buffer)
     stamp.write_text(key)
 
 
@@ -237,14 +266,19 @@ def _time(fn: Callable[[], Any], warmup: int, runs: int, min_s: float) -> List[f
     return out
 
 
-def run_row(model_name: str, row: str, threads: int, work: Path, quick: bool) -> Dict[str, Any]:
+def out_path(work: Path, name: str, prec: str, row: str, threads: int) -> Path:
+    return work / f"out_{name}_{prec}_{row.replace(' ', '_').replace(chr(39), '')}_{threads}.pt"
+
+
+def run_row(name: str, prec: str, row: str, threads: int, work: Path,
+            quick: bool) -> Dict[str, Any]:
     import torch
 
     x = torch.load(work / "input.pt")
     warmup, runs, min_s = (2, 5, 0.0) if quick else (3, 20, 2.0)
     if row == "eager":
         torch.set_num_threads(threads)
-        model = _build(model_name)
+        model = vision.build(name)
 
         @torch.no_grad()
         def call() -> torch.Tensor:
@@ -260,7 +294,7 @@ def run_row(model_name: str, row: str, threads: int, work: Path, quick: bool) ->
         if _threadpool_get_thread_count() != threads:
             raise RuntimeError(f"ExecuTorch kept {_threadpool_get_thread_count()} threads")
         method = Runtime.get().load_program(
-            str(work / f"{model_name}_{FILES[row]}.pte")).load_method("forward")
+            str(pte_path(work, name, FILES[prec, row]))).load_method("forward")
 
         def call() -> torch.Tensor:
             return method.execute([x])[0]
@@ -268,125 +302,227 @@ def run_row(model_name: str, row: str, threads: int, work: Path, quick: bool) ->
         from ember.runtime import Runtime as EmberRuntime
 
         method = EmberRuntime.get().load_program(
-            str(work / f"{model_name}_{FILES[row]}.pte")).load_method("forward", num_threads=threads)
+            str(pte_path(work, name, FILES[prec, row]))).load_method("forward",
+                                                                     num_threads=threads)
 
         def call() -> torch.Tensor:
             return method.execute([x])[0]
 
     out = call()
     times = _time(call, warmup, runs, min_s)
-    torch.save(out, work / f"out_{model_name}_{row.replace(' ', '_')}_{threads}.pt")
+    torch.save(out, out_path(work, name, prec, row, threads))
     return {"median_ms": statistics.median(times), "min_ms": min(times), "runs": len(times)}
+
+
+def child(spec: str, work: Path, quick: bool) -> None:
+    """Runs one row; prints RESULT {json}, or ERROR <first line> and exits 1."""
+    name, prec, row, threads = spec.split("|")
+    try:
+        res = run_row(name, prec, row, int(threads), work, quick)
+    except Exception as e:
+        print(f"ERROR {type(e).__name__}: {first_line(str(e))}", flush=True)
+        sys.exit(1)
+    print("RESULT " + json.dumps(res), flush=True)
+
+
+def spawn(name: str, prec: str, row: str, threads: int, work: Path,
+          quick: bool) -> Dict[str, Any]:
+    lowering = FILES.get((prec, row))
+    err = export_error(work, name, lowering) if lowering else None
+    if err:
+        return {"error": f"not lowered: {err}"}
+    proc = subprocess.run([sys.executable, __file__, "--row", f"{name}|{prec}|{row}|{threads}",
+                           "--workdir", str(work)] + (["--quick"] if quick else []),
+                          capture_output=True, text=True)
+    for ln in proc.stdout.splitlines():
+        if ln.startswith("RESULT "):
+            return json.loads(ln[len("RESULT "):])
+        if ln.startswith("ERROR "):
+            return {"error": ln[len("ERROR "):]}
+    # a crash: no line of ours; the signal or the last line of stderr
+    why = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
+    tail = proc.stderr.strip().splitlines()[-1:] or [""]
+    return {"error": f"crashed ({why}) {tail[0][:160]}".strip()}
 
 
 # --------------------------------------------------------------------------- #
 # Driver
 # --------------------------------------------------------------------------- #
 
+Result = Tuple[str, str, str, int, Dict[str, Any]]  # model, precision, row, threads, figures
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="5 timed runs instead of 20 and >= 2 s")
+    ap.add_argument("--quick", action="store_true",
+                    help="5 timed runs instead of >= 20 and >= 2 s; never writes the results")
     ap.add_argument("--workdir", default=str(ROOT / "build-bench" / "bench-cnn"))
-    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--models", default=",".join(vision.MODELS),
+                    help=f"comma-separated, of: {', '.join(vision.MODELS)}")
     ap.add_argument("--threads", default="1,2", help="thread counts (comma-separated)")
+    ap.add_argument("--precisions", default=",".join(PRECISIONS), help="fp32, int8 or both")
     ap.add_argument("--out", default=str(ROOT / "bench" / "RESULTS.md"),
                     help="results file to update ('' to skip; --quick never writes)")
-    ap.add_argument("--row", help=argparse.SUPPRESS)  # child mode: MODEL:ROW:THREADS
+    ap.add_argument("--row", help=argparse.SUPPRESS)  # child mode: MODEL|PRECISION|ROW|THREADS
     args = ap.parse_args(argv)
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
 
     if args.row:
-        model_name, row, threads = args.row.split(":")
-        print("RESULT " + json.dumps(run_row(model_name, row, int(threads), work, args.quick)))
+        child(args.row, work, args.quick)
         return
 
     import torch
     from machine import measure_roofline, quote_command, roofline_line, write_section
 
     threads = [int(t) for t in args.threads.split(",")]
-    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    names = [m.strip() for m in args.models.split(",") if m.strip()]
+    precs = [p.strip() for p in args.precisions.split(",") if p.strip()]
+    for m in names:
+        if m not in vision.MODELS:
+            ap.error(f"unknown model {m!r}; known: {', '.join(vision.MODELS)}")
+    for p in precs:
+        if p not in PRECISIONS:
+            ap.error(f"unknown precision {p!r}; known: {', '.join(PRECISIONS)}")
+    start = time.time()
     roof = measure_roofline(threads, quick=args.quick)
     print(roofline_line(roof), flush=True)
     if not (work / "input.pt").exists():
         torch.save(torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(SEED)),
                    work / "input.pt")
-    export_all(work)
     x = torch.load(work / "input.pt")
-
+    key = _sources_key()
     from ember.runtime import Runtime as EmberRuntime
 
-    results: List[Tuple[str, str, int, Dict[str, Any]]] = []
-    for name in models:
-        model = _build(name)
+    results: List[Result] = []
+    flops: Dict[str, float] = {}
+    for name in names:
+        t0 = time.time()
+        export_model(work, name, key)
+        model = vision.build(name)
         with torch.no_grad():
             want = model(x)
-        flops = count_flops(model, x)
-        print(f"{name}: {flops / 1e9:.2f} GFLOP per image", flush=True)
-        for row in ROWS:
-            for t in threads:
-                proc = subprocess.run([sys.executable, __file__, "--row", f"{name}:{row}:{t}",
-                                       "--workdir", str(work)] + (["--quick"] if args.quick else []),
-                                      capture_output=True, text=True)
-                line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-                if proc.returncode != 0 or not line:
-                    res: Dict[str, Any] = {"error": proc.stderr.strip().splitlines()[-1:]}
-                    print(f"  {row}, {t} threads: failed: {proc.stderr[-2000:]}", flush=True)
-                else:
-                    res = json.loads(line[-1][len("RESULT "):])
-                    got = torch.load(work / f"out_{name}_{row.replace(' ', '_')}_{t}.pt")
+        flops[name] = count_flops(model, x)
+        step = json.loads((work / f"{name}_int8.json").read_text())["output_step"]
+        print(f"{name}: {flops[name] / 1e9:.2f} GFLOP per image", flush=True)
+        for prec in precs:
+            for row in ROWS[prec]:
+                for t in threads:
+                    res = spawn(name, prec, row, t, work, args.quick)
+                    if "error" in res:
+                        print(f"  {prec} {row}, {t} threads: {res['error']}", flush=True)
+                        results.append((name, prec, row, t, res))
+                        continue
+                    got = torch.load(out_path(work, name, prec, row, t))
+                    res["isa"] = "-" if row == "eager" else \
+                        isa_name(prec == "int8", "ember" if row.startswith("ember") else row)
                     res["max_abs_diff"] = float((got - want).abs().max())
                     res["max_abs_ref"] = float(want.abs().max())
-                    res["gflops"] = flops / (res["median_ms"] * 1e-3) / 1e9
-                    if row in FILES:
-                        meta = EmberRuntime.get().load_program(
-                            str(work / f"{name}_{FILES[row]}.pte")).metadata("forward")
-                        res["plan"] = f"{meta.num_instructions} / {meta.num_delegates}"
-                    print(f"  {row:<28} {t} thread{'s' if t > 1 else ' '}  "
-                          f"{res['median_ms']:8.2f} ms  max |diff| {res['max_abs_diff']:.2e}",
-                          flush=True)
-                results.append((name, row, t, res))
+                    res["gflops"] = flops[name] / (res["median_ms"] * 1e-3) / 1e9
+                    ref = out_path(work, name, prec, REF_ROW, t)
+                    if prec == "int8" and row != REF_ROW and ref.exists():
+                        diff = float((got - torch.load(ref)).abs().max())
+                        # in output steps; absolute where the graph does not end
+                        # in a dequantize (no single output scale)
+                        res["vs_ref"] = f"{diff / step:.1f}" if step else f"{diff:.1e} abs"
+                    if (prec, row) in FILES:
+                        try:
+                            meta = EmberRuntime.get().load_program(
+                                str(pte_path(work, name, FILES[prec, row]))).metadata("forward")
+                            res["plan"] = f"{meta.num_instructions} / {meta.num_delegates}"
+                        except Exception:
+                            res["plan"] = "?"
+                    print(f"  {prec} {row:<28} {t} thread{'s' if t > 1 else ' '}  "
+                          f"{res['median_ms']:8.2f} ms  max |diff| {res['max_abs_diff']:.2e}"
+                          + (f" ({res['vs_ref']} vs executorch, in steps)" if "vs_ref" in res
+                             else ""), flush=True)
+                    results.append((name, prec, row, t, res))
+        print(f"  {name} took {time.time() - t0:.0f} s", flush=True)
 
-    table = format_table(results, roof)
-    print("\n" + table)
+    tables = {p: format_table([r for r in results if r[1] == p], roof, p) + "\n\n"
+              + format_summary([r for r in results if r[1] == p], threads) for p in precs}
+    for p in precs:
+        print(f"\n{p}\n\n{tables[p]}")
+    print(f"\n{len(names)} model(s) in {time.time() - start:.0f} s", flush=True)
     if args.out and not args.quick:
         cmd = quote_command([__file__] + (argv if argv is not None else sys.argv[1:]),
                             "make bench-cnn")
-        flops_note = ", ".join(f"{m} {count_flops(_build(m), x) / 1e9:.2f}" for m in models)
+        flops_note = ", ".join(f"{m} {flops[m] / 1e9:.2f}" for m in names)
         body = (f"{SECTION}\n\nCommand: `{cmd}`\n\n{roofline_line(roof)}\n\n"
-                f"Random weights (seed {SEED}), batch norms with random statistics folded by "
-                "each partitioner; torch "
-                f"{torch.__version__}. Median latency of timed runs after warm-up, each (row, "
-                "threads) in its own process. Ratio: latency / executorch's at the same thread "
-                "count (below 1: faster). max |diff|: largest absolute difference from eager's "
-                "output (the largest |output| is given beside it). GFLOP/s counts the "
-                f"convolutions' and classifier's multiply-adds as 2 FLOPs (GFLOP per image: "
-                f"{flops_note}); % peak is of the FMA peak at that thread count. Instructions / "
-                "delegates: the program's instruction count and how many are delegate calls "
-                "(1 / 1: the whole model in one XNNPACK delegate).\n\n"
-                f"{table}\n")
+                "Models: examples/vision/models.py (torchvision's architectures, random weights "
+                f"from seed {SEED}, batch norms with random statistics folded by each "
+                f"partitioner); torch {torch.__version__}. Median latency of timed runs after "
+                "warm-up, each (row, threads) in its own process. vs executorch: latency / "
+                "executorch's at the same thread count and precision (below 1: faster). "
+                "ISA: the kernel level the CPU's flags select (ember's rules in "
+                "src/kernels/optimized/cpu.c; XNNPACK reads the same flags). max |diff|: largest "
+                "absolute difference from float32 eager's output (the largest |output| beside "
+                "it). GFLOP/s counts the convolutions' and linear layers' multiply-adds as 2 "
+                f"FLOPs (GFLOP per image: {flops_note}); % peak is of the fp32 FMA peak at that "
+                "thread count. Instructions / delegates: the program's instruction count and "
+                "how many are delegate calls (1 / 1: the whole model in one XNNPACK delegate).\n\n"
+                f"### float32\n\n{tables.get('fp32', '(not run)')}\n\n"
+                "### static int8\n\nExecuTorch's XNNPACKQuantizer, "
+                "get_symmetric_quantization_config(is_per_channel=True) (static activations), "
+                f"calibrated on {CALIBRATION_IMAGES} seeded random images. steps vs executorch: "
+                "largest difference from ExecuTorch's runtime on its own file, in steps of the "
+                "output's quantization (\"abs\": absolute, where the output has no single "
+                "scale). A row with an error: the lowering or the load failed; the first line "
+                f"of its message.\n\n{tables.get('int8', '(not run)')}\n")
         write_section(Path(args.out), SECTION, body)
         print(f"wrote {args.out}")
 
 
-def format_table(results: List[Tuple[str, str, int, Dict[str, Any]]], roof: Dict[str, Any]) -> str:
+def format_table(results: List[Result], roof: Dict[str, Any], prec: str) -> str:
     from tabulate import tabulate
 
-    ref = {(m, t): r for m, row, t, r in results if row == REF_ROW and "median_ms" in r}
+    ref = {(m, t): r for m, _, row, t, r in results if row == REF_ROW and "median_ms" in r}
     out = []
-    for m, row, t, r in results:
+    for m, _, row, t, r in results:
         if "median_ms" not in r:
-            out.append([m, row, t, "failed: " + " ".join(r.get("error", [])), "", "", "", "", ""])
+            # the message goes last, so that it does not widen the figures' columns
+            out.append([m, row, t, "failed"] + [""] * 5 + [r["error"]])
             continue
         rr = ref.get((m, t))
-        out.append([m, row, t, f"{r['median_ms']:.2f}",
-                    f"{r['median_ms'] / rr['median_ms']:.2f}" if rr else "-",
-                    f"{r['gflops']:.1f}", f"{100 * r['gflops'] / roof['fma_gflops'][t]:.0f}%",
-                    f"{r['max_abs_diff']:.1e} (of {r['max_abs_ref']:.2g})", r.get("plan", "-")])
-    return tabulate(out, headers=["model", "row", "threads", "median ms", "vs executorch",
-                                  "GFLOP/s", "% FMA peak", "max |diff| vs eager",
-                                  "instructions / delegates"],
-                    tablefmt="github", disable_numparse=True)
+        cells = [m, row, t, f"{r['median_ms']:.2f}",
+                 f"{r['median_ms'] / rr['median_ms']:.2f}" if rr else "-", r.get("isa", "-"),
+                 f"{r['gflops']:.1f}"]
+        if prec == "fp32":
+            cells.append(f"{100 * r['gflops'] / roof['fma_gflops'][t]:.0f}%")
+        else:
+            cells.append(r.get("vs_ref", "-"))
+        cells += [f"{r['max_abs_diff']:.1e} (of {r['max_abs_ref']:.2g})", r.get("plan", "-")]
+        out.append(cells)
+    head = ["model", "row", "threads", "median ms", "vs executorch", "ISA"]
+    head += ["GFLOP/s", "% FMA peak"] if prec == "fp32" else ["GOP/s", "steps vs executorch"]
+    head += ["max |diff| vs fp32 eager", "instructions / delegates, or the error"]
+    return tabulate(out, headers=head, tablefmt="github", disable_numparse=True)
+
+
+def format_summary(results: List[Result], threads: List[int]) -> str:
+    """ember / executorch latency per model and thread count, then the geometric
+    mean and the maximum over the models where both ran."""
+    from tabulate import tabulate
+
+    ms = {(m, row, t): r["median_ms"] for m, _, row, t, r in results if "median_ms" in r}
+    names = list(dict.fromkeys(m for m, *_ in results))
+    ratios: Dict[int, List[float]] = {t: [] for t in threads}
+    out = []
+    for m in names:
+        cells: List[str] = [m]
+        for t in threads:
+            if (m, "ember", t) in ms and (m, REF_ROW, t) in ms:
+                ratios[t].append(ms[m, "ember", t] / ms[m, REF_ROW, t])
+                cells.append(f"{ratios[t][-1]:.2f}")
+            else:
+                cells.append("-")
+        out.append(cells)
+    for label, fn in [("geomean", lambda v: math.exp(statistics.fmean(map(math.log, v)))),
+                      ("max", max)]:
+        out.append([f"**{label}**"] + [f"{fn(ratios[t]):.2f} (of {len(ratios[t])})"
+                                       if ratios[t] else "-" for t in threads])
+    head = ["ember / executorch"] + [f"{t} thread{'s' if t > 1 else ''}" for t in threads]
+    return tabulate(out, headers=head, tablefmt="github", disable_numparse=True)
 
 
 if __name__ == "__main__":
