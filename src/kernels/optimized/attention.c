@@ -342,7 +342,8 @@ ember_status eko_attention(ember_kernel_ctx *ctx, const ek_attn *a) {
     /* two products of every query row with every key: 2 multiply-adds, or
      * in decode the keys' and values' 8 bytes, an element */
     const uint64_t work = ember_work_mul(
-        ember_work_mul(ember_work_mul((uint64_t)a->nb * (uint64_t)a->nh, (uint64_t)a->nq),
+        ember_work_mul(ember_work_mul(ember_work_mul((uint64_t)a->nb, (uint64_t)a->nh),
+                                      (uint64_t)a->nq),
                        (uint64_t)a->n_keys),
         ember_work_mul((uint64_t)a->d, a->nq == 1 ? 8 : 2));
     const size_t threads = ember_parallel_threads(pool, work);
