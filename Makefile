@@ -81,9 +81,9 @@ wasm: ## Build ember for WebAssembly (emscripten) in build-wasm/; a model and na
 web: wasm ## Serve examples/web (nanoGPT generating in the browser) at http://127.0.0.1:8000/
 	.venv/bin/python examples/web/test_browser.py build-wasm --serve 8000
 
-bench: bench-roofline bench-kernels bench-llm bench-llm-quant bench-llm-1b bench-cnn bench-tracer bench-vulkan ## Run every benchmark (tables into bench/RESULTS.md; llama.cpp rows need `make bench-peers` once)
+bench: bench-roofline bench-kernels bench-llm bench-llm-quant bench-llm-1b bench-cnn bench-threads bench-tracer bench-vulkan ## Run every benchmark (tables into bench/RESULTS.md; llama.cpp rows need `make bench-peers` once)
 
-.PHONY: bench-roofline bench-kernels bench-llm bench-llm-quant bench-llm-1b bench-cnn bench-tracer bench-vulkan bench-peers bench-peers-vulkan
+.PHONY: bench-roofline bench-kernels bench-llm bench-llm-quant bench-llm-1b bench-cnn bench-threads bench-tracer bench-vulkan bench-peers bench-peers-vulkan
 bench-roofline: ## Measure read bandwidth and fp32 FMA peak on 1 and 2 threads; into bench/RESULTS.md
 	@scripts/bootstrap.sh >/dev/null
 	.venv/bin/python bench/roofline/bench_roofline.py --write bench/RESULTS.md
@@ -114,6 +114,10 @@ bench-vulkan: ## nanoGPT and GPT-2 124M on VulkanBackend (float16, int8, 4-bit w
 bench-cnn: ## 12 torchvision classifiers (examples/vision), fp32 + static int8: ember vs ExecuTorch XNNPACK vs eager, 1 and 2 threads (ARGS="--models a,b --threads 1 --quick")
 	@scripts/bootstrap.sh >/dev/null
 	PYTHONWARNINGS=ignore .venv/bin/python bench/cnn/bench_cnn.py $(ARGS)
+
+bench-threads: ## Thread scaling, 1 thread to every core: LLM decode and CNN latency, ember beside ExecuTorch
+	@scripts/bootstrap.sh >/dev/null
+	PYTHONWARNINGS=ignore .venv/bin/python bench/threads/bench_threads.py
 
 bench-kernels: ## Time portable kernels vs PyTorch eager (1 thread); table into bench/RESULTS.md
 	@scripts/bootstrap.sh >/dev/null

@@ -40,6 +40,14 @@ def drop_page_cache() -> bool:
         return False
 
 
+def cpu_count_usable() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def cpu_name() -> str:
     """The CPU's model name from /proc/cpuinfo (else what platform knows)."""
     try:

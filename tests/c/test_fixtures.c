@@ -303,6 +303,7 @@ int main(void) {
          * and on a pool of three threads. */
         ember_threadpool *pool = NULL;
         CHECK_OK(ember_threadpool_create(3, &pool));
+        ember_threadpool_set_grain(pool, 1); /* split even the small fixtures */
         const eko_isa best = eko_isa_active();
         for (int isa = 0; isa < EKO_ISA_COUNT; isa++) {
             if (!eko_isa_supported((eko_isa)isa)) continue;

@@ -45,16 +45,26 @@ static void count_task(void *ctx, size_t thread, size_t start, size_t count) {
         atomic_fetch_add(&j->counts[i], 1);
 }
 
-static bool run_job(ember_threadpool *pool, job *j, size_t range, size_t tile, bool slow) {
+/* Runs a job on at most `limit` threads (0: all) and checks it. */
+static bool run_job_on(ember_threadpool *pool, size_t limit, job *j, size_t range, size_t tile,
+                       bool slow) {
     memset(j, 0, sizeof *j);
     j->range = range;
     j->tile = tile == 0 ? 1 : tile;
-    j->threads = ember_threadpool_size(pool);
+    size_t size = ember_threadpool_size(pool);
+    j->threads = limit == 0 || limit > size ? size : limit;
     j->slow_first = slow;
-    ember_parallel_1d(pool, count_task, j, range, tile);
+    if (limit == 0)
+        ember_parallel_1d(pool, count_task, j, range, tile);
+    else
+        ember_parallel_1d_on(pool, limit, count_task, j, range, tile);
     bool ok = atomic_load(&j->bad_piece) == 0 && atomic_load(&j->bad_thread) == 0;
     for (size_t i = 0; i < range; i++) ok = ok && atomic_load(&j->counts[i]) == 1;
     return ok;
+}
+
+static bool run_job(ember_threadpool *pool, job *j, size_t range, size_t tile, bool slow) {
+    return run_job_on(pool, 0, j, range, tile, slow);
 }
 
 static job g_job;
@@ -122,10 +132,77 @@ static void test_create_destroy(void) {
     ember_threadpool_destroy(NULL);
 }
 
+static void test_limited_calls(void) {
+    check_section("calls on fewer threads than the pool has");
+    ember_threadpool *pool;
+    if (!CHECK_OK(ember_threadpool_create(5, &pool))) return;
+    int failures = 0;
+    for (int i = 0; i < 3000; i++) {
+        /* every limit, 0 (all) and past the pool's size, interleaved with
+         * calls on every thread so that workers left out have just run */
+        size_t limit = (size_t)i % 8;
+        if (!run_job_on(pool, limit, &g_job, 50 + (size_t)i % 300, 1 + (size_t)i % 5, false))
+            failures++;
+    }
+    CHECK_MSG(failures == 0, "%d of 3000 limited calls wrong", failures);
+    /* slow tiles on 2 threads of 5: both take part, the others never do */
+    CHECK(run_job_on(pool, 2, &g_job, 400, 1, true));
+    CHECK(atomic_load(&g_job.used[0]) && atomic_load(&g_job.used[1]));
+    CHECK(!atomic_load(&g_job.used[2]) && !atomic_load(&g_job.used[3]) &&
+          !atomic_load(&g_job.used[4]));
+    /* after the workers slept: a limited call wakes only its own */
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    for (size_t limit = 1; limit <= 5; limit++) {
+        nanosleep(&ts, NULL);
+        CHECK(run_job_on(pool, limit, &g_job, 1000, 3, false));
+    }
+    ember_threadpool_destroy(pool);
+}
+
+static void test_threads_for_work(void) {
+    check_section("threads for an amount of work");
+    ember_threadpool *pool;
+    if (!CHECK_OK(ember_threadpool_create(4, &pool))) return;
+    const uint64_t g = EMBER_PARALLEL_GRAIN;
+    ember_threadpool_set_grain(pool, g); /* whatever the environment says */
+    CHECK_EQ_INT(ember_parallel_threads(pool, 0), 1);
+    CHECK_EQ_INT(ember_parallel_threads(pool, g - 1), 1);
+    CHECK_EQ_INT(ember_parallel_threads(pool, 2 * g - 1), 1);
+    CHECK_EQ_INT(ember_parallel_threads(pool, 2 * g), 2);
+    CHECK_EQ_INT(ember_parallel_threads(pool, 3 * g), 3);
+    CHECK_EQ_INT(ember_parallel_threads(pool, 1000 * g), 4);
+    CHECK_EQ_INT(ember_parallel_threads(pool, UINT64_MAX), 4);
+    CHECK_EQ_INT(ember_parallel_threads(NULL, UINT64_MAX), 1);
+    ember_threadpool_set_grain(pool, 1);
+    CHECK_EQ_INT(ember_parallel_threads(pool, 0), 1);
+    CHECK_EQ_INT(ember_parallel_threads(pool, 3), 3);
+    CHECK_EQ_INT(ember_parallel_threads(pool, 4), 4);
+    ember_threadpool_set_grain(pool, 100);
+    CHECK_EQ_INT(ember_parallel_threads(pool, 250), 2);
+    ember_threadpool_set_grain(NULL, 5); /* no-op */
+    ember_threadpool_destroy(pool);
+}
+
+static void test_more_threads_than_cpus(void) {
+    check_section("a pool of 16 threads, whatever the machine has");
+    ember_threadpool *pool;
+    if (!CHECK_OK(ember_threadpool_create(16, &pool))) return;
+    CHECK_EQ_INT(ember_threadpool_size(pool), 16);
+    int failures = 0;
+    for (int i = 0; i < 300; i++)
+        if (!run_job_on(pool, (size_t)i % 17, &g_job, 16 + (size_t)i * 7 % 900, 1, false))
+            failures++;
+    CHECK_MSG(failures == 0, "%d of 300 calls wrong", failures);
+    ember_threadpool_destroy(pool);
+}
+
 int main(void) {
     test_every_item_once();
     test_uneven_work_is_shared();
     test_many_calls_and_sleeps();
     test_create_destroy();
+    test_limited_calls();
+    test_threads_for_work();
+    test_more_threads_than_cpus();
     return check_finish();
 }

@@ -339,7 +339,14 @@ ember_status eko_attention(ember_kernel_ctx *ctx, const ek_attn *a) {
     if (!float_mask || (int8 ? a->d > 256 : a->dtype != EMBER_FLOAT32)) return reference(ctx, a);
     if (a->nb == 0 || a->nq == 0 || a->nh == 0 || a->d == 0 || a->nkvh == 0) return EMBER_OK;
     ember_threadpool *pool = ember_kernel_threadpool(ctx);
-    const size_t threads = ember_threadpool_size(pool);
+    /* two products of every query row with every key: 2 multiply-adds, or
+     * in decode the keys' and values' 8 bytes, an element */
+    const uint64_t work = ember_work_mul(
+        ember_work_mul(ember_work_mul(ember_work_mul((uint64_t)a->nb, (uint64_t)a->nh),
+                                      (uint64_t)a->nq),
+                       (uint64_t)a->n_keys),
+        ember_work_mul((uint64_t)a->d, a->nq == 1 ? 8 : 2));
+    const size_t threads = ember_parallel_threads(pool, work);
 
     /* Tasks: (batch, kv head) pairs, each with the rows of all the query
      * heads that read that kv head, split in blocks of at most ROWS_MAX
@@ -397,7 +404,7 @@ ember_status eko_attention(ember_kernel_ctx *ctx, const ek_attn *a) {
         job.blocks = (rows + job.rows_per_task - 1) / job.rows_per_task;
     }
     const int64_t tasks = job.heads > 1 ? pairs / job.heads : pairs * job.blocks;
-    ember_parallel_1d(pool, attn_tasks, &job, (size_t)tasks, 1);
+    ember_parallel_1d_on(pool, threads, attn_tasks, &job, (size_t)tasks, 1);
     return EMBER_OK;
 }
 

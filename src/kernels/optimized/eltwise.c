@@ -135,19 +135,19 @@ static void nd_run(struct ember_threadpool *pool, const eko_nd *nd, nd_row_fn fn
     const size_t total = eko_nd_numel(nd);
     if (total == 0) return;
     nd_job j = {nd, fn, ctx, nd->sizes[nd->rank - 1], 1, 0};
-    const size_t rows = total / j.inner, threads = ember_threadpool_size(pool);
-    if (threads <= 1 || total < EKO_PAR_MIN) {
+    const size_t rows = total / j.inner, threads = eko_par_threads(pool, total);
+    if (threads <= 1) {
         nd_rows(&j, 0, 0, rows);
         return;
     }
     if (rows >= 2 * threads) {
         const size_t per_tile = j.inner >= EKO_PAR_CHUNK ? 1 : EKO_PAR_CHUNK / j.inner;
-        ember_parallel_1d(pool, nd_rows, &j, rows, per_tile);
+        ember_parallel_1d_on(pool, threads, nd_rows, &j, rows, per_tile);
         return;
     }
     j.chunk = EKO_PAR_CHUNK;
     j.chunks = j.inner / j.chunk + (j.inner % j.chunk != 0);
-    ember_parallel_1d(pool, nd_pieces, &j, rows * j.chunks, 1);
+    ember_parallel_1d_on(pool, threads, nd_pieces, &j, rows * j.chunks, 1);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -245,10 +245,11 @@ static void flat_piece(void *ctx, size_t thread, size_t start, size_t count) {
 
 static void flat_run(struct ember_threadpool *pool, flat_job *j, size_t n) {
     if (n == 0) return;
-    if (n < EKO_PAR_MIN || ember_threadpool_size(pool) <= 1)
+    const size_t threads = eko_par_threads(pool, n);
+    if (threads <= 1)
         flat_piece(j, 0, 0, n);
     else
-        ember_parallel_1d(pool, flat_piece, j, n, EKO_PAR_CHUNK);
+        ember_parallel_1d_on(pool, threads, flat_piece, j, n, EKO_PAR_CHUNK);
 }
 
 void eko_f32_unary(struct ember_threadpool *pool, eko_f32_unary_fn fn, size_t n, const float *x,

@@ -8,7 +8,8 @@
  * contiguous for every operand, so that the common cases become one long
  * row ((N, M) + (N, M)), rows against one row ((N, M) + (M,)), rows against
  * one value each ((N, M) + (N, 1)) or a row against one value (a scalar).
- * Work below EKO_PAR_MIN elements, or with a NULL pool, runs on the caller.
+ * Each call takes as many threads as its bytes are worth
+ * (eko_par_threads); small work, or a NULL pool, runs on the caller.
  * Nothing here allocates.
  */
 #ifndef EMBER_KERNELS_OPTIMIZED_ELTWISE_H
@@ -19,15 +20,20 @@
 #include <stdint.h>
 
 #include "ember/config.h"
+#include "ember/threadpool.h"
 #include "f32_rows.h"
 #include "vmath.h"
 
 struct ember_threadpool;
 
-/* Elements below which elementwise work is not split across threads, and
- * the elements of one piece of split work. */
-#define EKO_PAR_MIN 16384
+/* The elements of one piece of split work. */
 #define EKO_PAR_CHUNK 8192
+
+/* Threads for a pass over n float32 elements that reads and writes each
+ * (8 bytes of traffic an element, ember_parallel_threads' unit). */
+static inline size_t eko_par_threads(struct ember_threadpool *pool, size_t n) {
+    return ember_parallel_threads(pool, ember_work_mul(n, 8));
+}
 
 #define EKO_ND_MAX_DIM EMBER_MAX_DIM
 #define EKO_ND_MAX_OPS 4

@@ -88,7 +88,8 @@ void eko_f32_pack_parallel(const eko_f32_gemm_config *cfg, struct ember_threadpo
     pack_job j = {cfg, n, k, w, k_major, bias, out};
     /* tiles of 16 panels: each thread writes (and first touches) runs of
      * whole pages of the packed copy */
-    ember_parallel_1d(pool, pack_task, &j, n / cfg->nr + (n % cfg->nr != 0), 16);
+    ember_parallel_1d_on(pool, ember_parallel_threads(pool, ember_work_mul(ember_work_mul(n, k), 8)),
+                         pack_task, &j, n / cfg->nr + (n % cfg->nr != 0), 16);
 }
 
 /* One product split in tiles: a block of rows by a group of panels. */
@@ -137,7 +138,8 @@ void eko_f32_gemm(const eko_f32_gemm_config *cfg, struct ember_threadpool *pool,
                   size_t n, size_t k, const float *a, size_t a_stride, const float *packed,
                   float *c, size_t c_stride, float min, float max) {
     if (m == 0 || n == 0) return;
+    const size_t threads = ember_parallel_threads(pool, ember_work_mul(ember_work_mul(m, n), k));
     gemm_job j = {cfg, m, n, k, a, a_stride, packed, c, c_stride, min, max, (k + 1) * cfg->nr,
-                  eko_tiles_plan(m, n / cfg->nr + (n % cfg->nr != 0), ember_threadpool_size(pool))};
-    ember_parallel_1d(pool, gemm_tiles, &j, j.tiles.count, 1);
+                  eko_tiles_plan(m, n / cfg->nr + (n % cfg->nr != 0), threads)};
+    ember_parallel_1d_on(pool, threads, gemm_tiles, &j, j.tiles.count, 1);
 }

@@ -18,8 +18,6 @@
 #define COLS_BLOCK 1024
 /* Rows of A per GEMM tile (a multiple of every micro-kernel's MR). */
 #define ROW_BLOCK 64
-/* Multiply-adds below which a product stays on the calling thread. */
-#define SERIAL_MACS 32768
 
 static size_t ceil_div(size_t a, size_t b) { return a / b + (a % b != 0); }
 
@@ -66,15 +64,15 @@ static void gemv_tiles(void *ctx, size_t thread, size_t start, size_t count) {
 
 static void run_gemv(ember_threadpool *pool, const eko_f32_mm *p, size_t macs) {
     gemv_job j = {p, eko_f32_gemv_active(), p->n, 1};
-    const size_t threads = ember_threadpool_size(pool);
-    if (threads > 1 && macs >= SERIAL_MACS) {
+    /* bound by the weights it streams: 4 bytes a multiply-add per row */
+    const size_t threads = ember_parallel_threads(pool, ember_work_mul(macs, 4));
+    if (threads > 1) {
         /* about four pieces per thread over all batches, in whole lines */
         const size_t lines = ceil_div(p->n, LINE), want = ceil_div(threads * 4, p->batch);
         j.cols_per_piece = ceil_div(lines, want) * LINE;
         j.pieces = ceil_div(p->n, j.cols_per_piece);
     }
-    ember_parallel_1d(threads > 1 && macs >= SERIAL_MACS ? pool : NULL, gemv_tiles, &j,
-                      p->batch * j.pieces, 1);
+    ember_parallel_1d_on(pool, threads, gemv_tiles, &j, p->batch * j.pieces, 1);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -144,7 +142,7 @@ static void gemm_tiles(void *ctx, size_t thread, size_t start, size_t count) {
 static bool run_gemm(ember_kernel_ctx *ctx, ember_threadpool *pool, const eko_f32_mm *p,
                      size_t macs) {
     const eko_f32_gemm_config *cfg = eko_f32_gemm_config_active();
-    const size_t threads = macs >= SERIAL_MACS ? ember_threadpool_size(pool) : 1;
+    const size_t threads = ember_parallel_threads(pool, macs);
     gemm_job j = {p, cfg, 0, 0, 0, ceil_div(p->m, ROW_BLOCK), NULL, NULL};
     if (!eko_f32_packed_size(cfg, cfg->nr, p->k, &j.panel_floats)) return false;
     const size_t panels = ceil_div(p->n, cfg->nr);
@@ -166,8 +164,8 @@ static bool run_gemm(ember_kernel_ctx *ctx, ember_threadpool *pool, const eko_f3
     j.panels_per_block = ppb;
     j.col_blocks = ceil_div(panels, ppb);
     for (size_t t = 0; t < threads; t++) j.packed_id[t] = SIZE_MAX;
-    ember_parallel_1d(threads > 1 ? pool : NULL, gemm_tiles, &j,
-                      p->batch * j.col_blocks * j.row_blocks, 1);
+    ember_parallel_1d_on(pool, threads, gemm_tiles, &j, p->batch * j.col_blocks * j.row_blocks,
+                         1);
     return true;
 }
 

@@ -68,8 +68,10 @@ static bool embedding_fast(ember_kernel_ctx *ctx, ember_value **args, size_t nar
     gather_job j = {(const char *)w->data, ix->data, ix->dtype == EMBER_INT64, (char *)out->data,
                     row_bytes};
     const size_t per_piece = row_bytes >= GATHER_BYTES ? 1 : GATHER_BYTES / row_bytes;
-    ember_parallel_1d(n > per_piece ? ember_kernel_threadpool(ctx) : NULL, gather_rows, &j, n,
-                      per_piece);
+    ember_threadpool *pool = ember_kernel_threadpool(ctx);
+    /* each row read and written */
+    ember_parallel_1d_on(pool, ember_parallel_threads(pool, ember_work_mul(n, 2 * row_bytes)),
+                         gather_rows, &j, n, per_piece);
     return true;
 }
 

@@ -194,7 +194,9 @@ bool eko_qd8_pack_parallel(eko_qd8_weights *w, struct ember_threadpool *pool, co
                            const void *scales, const float *bias, uint8_t *out) {
     pack_job j = {w, src, scales, bias, out, false};
     /* runs of 8 panels: each thread writes (and first touches) its own pages */
-    ember_parallel_1d(pool, pack_task, &j, w->panels, 8);
+    ember_parallel_1d_on(pool,
+                         ember_parallel_threads(pool, ember_work_mul(w->panels, w->panel_bytes)),
+                         pack_task, &j, w->panels, 8);
     w->data = out;
     return !atomic_load(&j.bad);
 }
@@ -328,10 +330,10 @@ void eko_qd8_quantize(const eko_qd8_gemm_config *cfg, struct ember_threadpool *p
     quant_job j;
     memset(&j, 0, sizeof j);
     j.cfg = cfg, j.k = k, j.ldx = ldx, j.ldq = ldq, j.x = x, j.q = q, j.params = params;
-    const size_t threads = ember_threadpool_size(pool);
+    /* 5 bytes an element: a float read, an int8 written */
+    const size_t threads = ember_parallel_threads(pool, ember_work_mul(ember_work_mul(rows, k), 5));
     if (rows >= threads || k < 2 * QUANT_CHUNK_MIN) {
-        /* a thread's share is worth its wake-up only from a few rows of k */
-        ember_parallel_1d(rows * k >= 16384 ? pool : NULL, quant_rows, &j, rows, 1);
+        ember_parallel_1d_on(pool, threads, quant_rows, &j, rows, 1);
         return;
     }
     /* few long rows (the images of a convolution): each split into chunks */
@@ -342,7 +344,7 @@ void eko_qd8_quantize(const eko_qd8_gemm_config *cfg, struct ember_threadpool *p
     for (size_t r = 0; r < rows; r++) {
         j.x = x + r * ldx;
         j.q = q + r * ldq;
-        ember_parallel_1d(pool, chunk_ranges, &j, chunks, 1);
+        ember_parallel_1d_on(pool, threads, chunk_ranges, &j, chunks, 1);
         float lo = INFINITY, hi = -INFINITY;
         bool nan = false;
         for (size_t c = 0; c < chunks; c++) {
@@ -351,7 +353,7 @@ void eko_qd8_quantize(const eko_qd8_gemm_config *cfg, struct ember_threadpool *p
             nan = nan || j.nan[c];
         }
         j.row = row_finish(lo, hi);
-        ember_parallel_1d(pool, chunk_values, &j, chunks, 1);
+        ember_parallel_1d_on(pool, threads, chunk_values, &j, chunks, 1);
         params[r] = j.row;
         if (nan) params[r].scale = NAN;
     }
@@ -425,8 +427,13 @@ static void gemm_tiles(void *ctx, size_t thread, size_t start, size_t count) {
 }
 
 static void gemm_run(gemm_job *j, struct ember_threadpool *pool) {
-    j->tiles = eko_tiles_plan(j->m, j->w->panels, ember_threadpool_size(pool));
-    ember_parallel_1d(pool, gemm_tiles, j, j->tiles.count, 1);
+    /* the multiply-adds, and the packed weights it streams */
+    const uint64_t macs = ember_work_mul(ember_work_mul(j->m, j->w->n), j->w->k);
+    const uint64_t bytes = ember_work_mul(j->w->panels, j->w->panel_bytes);
+    const size_t threads = ember_parallel_threads(pool, macs > UINT64_MAX - bytes ? UINT64_MAX
+                                                                                   : macs + bytes);
+    j->tiles = eko_tiles_plan(j->m, j->w->panels, threads);
+    ember_parallel_1d_on(pool, threads, gemm_tiles, j, j->tiles.count, 1);
 }
 
 void eko_qd8_gemm(const eko_qd8_gemm_config *cfg, struct ember_threadpool *pool, size_t m,

@@ -3,7 +3,7 @@
  */
 #include "rows.h"
 
-#include "eltwise.h" /* EKO_PAR_MIN, EKO_PAR_CHUNK */
+#include "eltwise.h" /* eko_par_threads, EKO_PAR_CHUNK */
 #include "ember/threadpool.h"
 
 typedef struct rows_job {
@@ -32,13 +32,13 @@ static void rows_tile(void *ctx, size_t thread, size_t start, size_t count) {
 
 static void rows_run(struct ember_threadpool *pool, rows_job *j, size_t rows) {
     if (rows == 0) return;
-    const size_t total = rows * j->len; /* the caller's tensor: no overflow */
-    if (total < EKO_PAR_MIN || ember_threadpool_size(pool) <= 1) {
+    const size_t threads = eko_par_threads(pool, rows * j->len); /* the caller's tensor */
+    if (threads <= 1) {
         rows_tile(j, 0, 0, rows);
         return;
     }
     const size_t per_tile = j->len >= EKO_PAR_CHUNK ? 1 : EKO_PAR_CHUNK / j->len;
-    ember_parallel_1d(pool, rows_tile, j, rows, per_tile);
+    ember_parallel_1d_on(pool, threads, rows_tile, j, rows, per_tile);
 }
 
 void eko_f32_softmax_rows(struct ember_threadpool *pool, const eko_f32_rows *k, size_t rows,

@@ -3,9 +3,9 @@
  * log-softmax of each row, layer norm of each row (with its mean and
  * reciprocal standard deviation, as native_layer_norm returns them).
  *
- * Rows go to the threads in whole tiles of at least EKO_PAR_CHUNK elements;
- * fewer than EKO_PAR_MIN elements in all, or a NULL pool, run on the
- * caller. Nothing here allocates.
+ * Rows go to the threads in whole tiles of at least EKO_PAR_CHUNK elements,
+ * on as many threads as the bytes are worth (eko_par_threads); small work,
+ * or a NULL pool, runs on the caller. Nothing here allocates.
  */
 #ifndef EMBER_KERNELS_OPTIMIZED_ROWS_H
 #define EMBER_KERNELS_OPTIMIZED_ROWS_H

@@ -662,6 +662,7 @@ int main(void) {
     size_t npools = 1;
     if (ember_threadpool_create(2, &pools[1]) == EMBER_OK) npools++;
     if (npools == 2 && ember_threadpool_create(3, &pools[2]) == EMBER_OK) npools++;
+    for (size_t i = 1; i < npools; i++) ember_threadpool_set_grain(pools[i], 1); /* split all */
     const eko_isa start = eko_isa_active();
     for (int isa = 0; isa < EKO_ISA_COUNT; isa++) test_level((eko_isa)isa, pools, npools);
     eko_isa_set(start);
@@ -673,6 +674,7 @@ int main(void) {
     test_int8_kernels();
     ember_threadpool *four = NULL;
     if (npools == 3 && ember_threadpool_create(4, &four) == EMBER_OK) {
+        ember_threadpool_set_grain(four, 1);
         ember_threadpool *all[4] = {pools[0], pools[1], pools[2], four};
         test_same_bits(all, 4);
         ember_threadpool_destroy(four);

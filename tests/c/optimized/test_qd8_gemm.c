@@ -377,6 +377,7 @@ int main(void) {
     rng_seed(99);
     ember_threadpool *pool2 = NULL;
     CHECK_OK(ember_threadpool_create(2, &pool2));
+    ember_threadpool_set_grain(pool2, 1); /* split even the small cases */
     test_pack();
     test_quantize(pool2);
     for (size_t i = 0; eko_qd8_gemm_config_at(i) != NULL; i++) {

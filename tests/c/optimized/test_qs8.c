@@ -352,6 +352,7 @@ int main(void) {
     rng_seed(7);
     ember_threadpool *pool2 = NULL;
     CHECK_OK(ember_threadpool_create(2, &pool2));
+    ember_threadpool_set_grain(pool2, 1); /* split even the small cases */
     for (size_t i = 0; eko_qd8_gemm_config_at(i) != NULL; i++)
         test_gemm(eko_qd8_gemm_config_at(i), pool2);
     for (int isa = 0; isa < EKO_ISA_COUNT; isa++) {
