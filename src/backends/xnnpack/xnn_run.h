@@ -11,6 +11,7 @@
 #ifndef EMBER_BACKENDS_XNNPACK_XNN_RUN_H
 #define EMBER_BACKENDS_XNNPACK_XNN_RUN_H
 
+#include "ember/threadpool.h"
 #include "kernels/optimized/gemm.h"
 #include "xnn_graph.h"
 
@@ -26,6 +27,14 @@ static inline size_t xr_numel(const xnn_value *v) {
     for (uint32_t i = 0; i < v->rank; i++) n *= v->shape[i]; /* checked by xnn_shape.c */
     return n;
 }
+/* ember_parallel_1d over the graph's pool, on as many threads as `work`
+ * (ember_parallel_threads' units: multiply-adds or bytes moved) is worth. */
+static inline void xr_parallel(xnn_graph *g, uint64_t work, ember_task_1d fn, void *ctx,
+                               size_t range, size_t tile) {
+    ember_parallel_1d_on(g->threadpool, ember_parallel_threads(g->threadpool, work), fn, ctx,
+                         range, tile);
+}
+
 static inline float *xr_scratch(xnn_graph *g, const xnn_node *n) {
     return (float *)(void *)(g->arena + n->scratch_offset);
 }

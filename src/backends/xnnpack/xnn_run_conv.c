@@ -136,7 +136,8 @@ static void dw_rows(void *ctx, size_t thread, size_t start, size_t count) {
 
 static ember_status run_depthwise(xnn_graph *g, uint32_t ni) {
     dw_job j = {g, &g->nodes[ni], geom(g, &g->nodes[ni])};
-    ember_parallel_1d(g->threadpool, dw_rows, &j, j.c.n * j.c.oh, 1);
+    const uint64_t outputs = ember_work_mul(ember_work_mul(j.c.n * j.c.oh, j.c.ow), j.c.oc);
+    xr_parallel(g, ember_work_mul(outputs, j.c.kh * j.c.kw), dw_rows, &j, j.c.n * j.c.oh, 1);
     return EMBER_OK;
 }
 
@@ -199,7 +200,8 @@ static ember_status run_deconv(xnn_graph *g, uint32_t ni) {
         eko_f32_gemm(xr_gemm(g), g->threadpool, c->n * c->h * c->w, taps, c->gin,
                      xr_f(xr_in(g, n, 0)) + j.grp * c->gin, c->c, n->packed + j.grp * slice,
                      xr_scratch(g, n), taps, -INFINITY, INFINITY);
-        ember_parallel_1d(g->threadpool, deconv_rows, &j, c->n * c->oh, 1);
+        xr_parallel(g, ember_work_mul(ember_work_mul(c->n * c->oh, c->ow), taps), deconv_rows, &j,
+                    c->n * c->oh, 1);
     }
     return EMBER_OK;
 }

@@ -146,9 +146,10 @@ static ember_status run_bmm(xnn_graph *g, uint32_t ni) {
     }
     bool ok;
     j.slice_floats = bmm_slice_floats(g, n, &ok);
-    const size_t threads = ember_threadpool_size(g->threadpool);
+    const uint64_t macs = ember_work_mul(ember_work_mul(batches, j.m), ember_work_mul(j.nn, j.k));
+    const size_t threads = ember_parallel_threads(g->threadpool, macs);
     if (batches >= threads || j.m < 16) {
-        ember_parallel_1d(g->threadpool, bmm_slices, &j, batches, 1);
+        ember_parallel_1d_on(g->threadpool, threads, bmm_slices, &j, batches, 1);
     } else {
         j.inner = g->threadpool;
         bmm_slices(&j, 0, 0, batches);

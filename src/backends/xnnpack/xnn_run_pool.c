@@ -117,7 +117,11 @@ ember_status xnn_run_pool(xnn_graph *g, uint32_t ni) {
     }
     const xnn_value *x = xr_in(g, n, 0), *y = xr_out(g, n, 0);
     pool_job j = {g, n, x->shape[1], x->shape[2], x->shape[3], y->shape[1], y->shape[2]};
-    ember_parallel_1d(g->threadpool, n->type == XNN_NODE_ArgMaxPooling2d ? argmax_rows : pool_rows,
-                      &j, x->shape[0] * j.oh, 1);
+    /* each output reads its window's floats */
+    const uint64_t reads = ember_work_mul(ember_work_mul(xr_numel(y), n->p.conv.kernel_h),
+                                          n->p.conv.kernel_w);
+    xr_parallel(g, ember_work_mul(reads, sizeof(float)),
+                n->type == XNN_NODE_ArgMaxPooling2d ? argmax_rows : pool_rows, &j,
+                x->shape[0] * j.oh, 1);
     return EMBER_OK;
 }

@@ -252,7 +252,8 @@ ember_status xnn_run_qconv(xnn_graph *g, uint32_t ni) {
     if (j.pixels == 0 || j.c.n == 0 || j.c.oc == 0) return EMBER_OK;
     block_bytes(j.k, &j.block_bytes);
     if (is_deconv(n)) {
-        ember_parallel_1d(g->threadpool, qdeconv_rows, &j, j.c.n * j.c.oh, 1);
+        xr_parallel(g, ember_work_mul(ember_work_mul(j.c.n, j.pixels), ember_work_mul(j.c.oc, j.k)),
+                    qdeconv_rows, &j, j.c.n * j.c.oh, 1);
         return EMBER_OK;
     }
     if (is_direct(n, &j.c)) {
@@ -262,6 +263,7 @@ ember_status xnn_run_qconv(xnn_graph *g, uint32_t ni) {
         return EMBER_OK;
     }
     j.blocks_per_image = j.pixels / QCONV_BLOCK + (j.pixels % QCONV_BLOCK != 0);
-    ember_parallel_1d(g->threadpool, qconv_blocks, &j, j.c.n * j.blocks_per_image, 1);
+    xr_parallel(g, ember_work_mul(ember_work_mul(j.c.n, j.pixels), ember_work_mul(j.c.oc, j.k)),
+                qconv_blocks, &j, j.c.n * j.blocks_per_image, 1);
     return EMBER_OK;
 }

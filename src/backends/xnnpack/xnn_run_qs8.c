@@ -86,8 +86,7 @@ static ember_status run_binary(xnn_graph *g, uint32_t ni) {
     const size_t last = nd.rank - 1;
     if (nd.rank == 1 && nd.strides[1][0] == 1 && nd.strides[2][0] == 1) {
         flat_job j = {g, n, total};
-        ember_parallel_1d(total >= 2 * QS8_CHUNK ? g->threadpool : NULL, binary_chunks, &j,
-                          chunks(total), 1);
+        xr_parallel(g, ember_work_mul(total, 3), binary_chunks, &j, chunks(total), 1);
         return EMBER_OK;
     }
     /* rows of the merged shape, each operand advancing or repeating */
@@ -158,8 +157,7 @@ static void lut_chunks(void *ctx, size_t thread, size_t start, size_t count) {
 static void run_unary(xnn_graph *g, const xnn_node *n) {
     const xnn_value *x = xr_in(g, n, 0), *y = xr_out(g, n, 0);
     lut_job j = {x->data, y->data, xr_numel(x), n->q.lut};
-    ember_parallel_1d(j.total >= 2 * QS8_CHUNK ? g->threadpool : NULL, lut_chunks, &j,
-                      chunks(j.total), 1);
+    xr_parallel(g, ember_work_mul(j.total, 2), lut_chunks, &j, chunks(j.total), 1);
 }
 
 ember_status xnn_run_qs8(xnn_graph *g, uint32_t ni) {
@@ -168,8 +166,7 @@ ember_status xnn_run_qs8(xnn_graph *g, uint32_t ni) {
     switch (n->type) {
     case XNN_NODE_Convert: {
         flat_job j = {g, n, xr_numel(x)};
-        ember_parallel_1d(j.total >= 2 * QS8_CHUNK ? g->threadpool : NULL, convert_chunks, &j,
-                          chunks(j.total), 1);
+        xr_parallel(g, ember_work_mul(j.total, 5), convert_chunks, &j, chunks(j.total), 1);
         return EMBER_OK;
     }
     case XNN_NODE_Add: case XNN_NODE_Subtract: case XNN_NODE_Multiply:
@@ -180,9 +177,11 @@ ember_status xnn_run_qs8(xnn_graph *g, uint32_t ni) {
         return EMBER_OK;
     case XNN_NODE_DepthwiseConv2d: case XNN_NODE_MaxPooling2d: {
         window_job j = {n, window(g, n), x->data, y->data, x->zero_point, y->zero_point};
-        ember_parallel_1d(g->threadpool,
-                          n->type == XNN_NODE_MaxPooling2d ? maxpool_rows : dw_rows, &j,
-                          x->shape[0] * j.win.oh, 1);
+        /* each output reads its window */
+        const uint64_t outputs = ember_work_mul(xr_numel(y), n->p.conv.kernel_h);
+        xr_parallel(g, ember_work_mul(outputs, n->p.conv.kernel_w),
+                    n->type == XNN_NODE_MaxPooling2d ? maxpool_rows : dw_rows, &j,
+                    x->shape[0] * j.win.oh, 1);
         return EMBER_OK;
     }
     case XNN_NODE_GlobalAvgPooling2d:

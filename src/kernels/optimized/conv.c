@@ -120,7 +120,9 @@ void eko_f32_conv(const eko_f32_gemm_config *cfg, struct ember_threadpool *pool,
     slice_bytes(g, &j.slice);
     j.slices = (unsigned char *)scratch + round64(g->gin * sizeof(float));
     memset(scratch, 0, g->gin * sizeof(float));
-    j.tiles = eko_tiles_plan(pixels, g->gout / cfg->nr + (g->gout % cfg->nr != 0),
-                             ember_threadpool_size(pool));
-    ember_parallel_1d(pool, conv_tasks, &j, j.tiles.count * g->groups, 1);
+    /* multiply-adds: every output times its taps' input channels */
+    const size_t threads = ember_parallel_threads(
+        pool, ember_work_mul(ember_work_mul(pixels, g->oc), k));
+    j.tiles = eko_tiles_plan(pixels, g->gout / cfg->nr + (g->gout % cfg->nr != 0), threads);
+    ember_parallel_1d_on(pool, threads, conv_tasks, &j, j.tiles.count * g->groups, 1);
 }

@@ -111,6 +111,9 @@ static inline size_t ot_pools_init(void) {
     g_ot_pools[0] = NULL;
     if (ember_threadpool_create(2, &g_ot_pools[1]) != EMBER_OK) return 1;
     if (ember_threadpool_create(3, &g_ot_pools[2]) != EMBER_OK) return 2;
+    /* split even the small cases over every thread */
+    ember_threadpool_set_grain(g_ot_pools[1], 1);
+    ember_threadpool_set_grain(g_ot_pools[2], 1);
     return 3;
 }
 static inline void ot_pools_free(void) {

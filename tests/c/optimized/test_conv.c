@@ -147,6 +147,9 @@ int main(void) {
     ember_threadpool *pools[3] = {NULL, NULL, NULL};
     CHECK_OK(ember_threadpool_create(2, &pools[1]));
     CHECK_OK(ember_threadpool_create(3, &pools[2]));
+    /* split even the small cases over every thread */
+    ember_threadpool_set_grain(pools[1], 1);
+    ember_threadpool_set_grain(pools[2], 1);
     for (int isa = 0; isa < EKO_ISA_COUNT; isa++) test_level((eko_isa)isa, pools, 3);
     check_section("scratch size");
     size_t bytes;
