@@ -204,10 +204,11 @@ def dynamic_conv(b: Any, lin: Any) -> None:
                       "num_scales": scales.numel()}))
     out = b.output(node, "nhwc")  # before the bias, as ExecuTorch numbers them
     bid = b.constant(lin.bias) if lin.bias is not None else 0xFFFFFFFF
-    oc, ic, kh, kw = (int(d) for d in w.shape)
+    oc, ic, kh, kw = (int(d) for d in w.shape)  # ic: input channels of a group
+    groups = int(node.args[8])
     b.node("Conv2d", node, padding_top=padding[0], padding_right=padding[1],
            padding_bottom=padding[0], padding_left=padding[1], kernel_height=kh, kernel_width=kw,
            subsampling_height=stride[0], subsampling_width=stride[1],
            dilation_height=dilation[0], dilation_width=dilation[1], group_input_channels=ic,
-           group_output_channels=oc, groups=1, input1_id=xin, filter_id=fid, bias_id=bid,
-           output_id=out)
+           group_output_channels=oc // groups, groups=groups, input1_id=xin, filter_id=fid,
+           bias_id=bid, output_id=out)
