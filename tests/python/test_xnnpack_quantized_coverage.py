@@ -315,12 +315,16 @@ def test_quantized_conv(c: int, groups: int, stride: int, per_channel: bool) -> 
     check_runs(converted, buffer, runs)
 
 
-def test_dynamically_quantized_grouped_conv() -> None:
+@pytest.mark.parametrize("by", ["executorch", "ember"])
+def test_dynamically_quantized_grouped_conv(by: str) -> None:
     """A grouped convolution quantized dynamically: qdint8 input, one scale
     per image, Conv2d in groups on it."""
-    converted, buffer, runs = lowered("conv", (16, 4, 1), True, dynamic=True)
-    assert any(t == "XNNConv2d" and ins[0] == "xnn_datatype_qdint8"
-               for t, ins, _ in nodes(buffer)), nodes(buffer)
+    converted, buffer, runs = lowered("conv", (16, 4, 1), True, by, dynamic=True)
+    graphs = [decode(b) for b in delegate_payloads(buffer)]
+    convs = [n["xnode_union"] for g in graphs for n in g["xnodes"]
+             if n["xnode_union_type"] == "XNNConv2d"
+             and value_type(g, n["xnode_union"]["input1_id"]) == "xnn_datatype_qdint8"]
+    assert [c["groups"] for c in convs] == [4], convs
     for args, (got, want) in zip(runs, run_both(buffer, runs)):
         step = float(want.max() - want.min()) / 255.0
         assert float((got - want).abs().max()) <= step + 1e-6

@@ -122,17 +122,20 @@ class QuantPlan:
             return None, why
         conv = node.target == aten.convolution.default
         transposed = conv and bool(node.args[6])
-        if conv and (val(node.args[0]).dim() != 4 or (node.args[8] != 1 and not transposed) or
+        groups = int(node.args[8]) if conv else 1
+        if conv and (val(node.args[0]).dim() != 4 or
                      not all(isinstance(d, int) for d in val(node.args[0]).shape[1:])):
-            return None, "dynamically quantized convolutions must be 2-d, static in C, H, W, " \
-                         "one group (transposed: any)"
+            return None, "dynamically quantized convolutions must be 2-d, static in C, H, W"
+        if conv and not transposed and groups > 1 and groups == val(node.args[0]).shape[1]:
+            return None, "depthwise convolutions stay float32 here, as in ExecuTorch"
         w, why = weight_of(self.facts, node.args[1], 4 if conv else 2, 1 if transposed else 0)
         if w is None:
             return None, why
         if conv and w.group:
             return None, "groupwise weights for a convolution"
         in_features = val(act.source).shape[1 if conv else -1]
-        if not isinstance(in_features, int) or in_features != w.shape[0 if transposed else 1]:
+        want = w.shape[0] if transposed else w.shape[1] * groups
+        if not isinstance(in_features, int) or in_features != want:
             return None, "the input's channels are not the weight's"
         bias = arg(node, 2, "bias")
         if bias is not None and not self._float_bias(bias, out_channels(node)):
