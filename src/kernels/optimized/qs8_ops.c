@@ -127,8 +127,11 @@ void eko_qs8_global_avgpool(size_t images, size_t hw, size_t c, const int8_t *x,
             const int8_t *in = x + img * hw * c + c0;
             for (size_t p = 0; p < hw; p++, in += c)
                 for (size_t ch = 0; ch < cn; ch++) acc[ch] += in[ch];
+            /* the zero point is added before rounding, as XNNPACK's mean
+             * does: a mean of 4 pixels lands on ties (x.5) often, and an odd
+             * zero point then decides which way they round */
             for (size_t ch = 0; ch < cn; ch++)
                 y[img * c + c0 + ch] =
-                    eko_qs8_round((float)acc[ch] * mult, py.zero_point, qmin, qmax);
+                    eko_qs8_round((float)acc[ch] * mult + (float)py.zero_point, 0, qmin, qmax);
         }
 }

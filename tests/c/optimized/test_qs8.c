@@ -329,6 +329,27 @@ static void test_elementwise(void) {
     CHECK_MSG(tg.wrong == 0 && tg.off_by_one <= 1, "global average: %d wrong, %d off by one",
               tg.wrong, tg.off_by_one);
 
+    /* ties: a mean of 4 pixels quantized as its input (the quantizer shares
+     * them) is often x.5; XNNPACK adds the output's zero point before it
+     * rounds to even, so an odd zero point rounds those ties to odd means */
+    int8_t tx[4 * 64], ty[64];
+    for (size_t i = 0; i < sizeof tx; i++) tx[i] = irand8();
+    const eko_qs8_params tp = {0.0043f, -5};
+    eko_qs8_global_avgpool(1, 4, 64, tx, tp, ty, tp, -128, 127);
+    int tie_wrong = 0, ties = 0;
+    for (int ch = 0; ch < 64; ch++) {
+        int s4 = 0;
+        for (int p = 0; p < 4; p++) s4 += tx[p * 64 + ch] - tp.zero_point;
+        const double v = s4 / 4.0 + tp.zero_point; /* exact */
+        double r = floor(v + 0.5);
+        if (r - v == 0.5 && fmod(r, 2.0) != 0.0) r -= 1.0; /* ties to even */
+        ties += fabs(v - floor(v) - 0.5) < 1e-9;
+        const double want = r < -128 ? -128 : r > 127 ? 127 : r;
+        tie_wrong += ty[ch] != (int8_t)want;
+    }
+    CHECK_MSG(tie_wrong == 0 && ties > 0, "global average ties: %d wrong of 64 (%d ties)",
+              tie_wrong, ties);
+
     /* the magic-bias rounding: exact in [-2^22, 2^22] (ties to even), and
      * defined, if unspecified, for any other float (the int8 gemm rounds a
      * whole panel row, whose unwritten lanes hold whatever the stack held) */
