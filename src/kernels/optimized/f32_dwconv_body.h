@@ -34,7 +34,7 @@ static inline eko_v clamp_v(eko_v v, eko_v lo, eko_v hi) {
 
 /* Channels [c0, c0 + n) of pixel ox (n <= V), taps kx in [kx0, kx1) only:
  * those inside the row (eko_window_taps). */
-static inline __attribute__((always_inline)) void pixel_checked(
+EKO_BODY void pixel_checked(
     const eko_dwconv_geom *g, const float *const *rows, const float *w, const float *bias,
     eko_v lo, eko_v hi, size_t ox, size_t kx0, size_t kx1, size_t c0, size_t n, float *out) {
     const bool whole = n == V; /* a whole vector: plain loads, no masks */
@@ -73,7 +73,7 @@ static void pixel_edge(const eko_dwconv_geom *g, const float *const *rows, const
  * input) for any kernel size (AVX2 at N = 8: 8 accumulators + 1 weight +
  * 1 input of 16 registers). KH and KW are the kernel's size when the
  * caller names it (3 or 5: the tap loops unroll), 0 to read it from g. */
-static inline __attribute__((always_inline)) void run_block(
+EKO_BODY void run_block(
     const size_t N, const size_t KH, const size_t KW, const eko_dwconv_geom *g,
     const float *const *rows, const float *w, const float *bias, eko_v lo, eko_v hi, size_t ox,
     size_t c0, float *out) {
@@ -104,7 +104,7 @@ static inline __attribute__((always_inline)) void run_block(
  * channels [0, cv): runs of up to RUN pixels (a shorter last run keeps its
  * accumulators in registers too), channel blocks inside, so the run's
  * inputs stay in L1 across channel blocks. */
-static inline __attribute__((always_inline)) void interior_k(
+EKO_BODY void interior_k(
     const size_t KH, const size_t KW, const eko_dwconv_geom *g, const float *const *rows,
     const float *w, const float *bias, eko_v lo, eko_v hi, size_t ox0, size_t ox1, size_t cv,
     float *out) {

@@ -12,11 +12,11 @@
 
 #define NR 8
 
-static inline __attribute__((always_inline)) void body(const size_t MR, const bool DIRECT,
-                                                       size_t nc, size_t kc, size_t ks,
-                                                       const float *const *a, const float *ad,
-                                                       size_t a_stride, const float *w, float *c,
-                                                       size_t c_stride, float min, float max) {
+EKO_BODY void body(const size_t MR, const bool DIRECT,
+                   size_t nc, size_t kc, size_t ks,
+                   const float *const *a, const float *ad,
+                   size_t a_stride, const float *w, float *c,
+                   size_t c_stride, float min, float max) {
     float32x4_t acc[8][2];
     EKO_UNROLL
     for (size_t i = 0; i < MR; i++) {

@@ -25,6 +25,16 @@
 #define EKO_PRAGMA(x) _Pragma(#x)
 #define EKO_UNROLL EKO_PRAGMA(GCC unroll 16)
 
+/* Bodies instantiated for constant counts (rows, pixels, taps) must inline
+ * for those counts to become registers. Sanitizer builds (EMBER_SANITIZED)
+ * keep them calls: instrumented and forced inline, they take clang minutes
+ * a file to compile, and speed does not matter there. */
+#if defined(EMBER_SANITIZED)
+#define EKO_BODY static inline
+#else
+#define EKO_BODY static inline __attribute__((always_inline))
+#endif
+
 struct ember_threadpool;
 
 /*
