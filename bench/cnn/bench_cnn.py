@@ -7,9 +7,11 @@ static int8, ember vs ExecuTorch (XNNPACK) vs PyTorch eager, on 1 and 2 threads.
     ... --threads 1 --precisions int8                  # a subset of the rows
 
 A model's first run lowers it four ways (float32 and int8, each partitioner:
-one to four minutes on two busy cores); the files are kept in the work
-directory and redone when this script, the models or ember's Python sources
-change. Each row then costs a process start and its timed runs.
+one to four minutes on two busy cores; `--jobs 2` lowers two models at once,
+`--export-only` stops there). The files are kept in the work directory and
+each is redone when what it depends on changes: the lowering code, the models,
+torch and executorch, and for ember's files ember's Python sources. Each row
+then costs a process start and its timed runs.
 
 The models come from examples/vision/models.py: torchvision's architectures
 written out (torchvision does not install beside this torch), random weights
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import inspect
 import json
 import math
 import os
@@ -71,6 +74,13 @@ PRECISIONS = ["fp32", "int8"]
 ROWS = {"fp32": ["executorch", "ember", "ember on executorch's file", "eager"],
         "int8": ["executorch", "ember", "ember on executorch's file"]}
 REF_ROW = "executorch"
+# --before PYTHON: ember's rows again, run by another checkout's ember
+BEFORE = " (before)"
+
+
+def base_row(row: str) -> str:
+    return row[:-len(BEFORE)] if row.endswith(BEFORE) else row
+
 # (precision, row) -> which lowering's file it runs
 FILES = {("fp32", "ember"): "ember_fp32", ("fp32", "executorch"): "executorch_fp32",
          ("fp32", "ember on executorch's file"): "executorch_fp32",
@@ -148,14 +158,20 @@ def count_flops(model, x) -> float:
 # Exports (cached per model, redone when their sources change)
 # --------------------------------------------------------------------------- #
 
-def _sources_key() -> str:
+def _sources_key(lowering: str) -> str:
+    """What a lowering's file depends on: how this script lowers and quantizes,
+    the models, the installed torch and executorch, and for ember's lowerings
+    ember's Python sources (so a change to ember's partitioner redoes only
+    ember's files)."""
     import importlib.metadata as md
 
-    h = hashlib.sha256(Path(__file__).read_bytes())
+    h = hashlib.sha256(f"{SEED} {CALIBRATION_IMAGES}".encode())
+    h.update(_RECIPE.encode())
     h.update(Path(vision.__file__).read_bytes())
-    for f in sorted((ROOT / "python" / "ember").rglob("*.py")):
-        h.update(str(f.relative_to(ROOT)).encode())
-        h.update(f.read_bytes())
+    if lowering.startswith("ember"):
+        for f in sorted((ROOT / "python" / "ember").rglob("*.py")):
+            h.update(str(f.relative_to(ROOT)).encode())
+            h.update(f.read_bytes())
     h.update(f"executorch={md.version('executorch')} torch={md.version('torch')}".encode())
     return h.hexdigest()[:16]
 
@@ -201,11 +217,17 @@ def quantize(model, x):
     return convert_pt2e(prepared)
 
 
-def export_model(work: Path, name: str, key: str) -> None:
-    stamp = work / f"{name}.key"
-    if stamp.exists() and stamp.read_text() == key:
+def export_model(work: Path, name: str) -> None:
+    """Writes the model's four files (or their errors) where their key changed."""
+    keys = {lw: _sources_key(lw) for lw in LOWERINGS}
+
+    def stale(lowering: str) -> bool:
+        stamp = work / f"{name}_{lowering}.key"
+        return not (stamp.exists() and stamp.read_text() == keys[lowering])
+
+    todo = [lw for lw in LOWERINGS if stale(lw)]
+    if not todo:
         return
-    stamp.unlink(missing_ok=True)
     import torch
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import \
         XnnpackPartitioner as EtXnnpack
@@ -214,24 +236,34 @@ def export_model(work: Path, name: str, key: str) -> None:
     from ember import to_edge_transform_and_lower as ember_lower
     from ember.backends.xnnpack import XnnpackPartitioner as EmberXnnpack
 
+    def done(lowering: str) -> None:
+        (work / f"{name}_{lowering}.key").write_text(keys[lowering])
+
     x = torch.load(work / "input.pt")
     model = vision.build(name)
-    _lower(work, name, "ember_fp32", lambda: ember_lower(
-        torch.export.export(model, (x,)), partitioner=[EmberXnnpack()]).to_executorch().buffer)
-    _lower(work, name, "executorch_fp32", lambda: et_lower(
-        torch.export.export(model, (x,)), partitioner=[EtXnnpack()]).to_executorch().buffer)
+    if "ember_fp32" in todo:
+        _lower(work, name, "ember_fp32", lambda: ember_lower(
+            torch.export.export(model, (x,)), partitioner=[EmberXnnpack()]).to_executorch().buffer)
+        done("ember_fp32")
+    if "executorch_fp32" in todo:
+        _lower(work, name, "executorch_fp32", lambda: et_lower(
+            torch.export.export(model, (x,)), partitioner=[EtXnnpack()]).to_executorch().buffer)
+        done("executorch_fp32")
+    int8 = [lw for lw in todo if lw.endswith("_int8")]
+    if not int8:
+        return
 
     t = time.time()
     try:
         converted = quantize(model, x)
     except Exception as e:  # as a lowering that fails: both int8 rows say why
         msg = f"quantizing: {type(e).__name__}: {first_line(str(e))}"
-        for lowering in ("ember_int8", "executorch_int8"):
+        for lowering in int8:
             pte_path(work, name, lowering).unlink(missing_ok=True)
             (work / f"{name}_{lowering}.err").write_text(msg)
+            done(lowering)
         (work / f"{name}_int8.json").write_text(json.dumps({"output_step": None}))
         print(f"  {name}: {msg}", flush=True)
-        stamp.write_text(key)
         return
     out = converted.graph.output_node().args[0]
     out = out[0] if isinstance(out, (list, tuple)) else out
@@ -240,11 +272,32 @@ def export_model(work: Path, name: str, key: str) -> None:
         if out.target == torch.ops.quantized_decomposed.dequantize_per_tensor.default else None
     (work / f"{name}_int8.json").write_text(json.dumps({"output_step": step}))
     print(f"  {name}: quantized and calibrated in {time.time() - t:.0f} s", flush=True)
-    _lower(work, name, "ember_int8", lambda: ember_lower(
-        torch.export.export(converted, (x,)), partitioner=[EmberXnnpack()]).to_executorch().buffer)
-    _lower(work, name, "executorch_int8", lambda: et_lower(
-        torch.export.export(converted, (x,)), partitioner=[EtXnnpack()]).to_executorch().buffer)
-    stamp.write_text(key)
+    if "ember_int8" in int8:
+        _lower(work, name, "ember_int8", lambda: ember_lower(
+            torch.export.export(converted, (x,)), partitioner=[EmberXnnpack()]).to_executorch().buffer)
+        done("ember_int8")
+    if "executorch_int8" in int8:
+        _lower(work, name, "executorch_int8", lambda: et_lower(
+            torch.export.export(converted, (x,)), partitioner=[EtXnnpack()]).to_executorch().buffer)
+        done("executorch_int8")
+
+
+# how the files are made, read once at import (the file may change while a run goes on)
+_RECIPE = inspect.getsource(quantize) + inspect.getsource(export_model)
+
+
+def export_all(work: Path, names: List[str], jobs: int) -> None:
+    """export_model for each model, `jobs` models at a time in child processes
+    (lowering is mostly one thread of Python)."""
+    if jobs <= 1:
+        for name in names:
+            export_model(work, name)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for _ in pool.map(export_model, [work] * len(names), names):
+            pass
 
 
 # --------------------------------------------------------------------------- #
@@ -302,8 +355,8 @@ def run_row(name: str, prec: str, row: str, threads: int, work: Path,
         from ember.runtime import Runtime as EmberRuntime
 
         method = EmberRuntime.get().load_program(
-            str(pte_path(work, name, FILES[prec, row]))).load_method("forward",
-                                                                     num_threads=threads)
+            str(pte_path(work, name, FILES[prec, base_row(row)]))).load_method(
+                "forward", num_threads=threads)
 
         def call() -> torch.Tensor:
             return method.execute([x])[0]
@@ -326,12 +379,14 @@ def child(spec: str, work: Path, quick: bool) -> None:
 
 
 def spawn(name: str, prec: str, row: str, threads: int, work: Path,
-          quick: bool) -> Dict[str, Any]:
-    lowering = FILES.get((prec, row))
+          quick: bool, python: str = sys.executable) -> Dict[str, Any]:
+    """One row in a child process of `python` (another checkout's interpreter
+    runs that checkout's ember: the rows marked BEFORE)."""
+    lowering = FILES.get((prec, base_row(row)))
     err = export_error(work, name, lowering) if lowering else None
     if err:
         return {"error": f"not lowered: {err}"}
-    proc = subprocess.run([sys.executable, __file__, "--row", f"{name}|{prec}|{row}|{threads}",
+    proc = subprocess.run([python, __file__, "--row", f"{name}|{prec}|{row}|{threads}",
                            "--workdir", str(work)] + (["--quick"] if quick else []),
                           capture_output=True, text=True)
     for ln in proc.stdout.splitlines():
@@ -363,6 +418,13 @@ def main(argv: Optional[List[str]] = None) -> None:
     ap.add_argument("--precisions", default=",".join(PRECISIONS), help="fp32, int8 or both")
     ap.add_argument("--out", default=str(ROOT / "bench" / "RESULTS.md"),
                     help="results file to update ('' to skip; --quick never writes)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="models lowered at once, each in its own process (default 1)")
+    ap.add_argument("--export-only", action="store_true",
+                    help="write the programs into the work directory and stop")
+    ap.add_argument("--before", metavar="PYTHON",
+                    help="also run ember's rows with this interpreter (another checkout's "
+                         ".venv/bin/python, so its ember): rows marked (before), same files")
     ap.add_argument("--row", help=argparse.SUPPRESS)  # child mode: MODEL|PRECISION|ROW|THREADS
     args = ap.parse_args(argv)
     work = Path(args.workdir)
@@ -385,20 +447,22 @@ def main(argv: Optional[List[str]] = None) -> None:
         if p not in PRECISIONS:
             ap.error(f"unknown precision {p!r}; known: {', '.join(PRECISIONS)}")
     start = time.time()
-    roof = measure_roofline(threads, quick=args.quick)
-    print(roofline_line(roof), flush=True)
     if not (work / "input.pt").exists():
         torch.save(torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(SEED)),
                    work / "input.pt")
+    export_all(work, names, args.jobs)
+    if args.export_only:
+        print(f"{len(names)} model(s) lowered in {time.time() - start:.0f} s", flush=True)
+        return
+    roof = measure_roofline(threads, quick=args.quick)
+    print(roofline_line(roof), flush=True)
     x = torch.load(work / "input.pt")
-    key = _sources_key()
     from ember.runtime import Runtime as EmberRuntime
 
     results: List[Result] = []
     flops: Dict[str, float] = {}
     for name in names:
         t0 = time.time()
-        export_model(work, name, key)
         model = vision.build(name)
         with torch.no_grad():
             want = model(x)
@@ -406,9 +470,12 @@ def main(argv: Optional[List[str]] = None) -> None:
         step = json.loads((work / f"{name}_int8.json").read_text())["output_step"]
         print(f"{name}: {flops[name] / 1e9:.2f} GFLOP per image", flush=True)
         for prec in precs:
-            for row in ROWS[prec]:
+            rows = [(r, sys.executable) for r in ROWS[prec]]
+            if args.before:
+                rows += [(r + BEFORE, args.before) for r in ROWS[prec] if r.startswith("ember")]
+            for row, python in rows:
                 for t in threads:
-                    res = spawn(name, prec, row, t, work, args.quick)
+                    res = spawn(name, prec, row, t, work, args.quick, python)
                     if "error" in res:
                         print(f"  {prec} {row}, {t} threads: {res['error']}", flush=True)
                         results.append((name, prec, row, t, res))
@@ -425,14 +492,14 @@ def main(argv: Optional[List[str]] = None) -> None:
                         # in output steps; absolute where the graph does not end
                         # in a dequantize (no single output scale)
                         res["vs_ref"] = f"{diff / step:.1f}" if step else f"{diff:.1e} abs"
-                    if (prec, row) in FILES:
+                    if (prec, base_row(row)) in FILES:
                         try:
-                            meta = EmberRuntime.get().load_program(
-                                str(pte_path(work, name, FILES[prec, row]))).metadata("forward")
+                            meta = EmberRuntime.get().load_program(str(pte_path(
+                                work, name, FILES[prec, base_row(row)]))).metadata("forward")
                             res["plan"] = f"{meta.num_instructions} / {meta.num_delegates}"
                         except Exception:
                             res["plan"] = "?"
-                    print(f"  {prec} {row:<28} {t} thread{'s' if t > 1 else ' '}  "
+                    print(f"  {prec} {row:<37} {t} thread{'s' if t > 1 else ' '}  "
                           f"{res['median_ms']:8.2f} ms  max |diff| {res['max_abs_diff']:.2e}"
                           + (f" ({res['vs_ref']} vs executorch, in steps)" if "vs_ref" in res
                              else ""), flush=True)
@@ -448,6 +515,14 @@ def main(argv: Optional[List[str]] = None) -> None:
         cmd = quote_command([__file__] + (argv if argv is not None else sys.argv[1:]),
                             "make bench-cnn")
         flops_note = ", ".join(f"{m} {flops[m] / 1e9:.2f}" for m in names)
+        before_note = ""
+        if args.before:
+            # the interpreter's checkout: <checkout>/.venv/bin/python
+            checkout = Path(args.before).absolute().parents[2]
+            commit = subprocess.run(["git", "-C", str(checkout), "log", "-1", "--format=%h %s"],
+                                    capture_output=True, text=True).stdout.strip()[:90]
+            before_note = (f"Rows marked (before): ember's runtime at commit {commit or '?'}, "
+                           "on the same files. ")
         body = (f"{SECTION}\n\nCommand: `{cmd}`\n\n{roofline_line(roof)}\n\n"
                 "Models: examples/vision/models.py (torchvision's architectures, random weights "
                 f"from seed {SEED}, batch norms with random statistics folded by each "
@@ -460,7 +535,8 @@ def main(argv: Optional[List[str]] = None) -> None:
                 "it). GFLOP/s counts the convolutions' and linear layers' multiply-adds as 2 "
                 f"FLOPs (GFLOP per image: {flops_note}); % peak is of the fp32 FMA peak at that "
                 "thread count. Instructions / delegates: the program's instruction count and "
-                "how many are delegate calls (1 / 1: the whole model in one XNNPACK delegate).\n\n"
+                "how many are delegate calls (1 / 1: the whole model in one XNNPACK delegate). "
+                f"{before_note}\n\n"
                 f"### float32\n\n{tables.get('fp32', '(not run)')}\n\n"
                 "### static int8\n\nExecuTorch's XNNPACKQuantizer, "
                 "get_symmetric_quantization_config(is_per_channel=True) (static activations), "
@@ -500,28 +576,34 @@ def format_table(results: List[Result], roof: Dict[str, Any], prec: str) -> str:
 
 
 def format_summary(results: List[Result], threads: List[int]) -> str:
-    """ember / executorch latency per model and thread count, then the geometric
-    mean and the maximum over the models where both ran."""
+    """ember / executorch latency per model and thread count (and ember
+    (before) / executorch where those rows ran), then the geometric mean and the
+    maximum over the models where both ran."""
     from tabulate import tabulate
 
     ms = {(m, row, t): r["median_ms"] for m, _, row, t, r in results if "median_ms" in r}
     names = list(dict.fromkeys(m for m, *_ in results))
-    ratios: Dict[int, List[float]] = {t: [] for t in threads}
+    rows = ["ember"] + (["ember" + BEFORE] if any(r == "ember" + BEFORE for _, _, r, _, _ in results)
+                        else [])
+    cols = [(row, t) for t in threads for row in reversed(rows)]
+    ratios: Dict[Tuple[str, int], List[float]] = {c: [] for c in cols}
     out = []
     for m in names:
         cells: List[str] = [m]
-        for t in threads:
-            if (m, "ember", t) in ms and (m, REF_ROW, t) in ms:
-                ratios[t].append(ms[m, "ember", t] / ms[m, REF_ROW, t])
-                cells.append(f"{ratios[t][-1]:.2f}")
+        for row, t in cols:
+            if (m, row, t) in ms and (m, REF_ROW, t) in ms:
+                ratios[row, t].append(ms[m, row, t] / ms[m, REF_ROW, t])
+                cells.append(f"{ratios[row, t][-1]:.2f}")
             else:
                 cells.append("-")
         out.append(cells)
     for label, fn in [("geomean", lambda v: math.exp(statistics.fmean(map(math.log, v)))),
                       ("max", max)]:
-        out.append([f"**{label}**"] + [f"{fn(ratios[t]):.2f} (of {len(ratios[t])})"
-                                       if ratios[t] else "-" for t in threads])
-    head = ["ember / executorch"] + [f"{t} thread{'s' if t > 1 else ''}" for t in threads]
+        out.append([f"**{label}**"] + [f"{fn(ratios[c]):.2f} (of {len(ratios[c])})"
+                                       if ratios[c] else "-" for c in cols])
+    head = ["ember / executorch"] + [
+        f"{t} thread{'s' if t > 1 else ''}" + (", before" if row.endswith(BEFORE) else "")
+        for row, t in cols]
     return tabulate(out, headers=head, tablefmt="github", disable_numparse=True)
 
 

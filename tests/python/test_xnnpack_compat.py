@@ -191,6 +191,46 @@ def test_mobile_blocks_on_one_and_two_threads() -> None:
     torch.testing.assert_close(got, want, rtol=RTOL, atol=ATOL)
 
 
+class ChannelsLastShapes(nn.Module):
+    """Shape ops between convolutions, as SqueezeNet, ShuffleNet and ConvNeXt
+    write them: a fire module's concatenation along channels, a pad, a slice
+    and a channel split, a permute to channels-last for a linear layer and
+    back (ConvNeXt's block), and a permute that swaps H and W."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, 1, 1)
+        self.e1, self.e3 = nn.Conv2d(8, 6, 1), nn.Conv2d(8, 5, 3, 1, 1)
+        self.after_cat = nn.Conv2d(11, 10, 3, 1, 1)
+        self.after_pad = nn.Conv2d(10, 12, 1)
+        self.left, self.right = nn.Conv2d(5, 5, 1), nn.Conv2d(7, 7, 3, 1, 1, groups=7)
+        self.mlp = nn.Linear(12, 12)
+        self.last = nn.Conv2d(12, 4, 3, 1, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.relu(self.stem(x))
+        x = self.after_cat(torch.cat([F.relu(self.e1(x)), F.relu(self.e3(x))], 1))
+        x = self.after_pad(F.pad(x, (1, 2, 0, 3)))
+        a, b = x[:, :5], x[:, 5:, 1:]
+        x = torch.cat([self.left(a[:, :, 1:]), self.right(b)], 1)
+        x = x + self.mlp(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        return self.last(x.permute(0, 1, 3, 2))
+
+
+def test_shape_ops_between_convolutions_stay_channels_last() -> None:
+    """Concatenate, pad, slice and permute run on channels-last values where
+    their operands are, so ember's lowering transposes only at its edges and
+    for the one permute that moves data (ExecuTorch's writes more)."""
+    from test_xnnpack_quantized_coverage import nodes
+
+    model, x = ChannelsLastShapes().eval(), torch.randn(2, 3, 9, 11)
+    check(model, (x,), [(x,)], portable_ops=("aten::",), reference_leaves=("aten::",))
+    kinds = [k for k, _, _ in nodes(lower(model, (x,), None, "ember"))]
+    # the input to channels-last, the H/W swap, the output back
+    assert kinds.count("XNNStaticTranspose") == 3, kinds
+    assert kinds.count("XNNConcatenate2") == 2, kinds
+
+
 # ---------------------------------------------------------------------------
 # Node types
 # ---------------------------------------------------------------------------

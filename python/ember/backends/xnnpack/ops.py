@@ -541,12 +541,27 @@ def _check_cat(ep: ExportedProgram, node: Node) -> Optional[str]:
     return _all_f32(node)
 
 
+# a channels-last value stores logical (NCHW) dim d at position _NHWC_POS[d],
+# and its position j holds logical dim _NHWC_DIM[j]
+_NHWC_POS, _NHWC_DIM = (0, 3, 1, 2), (0, 2, 3, 1)
+
+
+def _4d_layout(b: Any, node: Node, operands: Sequence[Any]) -> str:
+    """The layout a 4-d shape node (concatenate, pad, slice) runs in: channels-
+    last where its operands are (see Builder.common_layout), so that a chain of
+    convolutions through it needs no transposes."""
+    return b.common_layout(list(operands)) if rank(node) == 4 else "nchw"
+
+
 def _cat_lower(b: Any, node: Node) -> None:
     tensors = list(node.args[0])
     axis = arg(node, 1, "dim", 0) % rank(node)
-    ids = [b.input(t, "nchw") for t in tensors] + [0xFFFFFFFF] * (5 - len(tensors))
+    layout = _4d_layout(b, node, tensors)
+    if layout == "nhwc":
+        axis = _NHWC_POS[axis]
+    ids = [b.input(t, layout) for t in tensors] + [0xFFFFFFFF] * (5 - len(tensors))
     b.node(f"Concatenate{len(tensors)}", node, axis=axis, input1_id=ids[0], input2_id=ids[1],
-           input3_id=ids[2], input4_id=ids[3], input5_id=ids[4], output_id=b.output(node, "nchw"))
+           input3_id=ids[2], input4_id=ids[3], input5_id=ids[4], output_id=b.output(node, layout))
 
 
 def _check_pad(ep: ExportedProgram, node: Node) -> Optional[str]:
@@ -561,9 +576,12 @@ def _pad_lower(b: Any, node: Node) -> None:
     pre, post = [0] * r, [0] * r
     for i in range(len(pads) // 2):  # (last dim's before, after, the dim before it's, ...)
         pre[r - 1 - i], post[r - 1 - i] = pads[2 * i], pads[2 * i + 1]
+    layout = _4d_layout(b, node, [node.args[0]])
+    if layout == "nhwc":
+        pre, post = [pre[d] for d in _NHWC_DIM], [post[d] for d in _NHWC_DIM]
     b.node("StaticConstantPad", node, pre_paddings=pre, post_paddings=post,
-           padding_value=float(arg(node, 2, "value", 0)), input_id=b.input(node.args[0], "nchw"),
-           output_id=b.output(node, "nchw"))
+           padding_value=float(arg(node, 2, "value", 0)), input_id=b.input(node.args[0], layout),
+           output_id=b.output(node, layout))
 
 
 def _check_slice(ep: ExportedProgram, node: Node) -> Optional[str]:
@@ -582,14 +600,38 @@ def _slice_lower(b: Any, node: Node) -> None:
     start = max(0, min(size, start + size if start < 0 else start))
     offsets = [0] * r
     offsets[d] = start
-    b.node("StaticSlice", node, num_dims=r, offsets=offsets, sizes=list(val(node).shape),
-           input_id=b.input(x, "nchw"), output_id=b.output(node, "nchw"))
+    sizes = list(val(node).shape)
+    layout = _4d_layout(b, node, [x])
+    if layout == "nhwc":
+        offsets, sizes = [offsets[j] for j in _NHWC_DIM], [sizes[j] for j in _NHWC_DIM]
+    b.node("StaticSlice", node, num_dims=r, offsets=offsets, sizes=sizes,
+           input_id=b.input(x, layout), output_id=b.output(node, layout))
 
 
 def _permute_lower(b: Any, node: Node) -> None:
-    perm = [p % rank(node) for p in node.args[1]]
-    b.node("StaticTranspose", node, num_dims=len(perm), perm=perm,
-           input_id=b.input(node.args[0], "nchw"), output_id=b.output(node, "nchw"))
+    """A transpose of the stored order. A 4-d permute of a channels-last value
+    that keeps channels at dim 1 stays channels-last (an H / W swap); one that
+    moves them writes a plain tensor. Two permutes only relabel the storage
+    and write nothing: NCHW -> NHWC of a channels-last value is its storage
+    read as a plain tensor, and NHWC -> NCHW of a plain one is that tensor
+    read as a channels-last value (ConvNeXt's blocks, channels-last code)."""
+    x, perm = node.args[0], [p % rank(node) for p in node.args[1]]
+    have, want = b.layout_of(x), "nchw"
+    if rank(node) == 4 and have == "nhwc":
+        want = "nhwc" if perm[1] == 1 else "nchw"
+        # of the stored orders: output position j reads input position perm[j]
+        order = _NHWC_DIM if want == "nhwc" else range(4)
+        perm = [_NHWC_POS[perm[j]] for j in order]
+        if perm == [0, 1, 2, 3]:
+            b.alias(node, x, want)
+            return
+    elif rank(node) == 4 and have == "nchw" and perm == list(_NHWC_POS):
+        b.alias(node, x, "nhwc")
+        return
+    else:
+        have = "nchw"
+    b.node("StaticTranspose", node, num_dims=len(perm), perm=perm, input_id=b.input(x, have),
+           output_id=b.output(node, want))
 
 
 def _check_view(ep: ExportedProgram, node: Node) -> Optional[str]:

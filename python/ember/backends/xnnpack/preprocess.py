@@ -214,6 +214,19 @@ class Builder:
         self.values[node] = (vid, layout)
         return vid
 
+    def alias(self, node: Node, src: Any, layout: str) -> None:
+        """node's result is src's value read in another layout (a permute that
+        only relabels the stored order): no node; the node that writes the
+        value also answers for node's debug handle."""
+        vid = self.input(src, self.layout_of(src))
+        self.values[node] = (vid, layout)
+        handle = node.meta.get("debug_handle")
+        if isinstance(handle, int) and handle:
+            writer = next((n for n in reversed(self.g.nodes) if n.fields.get("output_id") == vid),
+                          None)
+            if writer is not None:
+                writer.covers.append(handle)
+
     # -- the whole subgraph ---------------------------------------------- #
 
     def build(self) -> XGraph:
