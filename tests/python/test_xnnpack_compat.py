@@ -375,6 +375,21 @@ def test_layout_ops() -> None:
     check(Fn(fn), (x,), [(x,)], portable_ops=("aten::view_copy", "dim_order_ops"))
 
 
+@pytest.mark.parametrize("shape,perm", [
+    ((2, 37, 70), (0, 2, 1)),                 # planes of tiles, partial both ways
+    ((1, 29, 13, 35), (0, 2, 3, 1)),          # NCHW -> NHWC
+    ((1, 13, 35, 29), (0, 3, 1, 2)),          # NHWC -> NCHW
+    ((1, 2, 58, 7, 7), (0, 2, 1, 3, 4)),      # ShuffleNet's channel shuffle
+    ((3, 1, 5, 1, 33), (4, 1, 2, 3, 0)),      # dims of size 1
+    ((2, 3, 4, 5), (1, 0, 2, 3)),             # whole rows move
+    ((2, 3, 4, 5, 6, 7), (5, 3, 1, 4, 2, 0)),
+])
+def test_permute(shape: tuple, perm: tuple) -> None:
+    x = torch.randn(*shape)
+    check(Fn(lambda m, v: (v * 1.5).permute(*perm) + 1), (x,), [(x,)],
+          reference_leaves=("dim_order_ops::",))
+
+
 def test_bmm_and_mm() -> None:
     a, b = torch.randn(3, 5, 7), torch.randn(3, 7, 9)
     check(Fn(lambda m, x, y: torch.bmm(x, y)), (a, b), [(a, b)])

@@ -52,12 +52,109 @@ static void row_major_strides(const size_t *shape, size_t rank, size_t *strides)
 /* Bytes of one element of v (float32, or qint8 in quantized graphs). */
 static size_t esize(const xnn_value *v) { return xnn_dtype_size(v->dtype); }
 
+/* A transpose, simplified: dims of size 1 dropped and output dims that are
+ * also neighbours in the input merged, so a channel shuffle or an NCHW <->
+ * NHWC change of any rank becomes a batch of 2-D transposes. Output dim a
+ * is the input's innermost (input stride 1) and b the output's innermost;
+ * each plane copies A x B elements in TR_TILE x TR_TILE tiles, so the lines
+ * a tile reads across input rows are still cached when the next element of
+ * each row is read. */
+enum { TR_TILE = 32 };
+
+typedef struct transpose_job {
+    const uint8_t *src;
+    uint8_t *dst;
+    size_t es, rank, a, b, a_blocks;
+    size_t shape[XNN_MAX_DIMS], istride[XNN_MAX_DIMS], ostride[XNN_MAX_DIMS];
+} transpose_job;
+
+/* dst[i * dsa + j] = src[i + j * ssb] for i < na, j < nb (elements of ES
+ * bytes; fixed-size memcpy compiles to one load and store). */
+#define TRANSPOSE_TILE(ES)                                                                       \
+    static void transpose_tile_##ES(uint8_t *dst, size_t dsa, const uint8_t *src, size_t ssb,  \
+                                    size_t na, size_t nb) {                                    \
+        for (size_t j0 = 0; j0 < nb; j0 += TR_TILE) {                                          \
+            const size_t jn = nb - j0 < TR_TILE ? nb - j0 : TR_TILE;                           \
+            for (size_t i = 0; i < na; i++) {                                                  \
+                uint8_t *d = dst + (i * dsa + j0) * (ES);                                      \
+                const uint8_t *s = src + (i + j0 * ssb) * (ES);                                \
+                for (size_t j = 0; j < jn; j++) memcpy(d + j * (ES), s + j * ssb * (ES), (ES)); \
+            }                                                                                  \
+        }                                                                                      \
+    }
+TRANSPOSE_TILE(1)
+TRANSPOSE_TILE(2)
+TRANSPOSE_TILE(4)
+TRANSPOSE_TILE(8)
+
+static void transpose_tile(uint8_t *dst, size_t dsa, const uint8_t *src, size_t ssb, size_t na,
+                           size_t nb, size_t es) {
+    switch (es) {
+    case 1: transpose_tile_1(dst, dsa, src, ssb, na, nb); return;
+    case 2: transpose_tile_2(dst, dsa, src, ssb, na, nb); return;
+    case 4: transpose_tile_4(dst, dsa, src, ssb, na, nb); return;
+    case 8: transpose_tile_8(dst, dsa, src, ssb, na, nb); return;
+    default:
+        for (size_t i = 0; i < na; i++)
+            for (size_t j = 0; j < nb; j++)
+                memcpy(dst + (i * dsa + j) * es, src + (i + j * ssb) * es, es);
+    }
+}
+
+/* Tasks: (plane, block of TR_TILE rows along a), planes in row-major order
+ * of the dims other than a and b. */
+static void transpose_blocks(void *ctx, size_t thread, size_t start, size_t count) {
+    (void)thread;
+    const transpose_job *j = ctx;
+    for (size_t t = start; t < start + count; t++) {
+        size_t plane = t / j->a_blocks, a0 = (t % j->a_blocks) * TR_TILE;
+        size_t ioff = a0 * j->istride[j->a], ooff = a0 * j->ostride[j->a];
+        for (size_t d = j->rank; d-- > 0;) {
+            if (d == j->a || d == j->b) continue;
+            size_t c = plane % j->shape[d];
+            plane /= j->shape[d];
+            ioff += c * j->istride[d];
+            ooff += c * j->ostride[d];
+        }
+        const size_t na = j->shape[j->a] - a0 < TR_TILE ? j->shape[j->a] - a0 : TR_TILE;
+        transpose_tile(j->dst + ooff * j->es, j->ostride[j->a], j->src + ioff * j->es,
+                       j->istride[j->b], na, j->shape[j->b], j->es);
+    }
+}
+
 static ember_status run_transpose(xnn_graph *g, const xnn_node *n) {
     const xnn_value *x = xr_in(g, n, 0), *y = xr_out(g, n, 0);
-    size_t in_strides[XNN_MAX_DIMS], strides[XNN_MAX_DIMS];
+    size_t in_strides[XNN_MAX_DIMS];
     row_major_strides(x->shape, x->rank, in_strides);
-    for (size_t i = 0; i < y->rank; i++) strides[i] = in_strides[n->p.perm.v[i]];
-    gather(y->data, x->data, esize(x), y->shape, strides, y->rank);
+    transpose_job j = {.src = x->data, .dst = y->data, .es = esize(x)};
+    for (size_t i = 0; i < y->rank; i++) {
+        const size_t size = y->shape[i], stride = in_strides[n->p.perm.v[i]];
+        if (size == 0) return EMBER_OK;
+        if (size == 1) continue;
+        if (j.rank > 0 && j.istride[j.rank - 1] == stride * size) {
+            j.shape[j.rank - 1] *= size; /* the previous dim continues into this one */
+            j.istride[j.rank - 1] = stride;
+            continue;
+        }
+        j.shape[j.rank] = size;
+        j.istride[j.rank++] = stride;
+    }
+    if (j.rank <= 1) { /* the same order: one copy */
+        memcpy(y->data, x->data, xr_numel(y) * j.es);
+        return EMBER_OK;
+    }
+    if (j.istride[j.rank - 1] == 1) { /* whole rows move */
+        gather(y->data, x->data, j.es, j.shape, j.istride, j.rank);
+        return EMBER_OK;
+    }
+    row_major_strides(j.shape, j.rank, j.ostride);
+    j.b = j.rank - 1;
+    j.a = 0;
+    while (j.istride[j.a] != 1) j.a++; /* the input's innermost dim of size > 1 is here */
+    j.a_blocks = (j.shape[j.a] + TR_TILE - 1) / TR_TILE;
+    const size_t planes = xr_numel(y) / (j.shape[j.a] * j.shape[j.b]);
+    xr_parallel(g, ember_work_mul(xr_numel(y), 2 * j.es), transpose_blocks, &j,
+                planes * j.a_blocks, 1);
     return EMBER_OK;
 }
 
