@@ -9,7 +9,8 @@
 #      page generates the same greedy text in headless Chromium, and its
 #      screenshot is not blank
 #
-# usage: bindings/wasm/test.sh [build-dir]          (default: build-wasm)
+# usage: bindings/wasm/test.sh [build-dir] [--build-only]   (default: build-wasm)
+#        --build-only stops after step 1
 # Environment: EMBER_VENV (default .venv), JOBS.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,6 +28,7 @@ fi
 start=$SECONDS
 cmake --build "$dir" --parallel "$JOBS"
 echo "wasm: build took $((SECONDS - start)) s; $(stat -c %s "$dir/ember.wasm") bytes of ember.wasm, $(stat -c %s "$dir/ember.js") of ember.js"
+[[ "${2:-}" == "--build-only" ]] && exit 0
 
 stamp="$dir/test/.exported"
 if [[ ! -f "$stamp" || -n $(find bindings/wasm/export_test.py python/ember examples/nanogpt/*.py \
