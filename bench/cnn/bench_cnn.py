@@ -7,8 +7,8 @@ static int8, ember vs ExecuTorch (XNNPACK) vs PyTorch eager, on 1 and 2 threads.
     ... --threads 1 --precisions int8                  # a subset of the rows
 
 A model's first run lowers it four ways (float32 and int8, each partitioner:
-one to four minutes on two busy cores; `--jobs 2` lowers two models at once,
-`--export-only` stops there). The files are kept in the work directory and
+about a minute in all on an idle core, most of it ExecuTorch's partitioner;
+`--jobs 2` lowers two models at once, `--export-only` stops there). The files are kept in the work directory and
 each is redone when what it depends on changes: the lowering code, the models,
 torch and executorch, and for ember's files ember's Python sources. Each row
 then costs a process start and its timed runs.
