@@ -291,7 +291,8 @@ def test_quantized_ops_ember_partitioner() -> None:
     """ember's partitioner lowers some of these ops in float32 between
     Converts: the program runs alike either way."""
     converted, buffer, runs = lowered("ops", ("qint8", 16), True, "ember")
-    assert any(t == "XNNAdd" and ins == [QINT8, QINT8] for t, ins, _ in nodes(buffer))
+    for kind in ("XNNAdd", "XNNSubtract", "XNNMultiply"):
+        assert any(t == kind and ins == [QINT8, QINT8] for t, ins, _ in nodes(buffer)), kind
     check_runs(converted, buffer, runs)
 
 

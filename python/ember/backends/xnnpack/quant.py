@@ -58,6 +58,7 @@ from .quant_patterns import (
     DQ,
     DQ_CHANNEL,
     SAME_QPARAMS,
+    STATIC_BINARY,
     STATIC_OPS,
     STATIC_WEIGHTED,
     Weight,
@@ -226,6 +227,8 @@ class QuantPlan:
         acts = [n.args[0]] if n.target in STATIC_WEIGHTED else \
             [a for a in (n.args[0] if n.target == aten.cat.default else n.args[:2])
              if isinstance(a, Node)]
+        if n.target in STATIC_BINARY and len(acts) != 2:
+            return "a scalar operand"
         for a in acts:
             fused = n.target in CLAMPS and a in self.static_ops and len(a.users) == 1 and \
                 a.target not in SAME_QPARAMS

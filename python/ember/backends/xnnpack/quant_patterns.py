@@ -230,7 +230,9 @@ STATIC_WEIGHTED = {aten.linear.default, aten.convolution.default}
 CLAMPS = {aten.relu.default, aten.hardtanh.default}
 SAME_QPARAMS = CLAMPS | {aten.max_pool2d_with_indices.default, aten.permute_copy.default,
                          aten.view_copy.default, aten.cat.default}
-STATIC_OPS = STATIC_WEIGHTED | SAME_QPARAMS | {aten.add.Tensor, aten.mean.dim}
+# elementwise ops on two quantized values (a Multiply is a squeeze-excite's scale)
+STATIC_BINARY = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor}
+STATIC_OPS = STATIC_WEIGHTED | SAME_QPARAMS | STATIC_BINARY | {aten.mean.dim}
 
 
 def _static_q(node: Any) -> Optional[Tuple[float, int]]:
