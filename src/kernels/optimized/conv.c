@@ -72,6 +72,13 @@ static void make_table(const conv_job *j, size_t m0, size_t m1, const float **tb
                     continue;
                 }
                 const float *row = image + (iy - g->pt) * g->w * g->c;
+                if (ix0 >= g->pl && ix0 - g->pl + (g->kw - 1) * g->dw < g->w) {
+                    /* every tap of the row inside the image (most pixels) */
+                    const float *tap = row + (ix0 - g->pl) * g->c;
+                    const size_t step = g->dw * g->c;
+                    for (size_t kx = 0; kx < g->kw; kx++, at += rows, tap += step) *at = tap;
+                    continue;
+                }
                 for (size_t kx = 0; kx < g->kw; kx++, at += rows) {
                     const size_t ix = ix0 + kx * g->dw;
                     *at = ix >= g->pl && ix - g->pl < g->w ? row + (ix - g->pl) * g->c : j->zeros;
