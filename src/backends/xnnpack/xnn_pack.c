@@ -551,6 +551,8 @@ static ember_status pack_node(xnn_graph *g, const ember_backend_init_ctx *ctx,
     case XNN_NODE_Conv2d:
         groups = n->p.conv.groups;
         rows = n->p.conv.group_out;
+        /* narrow groups pack for narrower panels (xnn_run_conv.c) */
+        if (groups > 1) cfg = eko_f32_gemm_config_grouped(cfg, rows);
         depth = (size_t)n->p.conv.kernel_h * n->p.conv.kernel_w * n->p.conv.group_in;
         break;
     case XNN_NODE_ConvTranspose2d:

@@ -64,7 +64,10 @@ static ember_status run_conv2d(xnn_graph *g, uint32_t ni) {
                      n->out_min, n->out_max);
         return EMBER_OK;
     }
-    eko_f32_conv(xr_gemm(g), g->threadpool, &c, xr_f(xr_in(g, n, 0)), n->packed,
+    /* groups of few output channels: panels as narrow (packed so, xnn_pack.c) */
+    const eko_f32_gemm_config *cfg =
+        c.groups > 1 ? eko_f32_gemm_config_grouped(xr_gemm(g), c.gout) : xr_gemm(g);
+    eko_f32_conv(cfg, g->threadpool, &c, xr_f(xr_in(g, n, 0)), n->packed,
                  xr_f(xr_out(g, n, 0)), n->out_min, n->out_max, xr_scratch(g, n));
     return EMBER_OK;
 }

@@ -98,14 +98,32 @@ static void global_avg(xnn_graph *g, const xnn_node *n) {
     const float *x = xr_f(xv);
     float *y = xr_f(xr_out(g, n, 0));
     const float scale = h * w > 0 ? 1.0f / (float)(h * w) : 0.0f;
+    /* sums of a block of channels in a local array: no store to the output
+     * (which the compiler must assume may alias the input) per pixel, and
+     * vectors of independent sums; each channel still adds its pixels in
+     * order */
+    enum { CH_BLOCK = 128 };
+    float acc[CH_BLOCK];
     for (size_t o = 0; o < outer; o++) {
-        float *out = y + o * c;
-        for (size_t ch = 0; ch < c; ch++) out[ch] = 0.0f;
-        for (size_t s = 0; s < h * w; s++) {
-            const float *in = x + (o * h * w + s) * c;
-            for (size_t ch = 0; ch < c; ch++) out[ch] += in[ch];
+        const float *image = x + o * h * w * c;
+        for (size_t c0 = 0; c0 < c; c0 += CH_BLOCK) {
+            const size_t cn = c - c0 < CH_BLOCK ? c - c0 : CH_BLOCK;
+            for (size_t ch = 0; ch < CH_BLOCK; ch++) acc[ch] = 0.0f;
+            if (cn == CH_BLOCK) {
+                for (size_t s = 0; s < h * w; s++) {
+                    const float *in = image + s * c + c0;
+                    for (size_t ch = 0; ch < CH_BLOCK; ch++) acc[ch] += in[ch];
+                }
+            } else {
+                for (size_t s = 0; s < h * w; s++) {
+                    const float *in = image + s * c + c0;
+                    for (size_t ch = 0; ch < cn; ch++) acc[ch] += in[ch];
+                }
+            }
+            float *out = y + o * c + c0;
+            for (size_t ch = 0; ch < cn; ch++)
+                out[ch] = xr_clamp(acc[ch] * scale, n->out_min, n->out_max);
         }
-        for (size_t ch = 0; ch < c; ch++) out[ch] = xr_clamp(out[ch] * scale, n->out_min, n->out_max);
     }
 }
 

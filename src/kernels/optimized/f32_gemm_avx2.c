@@ -2,7 +2,8 @@
  * f32 GEMM micro-kernel, AVX2 + FMA: up to 6 rows x 16 columns per call.
  * Registers: 6 x 2 accumulators + 2 weight vectors + 1 broadcast = 15 of 16.
  * One body per row count (1..6), so fewer rows never pay for six, for the
- * direct form (rows a_stride apart) and the indirect one (gemm.h).
+ * direct form (rows a_stride apart) and the indirect one (gemm.h); and an
+ * 8-row x 8-column form for convolutions with narrow groups (conv.h).
  */
 #include "gemm.h"
 
@@ -28,7 +29,8 @@ EKO_BODY void body(const size_t MR, const bool DIRECT,
     for (size_t t = 0; t < (DIRECT ? 1 : ks); t++) {
         const float *rows[6];
         EKO_UNROLL
-        for (size_t i = 0; i < MR; i++) rows[i] = DIRECT ? ad + i * a_stride : a[t * MR + i];
+        for (size_t i = 0; i < MR; i++)
+            rows[i] = DIRECT ? ad + i * a_stride : a[t * MR + i] + a_stride;
         for (size_t k = 0; k < kc; k++, w += NR) {
             const __m256 b0 = _mm256_loadu_ps(w), b1 = _mm256_loadu_ps(w + 8);
             EKO_UNROLL
@@ -108,15 +110,85 @@ void eko_f32_gemm_6x16_avx2(size_t mr, size_t nc, size_t kc, const float *a, siz
     }
 }
 
-void eko_f32_igemm_6x16_avx2(size_t mr, size_t nc, size_t kc, size_t ks, const float *const *a,
-                             const float *w, float *c, size_t c_stride, float min, float max) {
+void eko_f32_igemm_6x16_avx2(size_t mr, size_t nc, size_t kc, size_t ks,
+                             const float *const *a, size_t a_off, const float *w,
+                             float *c, size_t c_stride, float min, float max) {
     switch (mr) {
-    case 1: body(1, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
-    case 2: body(2, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
-    case 3: body(3, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
-    case 4: body(4, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
-    case 5: body(5, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
-    default: body(6, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 1: body(1, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
+    case 2: body(2, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
+    case 3: body(3, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
+    case 4: body(4, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
+    case 5: body(5, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
+    default: body(6, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
+    }
+}
+
+/* The narrow form: 8 columns, one vector a row, up to 8 rows (8 + 1 + 1 of
+ * 16 registers). For convolutions whose groups have few output channels
+ * (8 a group in RegNet, 4 to 8 in ResNeXt's early stages): a 16- or
+ * 32-column panel would spend most of its multiply-adds on zero columns. */
+EKO_BODY void narrow(const size_t MR, const bool DIRECT,
+                     size_t nc, size_t kc, size_t ks,
+                     const float *const *a, const float *ad,
+                     size_t a_stride, const float *w, float *c,
+                     size_t c_stride, float min, float max) {
+    __m256 acc[8];
+    EKO_UNROLL
+    for (size_t i = 0; i < MR; i++) acc[i] = _mm256_loadu_ps(w);
+    w += 8;
+    for (size_t t = 0; t < (DIRECT ? 1 : ks); t++) {
+        const float *rows[8];
+        EKO_UNROLL
+        for (size_t i = 0; i < MR; i++)
+            rows[i] = DIRECT ? ad + i * a_stride : a[t * MR + i] + a_stride;
+        for (size_t k = 0; k < kc; k++, w += 8) {
+            const __m256 b = _mm256_loadu_ps(w);
+            EKO_UNROLL
+            for (size_t i = 0; i < MR; i++)
+                acc[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(rows[i] + k), b, acc[i]);
+        }
+    }
+    const __m256 lo = _mm256_set1_ps(min), hi = _mm256_set1_ps(max);
+    EKO_UNROLL
+    for (size_t i = 0; i < MR; i++) {
+        const __m256 v = _mm256_min_ps(hi, _mm256_max_ps(lo, acc[i]));
+        float *out = c + i * c_stride;
+        if (nc == 8) {
+            _mm256_storeu_ps(out, v);
+        } else {
+            float tmp[8];
+            _mm256_storeu_ps(tmp, v);
+            for (size_t j = 0; j < nc; j++) out[j] = tmp[j];
+        }
+    }
+}
+
+void eko_f32_gemm_8x8_avx2(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
+                           const float *w, float *c, size_t c_stride, float min, float max) {
+    switch (mr) {
+    case 1: narrow(1, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 2: narrow(2, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 3: narrow(3, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 4: narrow(4, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 5: narrow(5, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 6: narrow(6, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    case 7: narrow(7, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    default: narrow(8, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    }
+}
+
+void eko_f32_igemm_8x8_avx2(size_t mr, size_t nc, size_t kc, size_t ks,
+                            const float *const *a, size_t a_off, const float *w,
+                            float *c, size_t c_stride, float min, float max) {
+    switch (mr) {
+    case 1: narrow(1, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
+    case 2: narrow(2, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
+    case 3: narrow(3, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
+    case 4: narrow(4, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
+    case 5: narrow(5, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
+    case 6: narrow(6, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
+    case 7: narrow(7, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
+    default: narrow(8, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
     }
 }
 

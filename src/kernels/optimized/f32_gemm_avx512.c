@@ -12,7 +12,7 @@
 
 #define NR 32
 
-EKO_BODY void body(const size_t MR, const bool DIRECT,
+EKO_BODY void body(const size_t MR, const bool DIRECT, const bool HALF,
                    size_t nc, size_t kc, size_t ks,
                    const float *const *a, const float *ad,
                    size_t a_stride, const float *w, float *c,
@@ -21,7 +21,7 @@ EKO_BODY void body(const size_t MR, const bool DIRECT,
     EKO_UNROLL
     for (size_t i = 0; i < MR; i++) {
         acc[i][0] = _mm512_loadu_ps(w);
-        acc[i][1] = _mm512_loadu_ps(w + 16);
+        acc[i][1] = HALF ? _mm512_setzero_ps() : _mm512_loadu_ps(w + 16);
     }
     w += NR;
     /* the direct form is one tap of rows a_stride apart (DIRECT, a constant:
@@ -29,14 +29,16 @@ EKO_BODY void body(const size_t MR, const bool DIRECT,
     for (size_t t = 0; t < (DIRECT ? 1 : ks); t++) {
         const float *rows[8];
         EKO_UNROLL
-        for (size_t i = 0; i < MR; i++) rows[i] = DIRECT ? ad + i * a_stride : a[t * MR + i];
+        for (size_t i = 0; i < MR; i++)
+            rows[i] = DIRECT ? ad + i * a_stride : a[t * MR + i] + a_stride;
         for (size_t k = 0; k < kc; k++, w += NR) {
-            const __m512 b0 = _mm512_loadu_ps(w), b1 = _mm512_loadu_ps(w + 16);
+            const __m512 b0 = _mm512_loadu_ps(w);
+            const __m512 b1 = HALF ? b0 : _mm512_loadu_ps(w + 16);
             EKO_UNROLL
             for (size_t i = 0; i < MR; i++) {
                 const __m512 x = _mm512_set1_ps(rows[i][k]);
                 acc[i][0] = _mm512_fmadd_ps(x, b0, acc[i][0]);
-                acc[i][1] = _mm512_fmadd_ps(x, b1, acc[i][1]);
+                if (!HALF) acc[i][1] = _mm512_fmadd_ps(x, b1, acc[i][1]);
             }
         }
     }
@@ -48,7 +50,8 @@ EKO_BODY void body(const size_t MR, const bool DIRECT,
     for (size_t i = 0; i < MR; i++) {
         float *out = c + i * c_stride;
         _mm512_mask_storeu_ps(out, m0, _mm512_min_ps(hi, _mm512_max_ps(lo, acc[i][0])));
-        _mm512_mask_storeu_ps(out + 16, m1, _mm512_min_ps(hi, _mm512_max_ps(lo, acc[i][1])));
+        if (!HALF)
+            _mm512_mask_storeu_ps(out + 16, m1, _mm512_min_ps(hi, _mm512_max_ps(lo, acc[i][1])));
     }
 }
 
@@ -86,31 +89,39 @@ static void one_row(size_t nc, size_t kc, const float *a, const float *w, float 
     _mm512_mask_storeu_ps(c + 16, m1, _mm512_min_ps(hi, _mm512_max_ps(lo, v1)));
 }
 
+/* The row counts' bodies, each in two widths: a panel's last columns often
+ * fit one vector (16 output channels, or 72 = 2 x 32 + 8), and the other
+ * half of the multiply-adds would be on zero columns. */
+#define ROWS_SWITCH(DIRECT, HALF, KS, A, AD, STRIDE)                                          \
+    switch (mr) {                                                                           \
+    case 1: body(1, DIRECT, HALF, nc, kc, KS, A, AD, STRIDE, w, c, c_stride, min, max); break; \
+    case 2: body(2, DIRECT, HALF, nc, kc, KS, A, AD, STRIDE, w, c, c_stride, min, max); break; \
+    case 3: body(3, DIRECT, HALF, nc, kc, KS, A, AD, STRIDE, w, c, c_stride, min, max); break; \
+    case 4: body(4, DIRECT, HALF, nc, kc, KS, A, AD, STRIDE, w, c, c_stride, min, max); break; \
+    case 5: body(5, DIRECT, HALF, nc, kc, KS, A, AD, STRIDE, w, c, c_stride, min, max); break; \
+    case 6: body(6, DIRECT, HALF, nc, kc, KS, A, AD, STRIDE, w, c, c_stride, min, max); break; \
+    case 7: body(7, DIRECT, HALF, nc, kc, KS, A, AD, STRIDE, w, c, c_stride, min, max); break; \
+    default: body(8, DIRECT, HALF, nc, kc, KS, A, AD, STRIDE, w, c, c_stride, min, max); break; \
+    }
+
 void eko_f32_gemm_8x32_avx512(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
                               const float *w, float *c, size_t c_stride, float min, float max) {
-    switch (mr) {
-    case 1: one_row(nc, kc, a, w, c, min, max); break;
-    case 2: body(2, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
-    case 3: body(3, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
-    case 4: body(4, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
-    case 5: body(5, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
-    case 6: body(6, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
-    case 7: body(7, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
-    default: body(8, true, nc, kc, 1, NULL, a, a_stride, w, c, c_stride, min, max); break;
+    if (mr == 1) {
+        one_row(nc, kc, a, w, c, min, max);
+    } else if (nc <= 16) {
+        ROWS_SWITCH(true, true, 1, NULL, a, a_stride)
+    } else {
+        ROWS_SWITCH(true, false, 1, NULL, a, a_stride)
     }
 }
 
-void eko_f32_igemm_8x32_avx512(size_t mr, size_t nc, size_t kc, size_t ks, const float *const *a,
-                               const float *w, float *c, size_t c_stride, float min, float max) {
-    switch (mr) {
-    case 1: body(1, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
-    case 2: body(2, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
-    case 3: body(3, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
-    case 4: body(4, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
-    case 5: body(5, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
-    case 6: body(6, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
-    case 7: body(7, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
-    default: body(8, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+void eko_f32_igemm_8x32_avx512(size_t mr, size_t nc, size_t kc, size_t ks,
+                               const float *const *a, size_t a_off, const float *w, float *c,
+                               size_t c_stride, float min, float max) {
+    if (nc <= 16) {
+        ROWS_SWITCH(false, true, ks, a, NULL, a_off)
+    } else {
+        ROWS_SWITCH(false, false, ks, a, NULL, a_off)
     }
 }
 

@@ -29,7 +29,8 @@ EKO_BODY void body(const size_t MR, const bool DIRECT,
     for (size_t t = 0; t < (DIRECT ? 1 : ks); t++) {
         const float *rows[8];
         EKO_UNROLL
-        for (size_t i = 0; i < MR; i++) rows[i] = DIRECT ? ad + i * a_stride : a[t * MR + i];
+        for (size_t i = 0; i < MR; i++)
+            rows[i] = DIRECT ? ad + i * a_stride : a[t * MR + i] + a_stride;
         size_t k = 0;
         /* four k steps per row load: one 4-float load of each row, its lanes
          * broadcast by the fused multiply-add itself */
@@ -106,17 +107,18 @@ void eko_f32_gemm_8x8_neon(size_t mr, size_t nc, size_t kc, const float *a, size
     }
 }
 
-void eko_f32_igemm_8x8_neon(size_t mr, size_t nc, size_t kc, size_t ks, const float *const *a,
-                            const float *w, float *c, size_t c_stride, float min, float max) {
+void eko_f32_igemm_8x8_neon(size_t mr, size_t nc, size_t kc, size_t ks,
+                            const float *const *a, size_t a_off, const float *w,
+                            float *c, size_t c_stride, float min, float max) {
     switch (mr) {
-    case 1: body(1, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
-    case 2: body(2, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
-    case 3: body(3, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
-    case 4: body(4, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
-    case 5: body(5, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
-    case 6: body(6, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
-    case 7: body(7, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
-    default: body(8, false, nc, kc, ks, a, NULL, 0, w, c, c_stride, min, max); break;
+    case 1: body(1, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
+    case 2: body(2, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
+    case 3: body(3, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
+    case 4: body(4, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
+    case 5: body(5, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
+    case 6: body(6, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
+    case 7: body(7, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
+    default: body(8, false, nc, kc, ks, a, NULL, a_off, w, c, c_stride, min, max); break;
     }
 }
 

@@ -9,7 +9,8 @@
 #define NR 8
 
 void eko_f32_igemm_4x8_scalar(size_t mr, size_t nc, size_t kc, size_t ks, const float *const *a,
-                              const float *w, float *c, size_t c_stride, float min, float max) {
+                              size_t a_off, const float *w,
+                              float *c, size_t c_stride, float min, float max) {
     float acc[MR][NR];
     for (size_t i = 0; i < MR; i++)
         for (size_t j = 0; j < NR; j++) acc[i][j] = w[j];
@@ -17,7 +18,7 @@ void eko_f32_igemm_4x8_scalar(size_t mr, size_t nc, size_t kc, size_t ks, const 
     for (size_t t = 0; t < ks; t++, a += mr) {
         const float *rows[MR];
         /* rows past mr repeat the last one: computed, never stored */
-        for (size_t i = 0; i < MR; i++) rows[i] = a[i < mr ? i : mr - 1];
+        for (size_t i = 0; i < MR; i++) rows[i] = a[i < mr ? i : mr - 1] + a_off;
         for (size_t k = 0; k < kc; k++, w += NR)
             for (size_t i = 0; i < MR; i++) {
                 const float x = rows[i][k];
@@ -36,5 +37,5 @@ void eko_f32_gemm_4x8_scalar(size_t mr, size_t nc, size_t kc, const float *a, si
                              const float *w, float *c, size_t c_stride, float min, float max) {
     const float *rows[MR];
     for (size_t i = 0; i < mr && i < MR; i++) rows[i] = a + i * a_stride;
-    eko_f32_igemm_4x8_scalar(mr, nc, kc, 1, rows, w, c, c_stride, min, max);
+    eko_f32_igemm_4x8_scalar(mr, nc, kc, 1, rows, 0, w, c, c_stride, min, max);
 }

@@ -32,6 +32,24 @@ const eko_f32_gemm_config *eko_f32_gemm_config_for(eko_isa isa) {
     return &g_configs[isa];
 }
 
+#ifdef EMBER_HAVE_AVX2_KERNELS
+/* 8 columns a panel, in AVX2 registers (AVX-512 runs them as well) */
+static const eko_f32_gemm_config g_narrow_avx2 = {EKO_ISA_AVX2, 8, 8, eko_f32_gemm_8x8_avx2,
+                                                  eko_f32_igemm_8x8_avx2};
+#endif
+
+const eko_f32_gemm_config *eko_f32_gemm_config_grouped(const eko_f32_gemm_config *cfg,
+                                                       size_t gout) {
+#ifdef EMBER_HAVE_AVX2_KERNELS
+    if (cfg->isa == EKO_ISA_AVX2 || cfg->isa == EKO_ISA_AVX512) {
+        if (gout <= 8) return &g_narrow_avx2;
+        if (gout <= 16 && cfg->nr > 16) return &g_configs[EKO_ISA_AVX2];
+    }
+#endif
+    (void)gout;
+    return cfg;
+}
+
 const eko_f32_gemm_config *eko_f32_gemm_config_active(void) {
     const eko_f32_gemm_config *cfg = eko_f32_gemm_config_for(eko_isa_active());
     return cfg != NULL ? cfg : &g_configs[EKO_ISA_SCALAR];

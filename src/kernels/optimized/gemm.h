@@ -48,12 +48,14 @@ typedef void (*eko_f32_gemm_ukernel)(size_t mr, size_t nc, size_t kc, const floa
 
 /*
  * The indirect form (convolutions without an im2col copy): row i's k
- * floats are read in ks pieces of kc, piece t at a[t * mr + i] (a pointer
- * per row and tap, into the input or to a row of zeros for padding); the
- * panel w has ks * kc weights per column, in the same order.
+ * floats are read in ks pieces of kc, piece t at a[t * mr + i] + a_off (a
+ * pointer per row and tap, into the input or to a row of zeros for padding,
+ * and an offset in floats added to every one: a group's channels, so that
+ * the groups of a convolution share one table); the panel w has ks * kc
+ * weights per column, in the same order.
  */
 typedef void (*eko_f32_igemm_ukernel)(size_t mr, size_t nc, size_t kc, size_t ks,
-                                      const float *const *a, const float *w, float *c,
+                                      const float *const *a, size_t a_off, const float *w, float *c,
                                       size_t c_stride, float min, float max);
 
 typedef struct eko_f32_gemm_config {
@@ -65,6 +67,15 @@ typedef struct eko_f32_gemm_config {
 
 /** The configuration of an instruction set (NULL if this build lacks it). */
 const eko_f32_gemm_config *eko_f32_gemm_config_for(eko_isa isa);
+
+/**
+ * The configuration a grouped convolution with gout output channels a
+ * group runs on at cfg's level: cfg itself, or one with narrower panels
+ * where most of cfg's panel would be zero columns (AVX2 and AVX-512 with 8
+ * or 16 channels a group). Pack and multiply with the same one.
+ */
+const eko_f32_gemm_config *eko_f32_gemm_config_grouped(const eko_f32_gemm_config *cfg,
+                                                       size_t gout);
 
 /** The configuration of the level in use. */
 const eko_f32_gemm_config *eko_f32_gemm_config_active(void);
@@ -106,19 +117,28 @@ void eko_f32_gemm_4x8_scalar(size_t mr, size_t nc, size_t kc, const float *a, si
                              const float *w, float *c, size_t c_stride, float min, float max);
 void eko_f32_gemm_6x16_avx2(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
                             const float *w, float *c, size_t c_stride, float min, float max);
+void eko_f32_gemm_8x8_avx2(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
+                           const float *w, float *c, size_t c_stride, float min, float max);
 void eko_f32_gemm_8x32_avx512(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
                               const float *w, float *c, size_t c_stride, float min, float max);
 void eko_f32_gemm_8x8_neon(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
                            const float *w, float *c, size_t c_stride, float min, float max);
 
-void eko_f32_igemm_4x8_scalar(size_t mr, size_t nc, size_t kc, size_t ks, const float *const *a,
-                              const float *w, float *c, size_t c_stride, float min, float max);
-void eko_f32_igemm_6x16_avx2(size_t mr, size_t nc, size_t kc, size_t ks, const float *const *a,
-                             const float *w, float *c, size_t c_stride, float min, float max);
+void eko_f32_igemm_4x8_scalar(size_t mr, size_t nc, size_t kc, size_t ks,
+                              const float *const *a, size_t a_off, const float *w,
+                              float *c, size_t c_stride, float min, float max);
+void eko_f32_igemm_6x16_avx2(size_t mr, size_t nc, size_t kc, size_t ks,
+                             const float *const *a, size_t a_off, const float *w,
+                             float *c, size_t c_stride, float min, float max);
+void eko_f32_igemm_8x8_avx2(size_t mr, size_t nc, size_t kc, size_t ks,
+                            const float *const *a, size_t a_off, const float *w,
+                            float *c, size_t c_stride, float min, float max);
 void eko_f32_igemm_8x32_avx512(size_t mr, size_t nc, size_t kc, size_t ks,
-                               const float *const *a, const float *w, float *c, size_t c_stride,
+                               const float *const *a, size_t a_off, const float *w,
+                               float *c, size_t c_stride,
                                float min, float max);
-void eko_f32_igemm_8x8_neon(size_t mr, size_t nc, size_t kc, size_t ks, const float *const *a,
-                            const float *w, float *c, size_t c_stride, float min, float max);
+void eko_f32_igemm_8x8_neon(size_t mr, size_t nc, size_t kc, size_t ks,
+                            const float *const *a, size_t a_off, const float *w,
+                            float *c, size_t c_stride, float min, float max);
 
 #endif /* EMBER_KERNELS_OPTIMIZED_GEMM_H */

@@ -93,14 +93,11 @@ static double run_case(const eko_f32_gemm_config *cfg, ember_threadpool *pool, s
     return worst;
 }
 
-static void test_level(eko_isa isa, ember_threadpool **pools, size_t npools) {
-    const eko_f32_gemm_config *cfg = eko_f32_gemm_config_for(isa);
-    if (!eko_isa_supported(isa) || cfg == NULL) {
-        printf("-- %s: skipped (not on this CPU or not in this build)\n", eko_isa_name(isa));
-        return;
-    }
-    char name[64];
-    snprintf(name, sizeof name, "f32 conv %s (%zux%zu)", eko_isa_name(isa), cfg->mr, cfg->nr);
+static void test_config(eko_isa isa, const eko_f32_gemm_config *cfg, ember_threadpool **pools,
+                        size_t npools) {
+    char name[80];
+    snprintf(name, sizeof name, "f32 conv %s (%zux%zu %s)", eko_isa_name(isa), cfg->mr, cfg->nr,
+             eko_isa_name(cfg->isa));
     check_section(name);
     const size_t nr = cfg->nr;
     static const size_t kernels[][2] = {{1, 1}, {3, 3}, {5, 5}, {3, 1}, {1, 3}};
@@ -139,7 +136,42 @@ static void test_level(eko_isa isa, ember_threadpool **pools, size_t npools) {
         if (run_case(cfg, pools[p], wide, false, 0.0f, 6.0f) > 1.0 && failures++ < 5)
             printf("  strided layer, pool %zu: wrong\n", p);
     }
+    /* many narrow groups (RegNet, ResNeXt): 3x3 over pixel counts across
+     * the 64-pixel block, group widths around the panel */
+    const size_t ggouts[] = {1, nr / 2, nr - 1, nr};
+    const size_t ggins[] = {4, 8, 9};
+    for (size_t gi = 0; gi < 3; gi++)
+        for (size_t go = 0; go < 4; go++)
+            for (size_t st = 1; st <= 2; st++) {
+                const size_t v = gi * 8 + go * 2 + st;
+                shape s = {1 + v % 2, 9 + v % 3, 9, 3, 3, st, st, 1, 1, 1, 1, 1, 1,
+                           v % 2 ? 13 : 5, ggins[gi], ggouts[go]};
+                ember_threadpool *pool = pools[v % npools];
+                cases++;
+                if (run_case(cfg, pool, s, v % 3 != 0, v % 4 == 0 ? 0.0f : -INFINITY, INFINITY) >
+                        1.0 &&
+                    failures++ < 5)
+                    printf("  grouped: groups=%zu gin=%zu gout=%zu stride %zu: wrong\n",
+                           s.groups, s.gin, s.gout, st);
+            }
     CHECK_MSG(failures == 0, "%d of %d cases wrong", failures, cases);
+}
+
+/* A level's configuration, then those its narrow groups run on. */
+static void test_level(eko_isa isa, ember_threadpool **pools, size_t npools) {
+    const eko_f32_gemm_config *cfg = eko_f32_gemm_config_for(isa);
+    if (!eko_isa_supported(isa) || cfg == NULL) {
+        printf("-- %s: skipped (not on this CPU or not in this build)\n", eko_isa_name(isa));
+        return;
+    }
+    test_config(isa, cfg, pools, npools);
+    const eko_f32_gemm_config *seen = cfg;
+    for (size_t gout = 1; gout <= 64; gout++) {
+        const eko_f32_gemm_config *grouped = eko_f32_gemm_config_grouped(cfg, gout);
+        if (grouped == seen || grouped == cfg) continue;
+        seen = grouped;
+        test_config(isa, grouped, pools, npools);
+    }
 }
 
 int main(void) {
