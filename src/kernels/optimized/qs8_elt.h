@@ -10,6 +10,10 @@
  *   dequantize   x[i] = scale * (q[i] - zp)
  *   add          y[i] = clamp(rint(ma (a[i] - za) + mb (b[i] - zb)) + zy, qmin, qmax)
  *   mul          y[i] = clamp(rint(m (a[i] - za) (b[i] - zb)) + zy, qmin, qmax)
+ *   lut          y[i] = table[(uint8_t)x[i]] (256 bytes)
+ *
+ * A level may replace a loop with its own code (the AVX-512 table lookup:
+ * sixteen 16-byte shuffles), tested against the scalar level's.
  */
 #ifndef EMBER_KERNELS_OPTIMIZED_QS8_ELT_H
 #define EMBER_KERNELS_OPTIMIZED_QS8_ELT_H
@@ -27,6 +31,7 @@ typedef struct eko_qs8_elt {
                 int32_t zb, int8_t *y, int32_t zy, int32_t qmin, int32_t qmax);
     void (*mul)(size_t n, const int8_t *a, int32_t za, const int8_t *b, int32_t zb, float m,
                 int8_t *y, int32_t zy, int32_t qmin, int32_t qmax);
+    void (*lut)(size_t n, const int8_t *x, const int8_t *table, int8_t *y);
 } eko_qs8_elt;
 
 /** The table of an instruction set; NULL if this build lacks it. */

@@ -3,7 +3,8 @@
  * level by a file that defines QS8_ELT_TABLE (the table's name) and
  * QS8_ELT_ISA (its eko_isa) and is compiled with the level's flags. Runs go
  * in blocks of a fixed count with restrict pointers, so the compiler
- * vectorizes each block without alias checks.
+ * vectorizes each block without alias checks. A file may define
+ * QS8_ELT_LUT (its own table lookup) before including it.
  */
 #ifndef EMBER_KERNELS_OPTIMIZED_QS8_ELT_BODY_H
 #define EMBER_KERNELS_OPTIMIZED_QS8_ELT_BODY_H
@@ -70,6 +71,14 @@ static void elt_mul(size_t n, const int8_t *a, int32_t za, const int8_t *b, int3
     mul_block(n - i, a + i, za, b + i, zb, m, y + i, zy, qmin, qmax);
 }
 
-const eko_qs8_elt QS8_ELT_TABLE = {QS8_ELT_ISA, elt_quantize, elt_dequantize, elt_add, elt_mul};
+#ifndef QS8_ELT_LUT
+static void elt_lut(size_t n, const int8_t *x, const int8_t *table, int8_t *y) {
+    for (size_t i = 0; i < n; i++) y[i] = table[(uint8_t)x[i]];
+}
+#define QS8_ELT_LUT elt_lut
+#endif
+
+const eko_qs8_elt QS8_ELT_TABLE = {QS8_ELT_ISA,    elt_quantize, elt_dequantize, elt_add, elt_mul,
+                                   QS8_ELT_LUT};
 
 #endif /* EMBER_KERNELS_OPTIMIZED_QS8_ELT_BODY_H */
