@@ -43,6 +43,7 @@ static ember_status xnn_init(const ember_backend_init_ctx *ctx, const void *payl
     EMBER_TRY(xnn_read(ctx, payload, payload_size, g, &sources));
     xnn_fuse_qs8_clamps(g);
     xnn_fuse_f32(g);
+    xnn_fuse_qs8_unary(g);
     g->threadpool = ctx->threadpool;
     EMBER_TRY(xnn_infer_shapes(g, false));
     EMBER_TRY(xnn_pack(g, ctx, sources));

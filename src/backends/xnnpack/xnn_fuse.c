@@ -63,3 +63,51 @@ void xnn_fuse_f32(xnn_graph *g) {
     }
     if (any) xnn_drop_emptied_nodes(g);
 }
+
+static bool is_qs8_tensor(const xnn_graph *g, uint32_t vi) {
+    return vi < g->num_values && g->values[vi].dtype == XNN_DT_QINT8;
+}
+
+/* Internal float32 value vi, made by a node before `before` of type
+ * `type` with one input and one output, and read by one node: that
+ * producer, or UINT32_MAX. */
+static uint32_t sole_f32_producer(const xnn_graph *g, uint32_t vi, uint32_t before) {
+    if (!is_f32(g, vi) || g->values[vi].flags != 0 || xnn_value_readers(g, vi) != 1)
+        return UINT32_MAX;
+    const uint32_t pi = xnn_value_producer(g, vi);
+    if (pi >= before || g->nodes[pi].nin != 1 || g->nodes[pi].nout != 1) return UINT32_MAX;
+    return pi;
+}
+
+void xnn_fuse_qs8_unary(xnn_graph *g) {
+    bool any = false;
+    for (uint32_t qi = 0; qi < g->num_nodes; qi++) {
+        xnn_node *q = &g->nodes[qi];
+        if (q->type != XNN_NODE_Convert || q->nin != 1 || q->nout != 1 ||
+            !is_qs8_tensor(g, q->out[0]))
+            continue;
+        const uint32_t fi = sole_f32_producer(g, q->in[0], qi);
+        if (fi == UINT32_MAX) continue;
+        xnn_node *f = &g->nodes[fi];
+        const bool fits = (f->type == XNN_NODE_Sigmoid &&
+                           (f->fused == XNN_FUSED_NONE || f->fused == XNN_FUSED_SILU)) ||
+                          ((f->type == XNN_NODE_Tanh || f->type == XNN_NODE_Hardswish) &&
+                           f->fused == XNN_FUSED_NONE);
+        if (!fits) continue;
+        const uint32_t di = sole_f32_producer(g, f->in[0], fi);
+        if (di == UINT32_MAX) continue;
+        xnn_node *d = &g->nodes[di];
+        if (d->type != XNN_NODE_Convert || !is_qs8_tensor(g, d->in[0])) continue;
+        g->values[f->in[0]].first = -1; /* made by no node now: not planned */
+        g->values[q->in[0]].first = -1;
+        f->in[0] = d->in[0];
+        f->out[0] = q->out[0];
+        /* the final Convert's own range, on top of the function's clamp */
+        f->out_min = f->out_min > q->out_min ? f->out_min : q->out_min;
+        f->out_max = f->out_max < q->out_max ? f->out_max : q->out_max;
+        d->nin = d->nout = 0; /* dropped below */
+        q->nin = q->nout = 0;
+        any = true;
+    }
+    if (any) xnn_drop_emptied_nodes(g);
+}

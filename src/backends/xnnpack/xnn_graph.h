@@ -292,6 +292,16 @@ enum { XNN_FUSED_NONE = 0, XNN_FUSED_SILU = 1 };
  * xnn_read (xnn_fuse.c). */
 void xnn_fuse_f32(xnn_graph *g);
 
+/* Folds each elementwise float32 function of a dequantized qint8 value
+ * that is quantized again (Convert to float32, Sigmoid (also as SiLU),
+ * Tanh or Hardswish, Convert to qint8, as a statically quantized model
+ * runs what its quantizer left in float32) into the function's node, which
+ * then runs on qint8 as one table of the 256 input bytes: the same float
+ * function of each dequantized byte, quantized once. The float values
+ * between must be internal and read by the next node alone. Called after
+ * xnn_fuse_f32 (xnn_fuse.c). */
+void xnn_fuse_qs8_unary(xnn_graph *g);
+
 /* Folds each Clamp that alone reads the output of a statically quantized
  * product (Conv2d, DepthwiseConv2d, ConvTranspose2d, FullyConnected) into it, as XNNPACK
  * does: the product then rounds once, into the Clamp's output quantization,

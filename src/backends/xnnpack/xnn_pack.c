@@ -298,7 +298,8 @@ static ember_status pack_dw_qs8(xnn_graph *g, const ember_backend_init_ctx *ctx,
  * identity: its bounds are the node's output range). */
 static float unary_f32(const xnn_node *n, float x) {
     switch (n->type) {
-    case XNN_NODE_Sigmoid: return 1.0f / (1.0f + expf(-x));
+    case XNN_NODE_Sigmoid: /* x * sigmoid(x) where a Multiply was folded in (SiLU) */
+        return n->fused == XNN_FUSED_SILU ? x / (1.0f + expf(-x)) : 1.0f / (1.0f + expf(-x));
     case XNN_NODE_Tanh: return tanhf(x);
     case XNN_NODE_ELU: return x < 0.0f ? n->p.alpha * expm1f(x) : x;
     case XNN_NODE_LeakyReLU: return x < 0.0f ? n->p.alpha * x : x;

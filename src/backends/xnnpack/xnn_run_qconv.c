@@ -118,20 +118,47 @@ static void product(const qconv_job *j, size_t b, const eko_qd8_weights *w, size
                          max);
 }
 
-/* im2col rows for pixels [p0, p0 + rows) of image b into col, padding with zp. */
+/* n bytes: a short run inline (a first layer's 3 channels would otherwise
+ * cost a library call per tap), a long one through memcpy. */
+static inline void copy_run(int8_t *restrict dst, const int8_t *restrict src, size_t n) {
+    if (n >= 64) {
+        memcpy(dst, src, n);
+        return;
+    }
+    /* pieces of fixed sizes: each memcpy a plain move, no call */
+    size_t at = 0;
+    if (n & 32) memcpy(dst + at, src + at, 32), at += 32;
+    if (n & 16) memcpy(dst + at, src + at, 16), at += 16;
+    if (n & 8) memcpy(dst + at, src + at, 8), at += 8;
+    if (n & 4) memcpy(dst + at, src + at, 4), at += 4;
+    if (n & 2) memcpy(dst + at, src + at, 2), at += 2;
+    if (n & 1) dst[at] = src[at];
+}
+
+/* im2col rows for pixels [p0, p0 + rows) of image b into col, padding with
+ * zp. A window row whose taps all fall inside the input and lie side by
+ * side (dilation 1) is one run of KW x C bytes. */
 static void im2col(const qconv_geom *c, const int8_t *x, size_t b, size_t p0, size_t rows,
                    int8_t zp, int8_t *col) {
-    const size_t k = c->kh * c->kw * c->c;
+    const size_t k = c->kh * c->kw * c->c, run = c->kw * c->c;
     for (size_t r = 0; r < rows; r++) {
         const size_t p = p0 + r, ox = p % c->ow, oy = p / c->ow;
         int8_t *dst = col + r * k;
+        const size_t ix0 = ox * c->sw; /* minus pl: checked below */
+        const bool cols_in = c->dw == 1 && ix0 >= c->pl && ix0 - c->pl + c->kw <= c->w;
         for (size_t ky = 0; ky < c->kh; ky++) {
             const size_t iy = oy * c->sh + ky * c->dh; /* minus pt: checked below */
             const bool row_in = iy >= c->pt && iy - c->pt < c->h;
+            const int8_t *src = row_in ? x + (b * c->h + iy - c->pt) * c->w * c->c : x;
+            if (row_in && cols_in) {
+                copy_run(dst, src + (ix0 - c->pl) * c->c, run);
+                dst += run;
+                continue;
+            }
             for (size_t kx = 0; kx < c->kw; kx++, dst += c->c) {
-                const size_t ix = ox * c->sw + kx * c->dw;
+                const size_t ix = ix0 + kx * c->dw;
                 if (row_in && ix >= c->pl && ix - c->pl < c->w)
-                    memcpy(dst, x + ((b * c->h + iy - c->pt) * c->w + ix - c->pl) * c->c, c->c);
+                    copy_run(dst, src + (ix - c->pl) * c->c, c->c);
                 else
                     memset(dst, zp, c->c);
             }

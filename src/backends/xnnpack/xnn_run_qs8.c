@@ -16,6 +16,7 @@
  */
 #include "kernels/optimized/eltwise.h"
 #include "kernels/optimized/qs8_dwconv.h"
+#include "kernels/optimized/qs8_elt.h"
 #include "kernels/optimized/qs8_ops.h"
 #include "ember/threadpool.h"
 #include "xnn_run.h"
@@ -151,7 +152,7 @@ static void lut_chunks(void *ctx, size_t thread, size_t start, size_t count) {
     (void)thread;
     const size_t lo = start * QS8_CHUNK, hi = (start + count) * QS8_CHUNK;
     const size_t end = hi < j->total ? hi : j->total;
-    for (size_t i = lo; i < end; i++) j->y[i] = j->lut[(uint8_t)j->x[i]];
+    eko_qs8_elt_active()->lut(end - lo, j->x + lo, j->lut, j->y + lo);
 }
 
 static void run_unary(xnn_graph *g, const xnn_node *n) {

@@ -10,6 +10,7 @@
 #include "f32_rows.h"
 #include "qd8_gemm.h"
 #include "qs8_dwconv.h"
+#include "qs8_elt.h"
 #include "vmath.h"
 
 /* Each table by level; NULL where this build has no kernels of the level. */
@@ -50,6 +51,7 @@ TABLES(eko_f32_gemv, eko_f32_gemv)
 TABLES(eko_f32_attn, eko_f32_attn)
 TABLES(eko_f32_dwconv, eko_f32_dwconv)
 TABLES(eko_qs8_dwconv, eko_qs8_dwconv)
+TABLES(eko_qs8_elt, eko_qs8_elt)
 
 /* Dynamically quantized products (qd8_gemm.h): one kernel per level, and
  * where the CPU has the level's int8 dot-product extension, the kernel on
@@ -57,26 +59,27 @@ TABLES(eko_qs8_dwconv, eko_qs8_dwconv)
  * the best AVX2 kernel), DOTPROD for AArch64. Later rows are preferred. */
 static const eko_qd8_gemm_config g_qd8[] = {
     {"scalar", EKO_ISA_SCALAR, 4, false, 0, eko_qd8_gemm_scalar, eko_qd8_gemm_scalar,
-     eko_qd8_range_scalar, eko_qd8_values_scalar},
+     eko_qd8_range_scalar, eko_qd8_values_scalar, NULL},
 #ifdef EMBER_HAVE_AVX2_KERNELS
     {"avx2", EKO_ISA_AVX2, 4, false, 0x80, eko_qd8_gemm_avx2, eko_qd8_gemm_avx2_s8,
-     eko_qd8_range_avx2, eko_qd8_values_avx2},
+     eko_qd8_range_avx2, eko_qd8_values_avx2, NULL},
 #endif
 #ifdef EMBER_HAVE_AVX2VNNI_KERNELS
     {"avx2vnni", EKO_ISA_AVX2, 4, true, 0x80, eko_qd8_gemm_avx2vnni, eko_qd8_gemm_avx2vnni_s8,
-     eko_qd8_range_avx2, eko_qd8_values_avx2},
+     eko_qd8_range_avx2, eko_qd8_values_avx2, NULL},
 #endif
 #ifdef EMBER_HAVE_AVX512VNNI_KERNELS
     {"avx512vnni", EKO_ISA_AVX512, 8, true, 0x80, eko_qd8_gemm_avx512vnni,
-     eko_qd8_gemm_avx512vnni_s8, eko_qd8_range_avx512, eko_qd8_values_avx512},
+     eko_qd8_gemm_avx512vnni_s8, eko_qd8_range_avx512, eko_qd8_values_avx512,
+     eko_qd8_gemm_avx512vnni_s8_q},
 #endif
 #ifdef EMBER_HAVE_NEON_KERNELS
     {"neon", EKO_ISA_NEON, 4, false, 0, eko_qd8_gemm_neon, eko_qd8_gemm_neon, eko_qd8_range_scalar,
-     eko_qd8_values_scalar},
+     eko_qd8_values_scalar, NULL},
 #endif
 #ifdef EMBER_HAVE_NEONDOT_KERNELS
     {"neondot", EKO_ISA_NEON, 4, true, 0, eko_qd8_gemm_neondot, eko_qd8_gemm_neondot,
-     eko_qd8_range_scalar, eko_qd8_values_scalar},
+     eko_qd8_range_scalar, eko_qd8_values_scalar, NULL},
 #endif
 };
 

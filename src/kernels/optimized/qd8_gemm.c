@@ -375,6 +375,7 @@ typedef struct gemm_job {
     eko_qd8_out out;
     float min, max;
     eko_tiles tiles;
+    eko_qd8_ukernel_q ukernel_q; /* int8 results straight from the kernel, or NULL */
 } gemm_job;
 
 /* n <= EKO_QD8_NR results, within [min, max] of int8, rounded to int8. A
@@ -398,6 +399,11 @@ static void gemm_call(const gemm_job *j, const uint8_t *panel, size_t r, size_t 
     if (j->out.q == NULL) {
         j->ukernel(mr, nc, x, j->ldx, rows, j->w, panel, j->out.c + r * j->out.ld + n0, j->out.ld,
                    j->min, j->max);
+        return;
+    }
+    if (j->ukernel_q != NULL) { /* int8 results from the kernel itself */
+        j->ukernel_q(mr, nc, x, j->ldx, rows, j->w, panel, j->out.q + r * j->out.ld + n0,
+                     j->out.ld, j->min, j->max);
         return;
     }
     /* int8 results: the tile in floats on the stack, then rounded */
@@ -443,7 +449,7 @@ void eko_qd8_gemm(const eko_qd8_gemm_config *cfg, struct ember_threadpool *pool,
     gemm_job j;
     memset(&j, 0, sizeof j);
     j = (gemm_job){cfg, m, x, ldx, rows, {1.0f, 0}, cfg->ukernel, w, {c, NULL, ldc}, min, max,
-                   j.tiles};
+                   j.tiles, NULL};
     gemm_run(&j, pool);
 }
 
@@ -455,6 +461,9 @@ void eko_qd8_gemm_uniform(const eko_qd8_gemm_config *cfg, struct ember_threadpoo
     memset(&j, 0, sizeof j);
     /* plain int8 rows go to the kernel that reads them so */
     const eko_qd8_ukernel uk = x_xor == cfg->x_xor ? cfg->ukernel : cfg->ukernel_s8;
-    j = (gemm_job){cfg, m, x, ldx, NULL, xq, uk, w, out, min, max, j.tiles};
+    /* int8 results of plain int8 rows: the kernel that writes them, where there is one */
+    const eko_qd8_ukernel_q ukq =
+        out.q != NULL && uk == cfg->ukernel_s8 && cfg->x_xor != 0 ? cfg->ukernel_s8_q : NULL;
+    j = (gemm_job){cfg, m, x, ldx, NULL, xq, uk, w, out, min, max, j.tiles, ukq};
     gemm_run(&j, pool);
 }

@@ -147,6 +147,12 @@ typedef void (*eko_qd8_ukernel)(size_t mr, size_t nc, const int8_t *x, size_t ld
                                 const eko_qd8_row *rows, const eko_qd8_weights *w,
                                 const uint8_t *panel, float *c, size_t ldc, float min, float max);
 
+/* The same with int8 results (eko_qd8_out's q, rows ldq bytes apart). */
+typedef void (*eko_qd8_ukernel_q)(size_t mr, size_t nc, const int8_t *x, size_t ldx,
+                                  const eko_qd8_row *rows, const eko_qd8_weights *w,
+                                  const uint8_t *panel, int8_t *q, size_t ldq, float min,
+                                  float max);
+
 typedef struct eko_qd8_gemm_config {
     const char *name;     /* "scalar", "avx2", "avx2vnni", "avx512vnni", "neon", "neondot" */
     eko_isa isa;          /* the level it needs */
@@ -160,6 +166,8 @@ typedef struct eko_qd8_gemm_config {
     eko_qd8_ukernel ukernel_s8;  /* the same on plain int8 activations (x_xor 0) */
     eko_qd8_range_fn range;      /* the row quantizer's passes */
     eko_qd8_values_fn values;
+    eko_qd8_ukernel_q ukernel_s8_q; /* ukernel_s8 with int8 results, or NULL (then the
+                                     * float results are rounded after it) */
 } eko_qd8_gemm_config;
 
 /** The kernels for the level in use (config.c; never NULL). */
@@ -253,6 +261,13 @@ void eko_qd8_gemm_avx512vnni(size_t mr, size_t nc, const int8_t *x, size_t ldx,
 void eko_qd8_gemm_avx512vnni_s8(size_t mr, size_t nc, const int8_t *x, size_t ldx,
                                 const eko_qd8_row *rows, const eko_qd8_weights *w,
                                 const uint8_t *panel, float *c, size_t ldc, float min, float max);
+void eko_qd8_gemm_avx512vnni_q(size_t mr, size_t nc, const int8_t *x, size_t ldx,
+                               const eko_qd8_row *rows, const eko_qd8_weights *w,
+                               const uint8_t *panel, int8_t *q, size_t ldq, float min, float max);
+void eko_qd8_gemm_avx512vnni_s8_q(size_t mr, size_t nc, const int8_t *x, size_t ldx,
+                                  const eko_qd8_row *rows, const eko_qd8_weights *w,
+                                  const uint8_t *panel, int8_t *q, size_t ldq, float min,
+                                  float max);
 void eko_qd8_gemm_neon(size_t mr, size_t nc, const int8_t *x, size_t ldx, const eko_qd8_row *rows,
                        const eko_qd8_weights *w, const uint8_t *panel, float *c, size_t ldc,
                        float min, float max);

@@ -71,6 +71,18 @@ static inline void qd8_store(float *c, size_t nc, qd8_f f, float zc, float sx, c
     _mm512_mask_storeu_ps(c, (__mmask16)((1u << nc) - 1u), v);
 }
 
+/* int8 results: the same float steps, rounded to nearest even (the values
+ * lie in [min, max] within int8, so the narrowing never saturates). */
+static inline void qd8_store_q(int8_t *q, size_t nc, qd8_f f, float zc, float sx,
+                               const uint8_t *tail, float min, float max) {
+    f = _mm512_fnmadd_ps(_mm512_set1_ps(zc), _mm512_loadu_ps((const void *)tail), f);
+    __m512 v = _mm512_fmadd_ps(f, _mm512_set1_ps(sx), _mm512_loadu_ps((const void *)(tail + 64)));
+    v = _mm512_min_ps(_mm512_set1_ps(max), _mm512_max_ps(_mm512_set1_ps(min), v));
+    const __m512i i = _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_mask_storeu_epi8(q, (__mmask16)((1u << nc) - 1u), _mm512_cvtsepi32_epi8(i));
+}
+#define QD8_STORE_Q
+
 #include "qd8_gemm_body.h"
 
 /* The same kernel on plain int8 activations (a statically quantized

@@ -23,6 +23,14 @@
  *                         c[j] = clamp((f[j] - zc * ksum[j]) * sx + bias[j]), j < nc,
  *                         ksum at tail, bias at tail + 64
  *
+ * A kernel may also write int8 results (QD8_STORE_Q defined): it defines
+ *
+ *   qd8_store_q(q, nc, f, zc, sx, tail, min, max)
+ *                         q[j] = the value qd8_store writes, rounded to the
+ *                         nearest integer, ties to even (min, max within int8)
+ *
+ * and the body adds QD8_FN_q, the kernel with int8 results (eko_qd8_ukernel_q).
+ *
  * A kernel may read int4 weights another way (their range is small enough
  * for products that int8 weights would saturate): it then defines
  * QD8_X_OFFSET4, qd8_xv4, qd8_x_load4 and qd8_dot4 as above, used for int4
@@ -122,8 +130,8 @@ static inline __attribute__((always_inline)) void QD8_TILE(const size_t MR, size
                                                            const int8_t *x, size_t ldx,
                                                            const eko_qd8_row *rows,
                                                            const eko_qd8_weights *w,
-                                                           const uint8_t *p, float *c, size_t ldc,
-                                                           float min, float max) {
+                                                           const uint8_t *p, float *c, int8_t *q,
+                                                           size_t ldc, float min, float max) {
     qd8_f accf[QD8_MR];
     EKO_UNROLL
     for (size_t r = 0; r < MR; r++) accf[r] = qd8_f_zero();
@@ -211,6 +219,17 @@ static inline __attribute__((always_inline)) void QD8_TILE(const size_t MR, size
         for (size_t r = 0; r < MR; r++) accf[r] = qd8_f_slice(accf[r], acc[r], sc);
     }
     /* with groups, the zero points (and the offset) through the ksums */
+#ifdef QD8_STORE_Q
+    if (q != NULL) { /* int8 results, rounded here */
+        EKO_UNROLL
+        for (size_t r = 0; r < MR; r++)
+            qd8_store_q(q + r * ldc, nc, accf[r], (float)(rows[r].zero_point + offset),
+                        rows[r].scale, panel + w->tail_at, min, max);
+        return;
+    }
+#else
+    (void)q;
+#endif
     EKO_UNROLL
     for (size_t r = 0; r < MR; r++)
         qd8_store(c + r * ldc, nc, accf[r], (float)(rows[r].zero_point + offset), rows[r].scale,
@@ -222,29 +241,61 @@ void QD8_FN(size_t mr, size_t nc, const int8_t *x, size_t ldx, const eko_qd8_row
             float max) {
     switch (mr) {
 #if QD8_MR >= 8
-    case 8: QD8_TILE(8, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    case 8: QD8_TILE(8, nc, x, ldx, rows, w, panel, c, NULL, ldc, min, max); break;
 #endif
 #if QD8_MR >= 7
-    case 7: QD8_TILE(7, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    case 7: QD8_TILE(7, nc, x, ldx, rows, w, panel, c, NULL, ldc, min, max); break;
 #endif
 #if QD8_MR >= 6
-    case 6: QD8_TILE(6, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    case 6: QD8_TILE(6, nc, x, ldx, rows, w, panel, c, NULL, ldc, min, max); break;
 #endif
 #if QD8_MR >= 5
-    case 5: QD8_TILE(5, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    case 5: QD8_TILE(5, nc, x, ldx, rows, w, panel, c, NULL, ldc, min, max); break;
 #endif
 #if QD8_MR >= 4
-    case 4: QD8_TILE(4, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    case 4: QD8_TILE(4, nc, x, ldx, rows, w, panel, c, NULL, ldc, min, max); break;
 #endif
 #if QD8_MR >= 3
-    case 3: QD8_TILE(3, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    case 3: QD8_TILE(3, nc, x, ldx, rows, w, panel, c, NULL, ldc, min, max); break;
 #endif
 #if QD8_MR >= 2
-    case 2: QD8_TILE(2, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    case 2: QD8_TILE(2, nc, x, ldx, rows, w, panel, c, NULL, ldc, min, max); break;
 #endif
-    default: QD8_TILE(1, nc, x, ldx, rows, w, panel, c, ldc, min, max); break;
+    default: QD8_TILE(1, nc, x, ldx, rows, w, panel, c, NULL, ldc, min, max); break;
     }
 }
+
+#ifdef QD8_STORE_Q
+/* The same with int8 results (eko_qd8_out's q): rows ldq bytes apart. */
+void QD8_CAT(QD8_FN, q)(size_t mr, size_t nc, const int8_t *x, size_t ldx,
+                        const eko_qd8_row *rows, const eko_qd8_weights *w, const uint8_t *panel,
+                        int8_t *q, size_t ldq, float min, float max) {
+    switch (mr) {
+#if QD8_MR >= 8
+    case 8: QD8_TILE(8, nc, x, ldx, rows, w, panel, NULL, q, ldq, min, max); break;
+#endif
+#if QD8_MR >= 7
+    case 7: QD8_TILE(7, nc, x, ldx, rows, w, panel, NULL, q, ldq, min, max); break;
+#endif
+#if QD8_MR >= 6
+    case 6: QD8_TILE(6, nc, x, ldx, rows, w, panel, NULL, q, ldq, min, max); break;
+#endif
+#if QD8_MR >= 5
+    case 5: QD8_TILE(5, nc, x, ldx, rows, w, panel, NULL, q, ldq, min, max); break;
+#endif
+#if QD8_MR >= 4
+    case 4: QD8_TILE(4, nc, x, ldx, rows, w, panel, NULL, q, ldq, min, max); break;
+#endif
+#if QD8_MR >= 3
+    case 3: QD8_TILE(3, nc, x, ldx, rows, w, panel, NULL, q, ldq, min, max); break;
+#endif
+#if QD8_MR >= 2
+    case 2: QD8_TILE(2, nc, x, ldx, rows, w, panel, NULL, q, ldq, min, max); break;
+#endif
+    default: QD8_TILE(1, nc, x, ldx, rows, w, panel, NULL, q, ldq, min, max); break;
+    }
+}
+#endif
 
 #undef QD8_TILE
 #undef QD8_X_LOAD

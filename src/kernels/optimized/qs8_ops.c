@@ -2,6 +2,7 @@
  * Statically quantized int8 operators (qs8_ops.h), in plain C.
  */
 #include "qs8_ops.h"
+#include "qs8_elt.h"
 
 #include <math.h>
 #include <string.h>
@@ -20,31 +21,11 @@ void eko_qs8_range(eko_qs8_params p, float min, float max, int32_t *qmin, int32_
 }
 
 void eko_qs8_quantize(size_t n, const float *x, int8_t *q, eko_qs8_params p) {
-    const float mult = 1.0f / p.scale;
-    for (size_t i = 0; i < n; i++) q[i] = eko_qs8_round(x[i] * mult, p.zero_point, -128, 127);
+    eko_qs8_elt_active()->quantize(n, x, q, 1.0f / p.scale, p.zero_point);
 }
 
 void eko_qs8_dequantize(size_t n, const int8_t *q, float *x, eko_qs8_params p) {
-    for (size_t i = 0; i < n; i++) x[i] = p.scale * (float)((int32_t)q[i] - p.zero_point);
-}
-
-/* The addition of n contiguous elements (restrict, a fixed count: the
- * compiler vectorizes it without alias checks or a remainder loop). */
-static inline void add_block(const size_t n, const int8_t *restrict a, float ma, int32_t za,
-                             const int8_t *restrict b, float mb, int32_t zb, int8_t *restrict y,
-                             int32_t zy, int32_t qmin, int32_t qmax) {
-    for (size_t i = 0; i < n; i++)
-        y[i] = eko_qs8_round(ma * (float)((int32_t)a[i] - za) + mb * (float)((int32_t)b[i] - zb),
-                             zy, qmin, qmax);
-}
-
-static void add_contiguous(size_t n, const int8_t *a, float ma, int32_t za, const int8_t *b,
-                           float mb, int32_t zb, int8_t *y, int32_t zy, int32_t qmin,
-                           int32_t qmax) {
-    size_t i = 0;
-    for (; i + 64 <= n; i += 64)
-        add_block(64, a + i, ma, za, b + i, mb, zb, y + i, zy, qmin, qmax);
-    add_block(n - i, a + i, ma, za, b + i, mb, zb, y + i, zy, qmin, qmax);
+    eko_qs8_elt_active()->dequantize(n, q, x, p.scale, p.zero_point);
 }
 
 void eko_qs8_add(size_t n, const int8_t *a, size_t inc_a, eko_qs8_params pa, const int8_t *b,
@@ -52,8 +33,8 @@ void eko_qs8_add(size_t n, const int8_t *a, size_t inc_a, eko_qs8_params pa, con
                  int32_t qmax) {
     const float ma = pa.scale / py.scale, mb = pb.scale / py.scale;
     if (inc_a == 1 && inc_b == 1) {
-        add_contiguous(n, a, ma, pa.zero_point, b, mb, pb.zero_point, y, py.zero_point, qmin,
-                       qmax);
+        eko_qs8_elt_active()->add(n, a, ma, pa.zero_point, b, mb, pb.zero_point, y,
+                                  py.zero_point, qmin, qmax);
         return;
     }
     for (size_t i = 0; i < n; i++) {
@@ -63,14 +44,6 @@ void eko_qs8_add(size_t n, const int8_t *a, size_t inc_a, eko_qs8_params pa, con
     }
 }
 
-static inline void mul_block(const size_t n, const int8_t *restrict a, int32_t za,
-                             const int8_t *restrict b, int32_t zb, float m,
-                             int8_t *restrict y, int32_t zy, int32_t qmin, int32_t qmax) {
-    for (size_t i = 0; i < n; i++)
-        y[i] = eko_qs8_round(m * (float)(((int32_t)a[i] - za) * ((int32_t)b[i] - zb)), zy, qmin,
-                             qmax);
-}
-
 void eko_qs8_mul(size_t n, const int8_t *a, size_t inc_a, eko_qs8_params pa, const int8_t *b,
                  size_t inc_b, eko_qs8_params pb, int8_t *y, eko_qs8_params py, int32_t qmin,
                  int32_t qmax) {
@@ -78,9 +51,7 @@ void eko_qs8_mul(size_t n, const int8_t *a, size_t inc_a, eko_qs8_params pa, con
     const float m = pa.scale * pb.scale / py.scale;
     const int32_t za = pa.zero_point, zb = pb.zero_point, zy = py.zero_point;
     if (inc_a == 1 && inc_b == 1) {
-        size_t i = 0;
-        for (; i + 64 <= n; i += 64) mul_block(64, a + i, za, b + i, zb, m, y + i, zy, qmin, qmax);
-        mul_block(n - i, a + i, za, b + i, zb, m, y + i, zy, qmin, qmax);
+        eko_qs8_elt_active()->mul(n, a, za, b, zb, m, y, zy, qmin, qmax);
         return;
     }
     for (size_t i = 0; i < n; i++)

@@ -24,6 +24,7 @@
 #include "ember/threadpool.h"
 #include "kernels/optimized/qd8_gemm.h"
 #include "kernels/optimized/qs8_dwconv.h"
+#include "kernels/optimized/qs8_elt.h"
 #include "kernels/optimized/qs8_ops.h"
 #include "rng.h"
 
@@ -231,6 +232,108 @@ static void test_dwconv(const eko_qs8_dwconv *kernel) {
               t.elements);
 }
 
+/* Every level's depthwise kernel against the portable one (scalar level),
+ * bitwise: the int32 sums are exact, the requantization the same float
+ * steps. Odd channel counts cross the 16-lane chunks; 3x3 and 5x5 windows
+ * take the fixed-tap paths, others the general ones; rows are split as 1,
+ * 2 and 3 threads would split them. (h, w, c, kh, kw, sh, sw, dh, dw, pt, pl) */
+static void test_dwconv_levels(const eko_qs8_dwconv *kernel) {
+    char name[64];
+    snprintf(name, sizeof name, "qs8 depthwise %s = scalar", eko_isa_name(kernel->isa));
+    check_section(name);
+    static const size_t cases[][11] = {
+        {9, 11, 33, 3, 3, 1, 1, 1, 1, 1, 1}, {12, 13, 17, 3, 3, 2, 2, 1, 1, 1, 1},
+        {8, 9, 48, 3, 3, 2, 2, 1, 1, 0, 0},  {10, 10, 40, 5, 5, 1, 1, 1, 1, 2, 2},
+        {11, 9, 7, 5, 5, 2, 2, 1, 1, 2, 2},  {7, 8, 31, 3, 3, 1, 1, 2, 2, 2, 2},
+        {6, 7, 20, 3, 5, 1, 2, 1, 1, 1, 2},  {5, 6, 19, 1, 1, 1, 1, 1, 1, 0, 0},
+        {9, 9, 18, 7, 7, 1, 1, 1, 1, 3, 3},  {3, 2, 16, 5, 5, 1, 1, 1, 1, 2, 2},
+        {4, 20, 64, 3, 3, 1, 1, 1, 1, 0, 1}, {2, 3, 5, 3, 3, 1, 1, 1, 1, 3, 3}};
+    const eko_qs8_dwconv *ref = eko_qs8_dwconv_for(EKO_ISA_SCALAR);
+    size_t differ = 0, total = 0;
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        const size_t *p = cases[ci], nb = 2, c = p[2];
+        eko_qs8_window win = {p[0], p[1], c, 0, 0, p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10]};
+        const size_t effh = (p[3] - 1) * p[7] + 1, effw = (p[4] - 1) * p[8] + 1;
+        win.oh = (p[0] + 2 * p[9] - effh) / p[5] + 1;
+        win.ow = (p[1] + 2 * p[10] - effw) / p[6] + 1;
+        const size_t taps = p[3] * p[4], ny = nb * win.oh * win.ow * c;
+        int8_t *x = malloc(nb * p[0] * p[1] * c), *w = malloc(taps * c);
+        int8_t *want = malloc(ny), *got = malloc(ny);
+        int32_t *bias = malloc(sizeof(int32_t) * c);
+        float *mult = malloc(sizeof(float) * c);
+        for (size_t i = 0; i < nb * p[0] * p[1] * c; i++) x[i] = irand8();
+        for (size_t i = 0; i < taps * c; i++) w[i] = irand8();
+        for (size_t i = 0; i < c; i++) {
+            bias[i] = (int32_t)(rng_bits() % 40001) - 20000;
+            mult[i] = 0.0002f + (float)(rng_bits() % 100) * 1e-5f;
+        }
+        const int xz = (int)(rng_bits() % 256) - 128, yz = (int)(rng_bits() % 200) - 100;
+        const int32_t lo = ci % 2 ? yz : -128, hi = ci % 3 ? 127 : 100;
+        const eko_qs8_dw dw = {w, bias, mult, xz, yz, lo, hi};
+        const size_t rows = nb * win.oh;
+        ref->run(&win, &dw, x, want, 0, rows);
+        for (size_t parts = 1; parts <= 3; parts++) {
+            memset(got, 0x5a, ny);
+            for (size_t i = 0; i < parts; i++) {
+                const size_t r0 = rows * i / parts, r1 = rows * (i + 1) / parts;
+                kernel->run(&win, &dw, x, got, r0, r1 - r0);
+            }
+            for (size_t i = 0; i < ny; i++) differ += got[i] != want[i];
+            total += ny;
+        }
+        free(x);
+        free(w);
+        free(want);
+        free(got);
+        free(bias);
+        free(mult);
+    }
+    CHECK_MSG(differ == 0, "%zu of %zu outputs differ from the scalar level", differ, total);
+}
+
+/* Every level's elementwise loops (qs8_elt.h) against the scalar level's,
+ * bitwise, on runs that end inside and past whole vectors and blocks. */
+static void test_elt_levels(const eko_qs8_elt *k) {
+    char name[64];
+    snprintf(name, sizeof name, "qs8 elementwise %s = scalar", eko_isa_name(k->isa));
+    check_section(name);
+    const eko_qs8_elt *ref = eko_qs8_elt_for(EKO_ISA_SCALAR);
+    enum { N = 300 };
+    static const size_t lens[] = {0, 1, 15, 16, 17, 63, 64, 65, 129, 300};
+    int8_t a[N], b[N], y0[N], y1[N];
+    float f[N], g0[N], g1[N];
+    for (int i = 0; i < N; i++) {
+        a[i] = irand8(), b[i] = irand8();
+        f[i] = (float)((int)(rng_bits() % 20001) - 10000) * 0.0371f;
+    }
+    f[7] = NAN, f[8] = INFINITY, f[9] = -INFINITY, f[10] = 0.5f * 0.25f, f[11] = 2.5f * 0.25f;
+    size_t differ = 0;
+    for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+        const size_t n = lens[li];
+        memset(y0, 0, sizeof y0), memset(y1, 0, sizeof y1);
+        ref->quantize(n, f, y0, 4.0f, -3);
+        k->quantize(n, f, y1, 4.0f, -3);
+        differ += (size_t)(memcmp(y0, y1, N) != 0);
+        memset(g0, 0, sizeof g0), memset(g1, 0, sizeof g1);
+        ref->dequantize(n, a, g0, 0.173f, 11);
+        k->dequantize(n, a, g1, 0.173f, 11);
+        differ += (size_t)(memcmp(g0, g1, sizeof g0) != 0);
+        ref->add(n, a, 0.71f, 5, b, 1.37f, -9, y0, 4, -100, 120);
+        k->add(n, a, 0.71f, 5, b, 1.37f, -9, y1, 4, -100, 120);
+        differ += (size_t)(memcmp(y0, y1, N) != 0);
+        ref->mul(n, a, -7, b, 3, 0.0113f, y0, -2, -128, 127);
+        k->mul(n, a, -7, b, 3, 0.0113f, y1, -2, -128, 127);
+        differ += (size_t)(memcmp(y0, y1, N) != 0);
+        int8_t table[256];
+        for (int i = 0; i < 256; i++) table[i] = irand8();
+        ref->lut(n, a, table, y0);
+        k->lut(n, a, table, y1);
+        differ += (size_t)(memcmp(y0, y1, N) != 0);
+        for (size_t i = 0; i < n; i++) differ += y1[i] != table[(uint8_t)a[i]];
+    }
+    CHECK_MSG(differ == 0, "%zu runs differ from the scalar level", differ);
+}
+
 static void test_elementwise(void) {
     check_section("qs8 add, sub, mul, pools, conversions");
     enum { N = 1000 };
@@ -378,7 +481,12 @@ int main(void) {
         test_gemm(eko_qd8_gemm_config_at(i), pool2);
     for (int isa = 0; isa < EKO_ISA_COUNT; isa++) {
         const eko_qs8_dwconv *kernel = eko_qs8_dwconv_for((eko_isa)isa);
-        if (kernel != NULL && eko_isa_supported((eko_isa)isa)) test_dwconv(kernel);
+        if (kernel != NULL && eko_isa_supported((eko_isa)isa)) {
+            test_dwconv(kernel);
+            test_dwconv_levels(kernel);
+        }
+        const eko_qs8_elt *elt = eko_qs8_elt_for((eko_isa)isa);
+        if (elt != NULL && eko_isa_supported((eko_isa)isa)) test_elt_levels(elt);
     }
     test_elementwise();
     ember_threadpool_destroy(pool2);
