@@ -512,17 +512,20 @@ def main(argv: Optional[List[str]] = None) -> None:
         print(f"\n{p}\n\n{tables[p]}")
     print(f"\n{len(names)} model(s) in {time.time() - start:.0f} s", flush=True)
     if args.out and not args.quick:
-        cmd = quote_command([__file__] + (argv if argv is not None else sys.argv[1:]),
-                            "make bench-cnn")
+        args_line = list(argv if argv is not None else sys.argv[1:])
+        if args.before:  # where another checkout lives says nothing: name what it is
+            args_line = [a if a != args.before else "<checkout>/.venv/bin/python"
+                         for a in args_line]
+        cmd = quote_command([__file__] + args_line, "make bench-cnn")
         flops_note = ", ".join(f"{m} {flops[m] / 1e9:.2f}" for m in names)
         before_note = ""
         if args.before:
             # the interpreter's checkout: <checkout>/.venv/bin/python
             checkout = Path(args.before).absolute().parents[2]
-            commit = subprocess.run(["git", "-C", str(checkout), "log", "-1", "--format=%h %s"],
-                                    capture_output=True, text=True).stdout.strip()[:90]
+            commit = subprocess.run(["git", "-C", str(checkout), "log", "-1", "--format=%h"],
+                                    capture_output=True, text=True).stdout.strip()
             before_note = (f"Rows marked (before): ember's runtime at commit {commit or '?'}, "
-                           "on the same files. ")
+                           "run by that checkout's own interpreter on the same files. ")
         body = (f"{SECTION}\n\nCommand: `{cmd}`\n\n{roofline_line(roof)}\n\n"
                 "Models: examples/vision/models.py (torchvision's architectures, random weights "
                 f"from seed {SEED}, batch norms with random statistics folded by each "
