@@ -236,33 +236,43 @@ static inline __attribute__((always_inline)) void QD8_TILE(const size_t MR, size
                   panel + w->tail_at, min, max);
 }
 
+/* mr rows (1 to QD8_MR), each count a constant for the tile: float results
+ * into c, or int8 ones into q (the other NULL), rows ld apart. */
+#define QD8_ROWS QD8_CAT(QD8_FN, rows)
+static inline __attribute__((always_inline)) void QD8_ROWS(
+    size_t mr, size_t nc, const int8_t *x, size_t ldx, const eko_qd8_row *rows,
+    const eko_qd8_weights *w, const uint8_t *panel, float *c, int8_t *q, size_t ld, float min,
+    float max) {
+    switch (mr) {
+#if QD8_MR >= 8
+    case 8: QD8_TILE(8, nc, x, ldx, rows, w, panel, c, q, ld, min, max); break;
+#endif
+#if QD8_MR >= 7
+    case 7: QD8_TILE(7, nc, x, ldx, rows, w, panel, c, q, ld, min, max); break;
+#endif
+#if QD8_MR >= 6
+    case 6: QD8_TILE(6, nc, x, ldx, rows, w, panel, c, q, ld, min, max); break;
+#endif
+#if QD8_MR >= 5
+    case 5: QD8_TILE(5, nc, x, ldx, rows, w, panel, c, q, ld, min, max); break;
+#endif
+#if QD8_MR >= 4
+    case 4: QD8_TILE(4, nc, x, ldx, rows, w, panel, c, q, ld, min, max); break;
+#endif
+#if QD8_MR >= 3
+    case 3: QD8_TILE(3, nc, x, ldx, rows, w, panel, c, q, ld, min, max); break;
+#endif
+#if QD8_MR >= 2
+    case 2: QD8_TILE(2, nc, x, ldx, rows, w, panel, c, q, ld, min, max); break;
+#endif
+    default: QD8_TILE(1, nc, x, ldx, rows, w, panel, c, q, ld, min, max); break;
+    }
+}
+
 void QD8_FN(size_t mr, size_t nc, const int8_t *x, size_t ldx, const eko_qd8_row *rows,
             const eko_qd8_weights *w, const uint8_t *panel, float *c, size_t ldc, float min,
             float max) {
-    switch (mr) {
-#if QD8_MR >= 8
-    case 8: QD8_TILE(8, nc, x, ldx, rows, w, panel, c, NULL, ldc, min, max); break;
-#endif
-#if QD8_MR >= 7
-    case 7: QD8_TILE(7, nc, x, ldx, rows, w, panel, c, NULL, ldc, min, max); break;
-#endif
-#if QD8_MR >= 6
-    case 6: QD8_TILE(6, nc, x, ldx, rows, w, panel, c, NULL, ldc, min, max); break;
-#endif
-#if QD8_MR >= 5
-    case 5: QD8_TILE(5, nc, x, ldx, rows, w, panel, c, NULL, ldc, min, max); break;
-#endif
-#if QD8_MR >= 4
-    case 4: QD8_TILE(4, nc, x, ldx, rows, w, panel, c, NULL, ldc, min, max); break;
-#endif
-#if QD8_MR >= 3
-    case 3: QD8_TILE(3, nc, x, ldx, rows, w, panel, c, NULL, ldc, min, max); break;
-#endif
-#if QD8_MR >= 2
-    case 2: QD8_TILE(2, nc, x, ldx, rows, w, panel, c, NULL, ldc, min, max); break;
-#endif
-    default: QD8_TILE(1, nc, x, ldx, rows, w, panel, c, NULL, ldc, min, max); break;
-    }
+    QD8_ROWS(mr, nc, x, ldx, rows, w, panel, c, NULL, ldc, min, max);
 }
 
 #ifdef QD8_STORE_Q
@@ -270,33 +280,11 @@ void QD8_FN(size_t mr, size_t nc, const int8_t *x, size_t ldx, const eko_qd8_row
 void QD8_CAT(QD8_FN, q)(size_t mr, size_t nc, const int8_t *x, size_t ldx,
                         const eko_qd8_row *rows, const eko_qd8_weights *w, const uint8_t *panel,
                         int8_t *q, size_t ldq, float min, float max) {
-    switch (mr) {
-#if QD8_MR >= 8
-    case 8: QD8_TILE(8, nc, x, ldx, rows, w, panel, NULL, q, ldq, min, max); break;
-#endif
-#if QD8_MR >= 7
-    case 7: QD8_TILE(7, nc, x, ldx, rows, w, panel, NULL, q, ldq, min, max); break;
-#endif
-#if QD8_MR >= 6
-    case 6: QD8_TILE(6, nc, x, ldx, rows, w, panel, NULL, q, ldq, min, max); break;
-#endif
-#if QD8_MR >= 5
-    case 5: QD8_TILE(5, nc, x, ldx, rows, w, panel, NULL, q, ldq, min, max); break;
-#endif
-#if QD8_MR >= 4
-    case 4: QD8_TILE(4, nc, x, ldx, rows, w, panel, NULL, q, ldq, min, max); break;
-#endif
-#if QD8_MR >= 3
-    case 3: QD8_TILE(3, nc, x, ldx, rows, w, panel, NULL, q, ldq, min, max); break;
-#endif
-#if QD8_MR >= 2
-    case 2: QD8_TILE(2, nc, x, ldx, rows, w, panel, NULL, q, ldq, min, max); break;
-#endif
-    default: QD8_TILE(1, nc, x, ldx, rows, w, panel, NULL, q, ldq, min, max); break;
-    }
+    QD8_ROWS(mr, nc, x, ldx, rows, w, panel, NULL, q, ldq, min, max);
 }
 #endif
 
+#undef QD8_ROWS
 #undef QD8_TILE
 #undef QD8_X_LOAD
 #undef QD8_X_LOAD4
