@@ -541,9 +541,10 @@ def _check_cat(ep: ExportedProgram, node: Node) -> Optional[str]:
     return _all_f32(node)
 
 
-# a channels-last value stores logical (NCHW) dim d at position _NHWC_POS[d],
-# and its position j holds logical dim _NHWC_DIM[j]
-_NHWC_POS, _NHWC_DIM = (0, 3, 1, 2), (0, 2, 3, 1)
+# a channels-last value stores logical (NCHW) dim d at position NHWC_POS[d],
+# and its position j holds logical dim NHWC_DIM[j] (so NHWC_DIM is the
+# permutation NCHW -> NHWC, and NHWC_POS its inverse)
+NHWC_POS, NHWC_DIM = (0, 3, 1, 2), (0, 2, 3, 1)
 
 
 def _4d_layout(b: Any, node: Node, operands: Sequence[Any]) -> str:
@@ -558,7 +559,7 @@ def _cat_lower(b: Any, node: Node) -> None:
     axis = arg(node, 1, "dim", 0) % rank(node)
     layout = _4d_layout(b, node, tensors)
     if layout == "nhwc":
-        axis = _NHWC_POS[axis]
+        axis = NHWC_POS[axis]
     ids = [b.input(t, layout) for t in tensors] + [0xFFFFFFFF] * (5 - len(tensors))
     b.node(f"Concatenate{len(tensors)}", node, axis=axis, input1_id=ids[0], input2_id=ids[1],
            input3_id=ids[2], input4_id=ids[3], input5_id=ids[4], output_id=b.output(node, layout))
@@ -578,7 +579,7 @@ def _pad_lower(b: Any, node: Node) -> None:
         pre[r - 1 - i], post[r - 1 - i] = pads[2 * i], pads[2 * i + 1]
     layout = _4d_layout(b, node, [node.args[0]])
     if layout == "nhwc":
-        pre, post = [pre[d] for d in _NHWC_DIM], [post[d] for d in _NHWC_DIM]
+        pre, post = [pre[d] for d in NHWC_DIM], [post[d] for d in NHWC_DIM]
     b.node("StaticConstantPad", node, pre_paddings=pre, post_paddings=post,
            padding_value=float(arg(node, 2, "value", 0)), input_id=b.input(node.args[0], layout),
            output_id=b.output(node, layout))
@@ -603,7 +604,7 @@ def _slice_lower(b: Any, node: Node) -> None:
     sizes = list(val(node).shape)
     layout = _4d_layout(b, node, [x])
     if layout == "nhwc":
-        offsets, sizes = [offsets[j] for j in _NHWC_DIM], [sizes[j] for j in _NHWC_DIM]
+        offsets, sizes = [offsets[j] for j in NHWC_DIM], [sizes[j] for j in NHWC_DIM]
     b.node("StaticSlice", node, num_dims=r, offsets=offsets, sizes=sizes,
            input_id=b.input(x, layout), output_id=b.output(node, layout))
 
@@ -620,12 +621,12 @@ def _permute_lower(b: Any, node: Node) -> None:
     if rank(node) == 4 and have == "nhwc":
         want = "nhwc" if perm[1] == 1 else "nchw"
         # of the stored orders: output position j reads input position perm[j]
-        order = _NHWC_DIM if want == "nhwc" else range(4)
-        perm = [_NHWC_POS[perm[j]] for j in order]
+        order = NHWC_DIM if want == "nhwc" else range(4)
+        perm = [NHWC_POS[perm[j]] for j in order]
         if perm == [0, 1, 2, 3]:
             b.alias(node, x, want)
             return
-    elif rank(node) == 4 and have == "nchw" and perm == list(_NHWC_POS):
+    elif rank(node) == 4 and have == "nchw" and perm == list(NHWC_POS):
         b.alias(node, x, "nhwc")
         return
     else:

@@ -32,10 +32,10 @@ from ...backend.backend_details import BackendDetails, CompileSpec, PreprocessRe
 from ...errors import ExportError, source_location
 from ...tensor_spec import upper_bound
 from .graph import EXTERNAL_INPUT, EXTERNAL_OUTPUT, INVALID_ID, QINT8, XGraph, XNode, serialize
-from .ops import OPS, constant_of, f32_bytes, unsupported_reason, val
+from .ops import NHWC_DIM, NHWC_POS, OPS, constant_of, f32_bytes, unsupported_reason, val
 from .quant import QuantPlan
 
-_TO_NHWC, _TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
+_TO_NHWC, _TO_NCHW = list(NHWC_DIM), list(NHWC_POS)
 _CLAMPING = {"FullyConnected", "Conv2d", "DepthwiseConv2d", "ConvTranspose2d", "Add", "Subtract",
              "Multiply", "Div", "AvgPooling2d", "MaxPooling2d", "GlobalAvgPooling2d"}
 
